@@ -1,0 +1,333 @@
+//! One reversible change to system state, as written to the journal *before*
+//! it is made, and how to undo it. Undo is idempotent: undoing a change that
+//! was never applied (the run died between journaling and applying) is
+//! harmless, so a journal can always be replayed.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::GuardError;
+
+/// A change iolab made, with what is needed to undo it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Change {
+    /// A sysfs or procfs attribute (scheduler, iosched tunable,
+    /// nr_requests, read_ahead_kb, vm sysctl): `old` is written back.
+    Attr {
+        /// The attribute file.
+        path: PathBuf,
+        /// Its value before the change, as it must be written back.
+        old: String,
+    },
+    /// A blkio throttle rule (`blkio.throttle.*_device`) for one device:
+    /// `old` 0 means there was no rule, and writing 0 removes it.
+    Throttle {
+        /// The throttle file.
+        file: PathBuf,
+        /// `major:minor`.
+        devno: String,
+        /// Previous limit, 0 for none.
+        old: u64,
+    },
+    /// A directory iolab created (mount point, lab directory); removed if empty.
+    Dir {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// A file iolab created (lab image); removed.
+    File {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A cgroup iolab created: its tasks go back to the parent, then rmdir.
+    Cgroup {
+        /// The cgroup directory.
+        path: PathBuf,
+    },
+    /// A tracefs instance iolab created: tracing off, then rmdir.
+    TraceInstance {
+        /// The instance directory.
+        path: PathBuf,
+    },
+    /// A loop device over `backing`, found again by its backing file, so the
+    /// entry can be journaled before the kernel picks the device number.
+    Loop {
+        /// The backing file or device.
+        backing: PathBuf,
+        /// The device, once known.
+        dev: Option<String>,
+    },
+    /// A zram device iolab configured (and hot-added when `added`).
+    Zram {
+        /// Device number N of zramN.
+        id: u32,
+        /// True when iolab created it via hot_add (then it is hot-removed).
+        added: bool,
+    },
+    /// A mount: unmounted (lazily if still busy after retries).
+    Mount {
+        /// Mount point.
+        target: PathBuf,
+        /// What was mounted.
+        source: String,
+    },
+    /// A process group iolab started (load, target): killed with SIGKILL if
+    /// its leader still runs with the same start time.
+    ProcessGroup {
+        /// Process group id (= leader pid).
+        pgid: i32,
+        /// Leader's start time, to survive pid reuse.
+        start: u64,
+    },
+}
+
+impl Change {
+    /// The lock a change needs: changes to one device share one lock, so two
+    /// runs never interleave changes to the same device.
+    pub fn resource(&self) -> Option<String> {
+        match self {
+            Change::Attr { path, .. } => Some(resource_of_path(path)),
+            Change::Throttle { devno, .. } => Some(format!("devno-{}", devno.replace(':', "_"))),
+            _ => None,
+        }
+    }
+
+    /// Undoes the change; returns a one-line description of what was done.
+    pub fn undo(&self) -> Result<String, GuardError> {
+        match self {
+            Change::Attr { path, old } => {
+                if !path.exists() {
+                    // e.g. an iosched tunable whose scheduler is gone again.
+                    return Ok(format!(
+                        "{} no longer exists; nothing to restore",
+                        path.display()
+                    ));
+                }
+                write_attr(path, old)?;
+                Ok(format!("{} = {old}", path.display()))
+            }
+            Change::Throttle { file, devno, old } => {
+                write_attr(file, &format!("{devno} {old}"))?;
+                let name = file.file_name().map(|n| n.to_string_lossy().into_owned());
+                Ok(format!("{} for {devno} = {old}", name.unwrap_or_default()))
+            }
+            Change::Dir { path } => {
+                match std::fs::remove_dir(path) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(GuardError::io(path, e)),
+                }
+                Ok(format!("removed directory {}", path.display()))
+            }
+            Change::File { path } => {
+                match std::fs::remove_file(path) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(GuardError::io(path, e)),
+                }
+                Ok(format!("removed {}", path.display()))
+            }
+            Change::Cgroup { path } => undo_cgroup(path),
+            Change::TraceInstance { path } => {
+                if path.exists() {
+                    let _ = std::fs::write(path.join("tracing_on"), "0");
+                    std::fs::remove_dir(path).map_err(|e| GuardError::io(path, e))?;
+                }
+                Ok(format!("removed trace instance {}", path.display()))
+            }
+            Change::Loop { backing, dev } => undo_loop(backing, dev.as_deref()),
+            Change::Zram { id, added } => {
+                let dev = PathBuf::from(format!("/sys/block/zram{id}"));
+                if dev.exists() {
+                    write_attr(&dev.join("reset"), "1")?;
+                    if *added {
+                        write_attr(
+                            Path::new("/sys/class/zram-control/hot_remove"),
+                            &id.to_string(),
+                        )?;
+                    }
+                }
+                Ok(format!(
+                    "reset zram{id}{}",
+                    if *added { " and removed it" } else { "" }
+                ))
+            }
+            Change::Mount { target, source } => undo_mount(target, source),
+            Change::ProcessGroup { pgid, start } => {
+                if iolab_sys::process::is_alive(*pgid, *start) {
+                    // Negative pid: the whole group, never a name.
+                    let _ = rustix::process::kill_process_group(
+                        rustix::process::Pid::from_raw(*pgid).ok_or_else(|| {
+                            GuardError::io("pgid", std::io::Error::other("pgid 0"))
+                        })?,
+                        rustix::process::Signal::KILL,
+                    );
+                    Ok(format!("killed process group {pgid}"))
+                } else {
+                    Ok(format!("process group {pgid} already gone"))
+                }
+            }
+        }
+    }
+}
+
+/// Maps an attribute path to its lock: `/sys/block/loop3/queue/x` →
+/// `block-loop3`; `/proc/sys/vm/dirty_ratio` → `sysctl-vm.dirty_ratio`.
+pub fn resource_of_path(path: &Path) -> String {
+    let s = path.to_string_lossy();
+    if let Some(rest) = s.strip_prefix("/sys/block/") {
+        let dev = rest.split('/').next().unwrap_or(rest);
+        return format!("block-{dev}");
+    }
+    if let Some(rest) = s.strip_prefix("/proc/sys/") {
+        return format!("sysctl-{}", rest.replace('/', "."));
+    }
+    s.trim_start_matches('/').replace('/', "_")
+}
+
+/// Writes a sysfs/procfs attribute in one write(2), as the kernel expects.
+pub(crate) fn write_attr(path: &Path, value: &str) -> Result<(), GuardError> {
+    std::fs::write(path, value).map_err(|e| GuardError::io(path, e))
+}
+
+fn undo_cgroup(path: &Path) -> Result<String, GuardError> {
+    if !path.exists() {
+        return Ok(format!("cgroup {} already gone", path.display()));
+    }
+    if let Some(parent) = path.parent() {
+        let procs = std::fs::read_to_string(path.join("cgroup.procs")).unwrap_or_default();
+        for pid in procs.split_whitespace() {
+            // A task that exits meanwhile makes this fail; that is fine.
+            let _ = std::fs::write(parent.join("cgroup.procs"), pid);
+        }
+    }
+    std::fs::remove_dir(path).map_err(|e| GuardError::io(path, e))?;
+    Ok(format!("removed cgroup {}", path.display()))
+}
+
+/// Finds loop devices whose backing file is `backing` (sysfs
+/// `loop/backing_file`, which appends " (deleted)" to unlinked files).
+pub fn loops_backed_by(backing: &Path) -> Vec<String> {
+    let want = backing.to_string_lossy();
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir("/sys/block") {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !name.starts_with("loop") {
+                continue;
+            }
+            let bf =
+                std::fs::read_to_string(e.path().join("loop/backing_file")).unwrap_or_default();
+            let bf = bf.trim_end();
+            let bf = bf.strip_suffix(" (deleted)").unwrap_or(bf);
+            if bf == want {
+                out.push(name);
+            }
+        }
+    }
+    out
+}
+
+fn undo_loop(backing: &Path, dev: Option<&str>) -> Result<String, GuardError> {
+    let mut devs = loops_backed_by(backing);
+    if devs.is_empty() {
+        return Ok(format!(
+            "loop device {} over {} already detached",
+            dev.unwrap_or("?"),
+            backing.display()
+        ));
+    }
+    devs.sort();
+    for d in &devs {
+        detach_loop(d)?;
+    }
+    Ok(format!(
+        "detached {} from {}",
+        devs.join(","),
+        backing.display()
+    ))
+}
+
+/// LOOP_CLR_FD via losetup -d. The kernel defers the detach while the device
+/// is open ("autoclear"), which is what we want for a busy device.
+fn detach_loop(dev: &str) -> Result<(), GuardError> {
+    crate::run_cmd("losetup", &["-d", &format!("/dev/{dev}")]).map(|_| ())
+}
+
+fn is_mounted(target: &Path) -> bool {
+    iolab_sys::mounts::read().iter().any(|m| m.target == target)
+}
+
+fn undo_mount(target: &Path, source: &str) -> Result<String, GuardError> {
+    if !is_mounted(target) {
+        return Ok(format!("{} already unmounted", target.display()));
+    }
+    // A workload thread may still be closing files: retry briefly before
+    // falling back to a lazy detach, which always succeeds.
+    for _ in 0..20 {
+        match rustix::mount::unmount(target, rustix::mount::UnmountFlags::empty()) {
+            Ok(()) => return Ok(format!("unmounted {source} from {}", target.display())),
+            Err(rustix::io::Errno::BUSY) => std::thread::sleep(Duration::from_millis(100)),
+            Err(rustix::io::Errno::INVAL) => {
+                return Ok(format!("{} already unmounted", target.display()))
+            }
+            Err(e) => return Err(GuardError::io(target, e.into())),
+        }
+    }
+    rustix::mount::unmount(target, rustix::mount::UnmountFlags::DETACH)
+        .map_err(|e| GuardError::io(target, e.into()))?;
+    Ok(format!(
+        "lazily unmounted busy {} ({source})",
+        target.display()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resources() {
+        assert_eq!(
+            resource_of_path(Path::new("/sys/block/loop3/queue/scheduler")),
+            "block-loop3"
+        );
+        assert_eq!(
+            resource_of_path(Path::new("/proc/sys/vm/dirty_ratio")),
+            "sysctl-vm.dirty_ratio"
+        );
+    }
+
+    #[test]
+    fn journal_lines_round_trip() {
+        let c = Change::Throttle {
+            file: "/x".into(),
+            devno: "7:1".into(),
+            old: 0,
+        };
+        let s = serde_json::to_string(&c).unwrap();
+        assert!(s.contains("\"kind\":\"throttle\""), "{s}");
+        assert_eq!(serde_json::from_str::<Change>(&s).unwrap(), c);
+    }
+
+    #[test]
+    fn attr_undo_writes_old_value_and_files_are_removed() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("knob");
+        std::fs::write(&p, "new").unwrap();
+        Change::Attr {
+            path: p.clone(),
+            old: "old".into(),
+        }
+        .undo()
+        .unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "old");
+        Change::File { path: p.clone() }.undo().unwrap();
+        assert!(!p.exists());
+        // Idempotent: undoing again is fine.
+        Change::File { path: p }.undo().unwrap();
+    }
+}

@@ -1,0 +1,70 @@
+//! Command-line interface: clap derive, one file per subcommand. Doc comments
+//! are the help text.
+
+use clap::{Parser, Subcommand};
+
+mod lab;
+mod load;
+mod restore;
+
+/// Reproduce, measure and explain I/O latency: start-up under background
+/// I/O across schedulers, on disposable lab devices, with numbers you can
+/// trust.
+#[derive(Debug, Parser)]
+#[command(name = "iolab", version, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Create, inspect and remove disposable lab devices (loop or zram).
+    #[command(subcommand)]
+    Lab(lab::LabCommand),
+    /// Run a background I/O workload (fio-style job file, flags or a named S workload).
+    Load(load::LoadArgs),
+    /// Undo system changes left behind by an iolab run that was killed.
+    Restore(restore::RestoreArgs),
+}
+
+/// Parses arguments, recovers any state a killed run left behind, installs
+/// the signal handlers and dispatches.
+pub fn run() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let explicit_restore = matches!(cli.command, Command::Restore(_));
+    if !explicit_restore && iolab_sys::is_root() {
+        for line in iolab_guard::recover_stale()? {
+            eprintln!("iolab: {line}");
+        }
+    }
+    iolab_guard::install_signal_handlers()?;
+    match cli.command {
+        Command::Lab(c) => lab::run(c),
+        Command::Load(a) => load::run(a),
+        Command::Restore(a) => restore::run(a),
+    }
+}
+
+/// Fails with a usage error unless running as root; `what` names the action.
+pub fn require_root(what: &str) -> anyhow::Result<()> {
+    if iolab_sys::is_root() {
+        Ok(())
+    } else {
+        Err(iolab_sys::UsageError::new(format!(
+            "{what} changes kernel state and needs root: run it with sudo"
+        ))
+        .into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,39 @@
+//! Exit codes: 0 ok, 1 failure, 2 bad usage or input, 130/143 interrupted.
+//! Errors print as one line `iolab: <what> : <why>` without a backtrace.
+
+use iolab_sys::UsageError;
+
+/// Runs `f`, prints its error, if any, and returns the process exit code.
+pub fn run_and_report(f: fn() -> anyhow::Result<()>) -> i32 {
+    match f() {
+        Ok(()) => 0,
+        Err(err) => {
+            if is_broken_pipe(&err) {
+                return 0;
+            }
+            eprintln!("iolab: {err:#}");
+            code_for(&err)
+        }
+    }
+}
+
+/// 2 when anything in the error's chain is a usage error, else 1.
+pub fn code_for(err: &anyhow::Error) -> i32 {
+    let usage = err.chain().any(|e| {
+        e.downcast_ref::<UsageError>().is_some()
+            || e.downcast_ref::<iolab_guard::GuardError>()
+                .is_some_and(|g| g.is_usage())
+    });
+    if usage {
+        2
+    } else {
+        1
+    }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

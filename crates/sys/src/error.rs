@@ -1,0 +1,58 @@
+//! Error types shared by the library crates.
+
+use std::path::PathBuf;
+
+/// A kernel interface could not be read or parsed. Carries the path and the
+/// offending text so the user can look for themselves.
+#[derive(Debug, thiserror::Error)]
+pub enum SysError {
+    /// Reading or writing a file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file that failed.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A file's content was not in the expected format.
+    #[error("{path}: cannot parse {text:?}: {why}")]
+    Parse {
+        /// The file that held the text.
+        path: PathBuf,
+        /// The text that did not parse.
+        text: String,
+        /// What was expected.
+        why: String,
+    },
+}
+
+impl SysError {
+    /// Wraps an I/O error with the path it concerns.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        SysError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// The user asked for something that cannot be done as asked: the message
+/// says what was wrong and what would be right. The binary maps any error
+/// whose chain contains a `UsageError` to exit code 2.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+impl UsageError {
+    /// Builds a usage error from anything printable.
+    pub fn new(msg: impl Into<String>) -> Self {
+        UsageError(msg.into())
+    }
+}
+
+/// Reads a sysfs/procfs file and trims the trailing newline.
+pub fn read_trimmed(path: &std::path::Path) -> Result<String, SysError> {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim_end().to_string())
+        .map_err(|e| SysError::io(path, e))
+}

@@ -1,0 +1,20 @@
+//! Thin, read-only wrappers over the kernel interfaces iolab reads.
+//!
+//! Nothing here changes system state: every write goes through
+//! `iolab-guard`. Each reader takes a root path (`/sys`, `/proc`) so tests can
+//! point it at fixture files instead of the live system.
+#![deny(missing_docs)]
+
+pub mod block;
+pub mod diskstats;
+pub mod error;
+pub mod mounts;
+pub mod process;
+pub mod units;
+
+pub use error::{SysError, UsageError};
+
+/// True when the current process has an effective uid of 0.
+pub fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}

@@ -1,0 +1,110 @@
+//! Sizes and rates as users write them to fio and iolab (`4GiB`, `512k`,
+//! `40MiB/s`). Like fio (kb_base=1024), a bare `k`/`m`/`g` is binary.
+
+use crate::UsageError;
+
+/// Parses a byte count: `4096`, `4k`, `4K`, `4KiB`, `1.5G`, `2t`.
+/// Suffixes are powers of 1024, as fio reads them by default; `kB`/`MB` with
+/// an explicit `B` after an upper-case letter pair are still binary, matching
+/// fio, which only switches on `kb_base=1000`.
+pub fn parse_size(text: &str) -> Result<u64, UsageError> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, suffix) = t.split_at(split);
+    let bad = || {
+        UsageError::new(format!(
+            "invalid size {text:?}: expected a number with an optional unit, e.g. 4096, 4k, 512MiB, 4G"
+        ))
+    };
+    if num.is_empty() {
+        return Err(bad());
+    }
+    let value: f64 = num.parse().map_err(|_| bad())?;
+    let mult: u64 = match suffix.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        _ => return Err(bad()),
+    };
+    let bytes = value * mult as f64;
+    if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
+        return Err(bad());
+    }
+    Ok(bytes.round() as u64)
+}
+
+/// Parses a bandwidth in bytes per second: `40MiB/s`, `40M`, `512k/s`.
+pub fn parse_rate(text: &str) -> Result<u64, UsageError> {
+    let t = text.trim();
+    let t = t
+        .strip_suffix("/s")
+        .or_else(|| t.strip_suffix("ps"))
+        .unwrap_or(t);
+    parse_size(t).map_err(|_| {
+        UsageError::new(format!(
+            "invalid rate {text:?}: expected bytes per second, e.g. 40MiB/s, 512k"
+        ))
+    })
+}
+
+/// Formats bytes with a binary unit, as fio prints them (`4096MiB`, `1.5GiB`).
+pub fn format_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < UNITS.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 || (v.fract() == 0.0) {
+        format!("{v:.0}{}", UNITS[i])
+    } else {
+        format!("{v:.1}{}", UNITS[i])
+    }
+}
+
+/// Formats a rate in bytes per second (`38.1MiB/s`).
+pub fn format_rate(bytes_per_sec: f64) -> String {
+    format!("{}/s", format_bytes(bytes_per_sec.max(0.0).round() as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_binary_like_fio() {
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("4k").unwrap(), 4096);
+        assert_eq!(parse_size("4KiB").unwrap(), 4096);
+        assert_eq!(parse_size("1M").unwrap(), 1 << 20);
+        assert_eq!(parse_size("4GiB").unwrap(), 4 << 30);
+        assert_eq!(parse_size("1.5g").unwrap(), 3 << 29);
+    }
+
+    #[test]
+    fn bad_sizes_say_what_is_expected() {
+        let e = parse_size("4 parsecs").unwrap_err();
+        assert!(e.0.contains("expected a number"), "{e}");
+        assert!(parse_size("").is_err());
+        assert!(parse_size("k").is_err());
+    }
+
+    #[test]
+    fn rates() {
+        assert_eq!(parse_rate("40MiB/s").unwrap(), 40 << 20);
+        assert_eq!(parse_rate("40m").unwrap(), 40 << 20);
+        assert!(parse_rate("fast").is_err());
+    }
+
+    #[test]
+    fn formatting() {
+        assert_eq!(format_bytes(4096), "4KiB");
+        assert_eq!(format_bytes(1536 << 20), "1.5GiB");
+        assert_eq!(format_bytes(12), "12B");
+    }
+}
