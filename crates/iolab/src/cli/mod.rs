@@ -3,9 +3,14 @@
 
 use clap::{Parser, Subcommand};
 
+mod app;
+mod demo;
 mod lab;
 mod load;
+mod probe;
 mod restore;
+mod results;
+mod startup;
 
 /// Reproduce, measure and explain I/O latency: start-up under background
 /// I/O across schedulers, on disposable lab devices, with numbers you can
@@ -24,6 +29,16 @@ enum Command {
     Lab(lab::LabCommand),
     /// Run a background I/O workload (fio-style job file, flags or a named S workload).
     Load(load::LoadArgs),
+    /// Time an app's start-up under background I/O: schedulers x workloads x reps.
+    Startup(startup::StartupArgs),
+    /// The thesis's Lprobe: timed 4 KiB reads and writes, logging slow ones.
+    Probe(probe::ProbeArgs),
+    /// A synthetic app launch (APK, libraries, dex, resources, SQLite-like db).
+    App(app::AppArgs),
+    /// List, show and export stored experiments.
+    Results(results::ResultsArgs),
+    /// Show the phenomenon on a fresh machine: throttled lab, all schedulers, 4 loads.
+    Demo(demo::DemoArgs),
     /// Undo system changes left behind by an iolab run that was killed.
     Restore(restore::RestoreArgs),
 }
@@ -42,6 +57,11 @@ pub fn run() -> anyhow::Result<()> {
     match cli.command {
         Command::Lab(c) => lab::run(c),
         Command::Load(a) => load::run(a),
+        Command::Startup(a) => startup::run(a),
+        Command::Probe(a) => probe::run(a),
+        Command::App(a) => app::run(a),
+        Command::Results(a) => results::run(a),
+        Command::Demo(a) => demo::run(a),
         Command::Restore(a) => restore::run(a),
     }
 }
