@@ -33,7 +33,7 @@ pub use change::{loops_backed_by, Change};
 pub use error::GuardError;
 pub use guard::{read_throttle, Guard, Recorded, Throttle, BLKIO_ROOT};
 pub use journal::Journal;
-pub use signals::{install_signal_handlers, request_stop, stop_requested};
+pub use signals::{install_signal_handlers, request_stop, stop_requested, stop_signal};
 
 /// The directory holding journals and locks.
 pub fn run_dir() -> PathBuf {

@@ -4,7 +4,7 @@
 //! or a second signal arrives, the signal thread restores every live guard
 //! itself and exits with 128+signal.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -12,6 +12,7 @@ use crate::guard::State;
 use crate::GuardError;
 
 static STOP: AtomicBool = AtomicBool::new(false);
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
 static LIVE: Mutex<Vec<Weak<Mutex<State>>>> = Mutex::new(Vec::new());
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
@@ -22,6 +23,14 @@ const GRACE: Duration = Duration::from_secs(5);
 /// poll it and end early with what they measured.
 pub fn stop_requested() -> bool {
     STOP.load(Ordering::Relaxed)
+}
+
+/// The signal that asked for the stop, if one did (for the exit code).
+pub fn stop_signal() -> Option<i32> {
+    match SIGNAL.load(Ordering::Relaxed) {
+        0 => None,
+        s => Some(s),
+    }
 }
 
 /// Asks long-running work to stop, as a first Ctrl-C would.
@@ -65,6 +74,7 @@ pub fn install_signal_handlers() -> Result<(), GuardError> {
         .name("iolab-signals".into())
         .spawn(move || {
             for sig in signals.forever() {
+                SIGNAL.store(sig, Ordering::Relaxed);
                 if STOP.swap(true, Ordering::SeqCst) {
                     eprintln!("iolab: second signal: restoring system state now");
                     restore_all_live();

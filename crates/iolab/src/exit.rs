@@ -5,14 +5,18 @@ use iolab_sys::UsageError;
 
 /// Runs `f`, prints its error, if any, and returns the process exit code.
 pub fn run_and_report(f: fn() -> anyhow::Result<()>) -> i32 {
-    match f() {
-        Ok(()) => 0,
+    let result = f();
+    // Interrupted runs exit 128+signal even when they stopped cleanly and
+    // printed partial results, so scripts can tell them from complete ones.
+    let interrupted = iolab_guard::stop_signal().map(|s| 128 + s);
+    match result {
+        Ok(()) => interrupted.unwrap_or(0),
         Err(err) => {
             if is_broken_pipe(&err) {
                 return 0;
             }
             eprintln!("iolab: {err:#}");
-            code_for(&err)
+            interrupted.unwrap_or_else(|| code_for(&err))
         }
     }
 }

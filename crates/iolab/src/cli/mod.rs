@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 
 mod app;
 mod demo;
+mod guard_test;
 mod lab;
 mod load;
 mod probe;
@@ -41,6 +42,9 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Undo system changes left behind by an iolab run that was killed.
     Restore(restore::RestoreArgs),
+    /// Test seam: make guarded changes, then hold/fail/panic (for tests).
+    #[command(hide = true)]
+    GuardTest(guard_test::GuardTestArgs),
 }
 
 /// Parses arguments, recovers any state a killed run left behind, installs
@@ -63,6 +67,7 @@ pub fn run() -> anyhow::Result<()> {
         Command::Results(a) => results::run(a),
         Command::Demo(a) => demo::run(a),
         Command::Restore(a) => restore::run(a),
+        Command::GuardTest(a) => guard_test::run(a),
     }
 }
 
