@@ -74,6 +74,16 @@ pub enum Change {
         /// What was mounted.
         source: String,
     },
+    /// The driver tag depth of a blk-mq device (how many requests its
+    /// driver accepts at once), shrunk via `queue/nr_requests` while the
+    /// scheduler was `none`. See `undo_queue_depth` for why restoring it is
+    /// not a plain write of `old`.
+    QueueDepth {
+        /// The device's `queue/` directory.
+        queue: PathBuf,
+        /// The depth before the change.
+        old: u32,
+    },
     /// A process group iolab started (load, target): killed with SIGKILL if
     /// its leader still runs with the same start time.
     ProcessGroup {
@@ -90,6 +100,7 @@ impl Change {
     pub fn resource(&self) -> Option<String> {
         match self {
             Change::Attr { path, .. } => Some(resource_of_path(path)),
+            Change::QueueDepth { queue, .. } => Some(resource_of_path(queue)),
             Change::Throttle { devno, .. } => Some(format!("devno-{}", devno.replace(':', "_"))),
             _ => None,
         }
@@ -118,6 +129,14 @@ impl Change {
                 match std::fs::remove_dir(path) {
                     Ok(()) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    // Someone put their own files in it: those are not
+                    // iolab's to delete, so the directory stays.
+                    Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => {
+                        return Ok(format!(
+                            "kept directory {}: it holds files iolab did not create",
+                            path.display()
+                        ))
+                    }
                     Err(e) => return Err(GuardError::io(path, e)),
                 }
                 Ok(format!("removed directory {}", path.display()))
@@ -156,6 +175,7 @@ impl Change {
                 ))
             }
             Change::Mount { target, source } => undo_mount(target, source),
+            Change::QueueDepth { queue, old } => undo_queue_depth(queue, *old),
             Change::ProcessGroup { pgid, start } => {
                 if iolab_sys::process::is_alive(*pgid, *start) {
                     // Negative pid: the whole group, never a name.
@@ -206,6 +226,39 @@ fn undo_cgroup(path: &Path) -> Result<String, GuardError> {
     }
     std::fs::remove_dir(path).map_err(|e| GuardError::io(path, e))?;
     Ok(format!("removed cgroup {}", path.display()))
+}
+
+/// Gives a device its driver tag depth back. `nr_requests` resizes the
+/// driver tags only while no elevator is attached, so one is detached for
+/// the moment if present. And after an elevator detaches, `nr_requests`
+/// reads the tag set's full depth while the driver tags may still be
+/// shrunk, and the kernel ignores a write equal to the value it shows
+/// (checked on 6.18): stepping through `old - 1` makes the resize happen.
+fn undo_queue_depth(queue: &Path, old: u32) -> Result<String, GuardError> {
+    let nr = queue.join("nr_requests");
+    if !nr.exists() {
+        return Ok(format!(
+            "{} no longer exists; nothing to restore",
+            nr.display()
+        ));
+    }
+    let sched_path = queue.join("scheduler");
+    let elevator = std::fs::read_to_string(&sched_path)
+        .ok()
+        .and_then(|t| iolab_sys::block::parse_schedulers(t.trim()))
+        .map(|s| s.current)
+        .filter(|s| s != "none");
+    if elevator.is_some() {
+        write_attr(&sched_path, "none")?;
+    }
+    if old > 4 {
+        write_attr(&nr, &(old - 1).to_string())?;
+    }
+    write_attr(&nr, &old.to_string())?;
+    if let Some(e) = &elevator {
+        write_attr(&sched_path, e)?;
+    }
+    Ok(format!("{} = {old} (driver queue depth)", nr.display()))
 }
 
 /// Finds loop devices whose backing file is `backing` (sysfs

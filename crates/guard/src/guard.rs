@@ -247,6 +247,31 @@ impl Guard {
         self.write_attr(&path, value)
     }
 
+    /// Caps the dirty page cache of `dev`'s filesystem (bdi `max_bytes`,
+    /// with `strict_limit` so the cap holds even below the global
+    /// background threshold). `max_bytes` is stored by the kernel as a
+    /// ratio, and writing back the bytes value it reported is refused, so
+    /// the journal records `max_ratio_fine` (what `max_bytes` really sets)
+    /// and restores that.
+    pub fn set_bdi_dirty_limit(&self, dev: &BlockDev, bytes: u64) -> Result<(), GuardError> {
+        let bdi = Path::new("/sys/class/bdi").join(dev.devno()?);
+        let fine = bdi.join("max_ratio_fine");
+        if !fine.exists() || !bdi.join("max_bytes").exists() {
+            return Err(UsageError::new(format!(
+                "this kernel has no per-device dirty limit ({} missing; needs Linux 6.2+): drop the dirty limit option",
+                bdi.join("max_bytes").display()
+            ))
+            .into());
+        }
+        let old = std::fs::read_to_string(&fine).map_err(|e| GuardError::io(&fine, e))?;
+        self.st().record(Change::Attr {
+            path: fine,
+            old: old.trim().to_string(),
+        })?;
+        write_attr(&bdi.join("max_bytes"), &bytes.to_string())?;
+        self.write_attr(&bdi.join("strict_limit"), "1")
+    }
+
     /// Sets a sysctl by dotted name (`vm.dirty_ratio`).
     pub fn set_sysctl(&self, name: &str, value: &str) -> Result<(), GuardError> {
         let path = PathBuf::from("/proc/sys").join(name.replace('.', "/"));
@@ -304,7 +329,7 @@ impl Guard {
 
     /// Creates a new file (it must not exist) that is removed on undo.
     pub fn create_file(&self, path: &Path) -> Result<File, GuardError> {
-        self.st().record(Change::File {
+        let seq = self.st().record(Change::File {
             path: path.to_path_buf(),
         })?;
         OpenOptions::new()
@@ -312,7 +337,44 @@ impl Guard {
             .read(true)
             .write(true)
             .open(path)
-            .map_err(|e| GuardError::io(path, e))
+            .map_err(|e| {
+                // Not created (e.g. it already existed, and is someone
+                // else's): undoing must not remove it.
+                let _ = self.forget(Recorded(seq));
+                GuardError::io(path, e)
+            })
+    }
+
+    /// Limits how many requests `dev`'s driver accepts at once (its tag
+    /// depth), so requests beyond `depth` wait in the I/O scheduler, as on a
+    /// device with a shallow hardware queue (eMMC, SD card). `nr_requests`
+    /// sizes the driver tags only while the scheduler is `none`, and the
+    /// shrunk depth stays when an elevator is attached afterwards: call this
+    /// first, then switch to the scheduler under test. Returns the depth
+    /// the kernel applied (it raises values below 4, BLKDEV_MIN_RQ).
+    pub fn set_queue_depth(&self, dev: &BlockDev, depth: u32) -> Result<u32, GuardError> {
+        let current = dev.schedulers()?.current;
+        if current != "none" {
+            return Err(UsageError::new(format!(
+                "the queue depth of {} can only be limited while its scheduler is none (it is {current}): switch it to none first",
+                dev.name
+            ))
+            .into());
+        }
+        let nr = dev.queue_path("nr_requests");
+        let read = || -> Result<u32, GuardError> {
+            let text = std::fs::read_to_string(&nr).map_err(|e| GuardError::io(&nr, e))?;
+            text.trim().parse().map_err(|_| {
+                GuardError::io(&nr, std::io::Error::other(format!("unexpected {text:?}")))
+            })
+        };
+        let old = read()?;
+        self.st().record(Change::QueueDepth {
+            queue: dev.sysfs.join("queue"),
+            old,
+        })?;
+        write_attr(&nr, &depth.to_string())?;
+        read()
     }
 
     /// Creates a cgroup directory (e.g. under [`BLKIO_ROOT`]).
@@ -547,6 +609,61 @@ mod tests {
         assert!(dir.exists() && dest.exists());
         let j = Journal::adopt(&dest).unwrap().unwrap();
         assert_eq!(j.pending.len(), 1);
+    }
+
+    #[test]
+    fn create_file_never_removes_a_file_it_did_not_create() {
+        let run = tempfile::tempdir().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let theirs = work.path().join("theirs");
+        std::fs::write(&theirs, "keep").unwrap();
+        let g = Guard::in_dir(run.path().to_path_buf());
+        assert!(g.create_file(&theirs).is_err());
+        let report = g.restore();
+        assert!(report.is_empty(), "{report:?}");
+        assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "keep");
+    }
+
+    #[test]
+    fn directories_holding_foreign_files_are_kept() {
+        let run = tempfile::tempdir().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let dir = work.path().join("lab");
+        let g = Guard::in_dir(run.path().to_path_buf());
+        g.mkdir_all(&dir).unwrap();
+        std::fs::write(dir.join("mine"), "x").unwrap();
+        let report = g.restore();
+        assert!(report.iter().all(Result::is_ok), "{report:?}");
+        assert!(dir.join("mine").exists());
+    }
+
+    #[test]
+    fn queue_depth_is_set_under_none_and_restored_with_a_step() {
+        let sys = tempfile::tempdir().unwrap();
+        let q = sys.path().join("block/fake0/queue");
+        std::fs::create_dir_all(&q).unwrap();
+        std::fs::write(q.join("scheduler"), "[none] mq-deadline\n").unwrap();
+        std::fs::write(q.join("nr_requests"), "128\n").unwrap();
+        let dev = BlockDev::from_name_in(sys.path(), "fake0").unwrap();
+        let run = tempfile::tempdir().unwrap();
+        let g = Guard::in_dir(run.path().to_path_buf());
+        assert_eq!(g.set_queue_depth(&dev, 4).unwrap(), 4);
+        // An elevator attached afterwards is detached for the restore and
+        // attached again.
+        std::fs::write(q.join("scheduler"), "none [mq-deadline]\n").unwrap();
+        let report = g.restore();
+        assert!(report.iter().all(Result::is_ok), "{report:?}");
+        assert_eq!(
+            std::fs::read_to_string(q.join("nr_requests")).unwrap(),
+            "128"
+        );
+        assert_eq!(
+            std::fs::read_to_string(q.join("scheduler")).unwrap(),
+            "mq-deadline"
+        );
+        std::fs::write(q.join("scheduler"), "none [mq-deadline]\n").unwrap();
+        let g = Guard::in_dir(run.path().to_path_buf());
+        assert!(g.set_queue_depth(&dev, 4).unwrap_err().is_usage());
     }
 
     #[test]

@@ -27,6 +27,14 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
         e.downcast_ref::<UsageError>().is_some()
             || e.downcast_ref::<iolab_guard::GuardError>()
                 .is_some_and(|g| g.is_usage())
+            || e.downcast_ref::<iolab_store::StoreError>()
+                .is_some_and(|s| s.is_usage())
+            || e.downcast_ref::<iolab_load::LoadError>()
+                .is_some_and(|s| s.is_usage())
+            || e.downcast_ref::<iolab_lab::LabError>()
+                .is_some_and(|s| s.is_usage())
+            || e.downcast_ref::<iolab_experiment::startup::StartupError>()
+                .is_some_and(|s| s.is_usage())
     });
     if usage {
         2

@@ -197,6 +197,27 @@ fn sysctl_is_restored_after_sigkill() {
 }
 
 #[test]
+fn bdi_dirty_limit_is_restored_after_sigkill() {
+    if !root_or_skip("bdi_dirty_limit_is_restored_after_sigkill") {
+        return;
+    }
+    let fx = Fixture::new().with_loop(64 << 20);
+    let dev = fx.dev().clone();
+    let bdi = Path::new("/sys/class/bdi").join(dev.devno().unwrap());
+    if !bdi.join("max_bytes").exists() {
+        eprintln!("skip bdi_dirty_limit_is_restored_after_sigkill: kernel lacks bdi max_bytes");
+        return;
+    }
+    // max_bytes itself is derived from the ratio and the global dirty
+    // threshold, which moves with free memory: the state is the ratio.
+    kill9_then_restore(&fx, &[format!("bdi:{}:16777216", dev.name)], || {
+        ["max_ratio_fine", "strict_limit"]
+            .map(|f| read(bdi.join(f)))
+            .join(" ")
+    });
+}
+
+#[test]
 fn throttle_is_restored_after_sigkill() {
     if !root_or_skip("throttle_is_restored_after_sigkill") {
         return;

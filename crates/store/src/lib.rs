@@ -1,1 +1,30 @@
-//! placeholder
+//! The iolab results store: every experiment, every run's full
+//! configuration and raw sample (censored ones included), and the
+//! environment, in one SQLite file; statistics derived from the raw samples;
+//! exporters and the terminal table.
+//!
+//! Why SQLite: embedded (no server), one file to copy or attach to a bug
+//! report, transactional (a run is either fully recorded or not at all), and
+//! queryable by hand with `sqlite3` when iolab's views are not enough.
+//!
+//! Data flow: [`Store`] (rows) → [`ExperimentReport`] (runs grouped into
+//! cells, statistics from `iolab-stats`) → [`export`] (JSON, CSV) and
+//! [`render`] (the workload × scheduler table).
+#![deny(missing_docs)]
+
+mod error;
+pub mod export;
+mod model;
+pub mod render;
+mod report;
+pub mod schema;
+mod store;
+mod time;
+
+pub use error::StoreError;
+pub use model::{
+    BackgroundIo, Experiment, ExperimentId, ExperimentSummary, RunKey, RunRecord, Status,
+};
+pub use report::{cells_from_runs, CellReport, ExperimentReport, IDLE_WORKLOAD};
+pub use store::{default_db_path, Store};
+pub use time::{rfc3339, rfc3339_now};

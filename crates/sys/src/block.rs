@@ -64,7 +64,12 @@ impl BlockDev {
         }
         use std::os::unix::fs::MetadataExt;
         let rdev = meta.rdev();
-        let (maj, min) = (libc::major(rdev), libc::minor(rdev));
+        Self::from_devno(libc::major(rdev), libc::minor(rdev))
+    }
+
+    /// The whole disk for a device number (`st_dev` of a file, `st_rdev` of
+    /// a device node); a partition resolves to its disk.
+    pub fn from_devno(maj: u32, min: u32) -> Result<Self, UsageError> {
         let link = PathBuf::from(format!("/sys/dev/block/{maj}:{min}"));
         let real = std::fs::canonicalize(&link)
             .map_err(|e| UsageError::new(format!("{}: {e}", link.display())))?;
@@ -195,6 +200,7 @@ pub fn parse_schedulers(text: &str) -> Option<Schedulers> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

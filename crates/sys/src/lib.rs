@@ -7,8 +7,11 @@
 
 pub mod block;
 pub mod diskstats;
+pub mod environment;
 pub mod error;
+pub mod ioprio;
 pub mod mounts;
+pub mod pagecache;
 pub mod process;
 pub mod units;
 

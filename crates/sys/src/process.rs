@@ -26,7 +26,47 @@ pub fn me() -> (i32, u64) {
     (pid, start_time(pid).unwrap_or(0))
 }
 
+/// I/O counters of a process, `/proc/PID/io` (proc(5)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct IoCounters {
+    /// Bytes passed through read-like syscalls (read, pread, readv...),
+    /// from cache or not.
+    pub rchar: u64,
+    /// Bytes passed through write-like syscalls.
+    pub wchar: u64,
+    /// Bytes this process caused to be fetched from storage, page faults
+    /// on mapped files and readahead included.
+    pub read_bytes: u64,
+    /// Bytes this process caused to be sent to storage (dirtied pages).
+    pub write_bytes: u64,
+}
+
+/// Reads `<proc>/<pid>/io`; `None` if the process is gone or the kernel
+/// lacks task I/O accounting.
+pub fn io_counters(proc_root: &std::path::Path, pid: i32) -> Option<IoCounters> {
+    let text = std::fs::read_to_string(proc_root.join(pid.to_string()).join("io")).ok()?;
+    parse_io(&text)
+}
+
+/// Parses the `name: value` lines of `/proc/PID/io`.
+pub fn parse_io(text: &str) -> Option<IoCounters> {
+    let field = |name: &str| -> Option<u64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))?
+            .trim()
+            .parse()
+            .ok()
+    };
+    Some(IoCounters {
+        rchar: field("rchar")?,
+        wchar: field("wchar")?,
+        read_bytes: field("read_bytes")?,
+        write_bytes: field("write_bytes")?,
+    })
+}
+
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -43,5 +83,18 @@ mod tests {
         assert!(st > 0);
         assert!(is_alive(pid, st));
         assert!(!is_alive(pid, st + 1));
+    }
+
+    #[test]
+    fn parses_proc_io() {
+        let t = "rchar: 10\nwchar: 20\nsyscr: 1\nsyscw: 2\nread_bytes: 4096\nwrite_bytes: 8192\ncancelled_write_bytes: 0\n";
+        let io = parse_io(t).unwrap();
+        assert_eq!(
+            (io.rchar, io.wchar, io.read_bytes, io.write_bytes),
+            (10, 20, 4096, 8192)
+        );
+        assert!(parse_io("rchar: 1\n").is_none());
+        let me = io_counters(std::path::Path::new("/proc"), std::process::id() as i32);
+        assert!(me.is_some_and(|io| io.rchar > 0));
     }
 }

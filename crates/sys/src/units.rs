@@ -51,6 +51,34 @@ pub fn parse_rate(text: &str) -> Result<u64, UsageError> {
     })
 }
 
+/// Parses a duration with a unit: `300ms`, `0.3s`, `500us`, `2m`, `1h`,
+/// `250ns`; a bare `0` is zero. Other bare numbers are refused because
+/// `300` is ambiguous (the thesis meant milliseconds, `sleep` means seconds).
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, UsageError> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let bad = || {
+        UsageError::new(format!(
+            "invalid duration {text:?}: expected a number with a unit (ns, us, ms, s, m, h), e.g. 300ms, 0.3s, 5s"
+        ))
+    };
+    let value: f64 = num.parse().map_err(|_| bad())?;
+    let secs_per_unit = match unit.trim() {
+        "" if value == 0.0 => 0.0,
+        "ns" => 1e-9,
+        "us" | "µs" => 1e-6,
+        "ms" => 1e-3,
+        "s" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(bad()),
+    };
+    std::time::Duration::try_from_secs_f64(value * secs_per_unit).map_err(|_| bad())
+}
+
 /// Formats bytes with a binary unit, as fio prints them (`4096MiB`, `1.5GiB`).
 pub fn format_bytes(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -73,6 +101,7 @@ pub fn format_rate(bytes_per_sec: f64) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -99,6 +128,21 @@ mod tests {
         assert_eq!(parse_rate("40MiB/s").unwrap(), 40 << 20);
         assert_eq!(parse_rate("40m").unwrap(), 40 << 20);
         assert!(parse_rate("fast").is_err());
+    }
+
+    #[test]
+    fn durations_need_a_unit() {
+        use std::time::Duration;
+        assert_eq!(parse_duration("300ms").unwrap(), Duration::from_millis(300));
+        assert_eq!(parse_duration("0.3s").unwrap(), Duration::from_millis(300));
+        assert_eq!(parse_duration("0ms").unwrap(), Duration::ZERO);
+        assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);
+        assert_eq!(parse_duration("500us").unwrap(), Duration::from_micros(500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        let e = parse_duration("300").unwrap_err();
+        assert!(e.0.contains("e.g. 300ms"), "{e}");
+        assert!(parse_duration("fast").is_err());
+        assert!(parse_duration("-1s").is_err());
     }
 
     #[test]

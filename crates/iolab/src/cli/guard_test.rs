@@ -16,7 +16,7 @@ use iolab_sys::UsageError;
 #[derive(Debug, Args)]
 pub struct GuardTestArgs {
     /// Changes to make, in order: scheduler:DEV:NAME, iosched:DEV:P:V,
-    /// queue:DEV:ATTR:V, sysctl:NAME:V, throttle:DEV:KIND:V, cgroup:PATH,
+    /// queue:DEV:ATTR:V, sysctl:NAME:V, bdi:DEV:BYTES, throttle:DEV:KIND:V, cgroup:PATH,
     /// trace:NAME, loop:FILE, mount:SRC:DIR:FSTYPE, zram:SIZE, mkdir:PATH,
     /// pgroup (a `sleep` in its own process group).
     #[arg(long = "change")]
@@ -57,6 +57,7 @@ fn apply(g: &Guard, spec: &str) -> anyhow::Result<()> {
         ["iosched", dev, k, v] => g.set_iosched_param(&BlockDev::from_name(dev)?, k, v)?,
         ["queue", dev, k, v] => g.set_queue_attr(&BlockDev::from_name(dev)?, k, v)?,
         ["sysctl", k, v] => g.set_sysctl(k, v)?,
+        ["bdi", dev, bytes] => g.set_bdi_dirty_limit(&BlockDev::from_name(dev)?, bytes.parse()?)?,
         ["throttle", dev, kind, v] => {
             let kind = match *kind {
                 "read_bps" => Throttle::ReadBps,

@@ -1,16 +1,274 @@
 //! `iolab load` — the workload engine's command line.
-//! (Owned by the load work; placeholder until it lands.)
+//!
+//! Flags only collect what the user typed (as fio option names and text);
+//! the engine validates every value in one place, for job files and flags
+//! alike, so both give the same errors.
 
+use std::io::{IsTerminal, Write};
+
+use anyhow::Context;
 use clap::Args;
+use iolab_load::{named, LoadError, Override, StartOptions};
+use iolab_sys::ioprio::IoPrio;
+use iolab_sys::UsageError;
 
-/// Load arguments.
+/// Run a background I/O workload: a fio-style job file, a named S/thesis
+/// workload, readers/writers shorthand, or one job described by flags.
+///
+/// Examples:
+///   iolab load 1r1w --directory /mnt/lab --runtime 30
+///   iolab load jobs.fio --runtime 10 --json
+///   iolab load --rw randread --bs 4k --size 1g --direct --ioengine io_uring --iodepth 32 --runtime 10
+///   iolab load --readers 5 --writers 5 --pattern rand --directory /mnt/lab
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct LoadArgs {
-    /// Job file.
-    pub jobfile: Option<std::path::PathBuf>,
+    /// A job file (fio-style INI) or a named workload: idle, 1r, 1w, 1r1w,
+    /// 10r-seq, 5r5w-seq, 10r-rand, 5r5w-rand. Write ./NAME for a file
+    /// named like a workload. Flags below override every job's options.
+    #[arg(value_name = "JOBFILE|WORKLOAD")]
+    pub spec: Option<String>,
+
+    #[command(flatten)]
+    pub job: JobFlags,
+
+    /// S-style shorthand: N sequential/random reader threads.
+    #[arg(long, value_name = "N")]
+    pub readers: Option<u32>,
+
+    /// S-style shorthand: M writer threads (sequential, looping like dd).
+    #[arg(long, value_name = "M")]
+    pub writers: Option<u32>,
+
+    /// Readers' pattern for --readers/--writers: seq (1 MiB reads) or rand
+    /// (4 KiB reads).
+    #[arg(long, value_name = "seq|rand")]
+    pub pattern: Option<String>,
+
+    /// I/O priority of the load's threads: rt:N, be:N (N 0-7, 0 highest)
+    /// or idle.
+    #[arg(long, value_name = "CLASS:LEVEL")]
+    pub ioprio: Option<String>,
+
+    /// Print fio-style JSON (jobs[].read.bw_bytes ...) instead of tables.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Allow writing to block devices (destroys their contents).
+    #[arg(long)]
+    pub force: bool,
 }
 
-/// Runs a load.
-pub fn run(_a: LoadArgs) -> anyhow::Result<()> {
-    anyhow::bail!("not implemented yet")
+/// Job options as flags, named like fio's options (`--rate-iops` or
+/// `--rate_iops`); each overrides the option in every job.
+#[derive(Debug, Args)]
+pub struct JobFlags {
+    /// Job name (for a job built from flags).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// File or block device to use (shared by all threads of a job).
+    #[arg(long)]
+    pub filename: Option<String>,
+    /// Directory for the jobs' files (default: current directory).
+    #[arg(long)]
+    pub directory: Option<String>,
+    /// read, write, randread, randwrite, rw, randrw.
+    #[arg(long)]
+    pub rw: Option<String>,
+    /// Percentage of reads in rw/randrw.
+    #[arg(long)]
+    pub rwmixread: Option<String>,
+    /// Block size, e.g. 4k, 1m.
+    #[arg(long)]
+    pub bs: Option<String>,
+    /// Bytes per file and pass, e.g. 512m.
+    #[arg(long)]
+    pub size: Option<String>,
+    /// Threads per job.
+    #[arg(long)]
+    pub numjobs: Option<String>,
+    /// I/Os in flight per thread (io_uring).
+    #[arg(long)]
+    pub iodepth: Option<String>,
+    /// sync, psync, io_uring or cpuio.
+    #[arg(long)]
+    pub ioengine: Option<String>,
+    /// O_DIRECT (bare flag = 1).
+    #[arg(long, num_args = 0..=1, default_missing_value = "1", value_name = "0|1")]
+    pub direct: Option<String>,
+    /// Inverse of --direct.
+    #[arg(long, num_args = 0..=1, default_missing_value = "1", value_name = "0|1")]
+    pub buffered: Option<String>,
+    /// Stop after this long (seconds, or 500ms, 2m ...).
+    #[arg(long)]
+    pub runtime: Option<String>,
+    /// Keep going until the runtime ends (or until stopped, without one).
+    #[arg(long = "time-based", alias = "time_based")]
+    pub time_based: bool,
+    /// Run this long before measuring.
+    #[arg(long = "ramp-time", alias = "ramp_time")]
+    pub ramp_time: Option<String>,
+    /// Bandwidth limit per thread: RATE or READ,WRITE (bytes/s, e.g. 10m).
+    #[arg(long)]
+    pub rate: Option<String>,
+    /// IOPS limit per thread: N or READ,WRITE.
+    #[arg(long = "rate-iops", alias = "rate_iops")]
+    pub rate_iops: Option<String>,
+    /// fsync after every N writes.
+    #[arg(long)]
+    pub fsync: Option<String>,
+    /// fdatasync after every N writes.
+    #[arg(long)]
+    pub fdatasync: Option<String>,
+    /// fsync the file at the end.
+    #[arg(long = "end-fsync", alias = "end_fsync", num_args = 0..=1, default_missing_value = "1", value_name = "0|1")]
+    pub end_fsync: Option<String>,
+    /// Passes over the file.
+    #[arg(long)]
+    pub loops: Option<String>,
+    /// Drop the file's cache before each pass (default 1).
+    #[arg(long, num_args = 0..=1, default_missing_value = "1", value_name = "0|1")]
+    pub invalidate: Option<String>,
+    /// Switch the device holding the files to this I/O scheduler (restored at exit; root).
+    #[arg(long)]
+    pub ioscheduler: Option<String>,
+    /// cpuio: percent of a CPU to burn.
+    #[arg(long)]
+    pub cpuload: Option<String>,
+    /// cpuio: noop or qsort.
+    #[arg(long)]
+    pub cpumode: Option<String>,
+    /// cpuio: cycle length in microseconds.
+    #[arg(long)]
+    pub cpuchunks: Option<String>,
+}
+
+impl JobFlags {
+    /// The options given, in fio's names, excluding `name`.
+    fn overrides(&self) -> Vec<Override> {
+        let pairs: [(&str, &Option<String>); 24] = [
+            ("filename", &self.filename),
+            ("directory", &self.directory),
+            ("rw", &self.rw),
+            ("rwmixread", &self.rwmixread),
+            ("bs", &self.bs),
+            ("size", &self.size),
+            ("numjobs", &self.numjobs),
+            ("iodepth", &self.iodepth),
+            ("ioengine", &self.ioengine),
+            ("direct", &self.direct),
+            ("buffered", &self.buffered),
+            ("runtime", &self.runtime),
+            ("ramp_time", &self.ramp_time),
+            ("rate", &self.rate),
+            ("rate_iops", &self.rate_iops),
+            ("fsync", &self.fsync),
+            ("fdatasync", &self.fdatasync),
+            ("end_fsync", &self.end_fsync),
+            ("loops", &self.loops),
+            ("invalidate", &self.invalidate),
+            ("ioscheduler", &self.ioscheduler),
+            ("cpuload", &self.cpuload),
+            ("cpumode", &self.cpumode),
+            ("cpuchunks", &self.cpuchunks),
+        ];
+        let mut v: Vec<Override> = pairs
+            .iter()
+            .filter_map(|(k, val)| val.as_ref().map(|x| (k.to_string(), x.clone())))
+            .collect();
+        if self.time_based {
+            v.push(("time_based".into(), "1".into()));
+        }
+        v
+    }
+}
+
+/// Runs a load and prints its report.
+pub fn run(a: LoadArgs) -> anyhow::Result<()> {
+    let jobs = build_jobs(&a).map_err(usage_aware)?;
+    let ioprio = a.ioprio.as_deref().map(str::parse::<IoPrio>).transpose()?;
+    // Only a scheduler switch changes system state; the guard restores it
+    // when it drops at the end of this function.
+    let guard = if jobs.iter().any(|j| j.ioscheduler.is_some()) {
+        super::require_root("ioscheduler")?;
+        Some(iolab_guard::Guard::new())
+    } else {
+        None
+    };
+    let opts = StartOptions {
+        guard: guard.clone(),
+        ioprio,
+        progress: std::io::stderr().is_terminal(),
+        force: a.force,
+    };
+    let report = iolab_load::run_to_completion(jobs, opts).map_err(usage_aware)?;
+    let text = if a.json {
+        for w in &report.warnings {
+            eprintln!("iolab: note: {w}");
+        }
+        let doc = iolab_load::json::to_fio_json(&report);
+        serde_json::to_string_pretty(&doc).context("serialising the report")? + "\n"
+    } else {
+        iolab_load::table::render(&report)
+    };
+    // Errors (a closed pipe included) propagate; exit.rs ends quietly on
+    // BrokenPipe.
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    drop(guard);
+    if let Some(f) = report.failures().next() {
+        anyhow::bail!("{}", f.message);
+    }
+    Ok(())
+}
+
+fn build_jobs(a: &LoadArgs) -> Result<Vec<iolab_load::Job>, LoadError> {
+    let overrides = a.job.overrides();
+    let shorthand = a.readers.is_some() || a.writers.is_some();
+    let usage = |m: &str| LoadError::Usage(UsageError::new(m));
+    if a.job.name.is_some() && (a.spec.is_some() || shorthand) {
+        return Err(usage(
+            "--name names a job built from flags; a job file or workload names its own jobs",
+        ));
+    }
+    if a.pattern.is_some() && !shorthand {
+        return Err(usage("--pattern goes with --readers N and/or --writers M"));
+    }
+    match (&a.spec, shorthand) {
+        (Some(_), true) => Err(usage(
+            "give either a job file/workload name or --readers/--writers, not both",
+        )),
+        (Some(spec), false) => iolab_load::jobs_from_spec(spec, &overrides),
+        (None, true) => {
+            let pattern = match a.pattern.as_deref() {
+                None => named::Pattern::Seq,
+                Some(p) => named::Pattern::parse(p).ok_or_else(|| {
+                    usage(&format!("--pattern {p}: expected seq or rand"))
+                })?,
+            };
+            let s = named::Shorthand {
+                readers: a.readers.unwrap_or(0),
+                writers: a.writers.unwrap_or(0),
+                pattern,
+            };
+            iolab_load::jobs_from_shorthand(&s, &overrides)
+        }
+        (None, false) if overrides.is_empty() => Err(usage(&format!(
+            "nothing to run: give a job file, a workload ({}), --readers/--writers, or job flags such as --rw read --size 1g",
+            named::NAMES.join(", ")
+        ))),
+        (None, false) => {
+            let name = a.job.name.as_deref().unwrap_or("job");
+            Ok(vec![iolab_load::job_from_options(name, &overrides)?])
+        }
+    }
+}
+
+/// Keeps the exit code right: the engine's usage errors become
+/// `UsageError`s in the anyhow chain (exit 2).
+fn usage_aware(e: LoadError) -> anyhow::Error {
+    if e.is_usage() {
+        anyhow::Error::new(UsageError::new(e.to_string()))
+    } else {
+        e.into()
+    }
 }

@@ -1,16 +1,202 @@
-//! `iolab results` (placeholder until its work lands).
+//! `iolab results list | show ID | export ID --format json|csv`: browse the
+//! results store. All numbers come from `iolab_store::ExperimentReport`, so
+//! the table, `--json` and the exports agree.
 
-use clap::Args;
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand, ValueEnum};
+use iolab_store::export::{ExportFormat, Exporter, JsonExporter};
+use iolab_store::render::{render_key_values, render_matrix, title_for_kind};
+use iolab_store::{ExperimentId, ExperimentReport, ExperimentSummary, Store};
+use iolab_sys::UsageError;
 
 /// Arguments of `iolab results`.
 #[derive(Debug, Args)]
 pub struct ResultsArgs {
-    /// Output JSON.
-    #[arg(long)]
-    pub json: bool,
+    /// Results database [default: the user's data dir, e.g.
+    /// ~/.local/share/iolab/results.db].
+    #[arg(long, value_name = "PATH", global = true)]
+    pub db: Option<PathBuf>,
+    #[command(subcommand)]
+    command: ResultsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum ResultsCommand {
+    /// List stored experiments.
+    List {
+        /// Output JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one experiment: configuration, environment, per-cell statistics.
+    Show {
+        /// Experiment id (see `iolab results list`).
+        id: ExperimentId,
+        /// Output the full report as JSON (statistics and raw runs).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Export one experiment: JSON (everything) or CSV (one row per run).
+    Export {
+        /// Experiment id (see `iolab results list`).
+        id: ExperimentId,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Json)]
+        format: Format,
+        /// Write to FILE instead of standard output.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Format {
+    /// Experiment, environment, every run and per-cell statistics.
+    Json,
+    /// One row per run (fio/S-style column names).
+    Csv,
+}
+
+impl From<Format> for ExportFormat {
+    fn from(f: Format) -> Self {
+        match f {
+            Format::Json => ExportFormat::Json,
+            Format::Csv => ExportFormat::Csv,
+        }
+    }
 }
 
 /// Runs `iolab results`.
-pub fn run(_a: ResultsArgs) -> anyhow::Result<()> {
-    anyhow::bail!("iolab results is not implemented yet")
+pub fn run(a: ResultsArgs) -> anyhow::Result<()> {
+    let path = match a.db {
+        Some(p) => p,
+        None => iolab_store::default_db_path()?,
+    };
+    let store = Store::open(&path)?;
+    let mut out = std::io::stdout().lock();
+    match a.command {
+        ResultsCommand::List { json } => {
+            let list = store.list()?;
+            if json {
+                serde_json::to_writer_pretty(&mut out, &list)?;
+                writeln!(out)?;
+            } else if list.is_empty() {
+                eprintln!(
+                    "no experiments in {} yet: `iolab startup` or `iolab demo` records them",
+                    path.display()
+                );
+            } else {
+                out.write_all(list_table(&list).as_bytes())?;
+            }
+        }
+        ResultsCommand::Show { id, json } => {
+            let report = store.report(id)?;
+            if json {
+                out.write_all(&JsonExporter.serialize(&report)?)?;
+            } else {
+                out.write_all(show_text(&report, &store).as_bytes())?;
+            }
+        }
+        ResultsCommand::Export { id, format, output } => {
+            let report = store.report(id)?;
+            let bytes = ExportFormat::from(format).exporter().serialize(&report)?;
+            match output {
+                Some(file) => std::fs::write(&file, bytes).map_err(|e| {
+                    UsageError::new(format!(
+                        "cannot write export to {}: {e}; choose a writable -o FILE",
+                        file.display()
+                    ))
+                })?,
+                None => out.write_all(&bytes)?,
+            }
+        }
+    }
+    Ok(())
+}
+
+fn list_table(list: &[ExperimentSummary]) -> String {
+    let mut rows = vec![[
+        "id", "created", "kind", "status", "cells", "runs", "command",
+    ]
+    .map(str::to_string)
+    .to_vec()];
+    for e in list {
+        let runs = if e.censored > 0 {
+            format!("{} ({} timed out)", e.runs, e.censored)
+        } else {
+            e.runs.to_string()
+        };
+        rows.push(vec![
+            e.id.to_string(),
+            short_time(&e.created),
+            e.kind.clone(),
+            e.status.to_string(),
+            e.cells.to_string(),
+            runs,
+            e.command_line.clone(),
+        ]);
+    }
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(t, w)| format!("{t:<w$}"))
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn show_text(report: &ExperimentReport, store: &Store) -> String {
+    let e = &report.experiment;
+    let mut out = format!(
+        "experiment {} ({}, {}), created {}\ncommand: {}\ndatabase: {}\n",
+        e.id,
+        e.kind,
+        e.status,
+        short_time(&e.created),
+        e.command_line,
+        store.path().display()
+    );
+    out.push_str("\nconfig:\n");
+    out.push_str(&render_key_values(&e.config, "  "));
+    out.push_str("\nenvironment:\n");
+    out.push_str(&render_key_values(&e.environment, "  "));
+    out.push('\n');
+    if report.cells.is_empty() {
+        out.push_str("no runs recorded yet\n");
+    } else {
+        out.push_str(&render_matrix(&report.cells, &title_for_kind(&e.kind)));
+    }
+    out
+}
+
+/// `2025-11-22T03:04:05.678Z` → `2025-11-22T03:04:05Z`: seconds are enough
+/// to tell experiments apart in a table.
+fn short_time(rfc3339: &str) -> String {
+    match rfc3339.split_once('.') {
+        Some((head, _)) => format!("{head}Z"),
+        None => rfc3339.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_time_drops_milliseconds() {
+        assert_eq!(
+            short_time("2025-11-22T03:04:05.678Z"),
+            "2025-11-22T03:04:05Z"
+        );
+        assert_eq!(short_time("odd"), "odd");
+    }
 }

@@ -1,16 +1,267 @@
-//! `iolab startup` (placeholder until its work lands).
+//! `iolab startup` — time a command's start-up under background I/O across
+//! I/O schedulers: the thesis's suite and the S suite's comm_startup_lat.
 
+use std::path::PathBuf;
+
+use anyhow::Context;
 use clap::Args;
+use iolab_experiment::startup::{self, Cold, Place, ReadyWhen, RunOptions, StartupConfig};
+use iolab_store::ExperimentId;
+use iolab_sys::UsageError;
 
 /// Arguments of `iolab startup`.
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+  iolab startup --bw 20MiB/s --prepare 'iolab app --prepare --dir {dir}/app' -- iolab app --dir {dir}/app\n  \
+  iolab startup --lab mylab --schedulers bfq,mq-deadline --workloads 1r1w,5r5w-seq --reps 10 -- /path/to/app\n  \
+  iolab startup --resume 7")]
 pub struct StartupArgs {
-    /// Output JSON.
+    /// Use this existing lab (`iolab lab up --name NAME`); default: a
+    /// temporary lab made for this experiment and removed after it.
+    #[arg(long, value_name = "NAME", conflicts_with = "device")]
+    pub lab: Option<String>,
+    /// Use a real device instead of a lab (with --dir and --force).
+    #[arg(long, value_name = "DEV", requires = "dir")]
+    pub device: Option<String>,
+    /// Directory on --device for workload files.
+    #[arg(long, value_name = "PATH")]
+    pub dir: Option<PathBuf>,
+    /// Allow writing workload files to a device that is not an iolab lab.
+    #[arg(long)]
+    pub force: bool,
+    /// Size of the temporary lab.
+    #[arg(long, default_value = "4GiB", value_name = "SIZE")]
+    pub lab_size: String,
+    /// Filesystem of the temporary lab.
+    #[arg(long, default_value = "ext4", value_name = "FS")]
+    pub lab_fs: String,
+    /// Emulated bandwidth of the temporary lab (phone eMMC/SD class), e.g. 20MiB/s.
+    #[arg(long, value_name = "RATE")]
+    pub bw: Option<String>,
+    /// Emulated IOPS limit of the temporary lab.
+    #[arg(long, value_name = "N")]
+    pub iops: Option<u64>,
+    /// Schedulers to compare: `all` (every one the device offers) or a list.
+    #[arg(
+        long,
+        default_value = "all",
+        value_name = "all|LIST",
+        value_delimiter = ','
+    )]
+    pub schedulers: Vec<String>,
+    /// Background workloads: names of `iolab load` (1r, 1w, 1r1w, 10r-seq,
+    /// 5r5w-seq, 10r-rand, 5r5w-rand) or fio-style job files. `idle` is
+    /// always measured as the baseline.
+    #[arg(
+        long,
+        default_value = "1r,1w,1r1w",
+        value_name = "LIST",
+        value_delimiter = ','
+    )]
+    pub workloads: Vec<String>,
+    /// Repetitions per cell.
+    #[arg(long, default_value_t = 5)]
+    pub reps: u32,
+    /// Seconds before a start counts as censored (">T").
+    #[arg(long, default_value_t = 60.0, value_name = "S")]
+    pub timeout: f64,
+    /// Seconds of load before the first start of a cell (default: 8 for
+    /// bfq, whose weight raising of new processes must settle; 3 otherwise).
+    #[arg(long, value_name = "S")]
+    pub warmup: Option<f64>,
+    /// How each start is made cold.
+    #[arg(long, value_enum, default_value = "drop-caches")]
+    pub cold: Cold,
+    /// Files or directories evicted by `--cold evict` (default: the command's executable).
+    #[arg(long, value_name = "PATH")]
+    pub evict: Vec<PathBuf>,
+    /// Scheduler tunable for every cell whose scheduler has it, e.g. slice_idle=0.
+    #[arg(long = "iosched-param", value_name = "NAME=VALUE")]
+    pub iosched_params: Vec<String>,
+    /// Count the start as done when a stdout/stderr line matches REGEX.
+    #[arg(long, value_name = "REGEX", conflicts_with = "ready_file")]
+    pub ready_line: Option<String>,
+    /// Count the start as done when PATH appears.
+    #[arg(long, value_name = "PATH")]
+    pub ready_file: Option<PathBuf>,
+    /// I/O priority of the target: rt:N, be:N or idle.
+    #[arg(long, value_name = "PRIO")]
+    pub target_ioprio: Option<String>,
+    /// Nice value of the target.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub target_nice: Option<i32>,
+    /// I/O priority of the background load (the thesis's -noprio leaves both default).
+    #[arg(long, value_name = "PRIO")]
+    pub load_ioprio: Option<String>,
+    /// fio option applied to every background job, e.g. size=128M (repeatable).
+    #[arg(long = "load-option", value_name = "NAME=VALUE")]
+    pub load_options: Vec<String>,
+    /// Per-lab dirty page limit (bdi max_bytes), e.g. 64MiB; default for a
+    /// throttled lab: 2 s of its bandwidth (at least 16 MiB).
+    #[arg(long, value_name = "SIZE")]
+    pub dirty_limit: Option<String>,
+    /// Command run once before the matrix; `{dir}` is the lab directory.
+    #[arg(long, value_name = "CMD")]
+    pub prepare: Option<String>,
+    /// Results database (default: ~/.local/share/iolab/results.db).
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Continue interrupted experiment ID (its stored configuration is used).
+    #[arg(long, value_name = "ID")]
+    pub resume: Option<ExperimentId>,
+    /// Print the full report (per-cell statistics and raw samples) as JSON.
     #[arg(long)]
     pub json: bool,
+    /// The target command; `{dir}` is replaced by the lab directory.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 /// Runs `iolab startup`.
-pub fn run(_a: StartupArgs) -> anyhow::Result<()> {
-    anyhow::bail!("iolab startup is not implemented yet")
+pub fn run(a: StartupArgs) -> anyhow::Result<()> {
+    super::require_root("iolab startup")?;
+    let db = match &a.db {
+        Some(p) => p.clone(),
+        None => iolab_store::default_db_path()?,
+    };
+    let cfg = if a.resume.is_some() {
+        None
+    } else {
+        Some(config(&a)?)
+    };
+    let opts = RunOptions {
+        db,
+        resume: a.resume,
+        force: a.force,
+        progress: !a.json,
+        command_line: std::env::args().collect::<Vec<_>>().join(" "),
+    };
+    let fin = startup::run_startup(cfg, &opts).context("startup experiment")?;
+    print_finished(&fin, a.json)
+}
+
+/// Prints the matrix table (or JSON) and where the results are.
+pub fn print_finished(fin: &startup::Finished, json: bool) -> anyhow::Result<()> {
+    use iolab_store::export::{Exporter, JsonExporter};
+    if json {
+        let bytes = JsonExporter.serialize(&fin.report)?;
+        println!("{}", String::from_utf8_lossy(&bytes));
+        return Ok(());
+    }
+    let title = iolab_store::render::title_for_kind("startup");
+    print!(
+        "{}",
+        iolab_store::render::render_matrix(&fin.report.cells, &title)
+    );
+    let ov = &fin.overhead_ns;
+    if !ov.is_empty() {
+        let s = iolab_stats::summarize(&iolab_stats::Sample::all_exact(
+            &ov.iter().map(|&n| n as f64 / 1e6).collect::<Vec<_>>(),
+        ));
+        println!(
+            "harness overhead (launching `true` the same way): {:.2} ms median, {:.2}–{:.2} ms (n={})",
+            s.median.unwrap_or(0.0),
+            s.min.unwrap_or(0.0),
+            s.max.unwrap_or(0.0),
+            s.n
+        );
+    }
+    let failed = fin
+        .report
+        .runs
+        .iter()
+        .filter(|r| r.exit_code.is_some_and(|c| c != 0) && !r.censored)
+        .count();
+    if failed > 0 {
+        println!(
+            "warning: {failed} start(s) exited non-zero; see `iolab results show {}`",
+            fin.id
+        );
+    }
+    println!("stored as experiment {} in {}", fin.id, fin.db.display());
+    if fin.interrupted {
+        println!(
+            "interrupted: continue with `iolab startup --resume {} --db {}`",
+            fin.id,
+            fin.db.display()
+        );
+    }
+    Ok(())
+}
+
+fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
+    if a.command.is_empty() {
+        return Err(UsageError::new(
+            "no target command: put it after --, e.g. `iolab startup -- iolab app --dir {dir}/app`",
+        )
+        .into());
+    }
+    let place = match (&a.lab, &a.device) {
+        (Some(name), _) => Place::Lab { name: name.clone() },
+        (None, Some(dev)) => Place::Device {
+            device: dev.clone(),
+            dir: a.dir.clone().unwrap_or_default(),
+        },
+        (None, None) => Place::NewLab {
+            size_bytes: iolab_sys::units::parse_size(&a.lab_size)?,
+            fs: a.lab_fs.clone(),
+            bw_bytes: a
+                .bw
+                .as_deref()
+                .map(iolab_sys::units::parse_rate)
+                .transpose()?,
+            iops: a.iops,
+        },
+    };
+    let schedulers = if a.schedulers.iter().any(|s| s == "all") {
+        Vec::new() // resolved against the device once it exists
+    } else {
+        a.schedulers.clone()
+    };
+    let mut params = Vec::new();
+    for p in &a.iosched_params {
+        let (k, v) = p.split_once('=').ok_or_else(|| {
+            UsageError::new(format!(
+                "--iosched-param {p:?}: expected NAME=VALUE, e.g. slice_idle=0"
+            ))
+        })?;
+        params.push((k.to_string(), v.to_string()));
+    }
+    let mut load_options = Vec::new();
+    for p in &a.load_options {
+        let (k, v) = p.split_once('=').ok_or_else(|| {
+            UsageError::new(format!(
+                "--load-option {p:?}: expected NAME=VALUE, e.g. size=128M"
+            ))
+        })?;
+        load_options.push((k.to_string(), v.to_string()));
+    }
+    let ready = match (&a.ready_line, &a.ready_file) {
+        (Some(r), _) => ReadyWhen::Line { regex: r.clone() },
+        (None, Some(p)) => ReadyWhen::File { path: p.clone() },
+        _ => ReadyWhen::Exit,
+    };
+    Ok(StartupConfig {
+        place,
+        schedulers,
+        workloads: a.workloads.clone(),
+        reps: a.reps,
+        timeout_s: a.timeout,
+        warmup_s: a.warmup,
+        cold: a.cold,
+        evict: a.evict.clone(),
+        iosched_params: params,
+        ready,
+        target_ioprio: a.target_ioprio.clone(),
+        target_nice: a.target_nice,
+        load_ioprio: a.load_ioprio.clone(),
+        load_options,
+        command: a.command.clone(),
+        prepare: a.prepare.clone(),
+        dirty_limit_bytes: a
+            .dirty_limit
+            .as_deref()
+            .map(iolab_sys::units::parse_size)
+            .transpose()?,
+    })
 }

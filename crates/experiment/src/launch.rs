@@ -1,0 +1,315 @@
+//! Launching and timing one target: the command runs in its own process
+//! group with its I/O priority and nice value set between fork and exec, so
+//! they apply before its first I/O (the thesis lost early requests to a
+//! late `ionice`). Time runs on the monotonic clock from just before spawn
+//! to exit, to a ready line, or to a ready file. On timeout the whole group
+//! is killed by pgid (never by name) and the run is censored.
+
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use iolab_guard::Guard;
+use regex::Regex;
+
+/// When a start-up counts as finished.
+#[derive(Debug, Clone)]
+pub enum Ready {
+    /// When the command exits (default).
+    Exit,
+    /// When a line of its stdout or stderr matches.
+    Line(Regex),
+    /// When this path appears.
+    File(PathBuf),
+}
+
+/// What to launch and how.
+#[derive(Debug, Clone)]
+pub struct LaunchSpec {
+    /// Program and arguments.
+    pub argv: Vec<String>,
+    /// Readiness criterion.
+    pub ready: Ready,
+    /// Give up (and censor the run) after this long.
+    pub timeout: Duration,
+    /// I/O priority for the target, applied before exec.
+    pub ioprio: Option<iolab_sys::ioprio::IoPrio>,
+    /// Nice value for the target, applied before exec.
+    pub nice: Option<i32>,
+}
+
+/// The measured outcome of one launch.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Outcome {
+    /// Start-up time (to exit or readiness), or the timeout when censored.
+    pub duration_ns: u64,
+    /// True when the timeout hit first: the start-up took longer than
+    /// `duration_ns` (a lower bound, shown as `>T`).
+    pub censored: bool,
+    /// Exit code, when it exited normally before being killed.
+    pub exit_code: Option<i32>,
+    /// Signal that ended it, if any.
+    pub signal: Option<i32>,
+    /// Exit time, when it exited on its own within the timeout.
+    pub exit_ns: Option<u64>,
+    /// Ready time (line or file mode), when seen.
+    pub ready_ns: Option<u64>,
+    /// True when iolab was asked to stop (Ctrl-C) mid-launch: the run is
+    /// neither complete nor censored and must not be stored as a sample.
+    pub interrupted: bool,
+    /// Last lines of its output, for diagnosing failures.
+    pub output_tail: String,
+}
+
+impl Outcome {
+    /// True when the target failed (non-zero exit, killed by a signal it
+    /// was not sent, or exited without becoming ready).
+    pub fn failed(&self) -> bool {
+        !self.censored && (self.exit_code.is_some_and(|c| c != 0) || self.duration_ns == 0)
+    }
+}
+
+/// Why a launch could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    /// The command could not be started.
+    #[error("cannot start {program:?}: {source}: expected an executable on PATH or a path to one")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The guard refused to record the process group.
+    #[error(transparent)]
+    Guard(#[from] iolab_guard::GuardError),
+}
+
+enum Event {
+    Exited(Instant, std::process::ExitStatus),
+    ReadyLine(Instant),
+    WaitFailed,
+}
+
+const TAIL_BYTES: usize = 4096;
+
+/// Launches the target, times it, and makes sure none of its process group
+/// outlives the measurement.
+pub fn launch(guard: &Guard, spec: &LaunchSpec) -> Result<Outcome, LaunchError> {
+    let program = spec.argv.first().cloned().unwrap_or_default();
+    let mut cmd = Command::new(&program);
+    cmd.args(&spec.argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let ioprio = spec.ioprio;
+    let nice = spec.nice;
+    // SAFETY: the closure runs in the forked child before exec and only
+    // makes async-signal-safe syscalls (ioprio_set, setpriority).
+    unsafe {
+        cmd.pre_exec(move || {
+            if let Some(p) = ioprio {
+                p.set_for(0)?;
+            }
+            if let Some(n) = nice {
+                if libc::setpriority(libc::PRIO_PROCESS, 0, n) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    if let Ready::File(p) = &spec.ready {
+        // A file left by an earlier run would make this one "ready" at once.
+        let _ = std::fs::remove_file(p);
+    }
+    let t0 = Instant::now();
+    let mut child = cmd.spawn().map_err(|source| LaunchError::Spawn {
+        program: program.clone(),
+        source,
+    })?;
+    let pgid = child.id() as i32;
+    let tracked = guard.track_process_group(pgid)?;
+
+    let (tx, rx) = mpsc::channel::<Event>();
+    let tail = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+    let line_re = match &spec.ready {
+        Ready::Line(re) => Some(re.clone()),
+        _ => None,
+    };
+    let mut readers = Vec::new();
+    let outs: Vec<Box<dyn Read + Send>> = [
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    for out in outs {
+        let tx = tx.clone();
+        let re = line_re.clone();
+        let tail = tail.clone();
+        readers.push(std::thread::spawn(move || read_output(out, re, tx, tail)));
+    }
+    let waiter_tx = tx.clone();
+    let waiter = std::thread::spawn(move || match child.wait() {
+        Ok(st) => {
+            let _ = waiter_tx.send(Event::Exited(Instant::now(), st));
+        }
+        Err(_) => {
+            let _ = waiter_tx.send(Event::WaitFailed);
+        }
+    });
+    drop(tx);
+
+    let deadline = t0 + spec.timeout;
+    let mut interrupted = false;
+    let mut exit: Option<(Instant, std::process::ExitStatus)> = None;
+    let mut ready: Option<Instant> = None;
+    let poll = Duration::from_millis(1);
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            break;
+        }
+        if iolab_guard::stop_requested() {
+            interrupted = true;
+            break;
+        }
+        let wait = match spec.ready {
+            Ready::File(_) => poll.min(deadline - now),
+            _ => deadline - now,
+        };
+        match rx.recv_timeout(wait) {
+            Ok(Event::Exited(at, st)) => {
+                exit = Some((at, st));
+                break;
+            }
+            Ok(Event::ReadyLine(at)) => {
+                ready = Some(at);
+                break;
+            }
+            Ok(Event::WaitFailed) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        if let Ready::File(p) = &spec.ready {
+            if p.exists() {
+                ready = Some(Instant::now());
+                break;
+            }
+        }
+    }
+    // Whatever happened, nothing of the target's group may keep running:
+    // a leftover child would spoil the next measurement.
+    kill_group(pgid);
+    // The status of a target we killed: for the record, not for timing.
+    let mut killed: Option<std::process::ExitStatus> = None;
+    if exit.is_none() {
+        let until = Instant::now() + Duration::from_secs(10);
+        while let Ok(ev) = rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+            if let Event::Exited(_, st) = ev {
+                killed = Some(st);
+                break;
+            }
+        }
+    }
+    let _ = waiter.join();
+    // Output readers are not joined: a grandchild that left the group may
+    // still hold the pipe open; they end when it closes.
+    drop(readers);
+    guard.forget(tracked)?;
+
+    let ns = |t: Instant| t.duration_since(t0).as_nanos() as u64;
+    let exit_ns = exit.map(|(at, _)| ns(at));
+    let ready_ns = ready.map(ns);
+    let finished = match spec.ready {
+        Ready::Exit => exit_ns,
+        _ => ready_ns,
+    };
+    let (duration_ns, censored) = match finished {
+        Some(d) => (d, false),
+        None if interrupted => (0, false),
+        None if exit_ns.is_some() => (0, false), // exited without ever being ready
+        None => (spec.timeout.as_nanos() as u64, true),
+    };
+    use std::os::unix::process::ExitStatusExt;
+    let status = exit.map(|(_, s)| s).or(killed);
+    let tail =
+        String::from_utf8_lossy(&tail.lock().map(|t| t.clone()).unwrap_or_default()).into_owned();
+    Ok(Outcome {
+        duration_ns,
+        censored,
+        exit_code: status.and_then(|s| s.code()),
+        signal: status.and_then(|s| s.signal()),
+        interrupted,
+        exit_ns,
+        ready_ns,
+        output_tail: tail,
+    })
+}
+
+fn read_output(
+    out: Box<dyn Read + Send>,
+    re: Option<Regex>,
+    tx: mpsc::Sender<Event>,
+    tail: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+) {
+    let mut reader = BufReader::new(out);
+    let mut line = Vec::new();
+    let mut seen = false;
+    while let Ok(n) = reader.read_until(b'\n', &mut line) {
+        if n == 0 {
+            break;
+        }
+        let at = Instant::now();
+        if !seen {
+            if let Some(re) = &re {
+                if re.is_match(&String::from_utf8_lossy(&line)) {
+                    seen = true;
+                    let _ = tx.send(Event::ReadyLine(at));
+                }
+            }
+        }
+        if let Ok(mut t) = tail.lock() {
+            t.extend_from_slice(&line);
+            if t.len() > TAIL_BYTES {
+                let cut = t.len() - TAIL_BYTES;
+                t.drain(..cut);
+            }
+        }
+        line.clear();
+    }
+}
+
+/// SIGKILLs every process in the group (a no-op when it is already gone).
+pub fn kill_group(pgid: i32) {
+    if let Some(pid) = rustix::process::Pid::from_raw(pgid) {
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+    }
+}
+
+/// The harness's own cost: the mean and spread of launching `/bin/true`
+/// through the same path `runs` times, in nanoseconds.
+pub fn harness_overhead(guard: &Guard, runs: usize) -> Result<Vec<u64>, LaunchError> {
+    let spec = LaunchSpec {
+        argv: vec!["true".into()],
+        ready: Ready::Exit,
+        timeout: Duration::from_secs(10),
+        ioprio: None,
+        nice: None,
+    };
+    (0..runs)
+        .map(|_| launch(guard, &spec).map(|o| o.duration_ns))
+        .collect()
+}

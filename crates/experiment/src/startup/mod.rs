@@ -1,0 +1,53 @@
+//! The startup matrix behind `iolab startup` and `iolab demo`: schedulers ×
+//! workloads × repetitions for one target, every start stored as it ends.
+
+mod background;
+pub mod config;
+pub mod place;
+pub mod plan;
+mod progress;
+pub mod run;
+
+pub use config::{Cold, Place, ReadyWhen, StartupConfig};
+pub use run::{run_startup, Finished, RunOptions};
+
+/// Why an experiment could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    /// Bad input.
+    #[error(transparent)]
+    Usage(#[from] iolab_sys::UsageError),
+    /// A kernel interface failed.
+    #[error(transparent)]
+    Sys(#[from] iolab_sys::SysError),
+    /// A guarded change failed.
+    #[error(transparent)]
+    Guard(#[from] iolab_guard::GuardError),
+    /// The lab failed.
+    #[error(transparent)]
+    Lab(#[from] iolab_lab::LabError),
+    /// The load failed.
+    #[error(transparent)]
+    Load(#[from] iolab_load::LoadError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] iolab_store::StoreError),
+    /// The target could not be launched.
+    #[error(transparent)]
+    Launch(#[from] crate::launch::LaunchError),
+}
+
+impl StartupError {
+    /// True for mistakes in the user's input (exit code 2).
+    pub fn is_usage(&self) -> bool {
+        match self {
+            StartupError::Usage(_) => true,
+            StartupError::Guard(e) => e.is_usage(),
+            StartupError::Lab(e) => e.is_usage(),
+            StartupError::Store(e) => e.is_usage(),
+            StartupError::Load(e) => e.is_usage(),
+            StartupError::Launch(e) => matches!(e, crate::launch::LaunchError::Spawn { .. }),
+            StartupError::Sys(_) => false,
+        }
+    }
+}

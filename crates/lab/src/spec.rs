@@ -1,0 +1,456 @@
+//! What a lab should be, as the user asked for it, and the checks that need
+//! no system access (the "low" half of argument handling: names, sizes,
+//! combinations). Checks against the live system happen in `up`.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use iolab_sys::units::format_bytes;
+use iolab_sys::UsageError;
+
+/// The filesystem made on a lab device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fs {
+    /// ext4, the filesystem of the thesis's phones.
+    Ext4,
+    /// XFS.
+    Xfs,
+    /// Btrfs.
+    Btrfs,
+    /// No filesystem: the raw device, for benchmarks.
+    None,
+}
+
+impl Fs {
+    /// Every choice, in the order the help lists them.
+    pub const ALL: [Fs; 4] = [Fs::Ext4, Fs::Xfs, Fs::Btrfs, Fs::None];
+
+    /// Parses `ext4`, `xfs`, `btrfs` or `none`.
+    pub fn parse(text: &str) -> Result<Fs, UsageError> {
+        Fs::ALL
+            .into_iter()
+            .find(|f| f.name() == text)
+            .ok_or_else(|| {
+                UsageError::new(format!(
+                    "unknown filesystem {text:?}: expected ext4, xfs, btrfs or none"
+                ))
+            })
+    }
+
+    /// The name mkfs and mount know it by.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fs::Ext4 => "ext4",
+            Fs::Xfs => "xfs",
+            Fs::Btrfs => "btrfs",
+            Fs::None => "none",
+        }
+    }
+
+    /// The smallest device its mkfs accepts: xfsprogs 5.19+ refuses less
+    /// than 300 MiB, btrfs-progs says "minimum size for each btrfs device is
+    /// 114294784", ext4 needs room for a journal; raw labs need 1 MiB.
+    pub fn min_size_bytes(self) -> u64 {
+        match self {
+            Fs::Ext4 => 16 << 20,
+            Fs::Xfs => 300 << 20,
+            Fs::Btrfs => 114_294_784,
+            Fs::None => 1 << 20,
+        }
+    }
+}
+
+impl fmt::Display for Fs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The kernel's minimum for `nr_requests` (BLKDEV_MIN_RQ): a smaller
+/// queue depth is silently raised to this.
+pub const MIN_QUEUE_DEPTH: u32 = 4;
+
+/// The queue depth a throttled lab gets unless told otherwise: the
+/// shallowest the kernel allows, closest to an SD card or an eMMC without
+/// command queueing, so that requests wait in the scheduler under test.
+pub const DEFAULT_THROTTLED_DEPTH: u32 = MIN_QUEUE_DEPTH;
+
+/// A lab as asked for: `iolab lab up` flags, or built by a caller such as
+/// the start-up matrix.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LabSpec {
+    /// Lab name: letters, digits, `.`, `_`, `-`; names the image, the
+    /// mount point and the journal.
+    pub name: String,
+    /// Device size in bytes.
+    pub size_bytes: u64,
+    /// Filesystem to make and mount (`none`: raw device only).
+    pub fs: Fs,
+    /// I/O scheduler for the device under test (`None`: kernel default).
+    pub scheduler: Option<String>,
+    /// Emulated bandwidth, bytes/s, for reads and for writes.
+    pub bw_bytes: Option<u64>,
+    /// Emulated IOPS limit, for reads and for writes.
+    pub iops: Option<u64>,
+    /// Driver queue depth of the device under test (`None`: the loop
+    /// driver's 128, or [`DEFAULT_THROTTLED_DEPTH`] when throttled).
+    pub queue_depth: Option<u32>,
+    /// Directory of the image file.
+    pub dir: PathBuf,
+    /// A zram device (RAM speed, no scheduler) instead of a loop device.
+    pub zram: bool,
+}
+
+impl Default for LabSpec {
+    fn default() -> Self {
+        LabSpec {
+            name: "default".into(),
+            size_bytes: 4 << 30,
+            fs: Fs::Ext4,
+            scheduler: None,
+            bw_bytes: None,
+            iops: None,
+            queue_depth: None,
+            dir: PathBuf::from("/var/tmp/iolab"),
+            zram: false,
+        }
+    }
+}
+
+impl LabSpec {
+    /// True when the lab emulates slower storage (`--bw` or `--iops`).
+    pub fn throttled(&self) -> bool {
+        self.bw_bytes.is_some() || self.iops.is_some()
+    }
+
+    /// The driver queue depth the top device gets, if it is limited.
+    pub fn effective_queue_depth(&self) -> Option<u32> {
+        self.queue_depth
+            .or_else(|| self.throttled().then_some(DEFAULT_THROTTLED_DEPTH))
+    }
+
+    /// Checks everything that needs no system access.
+    pub fn validate(&self) -> Result<(), UsageError> {
+        validate_name(&self.name)?;
+        let min = self.fs.min_size_bytes();
+        if self.size_bytes < min {
+            return Err(UsageError::new(format!(
+                "size {} is too small for {}: it needs at least {}",
+                format_bytes(self.size_bytes),
+                self.fs,
+                format_bytes(min)
+            )));
+        }
+        if self.size_bytes % 4096 != 0 {
+            return Err(UsageError::new(format!(
+                "size {} bytes is not a multiple of 4KiB: use e.g. 512MiB or 4GiB",
+                self.size_bytes
+            )));
+        }
+        if self.bw_bytes == Some(0) || self.iops == Some(0) {
+            return Err(UsageError::new(
+                "a limit of 0 would stop the lab: give --bw (e.g. 20MiB/s) or --iops (e.g. 500) above 0",
+            ));
+        }
+        if let Some(d) = self.queue_depth {
+            if d < MIN_QUEUE_DEPTH {
+                return Err(UsageError::new(format!(
+                    "queue depth {d} is below the kernel's minimum of {MIN_QUEUE_DEPTH} (BLKDEV_MIN_RQ): use 4 or more"
+                )));
+            }
+        }
+        if self.zram {
+            self.validate_zram()?;
+        }
+        Ok(())
+    }
+
+    fn validate_zram(&self) -> Result<(), UsageError> {
+        let no = |what: &str| {
+            UsageError::new(format!(
+                "--zram cannot be combined with {what}: zram is a bio-based device without an I/O scheduler or request queue; use a loop lab (drop --zram) to test schedulers or emulate slow storage"
+            ))
+        };
+        if self.scheduler.as_deref().is_some_and(|s| s != "none") {
+            return Err(no("--scheduler"));
+        }
+        if self.throttled() {
+            return Err(no("--bw/--iops"));
+        }
+        if self.queue_depth.is_some() {
+            return Err(no("--queue-depth"));
+        }
+        Ok(())
+    }
+}
+
+/// The flags of `iolab lab up` as the user typed them.
+#[derive(Debug, Clone, Default)]
+pub struct SpecText<'a> {
+    /// `--name`.
+    pub name: &'a str,
+    /// `--size`, e.g. `4GiB`.
+    pub size: &'a str,
+    /// `--fs`.
+    pub fs: &'a str,
+    /// `--scheduler`.
+    pub scheduler: Option<&'a str>,
+    /// `--bw`, e.g. `20MiB/s`.
+    pub bw: Option<&'a str>,
+    /// `--iops`.
+    pub iops: Option<&'a str>,
+    /// `--queue-depth`.
+    pub queue_depth: Option<&'a str>,
+    /// `--dir`.
+    pub dir: &'a str,
+    /// `--zram`.
+    pub zram: bool,
+}
+
+impl LabSpec {
+    /// Parses and validates typed flags; each error names the flag.
+    pub fn from_text(t: &SpecText<'_>) -> Result<LabSpec, UsageError> {
+        let flag = |name: &str, e: UsageError| UsageError::new(format!("{name}: {e}"));
+        let count = |name: &str, text: &str| {
+            text.trim().parse::<u64>().map_err(|_| {
+                UsageError::new(format!(
+                    "{name}: invalid number {text:?}: expected a whole number such as 500"
+                ))
+            })
+        };
+        let queue_depth = match t.queue_depth {
+            Some(d) => Some(
+                u32::try_from(count("--queue-depth", d)?)
+                    .map_err(|_| UsageError::new(format!("--queue-depth: {d} is too large")))?,
+            ),
+            None => None,
+        };
+        let dir = PathBuf::from(t.dir);
+        if t.dir.is_empty() {
+            return Err(UsageError::new(
+                "--dir: empty path: give the directory for the image, e.g. /var/tmp/iolab",
+            ));
+        }
+        let spec = LabSpec {
+            name: t.name.to_string(),
+            size_bytes: iolab_sys::units::parse_size(t.size).map_err(|e| flag("--size", e))?,
+            fs: Fs::parse(t.fs).map_err(|e| flag("--fs", e))?,
+            scheduler: t.scheduler.map(str::to_string),
+            bw_bytes: t
+                .bw
+                .map(iolab_sys::units::parse_rate)
+                .transpose()
+                .map_err(|e| flag("--bw", e))?,
+            iops: t.iops.map(|i| count("--iops", i)).transpose()?,
+            queue_depth,
+            dir,
+            zram: t.zram,
+        };
+        spec.validate()?;
+        Ok(spec)
+    }
+}
+
+/// Lab names become file names and mount points: keep them plain.
+pub fn validate_name(name: &str) -> Result<(), UsageError> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric());
+    if ok {
+        Ok(())
+    } else {
+        Err(UsageError::new(format!(
+            "invalid lab name {name:?}: use up to 64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+        )))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn spec() -> LabSpec {
+        LabSpec {
+            size_bytes: 512 << 20,
+            ..LabSpec::default()
+        }
+    }
+
+    #[test]
+    fn default_spec_is_valid() {
+        LabSpec::default().validate().unwrap();
+        assert_eq!(LabSpec::default().effective_queue_depth(), None);
+    }
+
+    #[test]
+    fn filesystems_parse_and_unknown_ones_say_what_is_valid() {
+        assert_eq!(Fs::parse("xfs").unwrap(), Fs::Xfs);
+        assert_eq!(Fs::parse("none").unwrap(), Fs::None);
+        let e = Fs::parse("zfs").unwrap_err();
+        assert!(
+            e.0.contains("\"zfs\"") && e.0.contains("ext4, xfs, btrfs"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn sizes_below_the_filesystem_minimum_are_refused() {
+        let s = LabSpec {
+            fs: Fs::Xfs,
+            size_bytes: 256 << 20,
+            ..spec()
+        };
+        let e = s.validate().unwrap_err();
+        assert!(
+            e.0.contains("too small for xfs") && e.0.contains("300MiB"),
+            "{e}"
+        );
+        let s = LabSpec {
+            fs: Fs::Btrfs,
+            size_bytes: 100 << 20,
+            ..spec()
+        };
+        assert!(s.validate().is_err());
+        let s = LabSpec {
+            size_bytes: (512 << 20) + 512,
+            ..spec()
+        };
+        assert!(s.validate().unwrap_err().0.contains("multiple of 4KiB"));
+    }
+
+    #[test]
+    fn names_must_be_plain() {
+        for bad in ["", "../x", "a/b", ".hidden", "-x", "a b", &"n".repeat(65)] {
+            assert!(validate_name(bad).is_err(), "{bad:?} accepted");
+        }
+        for good in ["default", "bfq-20MiB", "t_1.2"] {
+            validate_name(good).unwrap();
+        }
+    }
+
+    #[test]
+    fn zram_refuses_schedulers_and_throttles() {
+        let z = LabSpec {
+            zram: true,
+            ..spec()
+        };
+        z.validate().unwrap();
+        let e = LabSpec {
+            scheduler: Some("bfq".into()),
+            ..z.clone()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(e.0.contains("--scheduler") && e.0.contains("no"), "{e}");
+        LabSpec {
+            scheduler: Some("none".into()),
+            ..z.clone()
+        }
+        .validate()
+        .unwrap();
+        assert!(LabSpec {
+            bw_bytes: Some(1 << 20),
+            ..z.clone()
+        }
+        .validate()
+        .unwrap_err()
+        .0
+        .contains("--bw"));
+        assert!(LabSpec {
+            queue_depth: Some(8),
+            ..z
+        }
+        .validate()
+        .is_err());
+    }
+
+    fn text() -> SpecText<'static> {
+        SpecText {
+            name: "t",
+            size: "512MiB",
+            fs: "ext4",
+            dir: "/var/tmp/iolab",
+            ..SpecText::default()
+        }
+    }
+
+    #[test]
+    fn typed_flags_parse_into_a_spec() {
+        let s = LabSpec::from_text(&SpecText {
+            bw: Some("20MiB/s"),
+            iops: Some("300"),
+            scheduler: Some("bfq"),
+            ..text()
+        })
+        .unwrap();
+        assert_eq!(s.size_bytes, 512 << 20);
+        assert_eq!(s.bw_bytes, Some(20 << 20));
+        assert_eq!(s.iops, Some(300));
+        assert_eq!(s.scheduler.as_deref(), Some("bfq"));
+    }
+
+    #[test]
+    fn bad_numbers_name_the_flag_and_the_expected_form() {
+        let e = LabSpec::from_text(&SpecText {
+            size: "4 parsecs",
+            ..text()
+        })
+        .unwrap_err();
+        assert!(e.0.starts_with("--size: invalid size \"4 parsecs\""), "{e}");
+        let e = LabSpec::from_text(&SpecText {
+            bw: Some("fast"),
+            ..text()
+        })
+        .unwrap_err();
+        assert!(e.0.starts_with("--bw:") && e.0.contains("40MiB/s"), "{e}");
+        let e = LabSpec::from_text(&SpecText {
+            iops: Some("1.5k"),
+            ..text()
+        })
+        .unwrap_err();
+        assert!(e.0.starts_with("--iops: invalid number"), "{e}");
+        let e = LabSpec::from_text(&SpecText {
+            fs: "ntfs",
+            ..text()
+        })
+        .unwrap_err();
+        assert!(e.0.starts_with("--fs: unknown filesystem"), "{e}");
+        let e = LabSpec::from_text(&SpecText { size: "", ..text() }).unwrap_err();
+        assert!(e.0.starts_with("--size:"), "{e}");
+        assert!(!e.0.contains('\n'));
+    }
+
+    #[test]
+    fn throttled_labs_get_a_shallow_queue_unless_told_otherwise() {
+        let t = LabSpec {
+            bw_bytes: Some(20 << 20),
+            ..spec()
+        };
+        assert_eq!(t.effective_queue_depth(), Some(DEFAULT_THROTTLED_DEPTH));
+        let t = LabSpec {
+            queue_depth: Some(32),
+            ..t
+        };
+        assert_eq!(t.effective_queue_depth(), Some(32));
+        let e = LabSpec {
+            queue_depth: Some(1),
+            ..spec()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(e.0.contains("minimum of 4"), "{e}");
+        assert!(LabSpec {
+            iops: Some(0),
+            ..spec()
+        }
+        .validate()
+        .is_err());
+    }
+}

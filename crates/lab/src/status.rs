@@ -1,0 +1,202 @@
+//! What a lab looks like now, read back from the kernel (sysfs, blkio
+//! throttle files, mountinfo, statvfs) rather than from what was asked:
+//! `lab status` must show the truth even if someone changed it since.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use iolab_sys::block::BlockDev;
+
+use crate::meta::{self, LabKind, LabMeta, LabState};
+use crate::throttle::{read_throttle, ThrottleValues};
+use crate::zram::{self, ZramStatus};
+use crate::{no_such_lab, Lab, LabError};
+
+/// One lab's state. Field names follow lsblk and df where they overlap.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LabStatus {
+    /// Lab name.
+    pub name: String,
+    /// `loop` or `zram`; `None` when the metadata is unreadable.
+    pub kind: Option<LabKind>,
+    /// `creating` or `up`.
+    pub state: Option<LabState>,
+    /// True when made by `iolab lab up` (removed by `iolab lab down`);
+    /// false for a temporary lab of a running iolab process.
+    pub persistent: bool,
+    /// Pid of the process that made it.
+    pub owner_pid: Option<i32>,
+    /// The device under test, e.g. `/dev/loop5`.
+    pub device: Option<PathBuf>,
+    /// The throttled device below it, e.g. `/dev/loop4`.
+    pub lower: Option<PathBuf>,
+    /// Image file behind a loop lab.
+    pub image: Option<PathBuf>,
+    /// Device size in bytes.
+    pub size_bytes: Option<u64>,
+    /// Active I/O scheduler of the device under test (`none` for zram).
+    pub sched: Option<String>,
+    /// Schedulers the device offers.
+    pub schedulers: Vec<String>,
+    /// The active scheduler's tunables (`queue/iosched/*`).
+    pub iosched: BTreeMap<String, String>,
+    /// `queue/nr_requests`: the scheduler's request pool (or the driver
+    /// depth under `none`).
+    pub nr_requests: Option<u64>,
+    /// Driver queue depth iolab set (requests beyond it wait in the
+    /// scheduler); `None`: the driver's own depth.
+    pub queue_depth: Option<u32>,
+    /// `queue/read_ahead_kb`.
+    pub read_ahead_kb: Option<u64>,
+    /// Loop direct I/O (`loop/dio`) of the device under test.
+    pub direct_io: Option<bool>,
+    /// Scheduler of the lower device (iolab sets `none`).
+    pub lower_sched: Option<String>,
+    /// Throttle rules on the lower device (all 0 when unthrottled).
+    pub throttle: Option<ThrottleValues>,
+    /// Filesystem type (`None` for a raw lab).
+    pub fstype: Option<String>,
+    /// Mount point, while mounted.
+    pub mountpoint: Option<PathBuf>,
+    /// Mount options as the kernel reports them.
+    pub mount_options: Option<String>,
+    /// Filesystem size (statvfs), bytes.
+    pub fs_size_bytes: Option<u64>,
+    /// Free bytes (statvfs f_bfree).
+    pub fs_free_bytes: Option<u64>,
+    /// Bytes available to unprivileged users (statvfs f_bavail), as df shows.
+    pub fs_avail_bytes: Option<u64>,
+    /// zram compression state.
+    pub zram: Option<ZramStatus>,
+    /// What is wrong with the lab, if anything.
+    pub problems: Vec<String>,
+}
+
+/// The state of lab `name`.
+pub fn status(name: &str) -> Result<LabStatus, LabError> {
+    crate::spec::validate_name(name)?;
+    let persistent = meta::journal_path(name).exists();
+    let Some(m) = meta::read(name)? else {
+        if persistent {
+            return Ok(LabStatus {
+                name: name.to_string(),
+                persistent,
+                problems: vec![format!(
+                    "metadata {} is missing; `iolab lab down {name}` removes the lab",
+                    meta::meta_path(name).display()
+                )],
+                ..LabStatus::default()
+            });
+        }
+        return Err(no_such_lab(name));
+    };
+    let mut st = from_meta(&m, persistent);
+    if m.state == LabState::Creating {
+        st.problems
+            .push(format!("still being created by iolab pid {}", m.owner_pid));
+        return Ok(st);
+    }
+    match Lab::from_meta(&m) {
+        Ok(lab) => read_live(&lab, &mut st),
+        Err(e) => st.problems.push(e.to_string()),
+    }
+    Ok(st)
+}
+
+/// Every lab's state, sorted by name; a lab that cannot be read is listed
+/// with its problem rather than hiding the others.
+pub fn list() -> Result<Vec<LabStatus>, LabError> {
+    Ok(meta::names()?
+        .into_iter()
+        .map(|name| {
+            status(&name).unwrap_or_else(|e| LabStatus {
+                name,
+                problems: vec![e.to_string()],
+                ..LabStatus::default()
+            })
+        })
+        .collect())
+}
+
+fn from_meta(m: &LabMeta, persistent: bool) -> LabStatus {
+    LabStatus {
+        name: m.name.clone(),
+        kind: Some(m.kind),
+        state: Some(m.state),
+        persistent,
+        owner_pid: Some(m.owner_pid),
+        device: m.device.as_ref().map(|d| PathBuf::from("/dev").join(d)),
+        lower: m.lower.as_ref().map(|d| PathBuf::from("/dev").join(d)),
+        image: m.image.clone(),
+        size_bytes: Some(m.spec.size_bytes),
+        queue_depth: m.queue_depth,
+        fstype: (m.spec.fs != crate::Fs::None).then(|| m.spec.fs.to_string()),
+        ..LabStatus::default()
+    }
+}
+
+fn read_live(lab: &Lab, st: &mut LabStatus) {
+    let top = &lab.top;
+    st.size_bytes = top.size_bytes().ok().or(st.size_bytes);
+    match top.schedulers() {
+        Ok(s) => {
+            st.sched = Some(s.current);
+            st.schedulers = s.available;
+        }
+        // zram is bio-based: no queue/scheduler file at all.
+        Err(_) if lab.kind == LabKind::Zram => st.sched = Some("none".into()),
+        Err(e) => st.problems.push(e.to_string()),
+    }
+    st.iosched = top.iosched_tunables().into_iter().collect();
+    st.nr_requests = num(top, "nr_requests");
+    st.read_ahead_kb = num(top, "read_ahead_kb");
+    st.direct_io = std::fs::read_to_string(top.sysfs.join("loop/dio"))
+        .ok()
+        .map(|s| s.trim() == "1");
+    if let Some(lower) = &lab.lower {
+        st.lower_sched = lower.schedulers().ok().map(|s| s.current);
+    }
+    let throttled = lab.lower.as_ref().unwrap_or(top);
+    if lab.kind == LabKind::Loop {
+        match read_throttle(throttled) {
+            Ok(t) => st.throttle = Some(t),
+            Err(e) => st.problems.push(e.to_string()),
+        }
+    }
+    if lab.kind == LabKind::Zram {
+        st.zram = zram::status(top);
+    }
+    if let Some(mp) = &lab.mountpoint {
+        read_mount(top, mp, st);
+    }
+}
+
+fn num(dev: &BlockDev, attr: &str) -> Option<u64> {
+    dev.queue_attr(attr).ok()?.parse().ok()
+}
+
+fn read_mount(top: &BlockDev, mp: &Path, st: &mut LabStatus) {
+    // By source, not devno: btrfs reports an anonymous device number.
+    let source = top.dev_path();
+    let Some(m) = iolab_sys::mounts::read()
+        .into_iter()
+        .find(|m| m.target == mp && Path::new(&m.source) == source)
+    else {
+        st.problems.push(format!(
+            "{} is not mounted on {}",
+            top.dev_path().display(),
+            mp.display()
+        ));
+        return;
+    };
+    st.fstype = Some(m.fstype);
+    st.mountpoint = Some(m.target);
+    st.mount_options = Some(m.options);
+    if let Ok(v) = rustix::fs::statvfs(mp) {
+        st.fs_size_bytes = Some(v.f_blocks * v.f_frsize);
+        st.fs_free_bytes = Some(v.f_bfree * v.f_frsize);
+        st.fs_avail_bytes = Some(v.f_bavail * v.f_frsize);
+    }
+}

@@ -1,0 +1,213 @@
+//! Making a lab: metadata (reserves the name) → image → loop device(s) or
+//! zram → mkfs → throttle, queue depth, scheduler → mount → metadata "up".
+//! Every step goes through the caller's guard, so an error, Ctrl-C or
+//! SIGKILL at any point leaves nothing behind once the guard (or the next
+//! run's recovery) undoes the journal.
+
+use std::time::Duration;
+
+use iolab_guard::{Guard, GuardError};
+use iolab_sys::block::BlockDev;
+
+use crate::meta::{self, LabKind, LabMeta, LabState};
+use crate::spec::{Fs, LabSpec};
+use crate::{image, throttle, zram, Lab, LabError};
+
+/// Makes the lab `spec` describes, journaling every change in `guard`.
+/// The lab lives as long as the guard, unless [`Lab::persist`] hands it
+/// over to its own journal.
+pub fn up(guard: &Guard, spec: &LabSpec) -> Result<Lab, LabError> {
+    // Ctrl-C also reaches mkfs (same process group): report the cause,
+    // not the killed child's failure.
+    make(guard, spec).map_err(|e| {
+        if iolab_guard::stop_requested() {
+            LabError::Interrupted
+        } else {
+            e
+        }
+    })
+}
+
+fn make(guard: &Guard, spec: &LabSpec) -> Result<Lab, LabError> {
+    spec.validate()?;
+    if !spec.zram {
+        if let Some(s) = &spec.scheduler {
+            throttle::precheck_scheduler(s)?;
+        }
+    }
+    let labs = meta::labs_dir();
+    // iolab's own bookkeeping beside its journals (Journal::persist makes
+    // it the same way), not system state: never journaled, so one lab's
+    // undo never tries to remove the directory other labs live in.
+    std::fs::create_dir_all(&labs).map_err(|e| LabError::io(&labs, e))?;
+    refuse_existing(&spec.name)?;
+    let meta_path = meta::meta_path(&spec.name);
+    // Exclusive creation reserves the name against a concurrent `up`.
+    let mut meta_file = guard.create_file(&meta_path).map_err(|e| match e {
+        GuardError::Io { source, .. } if source.kind() == std::io::ErrorKind::AlreadyExists => {
+            exists(&spec.name)
+        }
+        e => e.into(),
+    })?;
+    let (owner_pid, owner_start) = iolab_sys::process::me();
+    let mut m = LabMeta {
+        name: spec.name.clone(),
+        state: LabState::Creating,
+        kind: if spec.zram {
+            LabKind::Zram
+        } else {
+            LabKind::Loop
+        },
+        spec: spec.clone(),
+        device: None,
+        lower: None,
+        image: None,
+        mountpoint: None,
+        queue_depth: None,
+        owner_pid,
+        owner_start,
+        created_unix: unix_now(),
+    };
+    meta::write(&mut meta_file, &meta_path, &m)?;
+
+    let (top, lower) = if spec.zram {
+        (zram::make(guard, spec.size_bytes)?, None)
+    } else {
+        let img = image::make(guard, spec)?;
+        m.image = Some(img.clone());
+        checkpoint("image")?;
+        if spec.throttled() {
+            let lower = guard.attach_loop(&img, true)?;
+            (guard.attach_loop(&lower.dev_path(), true)?, Some(lower))
+        } else {
+            (guard.attach_loop(&img, true)?, None)
+        }
+    };
+    m.device = Some(top.name.clone());
+    m.lower = lower.as_ref().map(|l| l.name.clone());
+    meta::write(&mut meta_file, &meta_path, &m)?;
+    checkpoint("devices")?;
+
+    // Before the throttle, so mkfs runs at full speed.
+    mkfs(&top, spec.fs)?;
+    checkpoint("mkfs")?;
+    if !spec.zram {
+        m.queue_depth = throttle::configure(guard, spec, &top, lower.as_ref())?;
+    }
+    checkpoint("queues")?;
+
+    if spec.fs != Fs::None {
+        let mp = meta::mountpoint(&spec.name);
+        guard.mkdir_all(&mp)?;
+        let source = top.dev_path();
+        guard.mount(
+            &source.to_string_lossy(),
+            &mp,
+            spec.fs.name(),
+            mount_data(spec.fs),
+        )?;
+        m.mountpoint = Some(mp);
+    }
+    checkpoint("mount")?;
+
+    m.state = LabState::Up;
+    meta::write(&mut meta_file, &meta_path, &m)?;
+    Lab::from_meta(&m)
+}
+
+fn refuse_existing(name: &str) -> Result<(), LabError> {
+    if meta::meta_path(name).exists() || meta::journal_path(name).exists() {
+        return Err(exists(name));
+    }
+    Ok(())
+}
+
+fn exists(name: &str) -> LabError {
+    let dev = meta::read(name)
+        .ok()
+        .flatten()
+        .and_then(|m| m.device)
+        .map(|d| format!(" (device /dev/{d})"))
+        .unwrap_or_default();
+    LabError::usage(format!(
+        "lab {name:?} already exists{dev}: use it, remove it with `iolab lab down {name}`, or pick another --name"
+    ))
+}
+
+/// mkfs with the options that make it fast and quiet. The device reads as
+/// zeros (fresh fallocate'd image, fresh zram), so ext4 needs neither its
+/// inode tables nor its journal zeroed (lazy_*_init=1), and no filesystem
+/// needs to discard it: on a loop device a discard punches holes in the
+/// image, undoing the fallocate (nodiscard / -K).
+fn mkfs(dev: &BlockDev, fs: Fs) -> Result<(), LabError> {
+    let path = dev.dev_path();
+    let path = path.to_string_lossy();
+    let (prog, args): (&str, Vec<&str>) = match fs {
+        Fs::None => return Ok(()),
+        Fs::Ext4 => (
+            "mkfs.ext4",
+            vec![
+                "-q",
+                "-F",
+                "-E",
+                "nodiscard,lazy_itable_init=1,lazy_journal_init=1",
+                &path,
+            ],
+        ),
+        Fs::Xfs => ("mkfs.xfs", vec!["-q", "-f", "-K", &path]),
+        Fs::Btrfs => ("mkfs.btrfs", vec!["-q", "-f", "-K", &path]),
+    };
+    iolab_guard::run_cmd(prog, &args)
+        .map(|_| ())
+        .map_err(|e| match e {
+            GuardError::Command { stderr, .. } if stderr.ends_with("installed?)") => {
+                LabError::usage(format!(
+                    "{prog} not found: install {} (or use another --fs)",
+                    match fs {
+                        Fs::Xfs => "xfsprogs",
+                        Fs::Btrfs => "btrfs-progs",
+                        _ => "e2fsprogs",
+                    }
+                ))
+            }
+            e => e.into(),
+        })
+}
+
+/// Mount options. ext4: `noinit_itable`, because the inode tables were
+/// left unzeroed by mkfs and the ext4lazyinit thread would otherwise write
+/// them in the background for minutes — I/O nobody asked for, in the
+/// middle of measurements.
+fn mount_data(fs: Fs) -> &'static str {
+    match fs {
+        Fs::Ext4 => "noinit_itable",
+        _ => "",
+    }
+}
+
+/// Between steps: stop early on Ctrl-C/SIGTERM, and the test seam
+/// `IOLAB_TEST_PAUSE_AFTER=<step>` (image, devices, mkfs, queues, mount),
+/// which announces the step on stderr and sleeps so a test can SIGKILL
+/// the process at a known point.
+fn checkpoint(step: &str) -> Result<(), LabError> {
+    if std::env::var("IOLAB_TEST_PAUSE_AFTER").is_ok_and(|s| s == step) {
+        eprintln!("iolab: test pause after {step}");
+        for _ in 0..600 {
+            if iolab_guard::stop_requested() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    if iolab_guard::stop_requested() {
+        return Err(LabError::Interrupted);
+    }
+    Ok(())
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}

@@ -1,0 +1,335 @@
+//! The job model: one fio-style job, as parsed from a job file, built from
+//! command-line flags or generated for a named workload. Field names and
+//! defaults follow fio's options of the same name (fio(1), "JOB
+//! PARAMETERS") so a fio user reads them without a manual.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// One job. `numjobs` clones of it run as threads, each on its own file
+/// unless `filename` names a shared one.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Job {
+    /// `name`: the section name; also names the job's files.
+    pub name: String,
+    /// `description`: free text, reported back.
+    pub description: Option<String>,
+    /// `filename`: one file or block device shared by all clones (relative
+    /// to `directory` when both are set).
+    pub filename: Option<PathBuf>,
+    /// `directory`: where the clones' files `NAME.CLONE.0` live (default:
+    /// the current directory, like fio).
+    pub directory: Option<PathBuf>,
+    /// `rw`: the I/O pattern.
+    pub rw: Rw,
+    /// `rwmixread`: percentage of reads in mixed patterns (default 50).
+    pub rwmixread: u8,
+    /// `bs`: block size in bytes (default 4 KiB).
+    pub bs: u64,
+    /// `size`: bytes per loop and per file; `None` means the existing file
+    /// or device size.
+    pub size: Option<u64>,
+    /// `numjobs`: clones (threads) of this job.
+    pub numjobs: u32,
+    /// `iodepth`: I/Os in flight per clone (io_uring only).
+    pub iodepth: u32,
+    /// `ioengine`.
+    pub ioengine: IoEngine,
+    /// `direct` (and the inverse `buffered`): O_DIRECT.
+    pub direct: bool,
+    /// `runtime`: stop after this long (excluding `ramp_time`).
+    pub runtime: Option<Duration>,
+    /// `time_based`: keep going (wrapping around the file) until `runtime`
+    /// ends or, without a runtime, until the load is stopped.
+    pub time_based: bool,
+    /// `ramp_time`: run this long before measuring.
+    pub ramp_time: Duration,
+    /// `rate`: bytes per second, per clone, for reads and writes.
+    pub rate: DirPair<Option<u64>>,
+    /// `rate_iops`: I/Os per second, per clone, for reads and writes.
+    pub rate_iops: DirPair<Option<u64>>,
+    /// `fsync`: fsync after every N writes (0 = never).
+    pub fsync: u32,
+    /// `fdatasync`: fdatasync after every N writes (0 = never).
+    pub fdatasync: u32,
+    /// `end_fsync`: fsync the file when the job ends.
+    pub end_fsync: bool,
+    /// `loops`: passes over the file (default 1).
+    pub loops: u32,
+    /// `invalidate`: drop the file's cached pages before each pass
+    /// (default on, as in fio).
+    pub invalidate: bool,
+    /// `ioscheduler`: switch the device holding the file to this scheduler
+    /// (through the guard; restored when the guard restores).
+    pub ioscheduler: Option<String>,
+    /// `cpuload`: percentage of each cycle the cpuio engine burns.
+    pub cpuload: Option<u8>,
+    /// `cpumode`: how cpuio burns CPU.
+    pub cpumode: CpuMode,
+    /// `cpuchunks`: length of one cpuio busy+idle cycle.
+    pub cpuchunks: Duration,
+    /// `stonewall`: wait for all earlier jobs to finish before starting.
+    pub stonewall: bool,
+    /// iolab: when `size` is unset and the file does not exist yet, derive
+    /// a size that fits the directory's free space (named workloads).
+    pub auto_size: bool,
+    /// The options as written (`key`, `value`), reported as fio's
+    /// `job options`.
+    pub options: Vec<(String, String)>,
+}
+
+impl Job {
+    /// A job with fio's defaults.
+    pub fn new(name: impl Into<String>) -> Job {
+        Job {
+            name: name.into(),
+            description: None,
+            filename: None,
+            directory: None,
+            rw: Rw::Read,
+            rwmixread: 50,
+            bs: 4096,
+            size: None,
+            numjobs: 1,
+            iodepth: 1,
+            ioengine: IoEngine::Psync,
+            direct: false,
+            runtime: None,
+            time_based: false,
+            ramp_time: Duration::ZERO,
+            rate: DirPair::default(),
+            rate_iops: DirPair::default(),
+            fsync: 0,
+            fdatasync: 0,
+            end_fsync: false,
+            loops: 1,
+            invalidate: true,
+            ioscheduler: None,
+            cpuload: None,
+            cpumode: CpuMode::Noop,
+            cpuchunks: Duration::from_micros(50_000),
+            stonewall: false,
+            auto_size: false,
+            options: Vec::new(),
+        }
+    }
+
+    /// True when the job reads.
+    pub fn reads(&self) -> bool {
+        self.ioengine != IoEngine::CpuIo && self.rw.reads()
+    }
+
+    /// True when the job writes.
+    pub fn writes(&self) -> bool {
+        self.ioengine != IoEngine::CpuIo && self.rw.writes()
+    }
+
+    /// True when the job runs until stopped: time-based without a runtime.
+    pub fn until_stopped(&self) -> bool {
+        self.runtime.is_none() && (self.time_based || self.ioengine == IoEngine::CpuIo)
+    }
+
+    /// Checks the combination of options; the error says what to change.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.ioengine == IoEngine::CpuIo {
+            if self.cpuload.is_none() {
+                return Err("ioengine=cpuio needs cpuload=PERCENT (1-100)".into());
+            }
+            return Ok(());
+        }
+        if self.direct && self.bs % 512 != 0 {
+            return Err(format!(
+                "direct=1 needs bs to be a multiple of 512 (the logical block size), got {}",
+                self.bs
+            ));
+        }
+        if let Some(size) = self.size {
+            if size < self.bs {
+                return Err(format!(
+                    "size ({size}) is smaller than bs ({}): each pass needs at least one block",
+                    self.bs
+                ));
+            }
+        }
+        if self.bs > u64::from(u32::MAX) {
+            return Err(format!("bs {} is too large: at most 4GiB", self.bs));
+        }
+        Ok(())
+    }
+}
+
+/// The `rw` patterns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Rw {
+    /// Sequential reads.
+    Read,
+    /// Sequential writes.
+    Write,
+    /// Random reads.
+    RandRead,
+    /// Random writes.
+    RandWrite,
+    /// Sequential mixed reads and writes (`rw`, `readwrite`).
+    ReadWrite,
+    /// Random mixed reads and writes.
+    RandRw,
+}
+
+impl Rw {
+    /// Every accepted spelling, for error messages.
+    pub const NAMES: &'static str = "read, write, randread, randwrite, rw (readwrite), randrw";
+
+    /// Parses fio's spelling.
+    pub fn parse(s: &str) -> Option<Rw> {
+        Some(match s {
+            "read" => Rw::Read,
+            "write" => Rw::Write,
+            "randread" => Rw::RandRead,
+            "randwrite" => Rw::RandWrite,
+            "rw" | "readwrite" => Rw::ReadWrite,
+            "randrw" => Rw::RandRw,
+            _ => return None,
+        })
+    }
+
+    /// fio's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rw::Read => "read",
+            Rw::Write => "write",
+            Rw::RandRead => "randread",
+            Rw::RandWrite => "randwrite",
+            Rw::ReadWrite => "rw",
+            Rw::RandRw => "randrw",
+        }
+    }
+
+    /// True when the pattern has reads.
+    pub fn reads(self) -> bool {
+        !matches!(self, Rw::Write | Rw::RandWrite)
+    }
+
+    /// True when the pattern has writes.
+    pub fn writes(self) -> bool {
+        !matches!(self, Rw::Read | Rw::RandRead)
+    }
+
+    /// True for random offsets.
+    pub fn random(self) -> bool {
+        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
+    }
+}
+
+/// The I/O engines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IoEngine {
+    /// read(2)/write(2), with lseek(2) when the offset is not the file
+    /// position.
+    Sync,
+    /// pread(2)/pwrite(2) (fio's default on Linux).
+    Psync,
+    /// io_uring with `iodepth` I/Os in flight.
+    IoUring,
+    /// No I/O: burns `cpuload` percent of a CPU.
+    CpuIo,
+}
+
+impl IoEngine {
+    /// Every accepted spelling, for error messages.
+    pub const NAMES: &'static str = "sync, psync, io_uring, cpuio";
+
+    /// Parses fio's spelling.
+    pub fn parse(s: &str) -> Option<IoEngine> {
+        Some(match s {
+            "sync" => IoEngine::Sync,
+            "psync" => IoEngine::Psync,
+            "io_uring" => IoEngine::IoUring,
+            "cpuio" => IoEngine::CpuIo,
+            _ => return None,
+        })
+    }
+
+    /// fio's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IoEngine::Sync => "sync",
+            IoEngine::Psync => "psync",
+            IoEngine::IoUring => "io_uring",
+            IoEngine::CpuIo => "cpuio",
+        }
+    }
+}
+
+/// How the cpuio engine burns CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CpuMode {
+    /// A tight loop of no-ops.
+    Noop,
+    /// Sorting arrays of random numbers (touches caches and memory, like
+    /// fio's qsort mode).
+    Qsort,
+}
+
+/// A value per data direction, as fio's `rate=READ,WRITE`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DirPair<T> {
+    /// For reads.
+    pub read: T,
+    /// For writes.
+    pub write: T,
+}
+
+/// A data direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dir {
+    /// Reads.
+    Read = 0,
+    /// Writes.
+    Write = 1,
+}
+
+impl<T: Copy> DirPair<T> {
+    /// The value for `dir`.
+    pub fn get(&self, dir: Dir) -> T {
+        match dir {
+            Dir::Read => self.read,
+            Dir::Write => self.write,
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_know_their_directions() {
+        assert!(Rw::Read.reads() && !Rw::Read.writes());
+        assert!(Rw::RandRw.reads() && Rw::RandRw.writes() && Rw::RandRw.random());
+        assert_eq!(Rw::parse("readwrite"), Some(Rw::ReadWrite));
+        assert_eq!(Rw::parse("trim"), None);
+        for name in ["read", "write", "randread", "randwrite", "rw", "randrw"] {
+            assert_eq!(Rw::parse(name).unwrap().as_str(), name);
+        }
+    }
+
+    #[test]
+    fn validation_explains() {
+        let mut j = Job::new("a");
+        assert!(j.validate().is_ok());
+        j.direct = true;
+        j.bs = 1000;
+        assert!(j.validate().unwrap_err().contains("multiple of 512"));
+        let mut c = Job::new("c");
+        c.ioengine = IoEngine::CpuIo;
+        assert!(c.validate().unwrap_err().contains("cpuload"));
+        assert!(c.until_stopped());
+        let mut s = Job::new("s");
+        s.size = Some(100);
+        assert!(s.validate().unwrap_err().contains("smaller than bs"));
+    }
+}

@@ -1,0 +1,377 @@
+//! `--json`: the report in fio's JSON layout (`fio --output-format=json`,
+//! checked against fio 3.33), for the subset iolab measures, so scripts
+//! that parse fio's output read ours unchanged.
+//!
+//! Differences, all additive: top-level `iolab version` instead of `fio
+//! version`, a `total` object shaped like a job, and per job an
+//! `error_message` when `error` is not 0. iolab measures one latency per
+//! I/O, from submission to completion (fio's `lat`); `clat_ns` repeats it
+//! so scripts reading fio's clat percentiles work, and `slat_ns` is zero.
+//! A job's clones are merged, as with fio's `group_reporting`.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::report::{DirReport, JobReport, LoadReport};
+
+/// The whole document.
+#[derive(Debug, Serialize)]
+pub struct FioJson {
+    /// iolab's version.
+    #[serde(rename = "iolab version")]
+    pub version: String,
+    /// Start, seconds since the epoch.
+    pub timestamp: u64,
+    /// Start, milliseconds since the epoch.
+    pub timestamp_ms: u64,
+    /// Start, local time as fio prints it (`Sun Nov 22 03:00:50 2026`).
+    pub time: String,
+    /// One entry per job.
+    pub jobs: Vec<FioJob>,
+    /// All jobs together (iolab).
+    pub total: FioJob,
+    /// Per device counters over the load.
+    pub disk_util: Vec<FioDisk>,
+}
+
+/// One job, with fio's field names.
+#[derive(Debug, Serialize)]
+pub struct FioJob {
+    /// The job name.
+    pub jobname: String,
+    /// Stonewall group.
+    pub groupid: usize,
+    /// errno of the first failure, 0 if none.
+    pub error: i32,
+    /// What failed (iolab; only when `error` is set or setup failed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+    /// Always 0 (the job has ended).
+    pub eta: u64,
+    /// Wall time of the job, seconds.
+    pub elapsed: u64,
+    /// The options as written.
+    #[serde(rename = "job options")]
+    pub job_options: BTreeMap<String, String>,
+    /// Reads.
+    pub read: FioDir,
+    /// Writes.
+    pub write: FioDir,
+    /// Always empty: iolab does not trim.
+    pub trim: FioDir,
+    /// fsync/fdatasync calls.
+    pub sync: FioSync,
+    /// Measured time, milliseconds.
+    pub job_runtime: u64,
+    /// User CPU, percent of one CPU per clone.
+    pub usr_cpu: f64,
+    /// System CPU, percent of one CPU per clone.
+    pub sys_cpu: f64,
+    /// Context switches.
+    pub ctx: u64,
+    /// Major page faults.
+    pub majf: u64,
+    /// Minor page faults.
+    pub minf: u64,
+}
+
+/// One direction.
+#[derive(Debug, Serialize)]
+pub struct FioDir {
+    /// Bytes transferred.
+    pub io_bytes: u64,
+    /// KiB transferred.
+    pub io_kbytes: u64,
+    /// Bandwidth, bytes per second.
+    pub bw_bytes: u64,
+    /// Bandwidth, KiB per second.
+    pub bw: u64,
+    /// I/Os per second.
+    pub iops: f64,
+    /// Measured time, milliseconds.
+    pub runtime: u64,
+    /// Completed I/Os.
+    pub total_ios: u64,
+    /// I/Os shorter than asked.
+    pub short_ios: u64,
+    /// Always 0.
+    pub drop_ios: u64,
+    /// Submission latency: zero (see the module notes).
+    pub slat_ns: FioLat,
+    /// Completion latency: the same as `lat_ns`.
+    pub clat_ns: FioLat,
+    /// Total latency.
+    pub lat_ns: FioLat,
+}
+
+/// A latency summary, nanoseconds.
+#[derive(Debug, Clone, Serialize)]
+pub struct FioLat {
+    /// Minimum.
+    pub min: u64,
+    /// Maximum.
+    pub max: u64,
+    /// Mean.
+    pub mean: f64,
+    /// Standard deviation.
+    pub stddev: f64,
+    /// Number of samples.
+    #[serde(rename = "N")]
+    pub n: u64,
+    /// `"99.900000": value` in fio's order, absent without samples (as in
+    /// fio).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub percentile: Option<Percentiles>,
+}
+
+/// Percentile keys and values, serialised as a map in ascending order.
+#[derive(Debug, Clone)]
+pub struct Percentiles(pub Vec<(String, u64)>);
+
+impl Serialize for Percentiles {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+    }
+}
+
+/// fsync counts.
+#[derive(Debug, Serialize)]
+pub struct FioSync {
+    /// Calls made.
+    pub total_ios: u64,
+}
+
+/// One device (fio's `disk_util`).
+#[derive(Debug, Serialize)]
+pub struct FioDisk {
+    /// Kernel name.
+    pub name: String,
+    /// Reads completed.
+    pub read_ios: u64,
+    /// Writes completed.
+    pub write_ios: u64,
+    /// Reads merged.
+    pub read_merges: u64,
+    /// Writes merged.
+    pub write_merges: u64,
+    /// Milliseconds reading.
+    pub read_ticks: u64,
+    /// Milliseconds writing.
+    pub write_ticks: u64,
+    /// Weighted milliseconds in queue.
+    pub in_queue: u64,
+    /// Percent of time busy.
+    pub util: f64,
+    /// Bytes read (iolab).
+    pub read_bytes: u64,
+    /// Bytes written (iolab).
+    pub write_bytes: u64,
+}
+
+/// Builds the document.
+pub fn to_fio_json(r: &LoadReport) -> FioJson {
+    let since = r
+        .started_at
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    FioJson {
+        version: format!("iolab-{}", env!("CARGO_PKG_VERSION")),
+        timestamp: since.as_secs(),
+        timestamp_ms: since.as_millis() as u64,
+        time: ctime(since.as_secs() as i64),
+        jobs: r.jobs.iter().map(job).collect(),
+        total: job(&r.total),
+        disk_util: r
+            .disks
+            .iter()
+            .map(|d| FioDisk {
+                name: d.name.clone(),
+                read_ios: d.delta.reads,
+                write_ios: d.delta.writes,
+                read_merges: d.delta.reads_merged,
+                write_merges: d.delta.writes_merged,
+                read_ticks: d.delta.read_ms,
+                write_ticks: d.delta.write_ms,
+                in_queue: d.delta.weighted_io_ms,
+                util: d.util(),
+                read_bytes: d.delta.read_bytes(),
+                write_bytes: d.delta.write_bytes(),
+            })
+            .collect(),
+    }
+}
+
+/// Local time in ctime(3)'s layout, without the newline.
+fn ctime(secs: i64) -> String {
+    let t: libc::time_t = secs as libc::time_t;
+    // SAFETY: localtime_r and strftime write only into the buffers given.
+    unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&t, &mut tm).is_null() {
+            return secs.to_string();
+        }
+        let mut buf = [0u8; 64];
+        let n = libc::strftime(
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            c"%a %b %e %H:%M:%S %Y".as_ptr(),
+            &tm,
+        );
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    }
+}
+
+fn job(j: &JobReport) -> FioJob {
+    FioJob {
+        jobname: j.name.clone(),
+        groupid: j.group,
+        error: j.error.as_ref().map_or(0, |e| e.errno),
+        error_message: j.error.as_ref().map(|e| e.message.clone()),
+        eta: 0,
+        elapsed: j.runtime.as_secs(),
+        job_options: j.options.iter().cloned().collect(),
+        read: dir(&j.read),
+        write: dir(&j.write),
+        trim: dir(&DirReport::default()),
+        sync: FioSync { total_ios: j.syncs },
+        job_runtime: j.runtime.as_millis() as u64,
+        usr_cpu: j.usr_cpu(),
+        sys_cpu: j.sys_cpu(),
+        ctx: j.cpu.ctx,
+        majf: j.cpu.majf,
+        minf: j.cpu.minf,
+    }
+}
+
+fn dir(d: &DirReport) -> FioDir {
+    let lat = match &d.lat {
+        Some(l) => FioLat {
+            min: l.min_ns,
+            max: l.max_ns,
+            mean: l.mean_ns,
+            stddev: l.stddev_ns,
+            n: d.total_ios,
+            percentile: Some(Percentiles(
+                l.percentiles
+                    .iter()
+                    .map(|(p, v)| (format!("{p:.6}"), *v))
+                    .collect(),
+            )),
+        },
+        None => FioLat {
+            min: 0,
+            max: 0,
+            mean: 0.0,
+            stddev: 0.0,
+            n: 0,
+            percentile: None,
+        },
+    };
+    let bw = d.bw_bytes().round() as u64;
+    FioDir {
+        io_bytes: d.io_bytes,
+        io_kbytes: d.io_bytes / 1024,
+        bw_bytes: bw,
+        bw: bw / 1024,
+        iops: d.iops(),
+        runtime: d.runtime.as_millis() as u64,
+        total_ios: d.total_ios,
+        short_ios: d.short_ios,
+        drop_ios: 0,
+        slat_ns: FioLat {
+            min: 0,
+            max: 0,
+            mean: 0.0,
+            stddev: 0.0,
+            n: 0,
+            percentile: None,
+        },
+        clat_ns: lat.clone(),
+        lat_ns: lat,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::stats::DirAcc;
+    use std::time::{Duration, SystemTime};
+
+    fn report() -> LoadReport {
+        let mut acc = DirAcc::new(true);
+        for v in 1..=100 {
+            acc.record(4096, 4096, v * 1000);
+        }
+        let read = DirReport {
+            io_bytes: acc.bytes,
+            total_ios: acc.ios,
+            short_ios: 0,
+            runtime: Duration::from_millis(500),
+            lat: acc.latency(),
+        };
+        let j = JobReport {
+            name: "r".into(),
+            group: 0,
+            options: vec![("rw".into(), "randread".into())],
+            clones: 1,
+            read,
+            write: DirReport::default(),
+            runtime: Duration::from_millis(500),
+            thread_time: Duration::from_millis(500),
+            cpu: Default::default(),
+            syncs: 0,
+            error: None,
+            thread_ids: vec![1],
+        };
+        LoadReport {
+            jobs: vec![j.clone()],
+            total: j,
+            disks: vec![],
+            elapsed: Duration::from_millis(500),
+            stopped: false,
+            warnings: vec![],
+            started_at: SystemTime::now(),
+        }
+    }
+
+    #[test]
+    fn uses_fio_field_names() {
+        let v = serde_json::to_value(to_fio_json(&report())).unwrap();
+        let j = &v["jobs"][0];
+        assert_eq!(j["jobname"], "r");
+        assert_eq!(j["error"], 0);
+        assert!(j.get("error_message").is_none());
+        assert_eq!(j["job options"]["rw"], "randread");
+        let r = &j["read"];
+        assert_eq!(r["io_bytes"], 409_600);
+        assert_eq!(r["total_ios"], 100);
+        assert_eq!(r["runtime"], 500);
+        assert_eq!(r["iops"], 200.0);
+        assert_eq!(r["bw_bytes"], 819_200);
+        assert_eq!(r["bw"], 800);
+        assert_eq!(r["lat_ns"]["min"], 1000);
+        assert_eq!(r["lat_ns"]["N"], 100);
+        for p in [
+            "50.000000",
+            "90.000000",
+            "99.000000",
+            "99.900000",
+            "99.990000",
+        ] {
+            assert!(r["lat_ns"]["percentile"][p].as_u64().unwrap() > 0, "{p}");
+            assert_eq!(r["lat_ns"]["percentile"][p], r["clat_ns"]["percentile"][p]);
+        }
+        // No samples, no percentiles: like fio.
+        assert!(j["write"]["lat_ns"].get("percentile").is_none());
+        assert!(v["total"]["read"]["io_bytes"].is_u64());
+        assert_eq!(ctime(0).len(), 24, "{}", ctime(0));
+        let text = serde_json::to_string(&to_fio_json(&report())).unwrap();
+        let (five, ten) = (
+            text.find("\"5.000000\"").unwrap(),
+            text.find("\"10.000000\"").unwrap(),
+        );
+        assert!(five < ten, "percentiles in fio's order");
+    }
+}

@@ -1,0 +1,363 @@
+//! The option table: one function applies `key=value` to a [`Job`], for
+//! job files and command-line flags alike, so both accept exactly the same
+//! spellings and give the same errors. Values are read as fio reads them:
+//! sizes with binary units (`4k` = 4096), times in seconds unless a unit is
+//! given (`10`, `500ms`, `2m`), booleans as `0`/`1` (a bare option = 1).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::job::{CpuMode, DirPair, IoEngine, Job, Rw};
+
+/// Every option iolab understands, for "supported are ..." messages.
+pub const SUPPORTED: &[&str] = &[
+    "name",
+    "description",
+    "filename",
+    "directory",
+    "rw",
+    "readwrite",
+    "rwmixread",
+    "rwmixwrite",
+    "bs",
+    "blocksize",
+    "size",
+    "numjobs",
+    "iodepth",
+    "ioengine",
+    "direct",
+    "buffered",
+    "runtime",
+    "time_based",
+    "ramp_time",
+    "rate",
+    "rate_iops",
+    "fsync",
+    "fdatasync",
+    "end_fsync",
+    "loops",
+    "thread",
+    "group_reporting",
+    "invalidate",
+    "ioscheduler",
+    "cpuload",
+    "cpumode",
+    "cpuchunks",
+    "stonewall",
+    "wait_for_previous",
+];
+
+/// Applies one option. `value` is `None` for a bare option (`time_based`).
+/// The error says what the value should look like; the caller adds where.
+pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String> {
+    let need = || match value {
+        Some(v) if !v.trim().is_empty() => Ok(v),
+        _ => Err(format!("option {key} needs a value ({key}=...)")),
+    };
+    match key {
+        "name" => job.name = need()?.to_string(),
+        "description" => job.description = Some(need()?.to_string()),
+        "filename" => {
+            let v = need()?;
+            if v.contains(':') {
+                return Err(format!(
+                    "filename={v:?}: several files per job (':') are not supported; use one file per job or numjobs"
+                ));
+            }
+            job.filename = Some(PathBuf::from(v));
+        }
+        "directory" => {
+            let v = need()?;
+            if v.contains(':') {
+                return Err(format!(
+                    "directory={v:?}: several directories (':') are not supported"
+                ));
+            }
+            job.directory = Some(PathBuf::from(v));
+        }
+        "rw" | "readwrite" => {
+            let v = need()?;
+            if v.contains(':') {
+                return Err(format!(
+                    "rw={v}: offset modifiers (':N') are not supported; expected one of {}",
+                    Rw::NAMES
+                ));
+            }
+            job.rw =
+                Rw::parse(v).ok_or_else(|| format!("rw={v}: expected one of {}", Rw::NAMES))?;
+        }
+        "rwmixread" => job.rwmixread = percent(key, need()?)?,
+        "rwmixwrite" => job.rwmixread = 100 - percent(key, need()?)?,
+        "bs" | "blocksize" => {
+            let v = need()?;
+            if v.contains(',') || v.contains('-') || v.contains(':') {
+                return Err(format!(
+                    "{key}={v}: per-direction or ranged block sizes are not supported; give one size, e.g. 4k"
+                ));
+            }
+            job.bs = size(key, v)?;
+            if job.bs == 0 {
+                return Err(format!("{key}=0: the block size must be at least 1 byte"));
+            }
+        }
+        "size" => {
+            let v = need()?;
+            if v.ends_with('%') {
+                return Err(format!(
+                    "size={v}: percentages are not supported; give bytes, e.g. 512m"
+                ));
+            }
+            let s = size(key, v)?;
+            if s == 0 {
+                return Err("size=0: expected a size, e.g. 512m".into());
+            }
+            job.size = Some(s);
+        }
+        "numjobs" => job.numjobs = count(key, need()?, 1)?,
+        "iodepth" => job.iodepth = count(key, need()?, 1)?,
+        "ioengine" => {
+            let v = need()?;
+            job.ioengine = match IoEngine::parse(v) {
+                Some(e) => e,
+                None if v == "libaio" => {
+                    return Err(
+                        "ioengine=libaio is not supported: use ioengine=io_uring (same iodepth semantics)"
+                            .into(),
+                    )
+                }
+                None => return Err(format!("ioengine={v}: expected one of {}", IoEngine::NAMES)),
+            };
+        }
+        "direct" => job.direct = boolean(key, value)?,
+        "buffered" => job.direct = !boolean(key, value)?,
+        "runtime" => {
+            let t = time(key, need()?)?;
+            job.runtime = (!t.is_zero()).then_some(t);
+        }
+        "time_based" => job.time_based = boolean(key, value)?,
+        "ramp_time" => job.ramp_time = time(key, need()?)?,
+        "rate" => job.rate = pair(key, need()?, |v| size(key, v))?,
+        "rate_iops" => job.rate_iops = pair(key, need()?, |v| number(key, v))?,
+        "fsync" => job.fsync = count(key, need()?, 0)?,
+        "fdatasync" => job.fdatasync = count(key, need()?, 0)?,
+        "end_fsync" => job.end_fsync = boolean(key, value)?,
+        "loops" => job.loops = count(key, need()?, 1)?,
+        // iolab always runs clones as threads of one process, and always
+        // reports a job's clones merged: both options ask for what is done.
+        "thread" | "group_reporting" => {
+            boolean(key, value)?;
+        }
+        "invalidate" => job.invalidate = boolean(key, value)?,
+        "ioscheduler" => job.ioscheduler = Some(need()?.to_string()),
+        "cpuload" => {
+            let p = percent(key, need()?)?;
+            if p == 0 {
+                return Err("cpuload=0: expected a percentage from 1 to 100".into());
+            }
+            job.cpuload = Some(p);
+        }
+        "cpumode" => {
+            job.cpumode = match need()? {
+                "noop" => CpuMode::Noop,
+                "qsort" => CpuMode::Qsort,
+                v => return Err(format!("cpumode={v}: expected noop or qsort")),
+            }
+        }
+        "cpuchunks" => {
+            let us = number(key, need()?)?;
+            if us == 0 {
+                return Err(
+                    "cpuchunks=0: expected a cycle length in microseconds, e.g. 50000".into(),
+                );
+            }
+            job.cpuchunks = Duration::from_micros(us);
+        }
+        "stonewall" | "wait_for_previous" => job.stonewall = boolean(key, value)?,
+        _ => {
+            return Err(format!(
+                "unknown option {key:?}: supported are {}",
+                SUPPORTED.join(", ")
+            ))
+        }
+    }
+    let shown = value.unwrap_or("1").to_string();
+    match job.options.iter_mut().find(|(k, _)| k == key) {
+        Some(entry) => entry.1 = shown,
+        None => job.options.push((key.to_string(), shown)),
+    }
+    Ok(())
+}
+
+/// fio booleans: `1`/`0` (also true/false, yes/no, on/off); bare = true.
+pub fn boolean(key: &str, value: Option<&str>) -> Result<bool, String> {
+    match value.map(|v| v.to_ascii_lowercase()).as_deref() {
+        None | Some("1") | Some("true") | Some("yes") | Some("on") => Ok(true),
+        Some("0") | Some("false") | Some("no") | Some("off") => Ok(false),
+        Some(v) => Err(format!("{key}={v}: expected 0 or 1")),
+    }
+}
+
+fn size(key: &str, v: &str) -> Result<u64, String> {
+    iolab_sys::units::parse_size(v).map_err(|_| {
+        format!("{key}={v}: expected a size with an optional binary unit, e.g. 4k, 1m, 512MiB, 4g")
+    })
+}
+
+fn number(key: &str, v: &str) -> Result<u64, String> {
+    v.trim()
+        .parse()
+        .map_err(|_| format!("{key}={v}: expected a whole number"))
+}
+
+fn count(key: &str, v: &str, min: u32) -> Result<u32, String> {
+    let n: u32 = v
+        .trim()
+        .parse()
+        .map_err(|_| format!("{key}={v}: expected a whole number >= {min}"))?;
+    if n < min {
+        return Err(format!("{key}={v}: expected a whole number >= {min}"));
+    }
+    Ok(n)
+}
+
+fn percent(key: &str, v: &str) -> Result<u8, String> {
+    match v.trim().parse::<u8>() {
+        Ok(p) if p <= 100 => Ok(p),
+        _ => Err(format!("{key}={v}: expected a percentage from 0 to 100")),
+    }
+}
+
+/// fio times: a bare number is seconds; units ns, us, ms, s, m, h, d.
+pub fn time(key: &str, v: &str) -> Result<Duration, String> {
+    let t = v.trim();
+    let bad = || format!("{key}={v}: expected a time, e.g. 30 (seconds), 500ms, 2m, 1h");
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        return t.parse().map(Duration::from_secs).map_err(|_| bad());
+    }
+    if let Some(days) = t.strip_suffix('d') {
+        let d: f64 = days.parse().map_err(|_| bad())?;
+        return Duration::try_from_secs_f64(d * 86400.0).map_err(|_| bad());
+    }
+    iolab_sys::units::parse_duration(t).map_err(|_| bad())
+}
+
+/// `X` (both directions), `X,Y` (read, write), `,Y` (write only), `X,`
+/// (read only).
+fn pair(
+    key: &str,
+    v: &str,
+    parse: impl Fn(&str) -> Result<u64, String>,
+) -> Result<DirPair<Option<u64>>, String> {
+    let one = |s: &str| -> Result<Option<u64>, String> {
+        let s = s.trim();
+        if s.is_empty() {
+            return Ok(None);
+        }
+        match parse(s)? {
+            0 => Ok(None),
+            n => Ok(Some(n)),
+        }
+    };
+    match v.split_once(',') {
+        None => {
+            let x = one(v)?;
+            Ok(DirPair { read: x, write: x })
+        }
+        Some((r, w)) if !w.contains(',') => Ok(DirPair {
+            read: one(r)?,
+            write: one(w)?,
+        }),
+        Some(_) => Err(format!(
+            "{key}={v}: expected one value or READ,WRITE (trim rates are not supported)"
+        )),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn job_with(opts: &[(&str, Option<&str>)]) -> Result<Job, String> {
+        let mut j = Job::new("t");
+        for (k, v) in opts {
+            apply(&mut j, k, *v)?;
+        }
+        Ok(j)
+    }
+
+    #[test]
+    fn times_default_to_seconds() {
+        assert_eq!(time("runtime", "30").unwrap(), Duration::from_secs(30));
+        assert_eq!(
+            time("runtime", "500ms").unwrap(),
+            Duration::from_millis(500)
+        );
+        assert_eq!(time("runtime", "2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(time("runtime", "1d").unwrap(), Duration::from_secs(86400));
+        assert!(time("runtime", "soon")
+            .unwrap_err()
+            .contains("runtime=soon"));
+    }
+
+    #[test]
+    fn rates_per_direction() {
+        let j = job_with(&[("rate", Some("1m,512k")), ("rate_iops", Some(",100"))]).unwrap();
+        assert_eq!(j.rate.read, Some(1 << 20));
+        assert_eq!(j.rate.write, Some(512 << 10));
+        assert_eq!(j.rate_iops.read, None);
+        assert_eq!(j.rate_iops.write, Some(100));
+        let both = job_with(&[("rate", Some("2m"))]).unwrap();
+        assert_eq!(both.rate.read, both.rate.write);
+        assert!(job_with(&[("rate", Some("1m,1m,1m"))]).is_err());
+    }
+
+    #[test]
+    fn bare_booleans_mean_one() {
+        let j = job_with(&[
+            ("time_based", None),
+            ("direct", Some("1")),
+            ("invalidate", Some("0")),
+        ])
+        .unwrap();
+        assert!(j.time_based && j.direct && !j.invalidate);
+        let b = job_with(&[("direct", None), ("buffered", Some("1"))]).unwrap();
+        assert!(!b.direct);
+        assert!(job_with(&[("direct", Some("maybe"))])
+            .unwrap_err()
+            .contains("0 or 1"));
+    }
+
+    #[test]
+    fn values_are_required_where_meaningful() {
+        let e = job_with(&[("bs", None)]).unwrap_err();
+        assert!(e.contains("needs a value"), "{e}");
+        assert!(job_with(&[("bs", Some("4k,8k"))])
+            .unwrap_err()
+            .contains("one size"));
+        assert!(job_with(&[("size", Some("50%"))]).is_err());
+        assert!(job_with(&[("numjobs", Some("0"))]).is_err());
+        assert!(job_with(&[("rwmixread", Some("101"))]).is_err());
+    }
+
+    #[test]
+    fn unknown_options_list_the_supported_ones() {
+        let e = job_with(&[("nrfiles", Some("2"))]).unwrap_err();
+        assert!(e.contains("\"nrfiles\"") && e.contains("rwmixread"), "{e}");
+        let e = job_with(&[("ioengine", Some("libaio"))]).unwrap_err();
+        assert!(e.contains("io_uring"), "{e}");
+    }
+
+    #[test]
+    fn options_are_remembered_as_written() {
+        let j = job_with(&[("bs", Some("4k")), ("bs", Some("8k")), ("time_based", None)]).unwrap();
+        assert_eq!(j.bs, 8192);
+        assert_eq!(
+            j.options,
+            [
+                ("bs".to_string(), "8k".to_string()),
+                ("time_based".into(), "1".into())
+            ]
+        );
+    }
+}

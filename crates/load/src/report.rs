@@ -1,0 +1,291 @@
+//! What a load measured: per job (its clones merged, as with fio's
+//! `group_reporting`) and in total, plus the devices' own counters. Pure
+//! data; `json` and `table` render it.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use iolab_sys::diskstats::DiskStat;
+
+use crate::cpu::CpuUse;
+use crate::job::Job;
+use crate::plan::PlannedJob;
+use crate::stats::{DirAcc, Latency};
+use crate::worker::{CloneResult, Failure};
+
+/// One direction of a job.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct DirReport {
+    /// Bytes transferred while measuring.
+    pub io_bytes: u64,
+    /// Completed I/Os.
+    pub total_ios: u64,
+    /// I/Os that moved fewer bytes than asked.
+    pub short_ios: u64,
+    /// Measured time (0 when the direction had no I/O).
+    pub runtime: Duration,
+    /// Latency from submission to completion; `None` without I/O.
+    pub lat: Option<Latency>,
+}
+
+impl DirReport {
+    fn from_acc(acc: &DirAcc, runtime: Duration) -> DirReport {
+        DirReport {
+            io_bytes: acc.bytes,
+            total_ios: acc.ios,
+            short_ios: acc.short_ios,
+            runtime: if acc.ios > 0 { runtime } else { Duration::ZERO },
+            lat: acc.latency(),
+        }
+    }
+
+    /// Bandwidth in bytes per second.
+    pub fn bw_bytes(&self) -> f64 {
+        per_sec(self.io_bytes, self.runtime)
+    }
+
+    /// I/Os per second.
+    pub fn iops(&self) -> f64 {
+        per_sec(self.total_ios, self.runtime)
+    }
+}
+
+fn per_sec(n: u64, d: Duration) -> f64 {
+    if d.is_zero() {
+        0.0
+    } else {
+        n as f64 / d.as_secs_f64()
+    }
+}
+
+/// One job, or the total of all jobs.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct JobReport {
+    /// Job name (`total` for the total).
+    pub name: String,
+    /// Stonewall group.
+    pub group: usize,
+    /// The options as written.
+    pub options: Vec<(String, String)>,
+    /// Clones (threads).
+    pub clones: u32,
+    /// Reads.
+    pub read: DirReport,
+    /// Writes.
+    pub write: DirReport,
+    /// Longest clone measurement (the total: first start to last end).
+    pub runtime: Duration,
+    /// Sum of the clones' measured times (the CPU percentages' base).
+    pub thread_time: Duration,
+    /// CPU used by the clones while measuring.
+    pub cpu: CpuUse,
+    /// fsync/fdatasync calls.
+    pub syncs: u64,
+    /// The first failure of a clone, if any.
+    pub error: Option<Failure>,
+    /// Kernel thread ids of the clones.
+    pub thread_ids: Vec<i32>,
+}
+
+impl JobReport {
+    /// User CPU in percent of one CPU per clone (fio's `usr_cpu`).
+    pub fn usr_cpu(&self) -> f64 {
+        100.0 * per_sec_f(self.cpu.usr, self.thread_time)
+    }
+
+    /// System CPU in percent of one CPU per clone (fio's `sys_cpu`).
+    pub fn sys_cpu(&self) -> f64 {
+        100.0 * per_sec_f(self.cpu.sys, self.thread_time)
+    }
+
+    /// Bytes read plus written.
+    pub fn io_bytes(&self) -> u64 {
+        self.read.io_bytes + self.write.io_bytes
+    }
+}
+
+fn per_sec_f(t: Duration, base: Duration) -> f64 {
+    if base.is_zero() {
+        0.0
+    } else {
+        t.as_secs_f64() / base.as_secs_f64()
+    }
+}
+
+/// A device's counters over the load (fio's `disk_util`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct DiskUtil {
+    /// Kernel name.
+    pub name: String,
+    /// `/proc/diskstats` difference, end minus start.
+    pub delta: DiskStat,
+    /// Time between the two samples.
+    pub elapsed: Duration,
+}
+
+impl DiskUtil {
+    /// Percentage of the time the device had I/O in flight.
+    pub fn util(&self) -> f64 {
+        let ms = self.elapsed.as_secs_f64() * 1000.0;
+        if ms <= 0.0 {
+            0.0
+        } else {
+            (self.delta.io_ms as f64 / ms * 100.0).min(100.0)
+        }
+    }
+}
+
+/// Everything a load measured.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct LoadReport {
+    /// One entry per job that ran, in job order.
+    pub jobs: Vec<JobReport>,
+    /// All jobs together.
+    pub total: JobReport,
+    /// The devices holding the jobs' files.
+    pub disks: Vec<DiskUtil>,
+    /// Wall time from start to end of the load.
+    pub elapsed: Duration,
+    /// True when stopped (stop(), Ctrl-C) rather than ending on its own.
+    pub stopped: bool,
+    /// Notes for the user (options without effect, jobs never started).
+    pub warnings: Vec<String>,
+    /// When the load started.
+    pub started_at: SystemTime,
+}
+
+impl LoadReport {
+    /// Bytes read while measuring, all jobs.
+    pub fn read_bytes(&self) -> u64 {
+        self.total.read.io_bytes
+    }
+
+    /// Bytes written while measuring, all jobs.
+    pub fn write_bytes(&self) -> u64 {
+        self.total.write.io_bytes
+    }
+
+    /// The failures of jobs that stopped early (disk full, I/O errors).
+    pub fn failures(&self) -> impl Iterator<Item = &Failure> {
+        self.jobs.iter().filter_map(|j| j.error.as_ref())
+    }
+}
+
+/// Merges clone results into job reports and the total.
+pub fn assemble(jobs: &[PlannedJob], results: &[CloneResult]) -> (Vec<JobReport>, JobReport) {
+    let mut reports = Vec::new();
+    let mut all = Merge::default();
+    for (idx, pj) in jobs.iter().enumerate() {
+        let mine: Vec<&CloneResult> = results.iter().filter(|r| r.job_idx == idx).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let mut m = Merge::default();
+        for r in &mine {
+            m.add(r);
+            all.add(r);
+        }
+        reports.push(m.report(&pj.job, pj.group, m.longest));
+    }
+    let window = all.window();
+    let mut total = all.report(&Job::new("total"), 0, window);
+    total.error = None;
+    (reports, total)
+}
+
+#[derive(Default)]
+struct Merge {
+    dirs: Option<[DirAcc; 2]>,
+    cpu: CpuUse,
+    syncs: u64,
+    clones: u32,
+    longest: Duration,
+    thread_time: Duration,
+    first: Option<Instant>,
+    last: Option<Instant>,
+    error: Option<Failure>,
+    tids: Vec<i32>,
+}
+
+impl Merge {
+    fn add(&mut self, r: &CloneResult) {
+        let dirs = self
+            .dirs
+            .get_or_insert_with(|| [DirAcc::new(false), DirAcc::new(false)]);
+        dirs[0].merge(&r.dirs[0]);
+        dirs[1].merge(&r.dirs[1]);
+        self.cpu = self.cpu.plus(&r.cpu);
+        self.syncs += r.syncs;
+        self.clones += 1;
+        if let Some((s, e)) = r.measured {
+            let d = e.saturating_duration_since(s);
+            self.longest = self.longest.max(d);
+            self.thread_time += d;
+            self.first = Some(self.first.map_or(s, |f| f.min(s)));
+            self.last = Some(self.last.map_or(e, |l| l.max(e)));
+        }
+        if self.error.is_none() {
+            self.error = r.failure.clone();
+        }
+        if r.tid != 0 {
+            self.tids.push(r.tid);
+        }
+    }
+
+    fn window(&self) -> Duration {
+        match (self.first, self.last) {
+            (Some(f), Some(l)) => l.saturating_duration_since(f),
+            _ => Duration::ZERO,
+        }
+    }
+
+    fn report(&self, job: &Job, group: usize, runtime: Duration) -> JobReport {
+        let empty = [DirAcc::new(false), DirAcc::new(false)];
+        let dirs = self.dirs.as_ref().unwrap_or(&empty);
+        JobReport {
+            name: job.name.clone(),
+            group,
+            options: job.options.clone(),
+            clones: self.clones,
+            read: DirReport::from_acc(&dirs[0], runtime),
+            write: DirReport::from_acc(&dirs[1], runtime),
+            runtime,
+            thread_time: self.thread_time,
+            cpu: self.cpu,
+            syncs: self.syncs,
+            error: self.error.clone(),
+            thread_ids: self.tids.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_from_bytes_and_time() {
+        let d = DirReport {
+            io_bytes: 10 << 20,
+            total_ios: 2560,
+            runtime: Duration::from_secs(2),
+            ..Default::default()
+        };
+        assert_eq!(d.bw_bytes(), (5 << 20) as f64);
+        assert_eq!(d.iops(), 1280.0);
+        assert_eq!(DirReport::default().iops(), 0.0);
+    }
+
+    #[test]
+    fn disk_util_is_a_percentage() {
+        let u = DiskUtil {
+            name: "loop0".into(),
+            delta: DiskStat {
+                io_ms: 500,
+                ..Default::default()
+            },
+            elapsed: Duration::from_secs(1),
+        };
+        assert!((u.util() - 50.0).abs() < 1e-9);
+    }
+}

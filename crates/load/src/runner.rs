@@ -1,0 +1,443 @@
+//! Starting, watching and stopping a load.
+//!
+//! [`start`] checks the jobs (see `plan`), lays out files, then hands the
+//! stonewall groups to a coordinator thread that runs them one after the
+//! other. Each clone is a thread; the clones of a group set themselves up
+//! (priority, file, engine) and wait at a gate until all are ready, so a
+//! group starts together and a setup failure of the first group is
+//! returned by `start` itself. [`RunningLoad::stop`] asks every clone to
+//! stop, waits for them (in-flight I/O completes) and returns the report.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use iolab_guard::Guard;
+use iolab_sys::block::BlockDev;
+use iolab_sys::diskstats::{self, DiskStat};
+use iolab_sys::ioprio::IoPrio;
+
+use crate::error::LoadError;
+use crate::job::{Dir, IoEngine, Job};
+use crate::live::{Control, Gate, LiveCounters};
+use crate::plan::{self, Plan};
+use crate::progress::{Extent, LoadProgress};
+use crate::report::{self, DiskUtil, LoadReport};
+use crate::worker::{self, CloneResult, CloneSpec};
+
+/// How to run a load.
+#[derive(Debug, Clone, Default)]
+pub struct StartOptions {
+    /// Needed when a job sets `ioscheduler`: the switch is made (and later
+    /// undone) through this guard, when the guard restores.
+    pub guard: Option<Guard>,
+    /// I/O priority of every worker thread (`--ioprio`).
+    pub ioprio: Option<IoPrio>,
+    /// Draw progress bars on stderr (the CLI sets this on a terminal).
+    pub progress: bool,
+    /// Allow writing to block devices.
+    pub force: bool,
+}
+
+/// Bytes and I/Os moved so far, ramp included (for progress and for
+/// callers that sample throughput while the load runs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LiveSnapshot {
+    /// Bytes read.
+    pub read_bytes: u64,
+    /// Bytes written.
+    pub write_bytes: u64,
+    /// Reads completed.
+    pub read_ios: u64,
+    /// Writes completed.
+    pub write_ios: u64,
+    /// Time since the load started.
+    pub elapsed: Duration,
+}
+
+/// A load running in background threads.
+pub struct RunningLoad {
+    ctl: Arc<Control>,
+    coordinator: Option<JoinHandle<Vec<CloneResult>>>,
+    plan: Arc<Plan>,
+    counters: Vec<Arc<LiveCounters>>,
+    tids: Arc<Mutex<Vec<i32>>>,
+    late_failures: Arc<Mutex<Vec<String>>>,
+    started: Instant,
+    started_at: SystemTime,
+    disks_before: Vec<(String, DiskStat)>,
+    progress: Option<LoadProgress>,
+}
+
+/// Checks, lays out and starts `jobs`; returns once every clone of the
+/// first group is running (or with the error that kept one from starting).
+pub fn start(jobs: Vec<Job>, opts: StartOptions) -> Result<RunningLoad, LoadError> {
+    let plan = plan::plan(&jobs, opts.force)?;
+    if opts.guard.is_none() {
+        if let Some(pj) = plan.jobs.iter().find(|j| j.scheduler_dev.is_some()) {
+            return Err(LoadError::usage(format!(
+                "job {} sets ioscheduler, which changes system state: run iolab as root",
+                pj.job.name
+            )));
+        }
+    }
+    crate::layout::lay_out(&plan.layout, opts.progress)?;
+    let plan = Arc::new(plan);
+    let ctl = Arc::new(Control::default());
+    let per_job: Vec<Vec<Arc<LiveCounters>>> = plan
+        .jobs
+        .iter()
+        .map(|pj| (0..pj.job.numjobs).map(|_| Arc::default()).collect())
+        .collect();
+    let counters: Vec<Arc<LiveCounters>> = per_job.iter().flatten().cloned().collect();
+    let tids = Arc::new(Mutex::new(Vec::new()));
+    let late_failures = Arc::new(Mutex::new(Vec::new()));
+    let disks_before = sample_disks(&plan.devices);
+    let (first_tx, first_rx) = mpsc::channel();
+    let started = Instant::now();
+    let coordinator = {
+        let c = Coordinator {
+            plan: plan.clone(),
+            ctl: ctl.clone(),
+            per_job,
+            tids: tids.clone(),
+            late_failures: late_failures.clone(),
+            guard: opts.guard.clone(),
+            ioprio: opts.ioprio,
+        };
+        std::thread::Builder::new()
+            .name("iolab-load".into())
+            .spawn(move || c.run(first_tx))
+            .map_err(|e| LoadError::io("coordinator thread", e))?
+    };
+    match first_rx.recv() {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            let _ = coordinator.join();
+            return Err(e);
+        }
+        Err(_) => {
+            let _ = coordinator.join();
+            return Err(LoadError::Setup {
+                job: "-".into(),
+                why: "the load's coordinator thread ended unexpectedly".into(),
+            });
+        }
+    }
+    let progress = (opts.progress && !plan.jobs.is_empty())
+        .then(|| LoadProgress::spawn(counters.clone(), extent(&plan)));
+    Ok(RunningLoad {
+        ctl,
+        coordinator: Some(coordinator),
+        plan,
+        counters,
+        tids,
+        late_failures,
+        started,
+        started_at: SystemTime::now(),
+        disks_before,
+        progress,
+    })
+}
+
+/// Runs the jobs until they end (or Ctrl-C) and returns what they measured.
+pub fn run_to_completion(jobs: Vec<Job>, opts: StartOptions) -> Result<LoadReport, LoadError> {
+    Ok(start(jobs, opts)?.wait())
+}
+
+impl RunningLoad {
+    /// Totals so far (ramp included), summed over all clones.
+    pub fn snapshot(&self) -> LiveSnapshot {
+        let mut s = LiveSnapshot {
+            elapsed: self.started.elapsed(),
+            ..Default::default()
+        };
+        for c in &self.counters {
+            let (rb, ri) = c.read(Dir::Read);
+            let (wb, wi) = c.read(Dir::Write);
+            s.read_bytes += rb;
+            s.read_ios += ri;
+            s.write_bytes += wb;
+            s.write_ios += wi;
+        }
+        s
+    }
+
+    /// Kernel thread ids of the clones started so far (for tracing
+    /// filters, cgroups or priorities).
+    pub fn thread_ids(&self) -> Vec<i32> {
+        self.tids.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// True once every job has ended on its own.
+    pub fn is_finished(&self) -> bool {
+        self.coordinator.as_ref().is_none_or(|c| c.is_finished())
+    }
+
+    /// Stops every clone, waits for in-flight I/O and returns the report.
+    pub fn stop(mut self) -> LoadReport {
+        self.ctl.stop.store(true, Ordering::Relaxed);
+        self.finish()
+    }
+
+    /// Waits until the jobs end on their own (runtime, size, loops) or a
+    /// stop is requested (Ctrl-C), and returns the report. A load of
+    /// jobs that run until stopped ends only on Ctrl-C.
+    pub fn wait(mut self) -> LoadReport {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> LoadReport {
+        let results = self
+            .coordinator
+            .take()
+            .map(|c| c.join().unwrap_or_default())
+            .unwrap_or_default();
+        let elapsed = self.started.elapsed();
+        if let Some(p) = self.progress.take() {
+            p.finish();
+        }
+        let stopped = self.ctl.stopping();
+        let (jobs, total) = report::assemble(&self.plan.jobs, &results);
+        let mut warnings = self.plan.warnings.clone();
+        warnings.extend(
+            self.late_failures
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .drain(..),
+        );
+        LoadReport {
+            jobs,
+            total,
+            disks: disk_deltas(&self.disks_before, elapsed),
+            elapsed,
+            stopped,
+            warnings,
+            started_at: self.started_at,
+        }
+    }
+}
+
+impl Drop for RunningLoad {
+    fn drop(&mut self) {
+        if let Some(c) = self.coordinator.take() {
+            self.ctl.stop.store(true, Ordering::Relaxed);
+            let _ = c.join();
+        }
+    }
+}
+
+fn extent(plan: &Plan) -> Extent {
+    let jobs: Vec<&Job> = plan.jobs.iter().map(|j| &*j.job).collect();
+    if jobs.iter().any(|j| j.until_stopped()) {
+        return Extent::UntilStopped;
+    }
+    let timed = |j: &Job| j.runtime.is_some() && (j.time_based || j.ioengine == IoEngine::CpuIo);
+    if jobs.iter().all(|j| timed(j)) {
+        let groups = plan.jobs.iter().map(|j| j.group).max().unwrap_or(0);
+        let total = (0..=groups)
+            .map(|g| {
+                plan.jobs
+                    .iter()
+                    .filter(|j| j.group == g)
+                    .map(|j| j.job.ramp_time + j.job.runtime.unwrap_or_default())
+                    .max()
+                    .unwrap_or_default()
+            })
+            .sum();
+        return Extent::Time(total);
+    }
+    if jobs.iter().any(|j| j.time_based) {
+        return Extent::UntilStopped;
+    }
+    Extent::Bytes(
+        plan.jobs
+            .iter()
+            .map(|j| j.size * u64::from(j.job.loops) * u64::from(j.job.numjobs))
+            .sum(),
+    )
+}
+
+fn sample_disks(devices: &[BlockDev]) -> Vec<(String, DiskStat)> {
+    devices
+        .iter()
+        .filter_map(|d| {
+            diskstats::read_device(Path::new("/proc"), &d.name)
+                .ok()
+                .flatten()
+                .map(|s| (d.name.clone(), s))
+        })
+        .collect()
+}
+
+fn disk_deltas(before: &[(String, DiskStat)], elapsed: Duration) -> Vec<DiskUtil> {
+    before
+        .iter()
+        .filter_map(|(name, b)| {
+            let now = diskstats::read_device(Path::new("/proc"), name)
+                .ok()
+                .flatten()?;
+            Some(DiskUtil {
+                name: name.clone(),
+                delta: now.since(b),
+                elapsed,
+            })
+        })
+        .collect()
+}
+
+/// Runs the stonewall groups in order on its own thread.
+struct Coordinator {
+    plan: Arc<Plan>,
+    ctl: Arc<Control>,
+    per_job: Vec<Vec<Arc<LiveCounters>>>,
+    tids: Arc<Mutex<Vec<i32>>>,
+    late_failures: Arc<Mutex<Vec<String>>>,
+    guard: Option<Guard>,
+    ioprio: Option<IoPrio>,
+}
+
+type Handles = Vec<JoinHandle<CloneResult>>;
+
+impl Coordinator {
+    fn run(self, first: mpsc::Sender<Result<(), LoadError>>) -> Vec<CloneResult> {
+        let mut results = Vec::new();
+        let groups = self
+            .plan
+            .jobs
+            .iter()
+            .map(|j| j.group + 1)
+            .max()
+            .unwrap_or(0);
+        let mut first = Some(first);
+        for g in 0..groups {
+            if g > 0 && self.ctl.stopping() {
+                let skipped: Vec<&str> = self
+                    .plan
+                    .jobs
+                    .iter()
+                    .filter(|j| j.group >= g)
+                    .map(|j| j.job.name.as_str())
+                    .collect();
+                self.late(format!(
+                    "not started because the load was stopped first: {}",
+                    skipped.join(", ")
+                ));
+                break;
+            }
+            match self.start_group(g, &mut results) {
+                Ok(handles) => {
+                    if let Some(tx) = first.take() {
+                        let _ = tx.send(Ok(()));
+                    }
+                    join_all(handles, &mut results);
+                }
+                Err(e) => match first.take() {
+                    Some(tx) => {
+                        let _ = tx.send(Err(e));
+                        return results;
+                    }
+                    None => self.late(e.to_string()),
+                },
+            }
+        }
+        if let Some(tx) = first.take() {
+            let _ = tx.send(Ok(()));
+        }
+        results
+    }
+
+    fn late(&self, msg: String) {
+        self.late_failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(msg);
+    }
+
+    /// Switches schedulers, spawns the group's clones, waits for their
+    /// setup and opens the gate; returns the running clones. On a setup
+    /// failure the gate tells every clone to give up and the error is
+    /// returned once they have ended.
+    fn start_group(&self, g: usize, results: &mut Vec<CloneResult>) -> Result<Handles, LoadError> {
+        let members: Vec<usize> = (0..self.plan.jobs.len())
+            .filter(|&i| self.plan.jobs[i].group == g)
+            .collect();
+        for &i in &members {
+            let pj = &self.plan.jobs[i];
+            if let (Some(dev), Some(name), Some(guard)) =
+                (&pj.scheduler_dev, &pj.job.ioscheduler, &self.guard)
+            {
+                guard.set_scheduler(dev, name)?;
+            }
+        }
+        let gate = Arc::new(Gate::default());
+        let (tx, rx) = mpsc::channel();
+        let mut handles = Vec::new();
+        for &i in &members {
+            let pj = &self.plan.jobs[i];
+            let job_stop = Arc::new(AtomicBool::new(false));
+            for clone in 0..pj.job.numjobs {
+                let spec = CloneSpec {
+                    job_idx: i,
+                    clone,
+                    job: pj.job.clone(),
+                    size: pj.size,
+                    target: pj.targets.get(clone as usize).map(|t| t.path.clone()),
+                    ioprio: self.ioprio,
+                    ctl: self.ctl.clone(),
+                    job_stop: job_stop.clone(),
+                    live: self.per_job[i][clone as usize].clone(),
+                    gate: gate.clone(),
+                    ready: tx.clone(),
+                };
+                let spawned = std::thread::Builder::new()
+                    .name(format!("{}.{clone}", pj.job.name))
+                    .spawn(move || worker::run_clone(spec));
+                match spawned {
+                    Ok(h) => handles.push(h),
+                    Err(e) => {
+                        gate.open(false);
+                        join_all(handles, results);
+                        return Err(LoadError::Setup {
+                            job: pj.job.name.clone(),
+                            why: format!("cannot start a thread: {e}"),
+                        });
+                    }
+                }
+            }
+        }
+        drop(tx);
+        let mut failed: Option<LoadError> = None;
+        for _ in 0..handles.len() {
+            match rx.recv() {
+                Ok((_, Ok(tid))) => self
+                    .tids
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(tid),
+                Ok((i, Err(why))) => {
+                    failed.get_or_insert(LoadError::Setup {
+                        job: self.plan.jobs[i].job.name.clone(),
+                        why,
+                    });
+                }
+                Err(_) => break,
+            }
+        }
+        gate.open(failed.is_none());
+        match failed {
+            Some(e) => {
+                join_all(handles, results);
+                Err(e)
+            }
+            None => Ok(handles),
+        }
+    }
+}
+
+fn join_all(handles: Handles, results: &mut Vec<CloneResult>) {
+    // A clone that panicked (a bug) loses its own numbers only.
+    results.extend(handles.into_iter().filter_map(|h| h.join().ok()));
+}

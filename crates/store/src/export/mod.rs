@@ -1,0 +1,82 @@
+//! Exporters: one small trait, one file per format (as hyperfine does).
+//! Each turns an [`ExperimentReport`] into bytes; the caller decides where
+//! they go (stdout or `-o FILE`).
+
+mod csv;
+mod json;
+
+use std::fmt;
+use std::str::FromStr;
+
+use iolab_sys::UsageError;
+
+pub use self::csv::CsvExporter;
+pub use self::json::JsonExporter;
+use crate::error::StoreError;
+use crate::report::ExperimentReport;
+
+/// Serializes a report in one format.
+pub trait Exporter {
+    /// The report as this format's bytes.
+    fn serialize(&self, report: &ExperimentReport) -> Result<Vec<u8>, StoreError>;
+}
+
+/// The export formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// Everything: experiment, environment, runs, cell statistics.
+    Json,
+    /// One row per run.
+    Csv,
+}
+
+impl ExportFormat {
+    /// Every format, for help texts.
+    pub const ALL: [ExportFormat; 2] = [ExportFormat::Json, ExportFormat::Csv];
+
+    /// The format's exporter.
+    pub fn exporter(self) -> Box<dyn Exporter> {
+        match self {
+            ExportFormat::Json => Box::new(JsonExporter),
+            ExportFormat::Csv => Box::new(CsvExporter),
+        }
+    }
+
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            ExportFormat::Json => "json",
+            ExportFormat::Csv => "csv",
+        }
+    }
+}
+
+impl fmt::Display for ExportFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for ExportFormat {
+    type Err = UsageError;
+
+    fn from_str(s: &str) -> Result<Self, UsageError> {
+        Self::ALL
+            .into_iter()
+            .find(|f| f.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| UsageError::new(format!("unknown export format {s:?}: use json or csv")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_parse_by_name() {
+        assert_eq!("json".parse::<ExportFormat>(), Ok(ExportFormat::Json));
+        assert_eq!("CSV".parse::<ExportFormat>(), Ok(ExportFormat::Csv));
+        let err = "xml".parse::<ExportFormat>().expect_err("unknown");
+        assert!(err.0.contains("json or csv"));
+    }
+}

@@ -1,0 +1,185 @@
+//! An experiment's runs grouped into cells (target × scheduler × workload)
+//! with statistics computed by `iolab-stats` from the raw samples. This is
+//! what the exporters serialize and the table renders, so every view shows
+//! the same numbers, recomputable from the stored runs.
+
+use serde::{Deserialize, Serialize};
+
+use iolab_stats::{ratio_of_means, summarize, Ratio, Sample, Summary};
+
+use crate::error::StoreError;
+use crate::model::{Experiment, ExperimentId, RunRecord};
+use crate::store::Store;
+
+/// The workload every other one is compared with (S's `idle`, the thesis's
+/// "idle baseline").
+pub const IDLE_WORKLOAD: &str = "idle";
+
+const NS_PER_S: f64 = 1e9;
+
+/// Statistics of one cell. Times are in seconds (`unit`), like hyperfine's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellReport {
+    /// What was timed.
+    pub target: String,
+    /// I/O scheduler.
+    pub scheduler: String,
+    /// Background workload.
+    pub workload: String,
+    /// Unit of every time in this cell: `"s"`.
+    pub unit: String,
+    /// The longest timeout among the cell's runs, s (`>T` in the table).
+    pub timeout: f64,
+    /// Repetition numbers, in order.
+    pub reps: Vec<u32>,
+    /// Measured time of each repetition (parallel to `reps`), s; for a
+    /// censored run the time it was stopped at. `outliers` index into it.
+    pub times: Vec<f64>,
+    /// n, censored, mean, median, stddev, min, max, ci95, outliers.
+    #[serde(flatten)]
+    pub stats: Summary,
+    /// Mean relative to the same target and scheduler under `idle`, with
+    /// Fieller's 95 % interval; `None` for the idle cell itself or without
+    /// an idle cell.
+    pub ratio_to_idle: Option<Ratio>,
+}
+
+/// An experiment with every run and the per-cell statistics derived from
+/// them: the content of `iolab results show --json` and of the exports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentReport {
+    /// The experiment, its configuration and environment.
+    pub experiment: Experiment,
+    /// Per-cell statistics, computed from `runs`.
+    pub cells: Vec<CellReport>,
+    /// Every run as recorded, censored ones included.
+    pub runs: Vec<RunRecord>,
+}
+
+impl ExperimentReport {
+    /// Derives the cells from the runs.
+    pub fn new(experiment: Experiment, runs: Vec<RunRecord>) -> Self {
+        ExperimentReport {
+            experiment,
+            cells: cells_from_runs(&runs),
+            runs,
+        }
+    }
+}
+
+impl Store {
+    /// The report of one experiment: its record, runs and cell statistics.
+    pub fn report(&self, id: ExperimentId) -> Result<ExperimentReport, StoreError> {
+        let experiment = self.experiment(id)?;
+        Ok(ExperimentReport::new(experiment, self.runs(id)?))
+    }
+}
+
+/// Groups runs into cells (in order of first appearance; within a cell by
+/// repetition) and computes each cell's statistics and ratio to idle.
+pub fn cells_from_runs(runs: &[RunRecord]) -> Vec<CellReport> {
+    let mut groups: Vec<(&str, &str, &str, Vec<&RunRecord>)> = Vec::new();
+    for run in runs {
+        let key = (
+            run.target.as_str(),
+            run.scheduler.as_str(),
+            run.workload.as_str(),
+        );
+        match groups.iter_mut().find(|g| (g.0, g.1, g.2) == key) {
+            Some(g) => g.3.push(run),
+            None => groups.push((key.0, key.1, key.2, vec![run])),
+        }
+    }
+    let mut cells: Vec<CellReport> = groups
+        .into_iter()
+        .map(|(target, scheduler, workload, mut group)| {
+            group.sort_by_key(|r| r.rep);
+            let samples: Vec<Sample> = group.iter().map(|r| sample_of(r)).collect();
+            CellReport {
+                target: target.to_string(),
+                scheduler: scheduler.to_string(),
+                workload: workload.to_string(),
+                unit: "s".to_string(),
+                timeout: group.iter().map(|r| r.timeout_ns).max().unwrap_or(0) as f64 / NS_PER_S,
+                reps: group.iter().map(|r| r.rep).collect(),
+                times: samples.iter().map(|s| s.value).collect(),
+                stats: summarize(&samples),
+                ratio_to_idle: None,
+            }
+        })
+        .collect();
+    let ratios: Vec<Option<Ratio>> = cells
+        .iter()
+        .map(|c| {
+            if c.workload == IDLE_WORKLOAD {
+                return None;
+            }
+            let idle = cells.iter().find(|b| {
+                b.workload == IDLE_WORKLOAD && b.target == c.target && b.scheduler == c.scheduler
+            })?;
+            ratio_of_means(&c.stats, &idle.stats)
+        })
+        .collect();
+    for (cell, ratio) in cells.iter_mut().zip(ratios) {
+        cell.ratio_to_idle = ratio;
+    }
+    cells
+}
+
+/// A run's raw sample in seconds.
+pub(crate) fn sample_of(run: &RunRecord) -> Sample {
+    Sample {
+        value: run.duration_ns as f64 / NS_PER_S,
+        censored: run.censored,
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A run for tests: `secs` seconds, censored when ≥ 60.
+    pub fn run(scheduler: &str, workload: &str, rep: u32, secs: f64) -> RunRecord {
+        RunRecord {
+            scheduler: scheduler.into(),
+            workload: workload.into(),
+            rep,
+            target: "app".into(),
+            started_at: "2025-11-22T03:04:05.000Z".into(),
+            duration_ns: (secs * 1e9) as u64,
+            censored: secs >= 60.0,
+            timeout_ns: 60_000_000_000,
+            exit_code: if secs >= 60.0 { None } else { Some(0) },
+            signal: if secs >= 60.0 { Some(9) } else { None },
+            overhead_ns: Some(150_000),
+            background: None,
+            config: json!({"scheduler": scheduler}),
+            extra: json!({}),
+        }
+    }
+
+    #[test]
+    fn groups_by_cell_and_orders_reps() {
+        let runs = vec![
+            run("bfq", "idle", 1, 6.5),
+            run("bfq", "idle", 0, 6.0),
+            run("bfq", "1r1w", 0, 12.0),
+            run("none", "1r1w", 0, 60.0),
+            run("bfq", "1r1w", 1, 13.0),
+        ];
+        let cells = cells_from_runs(&runs);
+        assert_eq!(cells.len(), 3);
+        assert_eq!(
+            (cells[0].workload.as_str(), &cells[0].reps),
+            ("idle", &vec![0, 1])
+        );
+        assert_eq!(cells[0].times, vec![6.0, 6.5]);
+        assert_eq!(cells[0].ratio_to_idle, None);
+        let r = cells[1].ratio_to_idle.as_ref().expect("bfq has idle");
+        assert!((r.value - 12.5 / 6.25).abs() < 1e-12);
+        // none has no idle cell: no ratio; its only run is censored.
+        assert_eq!(cells[2].ratio_to_idle, None);
+        assert_eq!((cells[2].stats.censored, cells[2].timeout), (1, 60.0));
+    }
+}
