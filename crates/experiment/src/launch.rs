@@ -76,12 +76,14 @@ impl Outcome {
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
     /// The command could not be started.
-    #[error("cannot start {program:?}: {source}: expected an executable on PATH or a path to one")]
+    // The OS error is part of the message, not a `source`: anyhow's `{:#}`
+    // would print it twice.
+    #[error("cannot start {program:?}: {error}: expected an executable on PATH or a path to one")]
     Spawn {
         /// The program.
         program: String,
         /// The OS error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The guard refused to record the process group.
     #[error(transparent)]
@@ -128,9 +130,9 @@ pub fn launch(guard: &Guard, spec: &LaunchSpec) -> Result<Outcome, LaunchError> 
         let _ = std::fs::remove_file(p);
     }
     let t0 = Instant::now();
-    let mut child = cmd.spawn().map_err(|source| LaunchError::Spawn {
+    let mut child = cmd.spawn().map_err(|error| LaunchError::Spawn {
         program: program.clone(),
-        source,
+        error,
     })?;
     let pgid = child.id() as i32;
     let tracked = guard.track_process_group(pgid)?;

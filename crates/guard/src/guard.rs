@@ -201,6 +201,19 @@ impl Guard {
         if s.current == name {
             return Ok(());
         }
+        // Leaving a scheduler frees its instance: switching back later
+        // starts one with default tunables. Journal the current values
+        // first, so they are written back after the scheduler is restored
+        // (undo runs newest first).
+        {
+            let mut st = self.st();
+            for (k, v) in dev.iosched_tunables() {
+                st.record(Change::Attr {
+                    path: dev.queue_path("iosched").join(k),
+                    old: v,
+                })?;
+            }
+        }
         self.write_attr(&dev.queue_path("scheduler"), name)
     }
 
@@ -664,6 +677,31 @@ mod tests {
         std::fs::write(q.join("scheduler"), "none [mq-deadline]\n").unwrap();
         let g = Guard::in_dir(run.path().to_path_buf());
         assert!(g.set_queue_depth(&dev, 4).unwrap_err().is_usage());
+    }
+
+    #[test]
+    fn leaving_a_scheduler_restores_its_tunables_too() {
+        let sys = tempfile::tempdir().unwrap();
+        let q = sys.path().join("block/fake1/queue");
+        std::fs::create_dir_all(q.join("iosched")).unwrap();
+        std::fs::write(q.join("scheduler"), "none [mq-deadline] bfq\n").unwrap();
+        std::fs::write(q.join("iosched/read_expire"), "250\n").unwrap();
+        let dev = BlockDev::from_name_in(sys.path(), "fake1").unwrap();
+        let run = tempfile::tempdir().unwrap();
+        let g = Guard::in_dir(run.path().to_path_buf());
+        g.set_scheduler(&dev, "bfq").unwrap();
+        // The kernel starts a fresh mq-deadline (defaults) on the way back.
+        std::fs::write(q.join("iosched/read_expire"), "500\n").unwrap();
+        let report = g.restore();
+        assert!(report.iter().all(Result::is_ok), "{report:?}");
+        assert_eq!(
+            std::fs::read_to_string(q.join("scheduler")).unwrap(),
+            "mq-deadline"
+        );
+        assert_eq!(
+            std::fs::read_to_string(q.join("iosched/read_expire")).unwrap(),
+            "250"
+        );
     }
 
     #[test]

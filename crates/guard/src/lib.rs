@@ -74,8 +74,18 @@ pub fn recover_stale_in(dir: &std::path::Path) -> Result<Vec<String>, GuardError
         .collect();
     paths.sort();
     for path in paths {
-        let Some(mut j) = Journal::adopt(&path)? else {
-            continue; // a live run owns it
+        let mut j = match Journal::adopt(&path) {
+            Ok(Some(j)) => j,
+            Ok(None) => continue, // a live run owns it
+            Err(e) => {
+                // One unreadable journal (e.g. written by a newer iolab)
+                // must not stop this run or the recovery of the others.
+                out.push(format!(
+                    "cannot restore {}: {e}; undo it with the iolab version that wrote it",
+                    path.display()
+                ));
+                continue;
+            }
         };
         let (pid, cmd) = j.owner.clone().unwrap_or((0, "?".into()));
         if j.pending.is_empty() {
@@ -113,5 +123,37 @@ pub fn run_cmd(prog: &str, args: &[&str]) -> Result<String, GuardError> {
             command: format!("{prog} {}", args.join(" ")),
             stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unreadable_stale_journal_is_reported_and_skipped() {
+        let run = tempfile::tempdir().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        std::fs::write(
+            run.path().join("journal-1-1-0.jsonl"),
+            "{\"op\":\"begin\"\n{\"op\":\"from-the-future\"}\n",
+        )
+        .unwrap();
+        // A good stale journal next to it is still restored.
+        let mut j = Journal::create(run.path()).unwrap();
+        let f = work.path().join("made");
+        std::fs::write(&f, "x").unwrap();
+        j.record(Change::File { path: f.clone() }).unwrap();
+        drop(j);
+        let lines = recover_stale_in(run.path()).unwrap();
+        assert!(
+            lines.iter().any(|l| l.starts_with("cannot restore")),
+            "{lines:?}"
+        );
+        assert!(
+            lines.iter().any(|l| l.contains("restored: removed")),
+            "{lines:?}"
+        );
+        assert!(!f.exists());
     }
 }

@@ -93,7 +93,10 @@ fn zero_threshold_logs_every_operation() {
         .stdout
         .clone();
     let text = String::from_utf8(out).unwrap();
-    let slow = text.lines().filter(|l| l.starts_with("slow ")).count();
+    let slow = text
+        .lines()
+        .filter(|l| l.starts_with("slow read") || l.starts_with("slow write"))
+        .count();
     assert_eq!(slow, 55, "{text}");
     assert_eq!(
         text.lines().filter(|l| l.starts_with("slow write")).count(),
@@ -163,7 +166,7 @@ fn app_prepares_once_and_launch_does_what_the_profile_promises() {
     let files = prepared["manifest"]["files"].as_array().unwrap().len();
     assert!(files > 100, "{files} files");
     let out = iolab(d.path())
-        .args(&prep[..5])
+        .args(&prep[..6])
         .assert()
         .success()
         .get_output()

@@ -70,6 +70,9 @@ pub struct Job {
     pub cpuchunks: Duration,
     /// `stonewall`: wait for all earlier jobs to finish before starting.
     pub stonewall: bool,
+    /// `randrepeat`: the same random offsets on every run (default on, as
+    /// in fio); off seeds from the clock.
+    pub randrepeat: bool,
     /// iolab: when `size` is unset and the file does not exist yet, derive
     /// a size that fits the directory's free space (named workloads).
     pub auto_size: bool,
@@ -109,6 +112,7 @@ impl Job {
             cpumode: CpuMode::Noop,
             cpuchunks: Duration::from_micros(50_000),
             stonewall: false,
+            randrepeat: true,
             auto_size: false,
             options: Vec::new(),
         }

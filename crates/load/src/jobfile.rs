@@ -64,7 +64,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Vec<Job>, LoadError> {
                 let mut job = global.clone();
                 job.name = name.to_string();
                 job.options.clear();
-                Section::Job(job, line)
+                Section::Job(Box::new(job), line)
             });
             continue;
         }
@@ -79,16 +79,18 @@ pub fn parse(text: &str, path: &Path) -> Result<Vec<Job>, LoadError> {
             .map(|v| expand_env(v).map_err(|why| LoadError::at(&origin, why)))
             .transpose()?;
         let (target, section) = match current.as_mut() {
-            None => return Err(LoadError::at(
-                &origin,
-                format!(
+            None => {
+                return Err(LoadError::at(
+                    &origin,
+                    format!(
                     "option {key:?} is outside a section: put it under [global] or a [job] header"
                 ),
-            )),
+                ))
+            }
             Some(Section::Global) => (&mut global, "global".to_string()),
             Some(Section::Job(job, _)) => {
                 let name = job.name.clone();
-                (job, name)
+                (&mut **job, name)
             }
         };
         options::apply(target, &key.to_ascii_lowercase(), value.as_deref())
@@ -124,13 +126,13 @@ pub fn parse(text: &str, path: &Path) -> Result<Vec<Job>, LoadError> {
 
 enum Section {
     Global,
-    Job(Job, usize),
+    Job(Box<Job>, usize),
 }
 
 impl Section {
     fn finish(self, jobs: &mut Vec<(Job, usize)>) {
         if let Section::Job(job, line) = self {
-            jobs.push((job, line));
+            jobs.push((*job, line));
         }
     }
 }

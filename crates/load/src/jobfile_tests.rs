@@ -83,6 +83,7 @@ group_reporting=1
 invalidate=0
 ioscheduler=bfq
 stonewall
+randrepeat=0
 
 [burn]
 ioengine=cpuio
@@ -106,6 +107,7 @@ blocksize=8k
     assert_eq!((a.numjobs, a.iodepth), (3, 32));
     assert_eq!(a.ioengine, IoEngine::IoUring);
     assert!(a.direct && a.time_based && a.end_fsync && a.stonewall && !a.invalidate);
+    assert!(!a.randrepeat && jobs[1].randrepeat);
     assert_eq!(a.runtime, Some(Duration::from_secs(7)));
     assert_eq!(a.ramp_time, Duration::from_millis(500));
     assert_eq!(a.rate.read, Some(10 << 20));

@@ -24,6 +24,7 @@
 #![deny(missing_docs)]
 
 mod buffer;
+mod coordinator;
 mod cpu;
 mod engine;
 mod error;
@@ -44,6 +45,7 @@ mod spec;
 mod stats;
 pub mod table;
 mod target;
+mod timeline;
 mod worker;
 
 pub use cpu::CpuUse;

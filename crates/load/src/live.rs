@@ -31,8 +31,6 @@ impl Control {
 pub struct LiveCounters {
     bytes: [AtomicU64; 2],
     ios: [AtomicU64; 2],
-    /// Set when the clone has finished.
-    pub finished: AtomicBool,
 }
 
 impl LiveCounters {

@@ -45,6 +45,8 @@ pub const SUPPORTED: &[&str] = &[
     "cpuchunks",
     "stonewall",
     "wait_for_previous",
+    "randrepeat",
+    "scramble_buffers",
 ];
 
 /// Applies one option. `value` is `None` for a bare option (`time_based`).
@@ -173,6 +175,19 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
             job.cpuchunks = Duration::from_micros(us);
         }
         "stonewall" | "wait_for_previous" => job.stonewall = boolean(key, value)?,
+        "randrepeat" => job.randrepeat = boolean(key, value)?,
+        // Write buffers are random bytes filled once and never scrambled
+        // (fio's default scramble_buffers=1 stamps offsets and times into
+        // every 512 bytes, which makes the data slightly compressible and
+        // several times slower for zram to compress): 0 asks for what is
+        // done; 1 cannot be honoured, so it is refused, not ignored.
+        "scramble_buffers" => {
+            if boolean(key, value)? {
+                return Err(format!(
+                    "{key}=1 is not supported: iolab writes random, unscrambled buffers; use {key}=0"
+                ));
+            }
+        }
         _ => {
             return Err(format!(
                 "unknown option {key:?}: supported are {}",
@@ -284,6 +299,13 @@ mod tests {
             apply(&mut j, k, *v)?;
         }
         Ok(j)
+    }
+
+    #[test]
+    fn scramble_buffers_only_off() {
+        assert!(job_with(&[("scramble_buffers", Some("0"))]).is_ok());
+        let e = job_with(&[("scramble_buffers", None)]).unwrap_err();
+        assert!(e.contains("scramble_buffers=1") && e.contains("=0"), "{e}");
     }
 
     #[test]

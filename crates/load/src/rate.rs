@@ -36,7 +36,7 @@ impl Pacer {
         ]
         .iter()
         .any(Option::is_some);
-        any.then(|| Pacer {
+        any.then_some(Pacer {
             bps: job.rate,
             iops: job.rate_iops,
             bytes: [0; 2],

@@ -98,7 +98,7 @@ impl DirAcc {
         self.min_ns = self.min_ns.min(other.min_ns);
         self.max_ns = self.max_ns.max(other.max_ns);
         if let Some(h) = &other.hist {
-            if h.len() > 0 {
+            if !h.is_empty() {
                 // Same bounds on both sides, so adding cannot fail.
                 let _ = self.hist.get_or_insert_with(new_hist).add(h);
             }

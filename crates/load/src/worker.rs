@@ -21,6 +21,7 @@ use crate::live::{Control, Gate, LiveCounters};
 use crate::pattern::{Next, Pattern};
 use crate::rate::Pacer;
 use crate::stats::DirAcc;
+use crate::timeline::Timeline;
 
 /// Everything a clone thread needs.
 pub struct CloneSpec {
@@ -124,12 +125,10 @@ pub fn run_clone(spec: CloneSpec) -> CloneResult {
                 errno: 0,
                 message: format!("job {}: {why}", spec.job.name),
             });
-            spec.live.finished.store(true, Ordering::Relaxed);
             return result;
         }
     };
     if !spec.gate.wait() {
-        spec.live.finished.store(true, Ordering::Relaxed);
         return result;
     }
     let mut run = Run::new(&spec, Instant::now());
@@ -152,7 +151,6 @@ pub fn run_clone(spec: CloneSpec) -> CloneResult {
         }
     }
     run.finish(&mut result);
-    spec.live.finished.store(true, Ordering::Relaxed);
     result
 }
 
@@ -213,63 +211,24 @@ pub fn drop_cache(file: &File) {
     let _ = rustix::fs::fadvise(file.as_fd(), 0, None, rustix::fs::Advice::DontNeed);
 }
 
+/// The clone's random seed: fixed per job name and clone with
+/// `randrepeat` (runs repeat their offsets), else from the clock.
 fn seed_for(spec: &CloneSpec) -> u64 {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    now ^ ((spec.job_idx as u64) << 32) ^ u64::from(spec.clone)
-}
-
-/// Ramp, measurement window and deadline of one clone.
-pub struct Timeline {
-    go: Instant,
-    ramp_end: Instant,
-    runtime: Option<Duration>,
-    /// The latest clock reading.
-    pub now: Instant,
-    measure_start: Option<Instant>,
-    deadline: Option<Instant>,
-    cpu_start: CpuUse,
-}
-
-impl Timeline {
-    fn new(job: &Job, go: Instant) -> Timeline {
-        let mut t = Timeline {
-            go,
-            ramp_end: go + job.ramp_time,
-            runtime: job.runtime,
-            now: go,
-            measure_start: None,
-            deadline: None,
-            cpu_start: CpuUse::default(),
-        };
-        t.tick(go);
-        t
-    }
-
-    /// Advances the clock; measurement starts once the ramp is over.
-    #[inline]
-    pub fn tick(&mut self, now: Instant) {
-        self.now = now;
-        if self.measure_start.is_none() && now >= self.ramp_end {
-            self.measure_start = Some(now);
-            self.cpu_start = CpuUse::this_thread();
-            self.deadline = self.runtime.map(|r| now + r);
-        }
-    }
-
-    /// True while I/O is being measured (ramp over).
-    #[inline]
-    pub fn measuring(&self) -> bool {
-        self.measure_start.is_some()
-    }
-
-    /// True once the runtime has elapsed.
-    #[inline]
-    pub fn past_deadline(&self) -> bool {
-        self.deadline.is_some_and(|d| self.now >= d)
-    }
+    let base = if spec.job.randrepeat {
+        // FNV-1a of the name: stable across runs and builds.
+        spec.job
+            .name
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+            })
+    } else {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0)
+    };
+    base ^ (u64::from(spec.clone) << 32)
 }
 
 /// The state an engine's loop drives.
@@ -288,6 +247,19 @@ pub struct Run<'a> {
     syncs: u64,
     /// Set when the clone failed.
     pub failure: Option<Failure>,
+    /// An I/O drawn from the pattern but not yet due (rate limit).
+    pending: Option<(Dir, u64)>,
+}
+
+/// What an engine should do next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Issue this I/O.
+    Io(Dir, u64),
+    /// The rate limit wants this long before the next I/O.
+    Wait(Duration),
+    /// The clone is done.
+    Done,
 }
 
 impl<'a> Run<'a> {
@@ -315,6 +287,7 @@ impl<'a> Run<'a> {
             writes: 0,
             syncs: 0,
             failure: None,
+            pending: None,
         }
     }
 
@@ -336,55 +309,65 @@ impl<'a> Run<'a> {
     /// rate limits; starts new passes (dropping the cache if asked).
     pub fn next(&mut self, file: &File) -> Option<(Dir, u64)> {
         loop {
-            if self.stopped() {
-                return None;
-            }
-            match self.pattern.next() {
-                Next::Io(dir, offset) => {
-                    if !self.pace(dir) {
-                        return None;
-                    }
-                    return Some((dir, offset));
-                }
-                Next::PassEnd => {
-                    if !self.job.time_based {
-                        self.loops_left -= 1;
-                        if self.loops_left == 0 {
-                            return None;
-                        }
-                    }
-                    self.pattern.new_pass();
-                    if self.job.invalidate {
-                        drop_cache(file);
-                    }
+            match self.step(file) {
+                Step::Io(dir, offset) => return Some((dir, offset)),
+                Step::Done => return None,
+                Step::Wait(w) => {
+                    // Short naps keep stop() responsive.
+                    std::thread::sleep(w.min(Duration::from_millis(50)));
+                    self.time.tick(Instant::now());
                 }
             }
         }
     }
 
-    /// Waits until the rate limit allows an I/O in `dir`; false if the
-    /// clone was stopped meanwhile.
-    fn pace(&mut self, dir: Dir) -> bool {
-        if self.pacer.is_none() {
-            return true;
-        }
+    /// Like [`Run::next`] but returns [`Step::Wait`] instead of sleeping
+    /// when the rate limit says the next I/O is not due yet, so a queueing
+    /// engine can reap completions meanwhile; the I/O is kept for the next
+    /// call.
+    pub fn step(&mut self, file: &File) -> Step {
         loop {
-            let elapsed = self.time.now.saturating_duration_since(self.time.go);
-            let Some(p) = self.pacer.as_mut() else {
-                return true;
-            };
-            let wait = p.delay(dir, elapsed);
-            if wait.is_zero() {
-                p.issued(dir, self.job.bs);
-                return true;
-            }
-            // Short naps keep stop() responsive.
-            std::thread::sleep(wait.min(Duration::from_millis(50)));
-            self.time.tick(Instant::now());
             if self.stopped() {
-                return false;
+                return Step::Done;
             }
+            let (dir, offset) = match self.pending.take() {
+                Some(io) => io,
+                None => match self.pattern.next() {
+                    Next::Io(dir, offset) => (dir, offset),
+                    Next::PassEnd => {
+                        if !self.job.time_based {
+                            self.loops_left -= 1;
+                            if self.loops_left == 0 {
+                                return Step::Done;
+                            }
+                        }
+                        self.pattern.new_pass();
+                        if self.job.invalidate {
+                            drop_cache(file);
+                        }
+                        continue;
+                    }
+                },
+            };
+            if self.pacer.is_some() {
+                self.time.tick(Instant::now());
+                let elapsed = self.time.now.saturating_duration_since(self.time.go);
+                if let Some(p) = self.pacer.as_mut() {
+                    let wait = p.delay(dir, elapsed);
+                    if !wait.is_zero() {
+                        self.pending = Some((dir, offset));
+                        return Step::Wait(wait);
+                    }
+                    p.issued(dir, self.job.bs);
+                }
+            }
+            return Step::Io(dir, offset);
         }
+    }
+
+    /// True when a rate limit applies.
+    pub fn paced(&self) -> bool {
+        self.pacer.is_some()
     }
 
     /// Records a completed I/O.

@@ -14,11 +14,17 @@
 //! equal and none is an outlier.
 //!
 //! Outliers are only flagged, never removed: the summary keeps every sample.
+//! Fewer than [`MIN_SAMPLES`] values are never flagged: with three runs the
+//! MAD is the distance between the two closest ones, so any ordinary third
+//! run "deviates" by many MADs and the flag would only be noise.
 
 use crate::descriptive::{mean, median};
 
 /// |M| above this flags an outlier (Iglewicz & Hoaglin's recommendation).
 pub const OUTLIER_THRESHOLD: f64 = 3.5;
+
+/// The fewest values for which outliers are flagged.
+pub const MIN_SAMPLES: usize = 5;
 
 /// 0.75 quantile of the standard normal: MAD / 0.6745 estimates σ.
 const MAD_TO_SIGMA: f64 = 0.6745;
@@ -48,6 +54,9 @@ pub fn modified_z_scores(xs: &[f64]) -> Vec<f64> {
 /// Indices (into `xs`) of the values whose |modified z-score| exceeds
 /// [`OUTLIER_THRESHOLD`].
 pub fn outlier_indices(xs: &[f64]) -> Vec<usize> {
+    if xs.len() < MIN_SAMPLES {
+        return Vec::new();
+    }
     modified_z_scores(xs)
         .iter()
         .enumerate()

@@ -106,6 +106,11 @@ pub struct StartupConfig {
     /// --prepare --dir {dir}/app`), with the same `{dir}` substitution.
     #[serde(default)]
     pub prepare: Option<String>,
+    /// `read_ahead_kb` of the device under test (guarded), e.g. 128 as on
+    /// Android after boot; `None` keeps the device's value. It decides how
+    /// many bytes a cold start and a sequential reader pull per request.
+    #[serde(default)]
+    pub read_ahead_kb: Option<u32>,
     /// Per-lab dirty-page limit in bytes (bdi `max_bytes`), so `sync`
     /// before each start is bounded on a slow lab; `None` keeps the
     /// kernel's global limits.

@@ -68,6 +68,7 @@ mod tests {
             command: vec!["true".into()],
             prepare: None,
             dirty_limit_bytes: None,
+            read_ahead_kb: None,
         }
     }
 

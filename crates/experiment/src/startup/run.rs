@@ -85,6 +85,7 @@ pub fn run_startup(
         }
     };
     validate(&cfg)?;
+    check_workloads(&cfg)?;
 
     let guard = Guard::new();
     let place = place::resolve(&guard, &cfg.place, opts.force)?;
@@ -96,18 +97,42 @@ pub fn run_startup(
         cfg.schedulers = place.dev.schedulers()?.available;
     }
     check_schedulers(&place.dev, &cfg)?;
+    check_iosched_params(&guard, &place.dev, &cfg)?;
     if let Some(prep) = &cfg.prepare {
         prepare(&prep.replace("{dir}", &place.dir.to_string_lossy()))?;
     }
     cfg.command = StartupConfig::substitute(&cfg.command, &place.dir);
+    cfg.evict = cfg
+        .evict
+        .iter()
+        .map(|p| {
+            PathBuf::from(
+                p.to_string_lossy()
+                    .replace("{dir}", &place.dir.to_string_lossy()),
+            )
+        })
+        .collect();
     if cfg.command.first().is_some_and(|c| c == "iolab") {
         // "iolab" means this very binary, wherever it was built.
         if let Ok(exe) = std::env::current_exe() {
             cfg.command[0] = exe.to_string_lossy().into_owned();
         }
     }
+    // Checked once the preparation ran (it may create the target), but
+    // before an experiment is stored that could never have a run.
+    if let Some(prog) = cfg.command.first() {
+        if !which(prog).is_some_and(|p| p.is_file()) {
+            return Err(UsageError::new(format!(
+                "cannot find the target {prog:?}: expected an executable on PATH or a path to one"
+            ))
+            .into());
+        }
+    }
     let cfg = cfg;
     limit_dirty(&guard, &place, &cfg)?;
+    if let Some(ra) = cfg.read_ahead_kb {
+        guard.set_queue_attr(&place.dev, "read_ahead_kb", &ra.to_string())?;
+    }
     let env =
         iolab_sys::environment::Environment::capture(Some(&place.dev), Some(&place.mountpoint));
     let overhead = launch::harness_overhead(&guard, 10)?;
@@ -127,6 +152,10 @@ pub fn run_startup(
     let cells = plan(&cfg, |s, w, r| {
         done.contains(&iolab_store::RunKey::new(s, w, r))
     });
+    // The command as given, `{dir}` unsubstituted: a resumed experiment
+    // runs on a new temporary lab with another mount point, and its starts
+    // must land in the same cells as those made before the interruption.
+    let target = stored.command.join(" ");
     let progress = Progress::new(total_runs(&cells) as u64, opts.progress);
     let mut interrupted = false;
     for cell in &cells {
@@ -138,6 +167,7 @@ pub fn run_startup(
             &guard,
             &store,
             id,
+            &target,
             &cfg,
             &place,
             cell,
@@ -176,7 +206,7 @@ fn validate(cfg: &StartupConfig) -> Result<(), UsageError> {
     if cfg.reps == 0 {
         return Err(UsageError::new("--reps must be at least 1"));
     }
-    if !(cfg.timeout_s > 0.0) {
+    if cfg.timeout_s.is_nan() || cfg.timeout_s <= 0.0 {
         return Err(UsageError::new(
             "--timeout must be a positive number of seconds",
         ));
@@ -189,6 +219,16 @@ fn validate(cfg: &StartupConfig) -> Result<(), UsageError> {
     for p in [&cfg.target_ioprio, &cfg.load_ioprio].into_iter().flatten() {
         p.parse::<IoPrio>()
             .map_err(|e| UsageError::new(e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// Every workload must parse (a named one or a readable job file, with the
+/// `--load-option`s applied) before anything is measured: a typo found at
+/// its cell would come after the lab, the preparation and the idle starts.
+fn check_workloads(cfg: &StartupConfig) -> Result<(), StartupError> {
+    for w in cfg.workloads.iter().filter(|w| *w != "idle") {
+        iolab_load::jobs_from_spec(w, &cfg.load_options)?;
     }
     Ok(())
 }
@@ -237,6 +277,57 @@ fn check_schedulers(dev: &BlockDev, cfg: &StartupConfig) -> Result<(), StartupEr
     Ok(())
 }
 
+/// Every `--iosched-param` must name a tunable of at least one scheduler of
+/// the matrix, with a value it accepts: cells skip a tunable their
+/// scheduler lacks, so a typo would otherwise silently measure defaults.
+/// Checked by switching to each scheduler and setting the values (guarded,
+/// as the cells do; each cell sets its scheduler and values again).
+fn check_iosched_params(
+    guard: &Guard,
+    dev: &BlockDev,
+    cfg: &StartupConfig,
+) -> Result<(), StartupError> {
+    if cfg.iosched_params.is_empty() {
+        return Ok(());
+    }
+    let mut used = vec![false; cfg.iosched_params.len()];
+    let mut offered = Vec::new();
+    for s in &cfg.schedulers {
+        guard.set_scheduler(dev, s)?;
+        let have: Vec<String> = dev.iosched_tunables().into_iter().map(|(k, _)| k).collect();
+        for ((k, v), used) in cfg.iosched_params.iter().zip(used.iter_mut()) {
+            if have.contains(k) {
+                *used = true;
+                let path = dev.queue_path("iosched").join(k);
+                let current = std::fs::read_to_string(&path).unwrap_or_default();
+                guard.set_iosched_param(dev, k, v).map_err(|e| {
+                    UsageError::new(format!(
+                        "--iosched-param {k}={v}: {s} on {} refused the value ({e}); expected a value like its current one, {}",
+                        dev.name,
+                        current.trim()
+                    ))
+                })?;
+            }
+        }
+        offered.push(format!(
+            "{s}: {}",
+            if have.is_empty() {
+                "none".to_string()
+            } else {
+                have.join(", ")
+            }
+        ));
+    }
+    if let Some(((k, _), _)) = cfg.iosched_params.iter().zip(&used).find(|(_, u)| !**u) {
+        return Err(UsageError::new(format!(
+            "--iosched-param {k}: no scheduler of the matrix has a tunable {k:?}; they have {}",
+            offered.join("; ")
+        ))
+        .into());
+    }
+    Ok(())
+}
+
 /// Caps the lab's dirty page cache (bdi `max_bytes` + `strict_limit`) so
 /// that the `sync` before each cold start is bounded on slow storage: with
 /// 24 GiB of RAM the global limits allow gigabytes of dirty data, minutes of
@@ -264,6 +355,7 @@ fn run_cell(
     guard: &Guard,
     store: &Store,
     id: ExperimentId,
+    target: &str,
     cfg: &StartupConfig,
     place: &Resolved,
     cell: &CellPlan,
@@ -347,7 +439,7 @@ fn run_cell(
             scheduler: cell.scheduler.clone(),
             workload: cell.workload.clone(),
             rep,
-            target: cfg.command.join(" "),
+            target: target.to_string(),
             started_at,
             duration_ns: outcome.duration_ns,
             censored: outcome.censored,
@@ -408,15 +500,27 @@ fn launch_spec(cfg: &StartupConfig) -> Result<LaunchSpec, StartupError> {
 /// recursively), else the target's executable.
 fn evict_list(cfg: &StartupConfig) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    let roots: Vec<PathBuf> = if cfg.evict.is_empty() {
+    let app_dir = || {
+        // The built-in app: its --dir holds every file it reads.
+        (cfg.command.get(1).map(String::as_str) == Some("app"))
+            .then(|| {
+                cfg.command
+                    .windows(2)
+                    .find(|w| w[0] == "--dir")
+                    .map(|w| PathBuf::from(&w[1]))
+            })
+            .flatten()
+    };
+    let roots: Vec<PathBuf> = if !cfg.evict.is_empty() {
+        cfg.evict.clone()
+    } else if let Some(dir) = app_dir() {
+        vec![dir]
+    } else {
         cfg.command
             .first()
-            .map(|p| which(p))
+            .and_then(|p| which(p))
             .into_iter()
-            .flatten()
             .collect()
-    } else {
-        cfg.evict.clone()
     };
     for r in roots {
         collect_files(&r, &mut out);

@@ -8,23 +8,27 @@ use clap::Args;
 use iolab_experiment::target::app::{self, LaunchReport};
 use iolab_sys::units::format_bytes;
 
-/// Arguments of `iolab app`.
-///
-/// `iolab app --prepare --dir DIR` creates the file set once (61 MiB at
-/// scale 1: a 24 MiB base.apk, 8 native libraries of 0.25-6 MiB, base.odex
-/// 8 MiB, base.vdex 6 MiB, base.art 2 MiB, 200 resource files of 1-64 KiB,
-/// a 2 MiB database, 8 KiB of preferences). `iolab app --dir DIR` launches
-/// it, in Android's order: central directory of the APK; base.art read
-/// whole, odex/vdex mapped with 25 %/20 % of their pages touched; each
-/// library's ELF header read, then mapped with 30 % of its pages touched in
-/// clusters at random places; preferences, database header and 64 random
-/// pages read; 2 journaled transactions (journal, fsync, pages, fsync,
-/// delete); resources.arsc and 48 APK entries read; 2 of 3 resource files
-/// read; preferences rewritten with fsync. In all 7.2 MiB read(2), 4.3 MiB
-/// of pages touched through mappings (20-30 MiB from storage when cold),
-/// 74 KiB written, 5 fsyncs. Reads go through the page cache: `iolab
-/// startup` makes them cold; on its own, pass --evict.
+/// Shown by `iolab app --help` after the options.
+const HELP: &str = "\
+`iolab app --prepare --dir DIR` creates the file set once (60.5 MiB at
+scale 1: a 24 MiB base.apk, 8 native libraries of 0.25-6 MiB, base.odex
+8 MiB, base.vdex 6 MiB, base.art 2 MiB, 200 resource files of 1-64 KiB,
+a 2 MiB database, 8 KiB of preferences). `iolab app --dir DIR` launches
+it, in Android's order: central directory of the APK; base.art read
+whole, odex/vdex mapped with 15 %/10 % of their pages touched; each
+library's ELF header read, then mapped with 20 % of its pages touched in
+clusters at random places; preferences, database header and 64 random
+pages read; 2 journaled transactions (journal, fsync, pages, fsync,
+delete); resources.arsc and 48 APK entries read; 2 of 3 resource files
+read; preferences rewritten with fsync. In all 8.5 MiB read(2), 4.8 MiB
+of pages touched through mappings, 105 KiB written, 5 fsyncs; cold,
+27-40 MiB come from storage (more with a bigger read_ahead_kb), about
+1.1-1.9 s on an idle 20 MiB/s device. Reads go through the page cache:
+`iolab startup` makes them cold; on its own, pass --evict.";
+
+/// Arguments of `iolab app`; see [`HELP`].
 #[derive(Debug, Args)]
+#[command(after_long_help = HELP)]
 pub struct AppArgs {
     /// Directory of the app's file set.
     #[arg(long, value_name = "DIR")]

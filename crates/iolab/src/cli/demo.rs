@@ -10,17 +10,20 @@ use iolab_experiment::startup::{self, Cold, Place, ReadyWhen, RunOptions, Startu
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Emulated storage bandwidth (phone eMMC class).
-    #[arg(long, default_value = "20MiB/s", value_name = "RATE")]
+    #[arg(long, default_value = "40MiB/s", value_name = "RATE")]
     pub bw: String,
     /// Starts per cell.
     #[arg(long, default_value_t = 3)]
     pub reps: u32,
     /// Seconds before a start counts as censored.
-    #[arg(long, default_value_t = 20.0, value_name = "S")]
+    #[arg(long, default_value_t = 10.0, value_name = "S")]
     pub timeout: f64,
     /// Seconds of background load before the first start of each cell.
     #[arg(long, default_value_t = 3.0, value_name = "S")]
     pub warmup: f64,
+    /// Size of the synthetic app relative to its documented profile.
+    #[arg(long, default_value_t = 0.25, value_name = "FACTOR")]
+    pub scale: f64,
     /// Results database (default: ~/.local/share/iolab/results.db).
     #[arg(long, value_name = "PATH")]
     pub db: Option<std::path::PathBuf>,
@@ -45,7 +48,10 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         reps: a.reps,
         timeout_s: a.timeout,
         warmup_s: Some(a.warmup),
-        cold: Cold::DropCaches,
+        // Evicting only the app's files (not `drop_caches`) spares the
+        // `sync` of the writers' dirty data before every start: seconds
+        // per start on a slow lab, and the load keeps its own cache.
+        cold: Cold::Evict,
         evict: Vec::new(),
         iosched_params: Vec::new(),
         ready: ReadyWhen::Exit,
@@ -64,6 +70,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         ],
         prepare: Some(format!("{exe} app --prepare --dir {{dir}}/app")),
         dirty_limit_bytes: None,
+        read_ahead_kb: Some(128),
     };
     if !a.json {
         eprintln!(

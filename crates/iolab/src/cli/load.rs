@@ -12,16 +12,10 @@ use iolab_load::{named, LoadError, Override, StartOptions};
 use iolab_sys::ioprio::IoPrio;
 use iolab_sys::UsageError;
 
-/// Run a background I/O workload: a fio-style job file, a named S/thesis
-/// workload, readers/writers shorthand, or one job described by flags.
-///
-/// Examples:
-///   iolab load 1r1w --directory /mnt/lab --runtime 30
-///   iolab load jobs.fio --runtime 10 --json
-///   iolab load --rw randread --bs 4k --size 1g --direct --ioengine io_uring --iodepth 32 --runtime 10
-///   iolab load --readers 5 --writers 5 --pattern rand --directory /mnt/lab
+/// `iolab load` arguments: what to run (a job file, a workload name,
+/// readers/writers or flags) and how to report it.
 #[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
+#[command(after_help = AFTER_HELP)]
 pub struct LoadArgs {
     /// A job file (fio-style INI) or a named workload: idle, 1r, 1w, 1r1w,
     /// 10r-seq, 5r5w-seq, 10r-rand, 5r5w-rand. Write ./NAME for a file
@@ -58,6 +52,24 @@ pub struct LoadArgs {
     #[arg(long)]
     pub force: bool,
 }
+
+const AFTER_HELP: &str = "\
+Named workloads (the thesis's and the S suite's loads; all run until stopped
+unless --runtime is given):
+  idle          nothing
+  1r, 1w, 1r1w  one sequential reader / writer / both
+  10r-seq       10 sequential readers      5r5w-seq   5 sequential readers + 5 writers
+  10r-rand      10 random readers          5r5w-rand  5 random readers + 5 writers
+A reader reads its own laid-out file reader.N.0 with buffered 1 MiB reads (seq)
+or 4 KiB reads (rand); a writer rewrites its file writer.N.0 from the start in
+buffered 1 MiB writes, like a looping dd. Files are 512 MiB, or smaller to fit
+the directory's free space (--size sets it).
+
+Examples:
+  iolab load 1r1w --directory /mnt/lab --runtime 30
+  iolab load jobs.fio --runtime 10 --json
+  iolab load --rw randread --bs 4k --size 1g --direct --ioengine io_uring --iodepth 32 --runtime 10
+  iolab load --readers 5 --writers 5 --pattern rand --directory /mnt/lab --ioprio idle";
 
 /// Job options as flags, named like fio's options (`--rate-iops` or
 /// `--rate_iops`); each overrides the option in every job.

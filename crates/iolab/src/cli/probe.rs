@@ -9,16 +9,19 @@ use iolab_experiment::target::probe::{self, Op, ProbeConfig, ProbeSummary, SlowO
 use iolab_sys::units::{format_bytes, parse_duration, parse_size};
 use iolab_sys::UsageError;
 
-/// Arguments of `iolab probe`.
-///
-/// Reads `--block-size` blocks from `--file` with plain read(2), writes
-/// every `--write-every`-th block to `--out-file` with write(2), and logs
-/// each read or write that takes at least `--threshold`. Reads go through
-/// the page cache, as the thesis's Android app did, so they reach storage
-/// only when the cache is cold: `iolab startup` drops caches before each
-/// start; on its own, pass `--evict`. The thesis ran 52800 iterations of
-/// 4 KiB after a 5 s sleep with a 300 ms threshold.
+/// Shown by `iolab probe --help` after the options.
+const HELP: &str = "\
+Reads `--block-size` blocks from `--file` with plain read(2), writes
+every `--write-every`-th block to `--out-file` with write(2), and logs
+each read or write that takes at least `--threshold`. Reads go through
+the page cache, as the thesis's Android app did, so they reach storage
+only when the cache is cold: `iolab startup` drops caches before each
+start; on its own, pass `--evict`. The thesis ran 52800 iterations of
+4 KiB after a 5 s sleep with a 300 ms threshold.";
+
+/// Arguments of `iolab probe`; see [`HELP`].
 #[derive(Debug, Args)]
+#[command(after_long_help = HELP)]
 pub struct ProbeArgs {
     /// File to read, block by block (wraps to the start at its end).
     #[arg(long, default_value = "probe.in", value_name = "PATH")]

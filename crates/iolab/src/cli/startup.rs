@@ -96,6 +96,9 @@ pub struct StartupArgs {
     /// fio option applied to every background job, e.g. size=128M (repeatable).
     #[arg(long = "load-option", value_name = "NAME=VALUE")]
     pub load_options: Vec<String>,
+    /// read_ahead_kb of the device under test during the experiment (e.g. 128, Android's).
+    #[arg(long, value_name = "KB")]
+    pub read_ahead_kb: Option<u32>,
     /// Per-lab dirty page limit (bdi max_bytes), e.g. 64MiB; default for a
     /// throttled lab: 2 s of its bandwidth (at least 16 MiB).
     #[arg(long, value_name = "SIZE")]
@@ -258,6 +261,7 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
         load_options,
         command: a.command.clone(),
         prepare: a.prepare.clone(),
+        read_ahead_kb: a.read_ahead_kb,
         dirty_limit_bytes: a
             .dirty_limit
             .as_deref()

@@ -11,13 +11,13 @@
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use io_uring::{opcode, squeue, types, IoUring};
 
 use crate::buffer::AlignedBuf;
 use crate::job::Dir;
-use crate::worker::{Failure, Run};
+use crate::worker::{Failure, Run, Step};
 
 #[derive(Debug, Clone, Copy)]
 struct Slot {
@@ -129,56 +129,48 @@ impl Uring {
         let mut inflight = 0usize;
         let mut done = false;
         loop {
+            // Rate-limited: how long until the next I/O is due.
+            let mut due_in: Option<Duration> = None;
             while !done && inflight < depth {
-                let Some((dir, offset)) = run.next(file) else {
-                    done = true;
-                    break;
-                };
-                let Some(idx) = self.free.pop() else {
-                    break;
-                };
-                let entry = self.entry(idx, dir, offset);
-                self.slots[idx as usize] = Slot {
-                    dir,
-                    offset,
-                    start: run.time.now,
-                };
-                // SAFETY: the entry's buffer slot is ours until its
-                // completion is reaped (it left the free list).
-                if unsafe { self.ring.submission().push(&entry) }.is_err() {
-                    // Cannot happen: the ring has `depth` entries and at
-                    // most `depth` I/Os are queued; give the slot back.
-                    self.free.push(idx);
-                    break;
+                match run.step(file) {
+                    Step::Io(dir, offset) => {
+                        if !self.queue(dir, offset, run.time.now) {
+                            break;
+                        }
+                        inflight += 1;
+                        if run.paced() {
+                            // A paced I/O goes out when it is due, not when
+                            // the queue is full.
+                            self.submit_batch();
+                        }
+                    }
+                    Step::Wait(w) => {
+                        due_in = Some(w.min(Duration::from_millis(50)));
+                        break;
+                    }
+                    Step::Done => done = true,
                 }
-                self.batch.push(idx);
-                inflight += 1;
             }
             if inflight == 0 {
-                return;
-            }
-            let t_submit = Instant::now();
-            for &i in &self.batch {
-                self.slots[i as usize].start = t_submit;
-            }
-            self.batch.clear();
-            match self.ring.submit_and_wait(1) {
-                Ok(_) => {}
-                Err(e)
-                    if matches!(
-                        e.raw_os_error(),
-                        Some(libc::EINTR) | Some(libc::EAGAIN) | Some(libc::EBUSY)
-                    ) => {}
-                Err(e) => {
-                    self.poisoned = true;
-                    run.fail(Failure {
-                        errno: e.raw_os_error().unwrap_or(0),
-                        message: format!("job {}: io_uring submit failed: {e}", run.job.name),
-                    });
-                    return;
+                match due_in {
+                    Some(w) if !done => {
+                        std::thread::sleep(w);
+                        run.time.tick(Instant::now());
+                        continue;
+                    }
+                    _ => return,
                 }
             }
+            if let Err(e) = self.submit_and_wait(due_in) {
+                self.poisoned = true;
+                run.fail(Failure {
+                    errno: e.raw_os_error().unwrap_or(0),
+                    message: format!("job {}: io_uring submit failed: {e}", run.job.name),
+                });
+                return;
+            }
             let t_done = Instant::now();
+            run.time.tick(t_done);
             let Uring {
                 ring, slots, free, ..
             } = self;
@@ -204,6 +196,71 @@ impl Uring {
                     }
                 }
             }
+        }
+    }
+
+    /// Puts one I/O in the submission queue; false if no slot is free.
+    fn queue(&mut self, dir: Dir, offset: u64, now: Instant) -> bool {
+        let Some(idx) = self.free.pop() else {
+            return false;
+        };
+        let entry = self.entry(idx, dir, offset);
+        self.slots[idx as usize] = Slot {
+            dir,
+            offset,
+            start: now,
+        };
+        // SAFETY: the entry's buffer slot is ours until its completion is
+        // reaped (it left the free list).
+        if unsafe { self.ring.submission().push(&entry) }.is_err() {
+            // Cannot happen: the ring has `depth` entries and at most
+            // `depth` I/Os are queued; give the slot back.
+            self.free.push(idx);
+            return false;
+        }
+        self.batch.push(idx);
+        true
+    }
+
+    /// Stamps the queued batch's start time; the caller submits.
+    fn stamp_batch(&mut self) {
+        let t = Instant::now();
+        for &i in &self.batch {
+            self.slots[i as usize].start = t;
+        }
+        self.batch.clear();
+    }
+
+    /// Submits what is queued without waiting.
+    fn submit_batch(&mut self) {
+        self.stamp_batch();
+        // A failure here resurfaces in the next submit_and_wait.
+        let _ = self.ring.submit();
+    }
+
+    /// Submits what is queued and waits for one completion, or at most
+    /// `timeout` when a rate-limited I/O falls due sooner.
+    fn submit_and_wait(&mut self, timeout: Option<Duration>) -> std::io::Result<()> {
+        self.stamp_batch();
+        let r = match timeout {
+            None => self.ring.submit_and_wait(1),
+            Some(t) => {
+                let ts = types::Timespec::from(t);
+                let args = types::SubmitArgs::new().timespec(&ts);
+                self.ring.submitter().submit_with_args(1, &args)
+            }
+        };
+        match r {
+            Ok(_) => Ok(()),
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EINTR | libc::EAGAIN | libc::EBUSY | libc::ETIME)
+                ) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(e),
         }
     }
 }

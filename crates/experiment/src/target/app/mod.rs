@@ -7,21 +7,21 @@
 //!
 //! # Profile at scale 1 (checked by a unit test)
 //!
-//! File set, 219 files, 61.2 MiB, content seeded (comparable across runs):
+//! File set, 214 files, 60.5 MiB, content seeded (comparable across runs):
 //! - `base.apk` 24 MiB, a zip-like blob;
 //! - `lib/arm64/*.so`, 8 native libraries of 0.25–6 MiB (15 MiB);
 //! - `oat/arm64/base.odex` 8 MiB, `base.vdex` 6 MiB, `base.art` 2 MiB;
 //! - `res/*/r*.{png,xml,bin,ttf}`, 200 files of 1–64 KiB (log-uniform);
 //! - `databases/app.db` 2 MiB, `shared_prefs/settings.xml` 8 KiB.
 //!
-//! Launch, in Android's order, 152 files opened:
+//! Launch, in Android's order, 147 files opened:
 //! 1. `apk-open`: pread the zip's central directory (60 KiB at the end)
 //!    and the manifest entry (24 KiB);
 //! 2. `runtime`: read `base.art` whole; mmap `base.odex` and `base.vdex`
-//!    and touch 25 % and 20 % of their pages in clusters of 1–16 pages at
+//!    and touch 15 % and 10 % of their pages in clusters of 1–16 pages at
 //!    random places (page faults, not sequential reads);
 //! 3. `native-libs`: per library, pread the ELF header, mmap it, touch
-//!    30 % of its pages the same way;
+//!    20 % of its pages the same way;
 //! 4. `application`: read the preferences, the database header and 64
 //!    random database pages, then 2 rollback-journal transactions of 6
 //!    pages (write `app.db-journal`, fsync, write the pages, fsync, delete
@@ -31,11 +31,15 @@
 //! 6. `prefs-commit`: rename the preferences to `.bak`, write them anew,
 //!    fsync, delete the backup.
 //!
-//! In bytes: 7.2 MiB through read(2)-family calls, 1094 pages (4.3 MiB)
-//! touched through 10 mappings of 29 MiB, 74.1 KiB written, 5 fsyncs.
-//! Cold, the kernel reads more than is touched (fault-around and
-//! read-around bring in neighbouring pages): 20–30 MiB from storage in all,
-//! which `proc_io.read_bytes` in the report shows. `--scale` multiplies the
+//! In bytes: 8.5 MiB through read(2)-family calls, 1229 pages (4.8 MiB)
+//! touched through 10 mappings of 29 MiB, 105 KiB written, 5 fsyncs.
+//! Cold, the kernel reads more than is touched (fault-around, read-around
+//! and readahead bring in neighbours), so what comes from storage depends
+//! on the device's `read_ahead_kb`: about 27 MiB at 128 KiB, 40 MiB at
+//! 2560 KiB (the loop-device default, where mapped files are read whole);
+//! `proc_io.read_bytes` in the report shows it. On an idle device
+//! throttled to 20 MiB/s a cold launch takes 1.1–1.4 s (128 KiB) or about
+//! 1.9 s (2560 KiB). `--scale` multiplies the
 //! sizes and counts (library count and preference size stay fixed).
 
 mod launch;

@@ -11,17 +11,16 @@ fn documented_profile_matches_scale_1() {
     let t = totals(&m, &plan(&m));
     let count = |k| m.files.iter().filter(|f| f.kind == k).count();
     let mib = |b: u64| (b as f64 / MIB * 10.0).round() / 10.0;
-    eprintln!("{t:?} total {}", m.total_bytes());
-    assert_eq!(m.files.len(), 219);
-    assert_eq!(mib(m.total_bytes()), 61.2);
+    assert_eq!(m.files.len(), 214);
+    assert_eq!(mib(m.total_bytes()), 60.5);
     assert_eq!(
         (count(FileKind::NativeLib), count(FileKind::Resource)),
         (8, 200)
     );
-    assert_eq!(t.files_opened, 152);
-    assert_eq!(mib(t.read_bytes), 7.2);
-    assert_eq!((t.touched_pages, t.mapped_files), (1094, 10));
-    assert_eq!((t.write_bytes as f64 / 1024.0 * 10.0).round() / 10.0, 74.1);
+    assert_eq!(t.files_opened, 147);
+    assert_eq!(mib(t.read_bytes), 8.5);
+    assert_eq!((t.touched_pages, t.mapped_files), (1229, 10));
+    assert_eq!((t.write_bytes as f64 / 1024.0 * 10.0).round() / 10.0, 105.1);
     assert_eq!(t.fsyncs, 5);
     let res = m.files.iter().filter(|f| f.kind == FileKind::Resource);
     assert!(res.clone().all(|f| (1024..=65536).contains(&f.size_bytes)));

@@ -1,0 +1,235 @@
+//! `launch`: timing on the monotonic clock, readiness by exit, line or
+//! file, censoring at the timeout with the whole process group killed, and
+//! priorities applied before exec. Real processes, no mocks; the guard
+//! journals into a private temp dir.
+#![allow(clippy::unwrap_used)]
+
+use std::time::{Duration, Instant};
+
+use iolab_experiment::launch::{launch, LaunchError, LaunchSpec, Outcome, Ready};
+use iolab_guard::Guard;
+use iolab_sys::ioprio::IoPrio;
+use regex::Regex;
+
+fn spec(script: &str, ready: Ready, timeout_s: f64) -> LaunchSpec {
+    LaunchSpec {
+        argv: vec!["sh".into(), "-c".into(), script.into()],
+        ready,
+        timeout: Duration::from_secs_f64(timeout_s),
+        ioprio: None,
+        nice: None,
+    }
+}
+
+fn run(s: &LaunchSpec) -> Outcome {
+    let dir = tempfile::tempdir().unwrap();
+    let guard = Guard::in_dir(dir.path().to_path_buf());
+    launch(&guard, s).unwrap()
+}
+
+const S: f64 = 1e9;
+
+/// Processes whose process group is `pgid` and that are not zombies
+/// (a zombie has run its last instruction; PID 1 here may reap slowly).
+fn live_members(pgid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid pgrp ...: comm may hold spaces, so split
+        // after its closing parenthesis.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        if f.len() > 2 && f[2] == pgid.to_string() && f[0] != "Z" {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Waits up to 2 s for the group to be gone (SIGKILL delivery is async).
+fn assert_group_gone(pgid: i32) {
+    let until = Instant::now() + Duration::from_secs(2);
+    loop {
+        let left = live_members(pgid);
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < until,
+            "process group {pgid} survived the launch: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The pgid a script reports as its first output line (`echo $$`: the
+/// shell leads its own group).
+fn first_pid(o: &Outcome) -> i32 {
+    o.output_tail
+        .lines()
+        .next()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn exit_time_covers_the_command_and_is_not_censored() {
+    let o = run(&spec("sleep 0.2", Ready::Exit, 10.0));
+    assert!(!o.censored && !o.interrupted && !o.failed(), "{o:?}");
+    assert!(o.duration_ns >= (0.2 * S) as u64, "{o:?}");
+    assert!(o.duration_ns < (5.0 * S) as u64, "{o:?}");
+    assert_eq!(o.exit_ns, Some(o.duration_ns));
+    assert_eq!((o.exit_code, o.signal), (Some(0), None));
+}
+
+#[test]
+fn non_zero_exit_is_a_failure_not_a_censoring() {
+    let o = run(&spec("echo oops >&2; exit 3", Ready::Exit, 10.0));
+    assert_eq!(o.exit_code, Some(3));
+    assert!(o.failed() && !o.censored);
+    assert!(o.output_tail.contains("oops"), "{:?}", o.output_tail);
+}
+
+#[test]
+fn timeout_censors_and_kills_the_whole_group() {
+    let t0 = Instant::now();
+    let o = run(&spec("echo $$; sleep 100 & sleep 100", Ready::Exit, 0.3));
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "launch waited too long"
+    );
+    assert!(o.censored && !o.failed(), "{o:?}");
+    assert_eq!(o.duration_ns, (0.3 * S) as u64);
+    assert_eq!((o.exit_code, o.signal, o.exit_ns), (None, Some(9), None));
+    assert_group_gone(first_pid(&o));
+}
+
+#[test]
+fn ready_line_ends_the_start_and_the_group() {
+    let re = Regex::new("^READY").unwrap();
+    let o = run(&spec(
+        "echo $$; echo loading; sleep 0.2; echo READY now; sleep 100",
+        Ready::Line(re),
+        10.0,
+    ));
+    assert!(!o.censored && !o.failed(), "{o:?}");
+    let ready = o.ready_ns.unwrap();
+    assert_eq!(o.duration_ns, ready);
+    assert!(ready >= (0.2 * S) as u64, "{o:?}");
+    assert!(ready < (5.0 * S) as u64, "{o:?}");
+    assert_group_gone(first_pid(&o));
+}
+
+#[test]
+fn ready_line_on_stderr_counts_too() {
+    let re = Regex::new("up").unwrap();
+    let o = run(&spec(
+        "sleep 0.1; echo up >&2; sleep 100",
+        Ready::Line(re),
+        10.0,
+    ));
+    assert!(!o.censored && o.ready_ns.is_some(), "{o:?}");
+    assert!(o.duration_ns >= (0.1 * S) as u64);
+}
+
+#[test]
+fn exiting_without_the_ready_line_is_a_failure() {
+    let re = Regex::new("READY").unwrap();
+    let o = run(&spec("echo starting", Ready::Line(re), 10.0));
+    assert!(o.failed() && !o.censored, "{o:?}");
+    assert_eq!((o.duration_ns, o.ready_ns, o.exit_code), (0, None, Some(0)));
+}
+
+#[test]
+fn ready_file_ends_the_start_and_a_stale_one_is_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let flag = dir.path().join("ready");
+    // Left by an earlier run: must not make this one ready at once.
+    std::fs::write(&flag, "old").unwrap();
+    let script = format!("echo $$; sleep 0.2; touch {}; sleep 100", flag.display());
+    let o = run(&spec(&script, Ready::File(flag.clone()), 10.0));
+    assert!(!o.censored && !o.failed(), "{o:?}");
+    let ready = o.ready_ns.unwrap();
+    assert!(ready >= (0.2 * S) as u64, "stale ready file counted: {o:?}");
+    assert!(ready < (5.0 * S) as u64, "{o:?}");
+    assert_group_gone(first_pid(&o));
+}
+
+#[test]
+fn ready_file_never_appearing_is_censored() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run(&spec(
+        "sleep 100",
+        Ready::File(dir.path().join("never")),
+        0.3,
+    ));
+    assert!(o.censored, "{o:?}");
+    assert_eq!(o.duration_ns, (0.3 * S) as u64);
+}
+
+/// `ionice` and `nice` without arguments print the calling process's
+/// priorities; the shell inherits them from the launch's pre-exec step.
+#[test]
+fn ioprio_and_nice_are_set_before_exec() {
+    let mut s = spec(
+        "nice; ionice; cut -d' ' -f19 /proc/self/stat",
+        Ready::Exit,
+        10.0,
+    );
+    s.ioprio = Some(IoPrio::Idle);
+    s.nice = Some(7);
+    let o = run(&s);
+    assert_eq!(o.exit_code, Some(0), "{o:?}");
+    let lines: Vec<&str> = o.output_tail.lines().collect();
+    assert_eq!(lines, ["7", "idle", "7"], "{:?}", o.output_tail);
+}
+
+#[test]
+fn best_effort_level_is_applied() {
+    let mut s = spec("ionice", Ready::Exit, 10.0);
+    s.ioprio = Some(IoPrio::BestEffort(6));
+    let o = run(&s);
+    assert_eq!(o.output_tail.trim(), "best-effort: prio 6");
+}
+
+#[test]
+fn real_time_ioprio_needs_root_and_is_applied() {
+    if !iolab_sys::is_root() {
+        eprintln!("skip: the real-time I/O class needs CAP_SYS_ADMIN (root)");
+        return;
+    }
+    // `ionice -p PID` reads the shell's priority with ioprio_get(2).
+    let mut s = spec("ionice -p $$", Ready::Exit, 10.0);
+    s.ioprio = Some(IoPrio::RealTime(0));
+    let dir = tempfile::tempdir().unwrap();
+    let guard = Guard::in_dir(dir.path().to_path_buf());
+    let o = launch(&guard, &s).unwrap();
+    assert_eq!(o.output_tail.trim(), "realtime: prio 0", "{o:?}");
+}
+
+#[test]
+fn missing_program_is_a_spawn_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let guard = Guard::in_dir(dir.path().to_path_buf());
+    let s = LaunchSpec {
+        argv: vec!["/nonexistent/iolab-no-such-program".into()],
+        ready: Ready::Exit,
+        timeout: Duration::from_secs(5),
+        ioprio: None,
+        nice: None,
+    };
+    let err = launch(&guard, &s).unwrap_err();
+    assert!(matches!(err, LaunchError::Spawn { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(msg.contains("iolab-no-such-program"), "{msg}");
+    assert!(msg.contains("executable"), "{msg}");
+}

@@ -1,0 +1,107 @@
+//! Shared by the `iolab load` integration tests: a private run directory
+//! and work directory per test, the binary, and checks of fio's JSON.
+#![allow(clippy::unwrap_used, dead_code)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use iolab_guard::Guard;
+use serde_json::Value;
+
+/// Each test's own run directory, so children never meet other runs'
+/// journals.
+pub struct Env {
+    run: tempfile::TempDir,
+    work: tempfile::TempDir,
+}
+
+impl Env {
+    /// Fresh directories.
+    pub fn new() -> Env {
+        Env {
+            run: tempfile::tempdir().unwrap(),
+            work: tempfile::tempdir_in("/var/tmp").unwrap(),
+        }
+    }
+
+    /// The work directory (on /var/tmp, a real disk).
+    pub fn dir(&self) -> &Path {
+        self.work.path()
+    }
+
+    /// `iolab load ARGS` with the private run directory.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_iolab"));
+        c.env("IOLAB_RUN_DIR", self.run.path())
+            .arg("load")
+            .args(args);
+        c
+    }
+
+    /// Runs `iolab load ARGS` to completion.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+
+    /// A guard journaling in this test's own run directory.
+    pub fn guard(&self) -> Guard {
+        Guard::in_dir(self.run.path().join("fixture"))
+    }
+}
+
+pub fn root_or_skip(test: &str) -> bool {
+    if iolab_sys::is_root() {
+        return true;
+    }
+    eprintln!("skip {test}: needs root (loop devices, mounts); CI runs as root");
+    false
+}
+
+pub fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): stdout {} stderr {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The fio fields a script would read, checked for presence and type.
+pub fn assert_fio_shape(job: &Value) {
+    assert!(job["jobname"].is_string());
+    assert!(job["error"].is_i64());
+    assert!(job["usr_cpu"].is_f64() && job["sys_cpu"].is_f64());
+    for dir in ["read", "write"] {
+        let d = &job[dir];
+        for f in ["io_bytes", "bw_bytes", "runtime", "total_ios"] {
+            assert!(d[f].is_u64(), "{dir}.{f}: {d}");
+        }
+        assert!(d["iops"].is_f64(), "{dir}.iops");
+        for f in ["min", "max", "N"] {
+            assert!(d["lat_ns"][f].is_u64(), "{dir}.lat_ns.{f}");
+        }
+        assert!(d["lat_ns"]["mean"].is_f64() && d["lat_ns"]["stddev"].is_f64());
+    }
+}
+
+/// `iops * runtime` must give back the I/O count (runtime is whole ms).
+pub fn assert_consistent(d: &Value) {
+    let ios = d["total_ios"].as_u64().unwrap() as f64;
+    let est = d["iops"].as_f64().unwrap() * d["runtime"].as_u64().unwrap() as f64 / 1000.0;
+    assert!(
+        (est - ios).abs() <= ios * 0.01 + 2.0,
+        "iops*runtime {est} vs {ios} ios"
+    );
+    let bytes = d["io_bytes"].as_u64().unwrap() as f64;
+    let bw_est =
+        d["bw_bytes"].as_u64().unwrap() as f64 * d["runtime"].as_u64().unwrap() as f64 / 1000.0;
+    assert!(
+        (bw_est - bytes).abs() <= bytes * 0.01 + 65536.0,
+        "bw*runtime {bw_est} vs {bytes}"
+    );
+}
