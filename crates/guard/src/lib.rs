@@ -21,9 +21,11 @@
 #![deny(missing_docs)]
 
 mod change;
+mod devices;
 mod error;
 mod guard;
 mod journal;
+mod knobs;
 mod signals;
 
 use std::path::PathBuf;

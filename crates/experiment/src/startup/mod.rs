@@ -2,11 +2,14 @@
 //! workloads × repetitions for one target, every start stored as it ends.
 
 mod background;
+mod cell;
+mod cold;
 pub mod config;
 pub mod place;
 pub mod plan;
 mod progress;
 pub mod run;
+mod setup;
 
 pub use config::{Cold, Place, ReadyWhen, StartupConfig};
 pub use run::{run_startup, Finished, RunOptions};

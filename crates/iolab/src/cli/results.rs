@@ -138,20 +138,7 @@ fn list_table(list: &[ExperimentSummary]) -> String {
             e.command_line.clone(),
         ]);
     }
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for row in rows {
-        let line: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(t, w)| format!("{t:<w$}"))
-            .collect();
-        out.push_str(line.join("  ").trim_end());
-        out.push('\n');
-    }
-    out
+    iolab_store::render::align_columns(&rows)
 }
 
 fn show_text(report: &ExperimentReport, store: &Store) -> String {

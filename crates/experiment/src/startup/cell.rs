@@ -1,0 +1,183 @@
+//! One cell of the matrix: scheduler and tunables, background load and
+//! warm-up, then every repetition launched, timed and committed.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use iolab_guard::Guard;
+use iolab_store::{BackgroundIo, ExperimentId, RunRecord, Store};
+use iolab_sys::ioprio::IoPrio;
+use iolab_sys::UsageError;
+use regex::Regex;
+use serde_json::json;
+
+use super::background::Background;
+use super::config::{ReadyWhen, StartupConfig};
+use super::place::Resolved;
+use super::plan::CellPlan;
+use super::progress::Progress;
+use super::StartupError;
+use crate::launch::{self, LaunchSpec, Ready};
+
+use super::cold::{evict_list, make_cold};
+
+/// Runs one cell; returns false when a stop was requested mid-cell.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_cell(
+    guard: &Guard,
+    store: &Store,
+    id: ExperimentId,
+    target: &str,
+    cfg: &StartupConfig,
+    place: &Resolved,
+    cell: &CellPlan,
+    overhead_ns: u64,
+    progress: &Progress,
+) -> Result<bool, StartupError> {
+    guard.set_scheduler(&place.dev, &cell.scheduler)?;
+    let mut tunables = Vec::new();
+    for (k, v) in &cfg.iosched_params {
+        if place.dev.queue_path("iosched").join(k).exists() {
+            guard.set_iosched_param(&place.dev, k, v)?;
+            tunables.push((k.clone(), v.clone()));
+        }
+    }
+    let all_tunables = place.dev.iosched_tunables();
+    progress.cell(&cell.scheduler, &cell.workload);
+
+    let load_prio = cfg
+        .load_ioprio
+        .as_deref()
+        .map(str::parse::<IoPrio>)
+        .transpose()
+        .map_err(|e| UsageError::new(e.to_string()))?;
+    let load_dir = place.dir.join("iolab-load");
+    std::fs::create_dir_all(&load_dir).map_err(|e| iolab_sys::SysError::io(&load_dir, e))?;
+    let mut bg = Background::start(
+        &cell.workload,
+        &load_dir,
+        &cfg.load_options,
+        load_prio,
+        guard,
+    )?;
+    if bg.is_some() && !sleep_unless_stopped(cfg.warmup(&cell.scheduler)) {
+        if let Some(b) = bg.take() {
+            b.stop();
+        }
+        return Ok(false);
+    }
+    let spec = launch_spec(cfg)?;
+    let evict = evict_list(cfg);
+    for &rep in &cell.reps {
+        if iolab_guard::stop_requested() {
+            if let Some(b) = bg.take() {
+                b.stop();
+            }
+            return Ok(false);
+        }
+        progress.rep(rep);
+        make_cold(guard, cfg.cold, &evict, &place.mountpoint)?;
+        let started_at = iolab_store::rfc3339_now();
+        let before = iolab_sys::diskstats::read_device(Path::new("/proc"), &place.dev.name)?;
+        let t0 = Instant::now();
+        let outcome = launch::launch(guard, &spec)?;
+        let window = t0.elapsed().as_secs_f64();
+        let after = iolab_sys::diskstats::read_device(Path::new("/proc"), &place.dev.name)?;
+        if outcome.interrupted {
+            if let Some(b) = bg.take() {
+                b.stop();
+            }
+            return Ok(false);
+        }
+        if cell.workload == "idle" && rep == 1 && outcome.failed() {
+            return Err(UsageError::new(format!(
+                "the target failed on the idle baseline (exit {:?}); fix the command first. Its last output:\n{}",
+                outcome.exit_code, outcome.output_tail
+            ))
+            .into());
+        }
+        let background = match (&before, &after) {
+            (Some(b), Some(a)) => {
+                let d = a.since(b);
+                Some(BackgroundIo {
+                    read_bytes: d.read_bytes(),
+                    write_bytes: d.write_bytes(),
+                    seconds: window,
+                })
+            }
+            _ => None,
+        };
+        let record = RunRecord {
+            scheduler: cell.scheduler.clone(),
+            workload: cell.workload.clone(),
+            rep,
+            target: target.to_string(),
+            started_at,
+            duration_ns: outcome.duration_ns,
+            censored: outcome.censored,
+            timeout_ns: (cfg.timeout_s * 1e9) as u64,
+            exit_code: outcome.exit_code,
+            signal: outcome.signal,
+            overhead_ns: Some(overhead_ns),
+            background,
+            config: json!({
+                "scheduler": cell.scheduler,
+                "iosched_params_set": tunables,
+                "iosched_tunables": all_tunables,
+                "warmup_s": cfg.warmup(&cell.scheduler).as_secs_f64(),
+                "cold": cfg.cold,
+                "target_ioprio": cfg.target_ioprio,
+                "target_nice": cfg.target_nice,
+                "load_ioprio": cfg.load_ioprio,
+            }),
+            extra: json!({
+                "exit_ns": outcome.exit_ns,
+                "ready_ns": outcome.ready_ns,
+                "failed": outcome.failed(),
+                "output_tail": if outcome.failed() { outcome.output_tail.clone() } else { String::new() },
+            }),
+        };
+        store.record_run(id, &record)?;
+        progress.done_run(outcome.duration_ns, outcome.censored);
+    }
+    if let Some(b) = bg.take() {
+        b.stop();
+    }
+    Ok(true)
+}
+
+pub(super) fn launch_spec(cfg: &StartupConfig) -> Result<LaunchSpec, StartupError> {
+    let ready = match &cfg.ready {
+        ReadyWhen::Exit => Ready::Exit,
+        ReadyWhen::Line { regex } => {
+            Ready::Line(Regex::new(regex).map_err(|e| UsageError::new(e.to_string()))?)
+        }
+        ReadyWhen::File { path } => Ready::File(path.clone()),
+    };
+    Ok(LaunchSpec {
+        argv: cfg.command.clone(),
+        ready,
+        timeout: Duration::from_secs_f64(cfg.timeout_s),
+        ioprio: cfg
+            .target_ioprio
+            .as_deref()
+            .map(str::parse::<IoPrio>)
+            .transpose()
+            .map_err(|e| UsageError::new(e.to_string()))?,
+        nice: cfg.target_nice,
+    })
+}
+
+/// Sleeps, waking early (false) when a stop is requested.
+pub(super) fn sleep_unless_stopped(d: Duration) -> bool {
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        if iolab_guard::stop_requested() {
+            return false;
+        }
+        std::thread::sleep(
+            Duration::from_millis(50).min(end.saturating_duration_since(Instant::now())),
+        );
+    }
+    true
+}

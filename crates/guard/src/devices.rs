@@ -1,0 +1,170 @@
+//! Guarded creation of things iolab owns: directories, files, cgroups,
+//! trace instances, loop and zram devices, mounts; and cache dropping.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+
+use iolab_sys::block::BlockDev;
+use iolab_sys::UsageError;
+
+use crate::change::{write_attr, Change};
+use crate::guard::{Guard, Recorded};
+use crate::{run_cmd, GuardError};
+
+impl Guard {
+    /// Creates `path` and any missing parents, each journaled for removal.
+    pub fn mkdir_all(&self, path: &Path) -> Result<(), GuardError> {
+        let mut missing: Vec<&Path> = path.ancestors().take_while(|p| !p.exists()).collect();
+        missing.reverse();
+        let mut st = self.st();
+        for p in missing {
+            st.record(Change::Dir {
+                path: p.to_path_buf(),
+            })?;
+            match std::fs::create_dir(p) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(GuardError::io(p, e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates a new file (it must not exist) that is removed on undo.
+    pub fn create_file(&self, path: &Path) -> Result<File, GuardError> {
+        let seq = self.st().record(Change::File {
+            path: path.to_path_buf(),
+        })?;
+        OpenOptions::new()
+            .create_new(true)
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| {
+                // Not created (e.g. it already existed, and is someone
+                // else's): undoing must not remove it.
+                let _ = self.forget(Recorded(seq));
+                GuardError::io(path, e)
+            })
+    }
+
+    /// Creates a cgroup directory (e.g. under [`BLKIO_ROOT`]).
+    pub fn create_cgroup(&self, path: &Path) -> Result<(), GuardError> {
+        self.st().record(Change::Cgroup {
+            path: path.to_path_buf(),
+        })?;
+        std::fs::create_dir(path).map_err(|e| GuardError::io(path, e))
+    }
+
+    /// Creates a private tracefs instance (mounting tracefs first if needed)
+    /// and returns its directory. iolab never uses the global trace buffer.
+    pub fn create_trace_instance(&self, name: &str) -> Result<PathBuf, GuardError> {
+        let root = Path::new("/sys/kernel/tracing");
+        if !root.join("instances").exists() {
+            self.mount("tracefs", root, "tracefs", "")?;
+        }
+        let path = root.join("instances").join(name);
+        self.st()
+            .record(Change::TraceInstance { path: path.clone() })?;
+        std::fs::create_dir(&path).map_err(|e| GuardError::io(&path, e))?;
+        Ok(path)
+    }
+
+    /// Attaches `backing` to a free loop device (with direct I/O when asked,
+    /// so the page cache is not doubled) and returns the device.
+    pub fn attach_loop(&self, backing: &Path, direct_io: bool) -> Result<BlockDev, GuardError> {
+        let backing = std::fs::canonicalize(backing).map_err(|e| GuardError::io(backing, e))?;
+        let seq = self.st().record(Change::Loop {
+            backing: backing.clone(),
+            dev: None,
+        })?;
+        let dio = if direct_io {
+            "--direct-io=on"
+        } else {
+            "--direct-io=off"
+        };
+        let b = backing.to_string_lossy();
+        let out = run_cmd("losetup", &["--find", "--show", dio, &b])?;
+        let name = out.trim().trim_start_matches("/dev/").to_string();
+        let mut st = self.st();
+        st.journal()?.update(
+            seq,
+            Change::Loop {
+                backing: backing.clone(),
+                dev: Some(name.clone()),
+            },
+        )?;
+        drop(st);
+        Ok(BlockDev::from_name(&name)?)
+    }
+
+    /// Hot-adds a zram device of `size_bytes` and returns it. The kernel
+    /// picks the number, so the entry is journaled right after hot_add: a
+    /// SIGKILL in that instant leaves one empty, zero-size zram device.
+    pub fn add_zram(
+        &self,
+        size_bytes: u64,
+        algorithm: Option<&str>,
+    ) -> Result<BlockDev, GuardError> {
+        let ctl = Path::new("/sys/class/zram-control/hot_add");
+        let id_text = std::fs::read_to_string(ctl).map_err(|e| {
+            GuardError::Usage(UsageError::new(format!(
+                "zram is not available ({}: {e}): load it with `modprobe zram`",
+                ctl.display()
+            )))
+        })?;
+        let id: u32 = id_text.trim().parse().map_err(|_| {
+            GuardError::io(
+                ctl,
+                std::io::Error::other(format!("unexpected {id_text:?}")),
+            )
+        })?;
+        self.st().record(Change::Zram { id, added: true })?;
+        let dev = BlockDev::from_name(&format!("zram{id}"))?;
+        if let Some(alg) = algorithm {
+            write_attr(&dev.sysfs.join("comp_algorithm"), alg)?;
+        }
+        write_attr(&dev.sysfs.join("disksize"), &size_bytes.to_string())?;
+        Ok(dev)
+    }
+
+    /// Mounts `source` on `target` (which must exist).
+    pub fn mount(
+        &self,
+        source: &str,
+        target: &Path,
+        fstype: &str,
+        data: &str,
+    ) -> Result<(), GuardError> {
+        self.st().record(Change::Mount {
+            target: target.to_path_buf(),
+            source: source.to_string(),
+        })?;
+        let data = std::ffi::CString::new(data)
+            .map_err(|e| GuardError::io(target, std::io::Error::other(e)))?;
+        rustix::mount::mount(
+            source,
+            target,
+            fstype,
+            rustix::mount::MountFlags::empty(),
+            data.as_c_str(),
+        )
+        .map_err(|e| GuardError::io(target, e.into()))
+    }
+
+    /// Writes back the filesystem holding `fs` (`syncfs`, or `sync` of
+    /// every filesystem when `None`), then drops the clean page cache,
+    /// dentries and inodes (`vm/drop_caches` = 3). Syncing only the lab's
+    /// filesystem keeps a slow device elsewhere (another lab) from stalling
+    /// every cold start. Not journaled: there is nothing to undo.
+    pub fn drop_caches(&self, fs: Option<&Path>) -> Result<(), GuardError> {
+        match fs {
+            Some(p) => {
+                let f = File::open(p).map_err(|e| GuardError::io(p, e))?;
+                rustix::fs::syncfs(&f).map_err(|e| GuardError::io(p, e.into()))?;
+            }
+            None => rustix::fs::sync(),
+        }
+        write_attr(Path::new("/proc/sys/vm/drop_caches"), "3")
+    }
+}
