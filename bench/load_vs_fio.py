@@ -280,9 +280,10 @@ def table(results, rounds):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=5, help="runs per tool and job (default 5)")
-    ap.add_argument("--runtime", type=int, default=5,
-                    help="seconds per time-based run (default 5)")
+    ap.add_argument("--rounds", type=int, default=6,
+                    help="runs per tool and job (default 6; even keeps ABBA balanced)")
+    ap.add_argument("--runtime", type=int, default=4,
+                    help="seconds per time-based run (default 4)")
     ap.add_argument("--ramp", type=int, default=0,
                     help="ramp_time seconds before measuring (default 0: nothing to warm "
                     "with O_DIRECT on zram/loop, and the diskstats check stays exact)")

@@ -62,7 +62,9 @@ pub struct FioJob {
     pub trim: FioDir,
     /// fsync/fdatasync calls.
     pub sync: FioSync,
-    /// Measured time, milliseconds.
+    /// Measured time, milliseconds, summed over the job's clones as fio
+    /// sums it (so `(usr_cpu + sys_cpu) / 100 * job_runtime` is the job's
+    /// CPU time, in both tools).
     pub job_runtime: u64,
     /// User CPU, percent of one CPU per clone.
     pub usr_cpu: f64,
@@ -235,7 +237,7 @@ fn job(j: &JobReport) -> FioJob {
         write: dir(&j.write),
         trim: dir(&DirReport::default()),
         sync: FioSync { total_ios: j.syncs },
-        job_runtime: j.runtime.as_millis() as u64,
+        job_runtime: j.thread_time.as_millis() as u64,
         usr_cpu: j.usr_cpu(),
         sys_cpu: j.sys_cpu(),
         ctx: j.cpu.ctx,
@@ -366,6 +368,14 @@ mod tests {
         // No samples, no percentiles: like fio.
         assert!(j["write"]["lat_ns"].get("percentile").is_none());
         assert!(v["total"]["read"]["io_bytes"].is_u64());
+        assert_eq!(j["job_runtime"], 500);
+        // Two clones of 500 ms: fio sums their times.
+        let mut two = report();
+        two.jobs[0].clones = 2;
+        two.jobs[0].thread_time = Duration::from_millis(1000);
+        let v2 = serde_json::to_value(to_fio_json(&two)).unwrap();
+        assert_eq!(v2["jobs"][0]["job_runtime"], 1000);
+        assert_eq!(v2["jobs"][0]["read"]["runtime"], 500);
         assert_eq!(ctime(0).len(), 24, "{}", ctime(0));
         let text = serde_json::to_string(&to_fio_json(&report())).unwrap();
         let (five, ten) = (

@@ -16,10 +16,10 @@ pub struct DemoArgs {
     #[arg(long, default_value_t = 3)]
     pub reps: u32,
     /// Seconds before a start counts as censored.
-    #[arg(long, default_value_t = 10.0, value_name = "S")]
+    #[arg(long, default_value_t = 5.0, value_name = "S")]
     pub timeout: f64,
     /// Seconds of background load before the first start of each cell.
-    #[arg(long, default_value_t = 3.0, value_name = "S")]
+    #[arg(long, default_value_t = 2.0, value_name = "S")]
     pub warmup: f64,
     /// Size of the synthetic app relative to its documented profile.
     #[arg(long, default_value_t = 0.25, value_name = "FACTOR")]
@@ -69,7 +69,11 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
             "{dir}/app".into(),
         ],
         prepare: Some(format!("{exe} app --prepare --dir {{dir}}/app")),
-        dirty_limit_bytes: None,
+        // A small dirty cache (16 MiB, about 0.4 s of the lab's bandwidth):
+        // a start censored inside fsync cannot be killed until ext4's
+        // ordered-mode commit has written the writers' dirty data, and with
+        // 2 s of it a timed-out start took ~25 s to die under mq-deadline.
+        dirty_limit_bytes: Some(16 << 20),
         read_ahead_kb: Some(128),
     };
     if !a.json {
