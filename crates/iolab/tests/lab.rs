@@ -122,6 +122,15 @@ fn status_reads_back_scheduler_depth_and_throttle() {
     assert_eq!(t["write_bps"], 30 << 20);
     assert_eq!(t["read_iops"], 500);
     assert_eq!(t["write_iops"], 500);
+    // Default dirty cache of a throttled lab: 2 s of its bandwidth. The
+    // kernel keeps it as a ratio of the global limit, so it reads back
+    // approximately.
+    let dirty = up["dirty_limit_bytes"].as_f64().unwrap();
+    let want = (60u64 << 20) as f64;
+    assert!(
+        (dirty - want).abs() / want < 0.05,
+        "dirty limit {dirty}, want ~{want}"
+    );
     let human = env
         .cmd()
         .args(["lab", "status", &env.name])
@@ -130,6 +139,7 @@ fn status_reads_back_scheduler_depth_and_throttle() {
     let human = String::from_utf8(human.stdout).unwrap();
     assert!(human.contains("read 30MiB/s write 30MiB/s"), "{human}");
     assert!(human.contains("driver depth 4"), "{human}");
+    assert!(human.contains("dirty limit"), "{human}");
 }
 /// `down` removes only what iolab created: a directory it made stays when
 /// the user put a file in it, the user's own directory and files stay.

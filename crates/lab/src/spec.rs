@@ -98,6 +98,11 @@ pub struct LabSpec {
     /// Driver queue depth of the device under test (`None`: the loop
     /// driver's 128, or [`DEFAULT_THROTTLED_DEPTH`] when throttled).
     pub queue_depth: Option<u32>,
+    /// Dirty page-cache limit of the lab's filesystem in bytes (bdi
+    /// `max_bytes` + `strict_limit`); `None`: see
+    /// [`LabSpec::effective_dirty_limit`].
+    #[serde(default)]
+    pub dirty_limit_bytes: Option<u64>,
     /// Directory of the image file.
     pub dir: PathBuf,
     /// A zram device (RAM speed, no scheduler) instead of a loop device.
@@ -114,6 +119,7 @@ impl Default for LabSpec {
             bw_bytes: None,
             iops: None,
             queue_depth: None,
+            dirty_limit_bytes: None,
             dir: PathBuf::from("/var/tmp/iolab"),
             zram: false,
         }
@@ -130,6 +136,19 @@ impl LabSpec {
     pub fn effective_queue_depth(&self) -> Option<u32> {
         self.queue_depth
             .or_else(|| self.throttled().then_some(DEFAULT_THROTTLED_DEPTH))
+    }
+
+    /// The dirty limit the lab gets: the one asked for, or for a throttled
+    /// lab 2 s of its bandwidth (at least 16 MiB). A phone has a few hundred
+    /// MiB of RAM for dirty data; with this VM's 24 GiB the global limits
+    /// would let a writer dirty gigabytes, minutes of writeback at phone
+    /// speed, and every `sync` (before a cold start) would wait for them.
+    pub fn effective_dirty_limit(&self) -> Option<u64> {
+        const MIN: u64 = 16 << 20;
+        self.dirty_limit_bytes.or_else(|| {
+            let bw = self.bw_bytes.or_else(|| self.iops.map(|i| i * 4096))?;
+            Some((2 * bw).max(MIN))
+        })
     }
 
     /// Checks everything that needs no system access.
@@ -204,6 +223,8 @@ pub struct SpecText<'a> {
     pub iops: Option<&'a str>,
     /// `--queue-depth`.
     pub queue_depth: Option<&'a str>,
+    /// `--dirty-limit`, e.g. `64MiB`.
+    pub dirty_limit: Option<&'a str>,
     /// `--dir`.
     pub dir: &'a str,
     /// `--zram`.
@@ -246,6 +267,11 @@ impl LabSpec {
                 .map_err(|e| flag("--bw", e))?,
             iops: t.iops.map(|i| count("--iops", i)).transpose()?,
             queue_depth,
+            dirty_limit_bytes: t
+                .dirty_limit
+                .map(iolab_sys::units::parse_size)
+                .transpose()
+                .map_err(|e| flag("--dirty-limit", e))?,
             dir,
             zram: t.zram,
         };

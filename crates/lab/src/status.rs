@@ -50,6 +50,10 @@ pub struct LabStatus {
     pub queue_depth: Option<u32>,
     /// `queue/read_ahead_kb`.
     pub read_ahead_kb: Option<u64>,
+    /// Dirty page-cache limit of the lab's filesystem in bytes (bdi
+    /// `max_bytes`, with `strict_limit` on); `None` when the global limits
+    /// apply.
+    pub dirty_limit_bytes: Option<u64>,
     /// Loop direct I/O (`loop/dio`) of the device under test.
     pub direct_io: Option<bool>,
     /// Scheduler of the lower device (iolab sets `none`).
@@ -152,6 +156,15 @@ fn read_live(lab: &Lab, st: &mut LabStatus) {
     st.iosched = top.iosched_tunables().into_iter().collect();
     st.nr_requests = num(top, "nr_requests");
     st.read_ahead_kb = num(top, "read_ahead_kb");
+    st.dirty_limit_bytes = top.devno().ok().and_then(|d| {
+        let bdi = Path::new("/sys/class/bdi").join(d);
+        let read = |f: &str| std::fs::read_to_string(bdi.join(f)).ok();
+        // Without strict_limit, max_bytes only caps the bdi's share of the
+        // global limit: iolab always sets both.
+        (read("strict_limit")?.trim() == "1")
+            .then(|| read("max_bytes")?.trim().parse().ok())
+            .flatten()
+    });
     st.direct_io = std::fs::read_to_string(top.sysfs.join("loop/dio"))
         .ok()
         .map(|s| s.trim() == "1");

@@ -94,6 +94,9 @@ fn make(guard: &Guard, spec: &LabSpec) -> Result<Lab, LabError> {
     if !spec.zram {
         m.queue_depth = throttle::configure(guard, spec, &top, lower.as_ref())?;
     }
+    if let Some(limit) = spec.effective_dirty_limit() {
+        guard.set_bdi_dirty_limit(&top, limit)?;
+    }
     checkpoint("queues")?;
 
     if spec.fs != Fs::None {

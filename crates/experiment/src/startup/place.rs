@@ -20,15 +20,18 @@ pub struct Resolved {
     pub dir: PathBuf,
     /// Mount point of the filesystem holding `dir`.
     pub mountpoint: PathBuf,
-    /// Emulated bandwidth of the lab, if throttled.
-    pub bw_bytes: Option<u64>,
     /// Human description for messages.
     pub what: String,
 }
 
 /// Brings the place up (a new lab is made through `guard` and removed when
 /// it restores) and returns where to work.
-pub fn resolve(guard: &Guard, place: &Place, force: bool) -> Result<Resolved, StartupError> {
+pub fn resolve(
+    guard: &Guard,
+    place: &Place,
+    force: bool,
+    dirty_limit_bytes: Option<u64>,
+) -> Result<Resolved, StartupError> {
     match place {
         Place::NewLab {
             size_bytes,
@@ -42,6 +45,7 @@ pub fn resolve(guard: &Guard, place: &Place, force: bool) -> Result<Resolved, St
                 fs: Fs::parse(fs)?,
                 bw_bytes: *bw_bytes,
                 iops: *iops,
+                dirty_limit_bytes,
                 ..LabSpec::default()
             };
             let lab = iolab_lab::up(guard, &spec)?;
@@ -52,7 +56,6 @@ pub fn resolve(guard: &Guard, place: &Place, force: bool) -> Result<Resolved, St
                 dev: lab.device().clone(),
                 dir: mnt.clone(),
                 mountpoint: mnt,
-                bw_bytes: *bw_bytes,
                 what: format!("temporary lab {} on {}", lab.name, lab.device().name),
             })
         }
@@ -67,7 +70,6 @@ pub fn resolve(guard: &Guard, place: &Place, force: bool) -> Result<Resolved, St
                 dev: lab.device().clone(),
                 dir: mnt.clone(),
                 mountpoint: mnt,
-                bw_bytes: lab.spec.bw_bytes,
                 what: format!("lab {name} on {}", lab.device().name),
             })
         }
@@ -90,7 +92,6 @@ pub fn resolve(guard: &Guard, place: &Place, force: bool) -> Result<Resolved, St
                 dev,
                 dir: dir.clone(),
                 mountpoint: m.target,
-                bw_bytes: None,
                 what: format!("device {device}"),
             })
         }

@@ -88,7 +88,7 @@ pub fn run_startup(
     check_workloads(&cfg)?;
 
     let guard = Guard::new();
-    let place = place::resolve(&guard, &cfg.place, opts.force)?;
+    let place = place::resolve(&guard, &cfg.place, opts.force, cfg.dirty_limit_bytes)?;
     // Stored as given, `{dir}` unsubstituted, so a resumed run on a new
     // temporary lab substitutes its own directory.
     let stored = cfg.clone();

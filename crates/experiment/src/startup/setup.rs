@@ -1,8 +1,6 @@
 //! Checks and one-off preparation before the first start: everything a
 //! typo could break is tried up front, so no start is measured in vain.
 
-use std::path::Path;
-
 use iolab_guard::Guard;
 use iolab_sys::block::BlockDev;
 use iolab_sys::ioprio::IoPrio;
@@ -144,27 +142,19 @@ pub(super) fn check_iosched_params(
     Ok(())
 }
 
-/// Caps the lab's dirty page cache (bdi `max_bytes` + `strict_limit`) so
-/// that the `sync` before each cold start is bounded on slow storage: with
-/// 24 GiB of RAM the global limits allow gigabytes of dirty data, minutes of
-/// writeback at phone speed, which no phone has.
+/// Applies an explicit `--dirty-limit` to a named lab or a device (a
+/// temporary lab gets it, or its default, when it is made: see
+/// `LabSpec::effective_dirty_limit`).
 pub(super) fn limit_dirty(
     guard: &Guard,
     place: &Resolved,
     cfg: &StartupConfig,
 ) -> Result<(), StartupError> {
-    let limit = cfg
-        .dirty_limit_bytes
-        .or_else(|| place.bw_bytes.map(|bw| (2 * bw).max(16 << 20)));
-    let Some(limit) = limit else { return Ok(()) };
-    if !Path::new("/sys/class/bdi")
-        .join(place.dev.devno()?)
-        .join("max_bytes")
-        .exists()
-    {
-        eprintln!("iolab: note: this kernel has no per-device dirty limit (bdi max_bytes); sync before each start may be slow");
+    if matches!(cfg.place, super::config::Place::NewLab { .. }) {
         return Ok(());
     }
-    guard.set_bdi_dirty_limit(&place.dev, limit)?;
+    if let Some(limit) = cfg.dirty_limit_bytes {
+        guard.set_bdi_dirty_limit(&place.dev, limit)?;
+    }
     Ok(())
 }

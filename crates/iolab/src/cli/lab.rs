@@ -50,6 +50,11 @@ pub struct UpArgs {
     /// in the scheduler [default: 4 with --bw/--iops, else the driver's 128].
     #[arg(long)]
     pub queue_depth: Option<String>,
+    /// Dirty page-cache limit of the lab's filesystem (bdi max_bytes), e.g.
+    /// 64MiB [default: 2 s of bandwidth, at least 16MiB, with --bw/--iops;
+    /// else the kernel's global limits].
+    #[arg(long, value_name = "SIZE")]
+    pub dirty_limit: Option<String>,
     /// Directory for the image file.
     #[arg(long, default_value = "/var/tmp/iolab")]
     pub dir: String,
@@ -142,6 +147,7 @@ fn up(a: UpArgs) -> anyhow::Result<()> {
         bw: a.bw.as_deref(),
         iops: a.iops.as_deref(),
         queue_depth: a.queue_depth.as_deref(),
+        dirty_limit: a.dirty_limit.as_deref(),
         dir: &a.dir,
         zram: a.zram,
     })?;
@@ -275,6 +281,9 @@ fn print_status(s: &LabStatus) {
     }
     if let Some(r) = s.read_ahead_kb {
         queue.push(format!("read_ahead_kb {r}"));
+    }
+    if let Some(d) = s.dirty_limit_bytes {
+        queue.push(format!("dirty limit {}", iolab_sys::units::format_bytes(d)));
     }
     if let Some(d) = s.direct_io {
         queue.push(format!("direct I/O {}", if d { "on" } else { "off" }));
