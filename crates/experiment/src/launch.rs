@@ -212,6 +212,18 @@ pub fn launch(guard: &Guard, spec: &LaunchSpec) -> Result<Outcome, LaunchError> 
             }
         }
     }
+    // A target that prints its ready line and exits at once can have its
+    // exit reach us before the reader thread's line: look for the line
+    // (time-stamped when read) before calling the start "never ready".
+    if ready.is_none() && exit.is_some() && matches!(spec.ready, Ready::Line(_)) {
+        let until = Instant::now() + Duration::from_millis(200);
+        while let Ok(ev) = rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+            if let Event::ReadyLine(at) = ev {
+                ready = Some(at);
+                break;
+            }
+        }
+    }
     // Whatever happened, nothing of the target's group may keep running:
     // a leftover child would spoil the next measurement.
     kill_group(pgid);

@@ -233,3 +233,15 @@ fn missing_program_is_a_spawn_error() {
     assert!(msg.contains("iolab-no-such-program"), "{msg}");
     assert!(msg.contains("executable"), "{msg}");
 }
+
+#[test]
+fn a_ready_line_printed_just_before_exit_still_counts() {
+    // The exit and the line race to the harness; the line must win when it
+    // was printed. Repeated, since the race is the point.
+    for _ in 0..20 {
+        let re = Regex::new("READY").unwrap();
+        let o = run(&spec("echo READY", Ready::Line(re), 10.0));
+        assert!(!o.failed() && !o.censored, "{o:?}");
+        assert_eq!(o.duration_ns, o.ready_ns.unwrap());
+    }
+}
