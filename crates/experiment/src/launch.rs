@@ -53,6 +53,8 @@ pub struct Outcome {
     pub exit_code: Option<i32>,
     /// Signal that ended it, if any.
     pub signal: Option<i32>,
+    /// The target's own resource use (wait4), when it was reaped.
+    pub usage: Option<Usage>,
     /// Exit time, when it exited on its own within the timeout.
     pub exit_ns: Option<u64>,
     /// Ready time (line or file mode), when seen.
@@ -70,6 +72,48 @@ impl Outcome {
     pub fn failed(&self) -> bool {
         !self.censored && (self.exit_code.is_some_and(|c| c != 0) || self.duration_ns == 0)
     }
+}
+
+/// What the target itself used, from wait4(2)'s rusage (its waited-for
+/// children included).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Usage {
+    /// Bytes it caused to be read from storage (`ru_inblock` × 512, the
+    /// kernel's per-task I/O accounting).
+    pub read_bytes: u64,
+    /// Bytes it caused to be written (`ru_oublock` × 512: pages it dirtied).
+    pub write_bytes: u64,
+    /// User CPU time, ns.
+    pub user_ns: u64,
+    /// System CPU time, ns.
+    pub sys_ns: u64,
+}
+
+/// Reaps `pid`, returning its status and rusage.
+fn wait4(pid: i32) -> Option<(std::process::ExitStatus, Usage)> {
+    use std::os::unix::process::ExitStatusExt;
+    let mut status: libc::c_int = 0;
+    // SAFETY: rusage is plain data; zeroed is a valid value for it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: valid pointers to locals; pid is our own child.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+        if r == pid {
+            break;
+        }
+        if r < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        return None;
+    }
+    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+    let usage = Usage {
+        read_bytes: ru.ru_inblock as u64 * 512,
+        write_bytes: ru.ru_oublock as u64 * 512,
+        user_ns: ns(ru.ru_utime),
+        sys_ns: ns(ru.ru_stime),
+    };
+    Some((std::process::ExitStatus::from_raw(status), usage))
 }
 
 /// Why a launch could not be made.
@@ -91,7 +135,7 @@ pub enum LaunchError {
 }
 
 enum Event {
-    Exited(Instant, std::process::ExitStatus),
+    Exited(Instant, std::process::ExitStatus, Usage),
     ReadyLine(Instant),
     WaitFailed,
 }
@@ -164,18 +208,25 @@ pub fn launch(guard: &Guard, spec: &LaunchSpec) -> Result<Outcome, LaunchError> 
         readers.push(std::thread::spawn(move || read_output(out, re, tx, tail)));
     }
     let waiter_tx = tx.clone();
-    let waiter = std::thread::spawn(move || match child.wait() {
-        Ok(st) => {
-            let _ = waiter_tx.send(Event::Exited(Instant::now(), st));
-        }
-        Err(_) => {
-            let _ = waiter_tx.send(Event::WaitFailed);
+    // wait4 rather than Child::wait: its rusage is the target's own I/O
+    // and CPU (children it waited for included), which lets the run tell
+    // the background's device traffic from the target's.
+    let waiter = std::thread::spawn(move || {
+        let _child = child; // keeps the handle; never waited through std
+        match wait4(pgid) {
+            Some((st, usage)) => {
+                let _ = waiter_tx.send(Event::Exited(Instant::now(), st, usage));
+            }
+            None => {
+                let _ = waiter_tx.send(Event::WaitFailed);
+            }
         }
     });
     drop(tx);
 
     let deadline = t0 + spec.timeout;
     let mut interrupted = false;
+    let mut usage: Option<Usage> = None;
     let mut exit: Option<(Instant, std::process::ExitStatus)> = None;
     let mut ready: Option<Instant> = None;
     let poll = Duration::from_millis(1);
@@ -193,8 +244,9 @@ pub fn launch(guard: &Guard, spec: &LaunchSpec) -> Result<Outcome, LaunchError> 
             _ => deadline - now,
         };
         match rx.recv_timeout(wait) {
-            Ok(Event::Exited(at, st)) => {
+            Ok(Event::Exited(at, st, u)) => {
                 exit = Some((at, st));
+                usage = Some(u);
                 break;
             }
             Ok(Event::ReadyLine(at)) => {
@@ -232,8 +284,9 @@ pub fn launch(guard: &Guard, spec: &LaunchSpec) -> Result<Outcome, LaunchError> 
     if exit.is_none() {
         let until = Instant::now() + Duration::from_secs(10);
         while let Ok(ev) = rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
-            if let Event::Exited(_, st) = ev {
+            if let Event::Exited(_, st, u) = ev {
                 killed = Some(st);
+                usage = Some(u);
                 break;
             }
         }
@@ -267,6 +320,7 @@ pub fn launch(guard: &Guard, spec: &LaunchSpec) -> Result<Outcome, LaunchError> 
         exit_code: status.and_then(|s| s.code()),
         signal: status.and_then(|s| s.signal()),
         interrupted,
+        usage,
         exit_ns,
         ready_ns,
         output_tail: tail,

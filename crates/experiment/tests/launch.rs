@@ -238,10 +238,37 @@ fn missing_program_is_a_spawn_error() {
 fn a_ready_line_printed_just_before_exit_still_counts() {
     // The exit and the line race to the harness; the line must win when it
     // was printed. Repeated, since the race is the point.
+    let re = Regex::new("READY").unwrap();
     for _ in 0..20 {
-        let re = Regex::new("READY").unwrap();
-        let o = run(&spec("echo READY", Ready::Line(re), 10.0));
+        let o = run(&spec("echo READY", Ready::Line(re.clone()), 10.0));
         assert!(!o.failed() && !o.censored, "{o:?}");
         assert_eq!(o.duration_ns, o.ready_ns.unwrap());
     }
+}
+
+#[test]
+fn the_targets_own_io_and_cpu_come_from_wait4() {
+    // A cold 8 MiB read by the target shows up as its own read_bytes (the
+    // kernel's per-task accounting), which the matrix subtracts from the
+    // device's traffic to get the background's.
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let f = dir.path().join("f");
+    std::fs::write(&f, vec![7u8; 8 << 20]).unwrap();
+    iolab_sys::pagecache::evict(&[&f]).unwrap();
+    if iolab_sys::pagecache::residency(&f).unwrap().fraction() > 0.0 {
+        eprintln!(
+            "skip the_targets_own_io_and_cpu_come_from_wait4: cannot evict {}",
+            f.display()
+        );
+        return;
+    }
+    let o = run(&spec(
+        &format!("cat {} > /dev/null", f.display()),
+        Ready::Exit,
+        30.0,
+    ));
+    let u = o.usage.unwrap();
+    assert!(u.read_bytes >= 7 << 20, "{u:?}");
+    assert!(u.read_bytes <= 12 << 20, "{u:?}");
+    assert!(u.user_ns + u.sys_ns > 0, "{u:?}");
 }

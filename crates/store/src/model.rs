@@ -69,13 +69,15 @@ impl fmt::Display for Status {
     }
 }
 
-/// Background I/O the workload achieved during one run, from the device's
-/// /proc/diskstats counters (sectors × 512) at the run's start and end.
+/// Background I/O the workload achieved during one run: the device's
+/// /proc/diskstats counters (sectors × 512) at the run's start and end,
+/// less the target's own I/O (its wait4 rusage; both raw numbers are in
+/// the run's `extra`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct BackgroundIo {
-    /// Bytes read from the device during the window.
+    /// Bytes read from the device during the window, not by the target.
     pub read_bytes: u64,
-    /// Bytes written to the device during the window.
+    /// Bytes written to the device during the window, not by the target.
     pub write_bytes: u64,
     /// Length of the window in seconds.
     pub seconds: f64,

@@ -96,17 +96,18 @@ pub(super) fn run_cell(
             ))
             .into());
         }
-        let background = match (&before, &after) {
-            (Some(b), Some(a)) => {
-                let d = a.since(b);
-                Some(BackgroundIo {
-                    read_bytes: d.read_bytes(),
-                    write_bytes: d.write_bytes(),
-                    seconds: window,
-                })
-            }
+        // The device's traffic during the start, less what the target
+        // itself read and dirtied (its wait4 rusage): what the load achieved.
+        let device = match (&before, &after) {
+            (Some(b), Some(a)) => Some(a.since(b)),
             _ => None,
         };
+        let own = outcome.usage.unwrap_or_default();
+        let background = device.as_ref().map(|d| BackgroundIo {
+            read_bytes: d.read_bytes().saturating_sub(own.read_bytes),
+            write_bytes: d.write_bytes().saturating_sub(own.write_bytes),
+            seconds: window,
+        });
         let record = RunRecord {
             scheduler: cell.scheduler.clone(),
             workload: cell.workload.clone(),
@@ -131,6 +132,9 @@ pub(super) fn run_cell(
                 "load_ioprio": cfg.load_ioprio,
             }),
             extra: json!({
+                "device_read_bytes": device.as_ref().map(|d| d.read_bytes()),
+                "device_write_bytes": device.as_ref().map(|d| d.write_bytes()),
+                "target": outcome.usage,
                 "exit_ns": outcome.exit_ns,
                 "ready_ns": outcome.ready_ns,
                 "failed": outcome.failed(),
