@@ -34,7 +34,7 @@ fn a_load_on_a_throttled_lab_agrees_with_the_throttle_and_diskstats() {
     let want = 48u64 << 20;
     // Writing first creates the file (no layout pass), so reading it next
     // needs none either: each run's device traffic is its own.
-    for (rw, dir) in [("write", "write"), ("read", "read")] {
+    for rw in ["write", "read"] {
         let job = env.img.path().join(format!("{rw}.fio"));
         std::fs::write(
             &job,
@@ -58,7 +58,7 @@ fn a_load_on_a_throttled_lab_agrees_with_the_throttle_and_diskstats() {
             String::from_utf8_lossy(&out.stderr)
         );
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        let j = &v["jobs"][0][dir];
+        let j = &v["jobs"][0][rw];
 
         // The load's own number: the whole file.
         assert_eq!(j["io_bytes"], want, "{rw}: {v}");
