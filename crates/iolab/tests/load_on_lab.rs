@@ -29,7 +29,6 @@ fn a_load_on_a_throttled_lab_agrees_with_the_throttle_and_diskstats() {
         "mq-deadline",
     ]);
     let dev = kname(s(&up, "device"));
-    let mnt = s(&up, "mountpoint");
     let mib = (1u64 << 20) as f64;
     let want = 48u64 << 20;
     // Writing first creates the file (no layout pass), so reading it next
@@ -39,7 +38,7 @@ fn a_load_on_a_throttled_lab_agrees_with_the_throttle_and_diskstats() {
         std::fs::write(
             &job,
             format!(
-                "[{rw}]\ndirectory={mnt}\nfilename=data\nbs=1M\ndirect=1\nsize=48M\n\
+                "[{rw}]\nfilename=data\nbs=1M\ndirect=1\nsize=48M\n\
                  ioengine=psync\nrw={rw}\n"
             ),
         )
@@ -47,7 +46,7 @@ fn a_load_on_a_throttled_lab_agrees_with_the_throttle_and_diskstats() {
         let before = diskstat(&dev);
         let out = env
             .cmd()
-            .args(["load", "--json"])
+            .args(["load", "--json", "--lab", &env.name])
             .arg(&job)
             .output()
             .unwrap();

@@ -39,6 +39,11 @@ pub struct LoadArgs {
     #[arg(long, value_name = "seq|rand")]
     pub pattern: Option<String>,
 
+    /// Run in lab NAME's filesystem (made by `iolab lab up`): sets
+    /// --directory to its mount point.
+    #[arg(long, value_name = "NAME", conflicts_with = "directory")]
+    pub lab: Option<String>,
+
     /// I/O priority of the load's threads: rt:N, be:N (N 0-7, 0 highest)
     /// or idle.
     #[arg(long, value_name = "CLASS:LEVEL")]
@@ -66,7 +71,7 @@ buffered 1 MiB writes, like a looping dd. Files are 512 MiB, or smaller to fit
 the directory's free space (--size sets it).
 
 Examples:
-  iolab load 1r1w --directory /mnt/lab --runtime 30
+  iolab load 1r1w --lab phone --runtime 30
   iolab load jobs.fio --runtime 10 --json
   iolab load --rw randread --bs 4k --size 1g --direct --ioengine io_uring --iodepth 32 --runtime 10
   iolab load --readers 5 --writers 5 --pattern rand --directory /mnt/lab --ioprio idle";
@@ -197,7 +202,8 @@ impl JobFlags {
 
 /// Runs a load and prints its report.
 pub fn run(a: LoadArgs) -> anyhow::Result<()> {
-    let jobs = build_jobs(&a).map_err(usage_aware)?;
+    let lab_dir = a.lab.as_deref().map(lab_directory).transpose()?;
+    let jobs = build_jobs(&a, lab_dir.as_deref()).map_err(usage_aware)?;
     let ioprio = a.ioprio.as_deref().map(str::parse::<IoPrio>).transpose()?;
     // Only a scheduler switch changes system state; the guard restores it
     // when it drops at the end of this function.
@@ -233,8 +239,23 @@ pub fn run(a: LoadArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn build_jobs(a: &LoadArgs) -> Result<Vec<iolab_load::Job>, LoadError> {
-    let overrides = a.job.overrides();
+/// The mount point of lab `name`.
+fn lab_directory(name: &str) -> anyhow::Result<String> {
+    let lab = iolab_lab::open(name)?;
+    let mnt = lab.mountpoint.ok_or_else(|| {
+        UsageError::new(format!(
+            "lab {name} has no filesystem (--fs none): use --filename /dev/{} --force to load its device",
+            lab.top.name
+        ))
+    })?;
+    Ok(mnt.to_string_lossy().into_owned())
+}
+
+fn build_jobs(a: &LoadArgs, lab_dir: Option<&str>) -> Result<Vec<iolab_load::Job>, LoadError> {
+    let mut overrides = a.job.overrides();
+    if let Some(d) = lab_dir {
+        overrides.push(("directory".into(), d.to_string()));
+    }
     let shorthand = a.readers.is_some() || a.writers.is_some();
     let usage = |m: &str| LoadError::Usage(UsageError::new(m));
     if a.job.name.is_some() && (a.spec.is_some() || shorthand) {
