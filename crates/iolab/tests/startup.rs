@@ -950,3 +950,41 @@ fn demo_help_works_without_running_it() {
     ok(&out);
     assert!(text(&out.stdout).contains("--resume"));
 }
+
+#[test]
+fn a_real_device_needs_force_and_a_dir_on_it() {
+    if !root_or_skip("a_real_device_needs_force_and_a_dir_on_it") {
+        return;
+    }
+    let b = Bench::new("st-bad-dev");
+    let db = db_arg(&b);
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let d = dir.path().to_string_lossy().into_owned();
+    let disk = iolab_sys::mounts::containing(dir.path())
+        .and_then(|m| {
+            let (a, b) = m.devno.split_once(':')?;
+            iolab_sys::block::BlockDev::from_devno(a.parse().ok()?, b.parse().ok()?).ok()
+        })
+        .map(|d| d.name);
+    let Some(disk) = disk else {
+        eprintln!(
+            "skip a_real_device_needs_force_and_a_dir_on_it: /var/tmp is not on a block device"
+        );
+        return;
+    };
+    // Without --force: refused before anything is touched.
+    let line = usage_error(
+        &b,
+        &["--device", &disk, "--dir", &d, "--db", &db, "--", "true"],
+    );
+    assert!(line.contains("--force"), "{line}");
+    // With --force but a --dir on another device: refused too.
+    let other = if disk == "loop0" { "loop1" } else { "loop0" };
+    let line = usage_error(
+        &b,
+        &[
+            "--device", other, "--dir", &d, "--force", "--db", &db, "--", "true",
+        ],
+    );
+    assert!(line.contains(&format!("not on {other}")), "{line}");
+}

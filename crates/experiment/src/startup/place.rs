@@ -88,6 +88,22 @@ pub fn resolve(
                     dir.display()
                 ))
             })?;
+            // The scheduler under test must be the one the directory's I/O
+            // goes through, or the matrix would measure nothing it changes.
+            let holder = m
+                .devno
+                .split_once(':')
+                .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
+                .and_then(|(a, b)| BlockDev::from_devno(a, b).ok());
+            if holder.as_ref().map(|h| &h.name) != Some(&dev.name) {
+                return Err(UsageError::new(format!(
+                    "{} is on {} ({}), not on {device}: give a --dir on the device under test",
+                    dir.display(),
+                    holder.map_or_else(|| m.source.clone(), |h| h.name),
+                    m.target.display()
+                ))
+                .into());
+            }
             Ok(Resolved {
                 dev,
                 dir: dir.clone(),
