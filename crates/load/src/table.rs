@@ -113,35 +113,10 @@ pub fn fmt_ns(ns: u64) -> String {
     }
 }
 
-/// Left-aligns the first two columns, right-aligns the numbers.
+/// Left-aligns the first two columns (job, direction), right-aligns the
+/// numbers.
 fn align(rows: &[Vec<String>]) -> String {
-    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let width: Vec<usize> = (0..cols)
-        .map(|c| {
-            rows.iter()
-                .filter_map(|r| r.get(c))
-                .map(|s| s.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for r in rows {
-        let line: Vec<String> = r
-            .iter()
-            .enumerate()
-            .map(|(c, s)| {
-                if c < 2 {
-                    format!("{s:<w$}", w = width[c])
-                } else {
-                    format!("{s:>w$}", w = width[c])
-                }
-            })
-            .collect();
-        out.push_str(line.join("  ").trim_end());
-        out.push('\n');
-    }
-    out
+    iolab_sys::text::align_columns(rows, 2)
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ pub mod ioprio;
 pub mod mounts;
 pub mod pagecache;
 pub mod process;
+pub mod text;
 pub mod units;
 
 pub use error::{SysError, UsageError};

@@ -106,27 +106,7 @@ fn grid(cells: &[&CellReport]) -> String {
 /// Left-aligns rows of cells into columns two spaces apart (the layout of
 /// every iolab text table).
 pub fn align_columns(rows: &[Vec<String>]) -> String {
-    let ncols = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..ncols)
-        .map(|i| {
-            rows.iter()
-                .filter_map(|r| r.get(i))
-                .map(|t| t.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for row in rows {
-        let line: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(text, w)| format!("{text:<w$}"))
-            .collect();
-        out.push_str(line.join("  ").trim_end());
-        out.push('\n');
-    }
-    out
+    iolab_sys::text::align_columns(rows, usize::MAX)
 }
 
 fn legend(cells: &[CellReport]) -> String {
