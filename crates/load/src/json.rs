@@ -108,7 +108,7 @@ pub struct FioDir {
 }
 
 /// A latency summary, nanoseconds.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Default)]
 pub struct FioLat {
     /// Minimum.
     pub min: u64,
@@ -261,14 +261,7 @@ fn dir(d: &DirReport) -> FioDir {
                     .collect(),
             )),
         },
-        None => FioLat {
-            min: 0,
-            max: 0,
-            mean: 0.0,
-            stddev: 0.0,
-            n: 0,
-            percentile: None,
-        },
+        None => FioLat::default(),
     };
     let bw = d.bw_bytes().round() as u64;
     FioDir {
@@ -281,14 +274,7 @@ fn dir(d: &DirReport) -> FioDir {
         total_ios: d.total_ios,
         short_ios: d.short_ios,
         drop_ios: 0,
-        slat_ns: FioLat {
-            min: 0,
-            max: 0,
-            mean: 0.0,
-            stddev: 0.0,
-            n: 0,
-            percentile: None,
-        },
+        slat_ns: FioLat::default(),
         clat_ns: lat.clone(),
         lat_ns: lat,
     }
