@@ -29,35 +29,11 @@ fn run(s: &LaunchSpec) -> Outcome {
 
 const S: f64 = 1e9;
 
-/// Processes whose process group is `pgid` and that are not zombies
-/// (a zombie has run its last instruction; PID 1 here may reap slowly).
-fn live_members(pgid: i32) -> Vec<i32> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-            continue;
-        };
-        // pid (comm) state ppid pgrp ...: comm may hold spaces, so split
-        // after its closing parenthesis.
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        if f.len() > 2 && f[2] == pgid.to_string() && f[0] != "Z" {
-            out.push(pid);
-        }
-    }
-    out
-}
-
 /// Waits up to 2 s for the group to be gone (SIGKILL delivery is async).
 fn assert_group_gone(pgid: i32) {
     let until = Instant::now() + Duration::from_secs(2);
     loop {
-        let left = live_members(pgid);
+        let left = iolab_sys::process::live_group_members(pgid);
         if left.is_empty() {
             return;
         }

@@ -376,22 +376,14 @@ fn started_process_group_is_killed_after_sigkill() {
     assert!(Path::new(&format!("/proc/{pid}")).exists());
     assert!(fx.restore().contains("killed process group"));
     let deadline = Instant::now() + Duration::from_secs(5);
-    while alive_not_zombie(pid) && Instant::now() < deadline {
+    while !iolab_sys::process::live_group_members(pid).is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(!alive_not_zombie(pid), "process group {pid} still running");
-}
-
-fn alive_not_zombie(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            !s.rsplit(')')
-                .next()
-                .unwrap_or("")
-                .trim_start()
-                .starts_with('Z')
-        })
-        .unwrap_or(false)
+    let left = iolab_sys::process::live_group_members(pid);
+    assert!(
+        left.is_empty(),
+        "process group {pid} still running: {left:?}"
+    );
 }
 
 #[test]

@@ -312,27 +312,6 @@ fn json_statistics_equal_those_recomputed_from_stored_samples() {
     }
 }
 
-/// Live (non-zombie) members of process group `pgid`, from /proc.
-fn live_members(pgid: i64) -> Vec<i64> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i64>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-            continue;
-        };
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        if f.len() > 2 && f[2] == pgid.to_string() && f[0] != "Z" {
-            out.push(pid);
-        }
-    }
-    out
-}
-
 #[test]
 fn a_timeout_is_recorded_as_censored_and_the_target_group_killed() {
     if !root_or_skip("a_timeout_is_recorded_as_censored_and_the_target_group_killed") {
@@ -383,14 +362,14 @@ fn a_timeout_is_recorded_as_censored_and_the_target_group_killed() {
     assert_eq!(cell["median_is_lower_bound"], true);
     assert!(cell["ci95"].is_null(), "{cell}");
 
-    let groups: Vec<i64> = std::fs::read_to_string(&pids)
+    let groups: Vec<i32> = std::fs::read_to_string(&pids)
         .unwrap()
         .lines()
         .map(|l| l.trim().parse().unwrap())
         .collect();
     assert_eq!(groups.len(), 2, "one target group per start");
     for g in groups {
-        let left = live_members(g);
+        let left = iolab_sys::process::live_group_members(g);
         assert!(left.is_empty(), "target group {g} survived: {left:?}");
     }
 }
@@ -736,6 +715,16 @@ fn usage_error(b: &Bench, args: &[&str]) -> String {
     lines[0].to_string()
 }
 
+/// [`usage_error`] for a matrix on a small temporary lab: `args`, then
+/// the bench's database and `target` after `--`.
+fn bad_matrix(b: &Bench, args: &[&str], target: &str) -> String {
+    let db = db_arg(b);
+    let mut v = vec!["--lab-size", "64MiB"];
+    v.extend_from_slice(args);
+    v.extend(["--db", &db, "--", target]);
+    usage_error(b, &v)
+}
+
 fn db_arg(b: &Bench) -> String {
     b.db.to_string_lossy().into_owned()
 }
@@ -746,20 +735,7 @@ fn unknown_scheduler_is_a_usage_error() {
         return;
     }
     let b = Bench::new("st-bad-sched");
-    let db = db_arg(&b);
-    let line = usage_error(
-        &b,
-        &[
-            "--lab-size",
-            "64MiB",
-            "--schedulers",
-            "foo",
-            "--db",
-            &db,
-            "--",
-            "true",
-        ],
-    );
+    let line = bad_matrix(&b, &["--schedulers", "foo"], "true");
     assert!(
         line.contains("\"foo\"") && line.contains("mq-deadline"),
         "{line}"
@@ -826,24 +802,15 @@ fn unknown_workload_is_a_usage_error_before_anything_runs() {
         return;
     }
     let b = Bench::new("st-bad-load");
-    let db = db_arg(&b);
-    let line = usage_error(
-        &b,
-        &[
-            "--lab-size",
-            "64MiB",
-            "--schedulers",
-            "none",
-            "--workloads",
-            "1r,nope",
-            "--reps",
-            "1",
-            "--db",
-            &db,
-            "--",
-            "true",
-        ],
-    );
+    let args = [
+        "--schedulers",
+        "none",
+        "--workloads",
+        "1r,nope",
+        "--reps",
+        "1",
+    ];
+    let line = bad_matrix(&b, &args, "true");
     assert!(line.contains("nope") && line.contains("1r1w"), "{line}");
     // Refused before the matrix: nothing measured, nothing stored.
     let list = b.list();
@@ -859,22 +826,8 @@ fn missing_program_is_a_usage_error_before_anything_is_stored() {
         return;
     }
     let b = Bench::new("st-bad-prog");
-    let db = db_arg(&b);
-    let line = usage_error(
-        &b,
-        &[
-            "--lab-size",
-            "64MiB",
-            "--schedulers",
-            "none",
-            "--workloads",
-            "idle",
-            "--db",
-            &db,
-            "--",
-            "{dir}/no-such-app",
-        ],
-    );
+    let args = ["--schedulers", "none", "--workloads", "idle"];
+    let line = bad_matrix(&b, &args, "{dir}/no-such-app");
     assert!(
         line.contains("no-such-app") && line.contains("executable"),
         "{line}"
@@ -892,36 +845,29 @@ fn bad_iosched_params_are_usage_errors() {
         return;
     }
     let b = Bench::new("st-bad-param");
-    let db = db_arg(&b);
-    let base = ["--lab-size", "64MiB", "--workloads", "idle", "--reps", "1"];
-    let with = |sched: &str, param: &str| {
-        let mut v: Vec<&str> = base.to_vec();
-        v.extend([
+    let run = |sched: &str, param: &str| {
+        let args = [
+            "--workloads",
+            "idle",
+            "--reps",
+            "1",
             "--schedulers",
             sched,
             "--iosched-param",
             param,
-            "--db",
-            &db,
-            "--",
-            "true",
-        ]);
-        v.into_iter().map(String::from).collect::<Vec<_>>()
+        ];
+        bad_matrix(&b, &args, "true")
     };
-    let run = |args: Vec<String>| {
-        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        usage_error(&b, &refs)
-    };
-    let line = run(with("bfq", "slice_idle"));
+    let line = run("bfq", "slice_idle");
     assert!(line.contains("NAME=VALUE"), "{line}");
     // A tunable none of the schedulers has: a typo, not something to skip.
-    let line = run(with("bfq,mq-deadline", "slice_idel=0"));
+    let line = run("bfq,mq-deadline", "slice_idel=0");
     assert!(
         line.contains("slice_idel") && line.contains("slice_idle"),
         "{line}"
     );
     // A value the scheduler refuses.
-    let line = run(with("bfq", "slice_idle=abc"));
+    let line = run("bfq", "slice_idle=abc");
     assert!(line.contains("slice_idle=abc"), "{line}");
     let list = b.list();
     assert!(

@@ -20,6 +20,33 @@ pub fn is_alive(pid: i32, start: u64) -> bool {
     start_time(pid) == Some(start)
 }
 
+/// Pids of the processes in group `pgid` that still run (zombies, which
+/// have run their last instruction, excluded), from /proc/PID/stat's state
+/// (field 3) and pgrp (field 5).
+pub fn live_group_members(pgid: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let (state, pgrp) = parse_state_and_pgrp(&stat)?;
+            (pgrp == pgid && state != 'Z').then_some(pid)
+        })
+        .collect()
+}
+
+/// State letter and process group of a /proc/PID/stat line (fields are
+/// counted after the last `)`, as comm may hold spaces).
+pub fn parse_state_and_pgrp(stat: &str) -> Option<(char, i32)> {
+    let mut f = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = f.next()?.chars().next()?;
+    let pgrp = f.nth(1)?.parse().ok()?;
+    Some((state, pgrp))
+}
+
 /// This process's own (pid, start time).
 pub fn me() -> (i32, u64) {
     let pid = std::process::id() as i32;
@@ -75,6 +102,15 @@ mod tests {
         let line =
             "1234 (a b) c) S 1 1234 1234 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
         assert_eq!(parse_start_time(line), Some(987654));
+    }
+
+    #[test]
+    fn state_and_group_skip_odd_comm() {
+        let line = "1234 (a b) c) Z 1 77 1234 0";
+        assert_eq!(parse_state_and_pgrp(line), Some(('Z', 77)));
+        let me = std::process::id() as i32;
+        let pgrp = rustix::process::getpgrp().as_raw_nonzero().get();
+        assert!(live_group_members(pgrp).contains(&me));
     }
 
     #[test]
