@@ -221,24 +221,8 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
     } else {
         a.schedulers.clone()
     };
-    let mut params = Vec::new();
-    for p in &a.iosched_params {
-        let (k, v) = p.split_once('=').ok_or_else(|| {
-            UsageError::new(format!(
-                "--iosched-param {p:?}: expected NAME=VALUE, e.g. slice_idle=0"
-            ))
-        })?;
-        params.push((k.to_string(), v.to_string()));
-    }
-    let mut load_options = Vec::new();
-    for p in &a.load_options {
-        let (k, v) = p.split_once('=').ok_or_else(|| {
-            UsageError::new(format!(
-                "--load-option {p:?}: expected NAME=VALUE, e.g. size=128M"
-            ))
-        })?;
-        load_options.push((k.to_string(), v.to_string()));
-    }
+    let params = name_values("--iosched-param", &a.iosched_params, "slice_idle=0")?;
+    let load_options = name_values("--load-option", &a.load_options, "size=128M")?;
     let ready = match (&a.ready_line, &a.ready_file) {
         (Some(r), _) => ReadyWhen::Line { regex: r.clone() },
         (None, Some(p)) => ReadyWhen::File { path: p.clone() },
@@ -268,4 +252,22 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
             .map(iolab_sys::units::parse_size)
             .transpose()?,
     })
+}
+
+/// Splits repeated `NAME=VALUE` flags; `example` shows a valid one.
+fn name_values(
+    flag: &str,
+    items: &[String],
+    example: &str,
+) -> Result<Vec<(String, String)>, UsageError> {
+    items
+        .iter()
+        .map(|p| {
+            p.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .ok_or_else(|| {
+                    UsageError::new(format!("{flag} {p:?}: expected NAME=VALUE, e.g. {example}"))
+                })
+        })
+        .collect()
 }
