@@ -23,7 +23,8 @@ mod time;
 
 pub use error::StoreError;
 pub use model::{
-    BackgroundIo, Experiment, ExperimentId, ExperimentSummary, RunKey, RunRecord, Status,
+    Artifact, BackgroundIo, Experiment, ExperimentId, ExperimentSummary, RunId, RunKey, RunRecord,
+    Status,
 };
 pub use report::{cells_from_runs, CellReport, ExperimentReport, IDLE_WORKLOAD};
 pub use store::{default_db_path, Store};

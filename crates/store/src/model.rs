@@ -33,6 +33,31 @@ impl FromStr for ExperimentId {
     }
 }
 
+/// Identifier of a recorded run (the database row), returned by
+/// [`crate::Store::record_run`] so documents can be attached to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RunId(pub i64);
+
+/// A document attached to a run (see [`crate::Store::add_artifact`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Artifact {
+    /// The run it belongs to.
+    pub run_id: RunId,
+    /// Scheduler of that run.
+    pub scheduler: String,
+    /// Workload of that run.
+    pub workload: String,
+    /// Target of that run.
+    pub target: String,
+    /// Repetition of that run.
+    pub rep: u32,
+    /// What the document is: `latency_hist`, `cpu`, `psi`, `explain`, ...
+    pub kind: String,
+    /// The document, raw samples included.
+    pub json: Value,
+}
+
 /// Lifecycle of an experiment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use iolab_stats::{ratio_of_means, summarize, Ratio, Sample, Summary};
 
 use crate::error::StoreError;
-use crate::model::{Experiment, ExperimentId, RunRecord};
+use crate::model::{Artifact, Experiment, ExperimentId, RunRecord};
 use crate::store::Store;
 
 /// The workload every other one is compared with (S's `idle`, the thesis's
@@ -54,6 +54,9 @@ pub struct ExperimentReport {
     pub cells: Vec<CellReport>,
     /// Every run as recorded, censored ones included.
     pub runs: Vec<RunRecord>,
+    /// Documents attached to the runs (latency histograms, CPU series, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<Artifact>,
 }
 
 impl ExperimentReport {
@@ -63,6 +66,7 @@ impl ExperimentReport {
             experiment,
             cells: cells_from_runs(&runs),
             runs,
+            artifacts: Vec::new(),
         }
     }
 }
@@ -71,7 +75,9 @@ impl Store {
     /// The report of one experiment: its record, runs and cell statistics.
     pub fn report(&self, id: ExperimentId) -> Result<ExperimentReport, StoreError> {
         let experiment = self.experiment(id)?;
-        Ok(ExperimentReport::new(experiment, self.runs(id)?))
+        let mut report = ExperimentReport::new(experiment, self.runs(id)?);
+        report.artifacts = self.artifacts(id, None)?;
+        Ok(report)
     }
 }
 

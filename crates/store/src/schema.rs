@@ -48,6 +48,17 @@ pub const MIGRATIONS: &[&str] = &[
         extra_json     TEXT    NOT NULL,
         UNIQUE (experiment_id, scheduler, workload, target, rep)
     );",
+    // v2: documents measured alongside a run (per-request latency
+    // histograms, CPU/PSI series, stall attribution, prefetch reports), one
+    // JSON document per (run, kind), raw samples included, so new kinds need
+    // no migration.
+    "CREATE TABLE run_artifact (
+        id      INTEGER PRIMARY KEY,
+        run_id  INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+        kind    TEXT    NOT NULL,
+        json    TEXT    NOT NULL,
+        UNIQUE (run_id, kind)
+    );",
 ];
 
 /// The schema version this build writes.
@@ -114,7 +125,7 @@ mod tests {
                 |r| r.get(0),
             )
             .expect("count");
-        assert_eq!(tables, 2);
+        assert_eq!(tables, 3);
     }
 
     #[test]

@@ -15,7 +15,8 @@ use serde_json::Value;
 
 use crate::error::StoreError;
 use crate::model::{
-    BackgroundIo, Experiment, ExperimentId, ExperimentSummary, RunKey, RunRecord, Status,
+    Artifact, BackgroundIo, Experiment, ExperimentId, ExperimentSummary, RunId, RunKey, RunRecord,
+    Status,
 };
 use crate::schema::{self, Migrated};
 use crate::time::rfc3339_now;
@@ -108,7 +109,7 @@ impl Store {
     }
 
     /// Records one finished run; it is committed when this returns.
-    pub fn record_run(&self, id: ExperimentId, run: &RunRecord) -> Result<(), StoreError> {
+    pub fn record_run(&self, id: ExperimentId, run: &RunRecord) -> Result<RunId, StoreError> {
         let bg = run.background;
         let result = self.conn.execute(
             &format!(
@@ -136,7 +137,7 @@ impl Store {
             ],
         );
         match result {
-            Ok(_) => Ok(()),
+            Ok(_) => Ok(RunId(self.conn.last_insert_rowid())),
             Err(rusqlite::Error::SqliteFailure(f, _))
                 if f.code == ErrorCode::ConstraintViolation =>
             {
@@ -154,6 +155,66 @@ impl Store {
             }
             Err(e) => Err(self.sql(e)),
         }
+    }
+
+    /// Attaches a document of `kind` to a run (replacing an earlier one of
+    /// the same kind); committed when this returns.
+    pub fn add_artifact(&self, run: RunId, kind: &str, json: &Value) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO run_artifact (run_id, kind, json) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (run_id, kind) DO UPDATE SET json = excluded.json",
+                params![run.0, kind, json.to_string()],
+            )
+            .map_err(|e| self.sql(e))?;
+        Ok(())
+    }
+
+    /// Every document attached to the runs of an experiment, in run order,
+    /// optionally only those of one `kind`.
+    pub fn artifacts(
+        &self,
+        id: ExperimentId,
+        kind: Option<&str>,
+    ) -> Result<Vec<Artifact>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT a.run_id, r.scheduler, r.workload, r.target, r.rep, a.kind, a.json
+                 FROM run_artifact a JOIN run r ON r.id = a.run_id
+                 WHERE r.experiment_id = ?1 AND (?2 IS NULL OR a.kind = ?2)
+                 ORDER BY a.run_id, a.kind",
+            )
+            .map_err(|e| self.sql(e))?;
+        let rows = stmt
+            .query_map(params![id.0, kind], |r| {
+                Ok((
+                    RunId(r.get(0)?),
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, u32>(4)?,
+                    r.get::<_, String>(5)?,
+                    r.get::<_, String>(6)?,
+                ))
+            })
+            .map_err(|e| self.sql(e))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (run_id, scheduler, workload, target, rep, kind, json) =
+                row.map_err(|e| self.sql(e))?;
+            let json = self.json(&json, "run artifact")?;
+            out.push(Artifact {
+                run_id,
+                scheduler,
+                workload,
+                target,
+                rep,
+                kind,
+                json,
+            });
+        }
+        Ok(out)
     }
 
     /// Every run of an experiment, in the order recorded.

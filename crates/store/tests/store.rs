@@ -216,3 +216,37 @@ fn default_path_is_under_the_data_dir() {
     let p = iolab_store::default_db_path().unwrap();
     assert!(p.ends_with("iolab/results.db"), "{}", p.display());
 }
+
+#[test]
+fn artifacts_attach_to_runs_and_replace_by_kind() {
+    let (_dir, path) = temp_db();
+    let store = Store::open(&path).unwrap();
+    let id = store
+        .create_experiment(
+            "startup",
+            "iolab startup",
+            &serde_json::json!({}),
+            &serde_json::json!({}),
+        )
+        .unwrap();
+    let a = store.record_run(id, &run("bfq", "1r", 0, 9.0)).unwrap();
+    let b = store.record_run(id, &run("kyber", "1r", 0, 7.0)).unwrap();
+    assert_ne!(a, b);
+    store
+        .add_artifact(a, "latency_hist", &serde_json::json!({"p99_us": 1}))
+        .unwrap();
+    store
+        .add_artifact(a, "latency_hist", &serde_json::json!({"p99_us": 2}))
+        .unwrap();
+    store
+        .add_artifact(b, "cpu", &serde_json::json!({"usr": 3.5}))
+        .unwrap();
+    let all = store.artifacts(id, None).unwrap();
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[0].scheduler, "bfq");
+    assert_eq!(all[0].json["p99_us"], 2);
+    let cpu = store.artifacts(id, Some("cpu")).unwrap();
+    assert_eq!(cpu.len(), 1);
+    assert_eq!(cpu[0].run_id, b);
+    assert_eq!(cpu[0].json["usr"], 3.5);
+}
