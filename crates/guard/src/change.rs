@@ -314,9 +314,27 @@ fn is_mounted(target: &Path) -> bool {
     iolab_sys::mounts::read().iter().any(|m| m.target == target)
 }
 
+/// tracefs is one kernel-wide filesystem: another iolab process may have
+/// created its own instance in the mount this guard made. Unmounting under
+/// it would detach its instance from every path, so it could never be
+/// removed; such a mount is left in place (tracefs mounted at its usual
+/// place is the normal state of most systems).
+fn tracefs_in_use(target: &Path, source: &str) -> bool {
+    source == "tracefs"
+        && std::fs::read_dir(target.join("instances"))
+            .map(|mut d| d.next().is_some())
+            .unwrap_or(false)
+}
+
 fn undo_mount(target: &Path, source: &str) -> Result<String, GuardError> {
     if !is_mounted(target) {
         return Ok(format!("{} already unmounted", target.display()));
+    }
+    if tracefs_in_use(target, source) {
+        return Ok(format!(
+            "left {source} mounted on {}: other trace instances still use it",
+            target.display()
+        ));
     }
     // A workload thread may still be closing files: retry briefly before
     // falling back to a lazy detach, which always succeeds.
@@ -341,6 +359,16 @@ fn undo_mount(target: &Path, source: &str) -> Result<String, GuardError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tracefs_with_other_instances_stays_mounted() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::create_dir(dir.path().join("instances")).expect("mkdir");
+        assert!(!tracefs_in_use(dir.path(), "tracefs"));
+        std::fs::create_dir(dir.path().join("instances/other-run")).expect("mkdir");
+        assert!(tracefs_in_use(dir.path(), "tracefs"));
+        assert!(!tracefs_in_use(dir.path(), "/dev/loop3"));
+    }
 
     #[test]
     fn resources() {

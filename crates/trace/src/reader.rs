@@ -1,0 +1,166 @@
+//! The reader thread: drains every CPU's `trace_pipe_raw` into a sink.
+//!
+//! One thread per session sweeps all CPUs (non-blocking reads, one page per
+//! read(2)), hands the pages to its sink, then sleeps. A thread per session
+//! rather than per CPU: a sweep of an idle CPU costs one EAGAIN read, and
+//! the merge needs a single "every CPU read up to time T" point anyway.
+//! Reading in a thread of its own keeps the kernel buffers drained even
+//! when the consumer is busy between polls.
+
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::page::PageLayout;
+use crate::TraceError;
+
+/// Pages one sweep reads from one CPU at most, so a CPU flooding its
+/// buffer cannot starve the others.
+const MAX_PAGES_PER_SWEEP: usize = 1024;
+/// The last sweep (tracing off) empties the buffers; the bound only
+/// guards against a writer that did not stop.
+const MAX_PAGES_LAST_SWEEP: usize = 1 << 20;
+
+/// Where the reader thread puts what it reads.
+pub(crate) trait PageSink: Send + 'static {
+    /// A page from CPU index `i`, trimmed to its used bytes.
+    fn page(&mut self, i: usize, page: Vec<u8>) -> Result<(), TraceError>;
+    /// A sweep that started at trace-clock time `t0` has read every CPU.
+    fn swept(&mut self, t0: u64) -> Result<(), TraceError>;
+}
+
+/// CLOCK_MONOTONIC now, in ns: the instance's `mono` trace clock.
+pub fn monotonic_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+pub(crate) struct CpuFile {
+    file: File,
+    path: std::path::PathBuf,
+}
+
+impl CpuFile {
+    pub(crate) fn open(instance: &Path, cpu: u32) -> Result<CpuFile, TraceError> {
+        let path = instance.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&path)
+            .map_err(|e| TraceError::io(&path, e))?;
+        Ok(CpuFile { file, path })
+    }
+
+    /// One page, or `None` when the buffer is empty.
+    fn read_page(&mut self, layout: &PageLayout) -> Result<Option<Vec<u8>>, TraceError> {
+        let mut buf = vec![0u8; layout.page_size];
+        loop {
+            match self.file.read(&mut buf) {
+                Ok(0) => return Ok(None),
+                Ok(n) => {
+                    buf.truncate(n);
+                    let used = layout.used_len(&buf);
+                    buf.truncate(used);
+                    return Ok(Some(buf));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(None),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(TraceError::io(&self.path, e)),
+            }
+        }
+    }
+}
+
+/// A running reader thread.
+pub(crate) struct Reader<S: PageSink> {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<Result<S, TraceError>>>,
+}
+
+impl<S: PageSink> Reader<S> {
+    pub(crate) fn spawn(
+        mut files: Vec<CpuFile>,
+        layout: PageLayout,
+        interval: Duration,
+        mut sink: S,
+    ) -> Result<Reader<S>, TraceError> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("iolab-trace".into())
+            .spawn(move || {
+                loop {
+                    // Read the flag before the sweep: after stop, one more
+                    // complete sweep collects what is left.
+                    let last = flag.load(Ordering::Acquire);
+                    let t0 = monotonic_ns();
+                    let mut busy = false;
+                    for (i, f) in files.iter_mut().enumerate() {
+                        let mut n = 0;
+                        while let Some(p) = f.read_page(&layout)? {
+                            sink.page(i, p)?;
+                            n += 1;
+                            if n >= MAX_PAGES_PER_SWEEP {
+                                busy = true;
+                                if !last || n >= MAX_PAGES_LAST_SWEEP {
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    sink.swept(t0)?;
+                    if last {
+                        return Ok(sink);
+                    }
+                    if !busy {
+                        // `stop` unparks: finishing does not wait out the nap.
+                        std::thread::park_timeout(interval);
+                    }
+                }
+            })
+            .map_err(|e| TraceError::io("reader thread", e))?;
+        Ok(Reader {
+            stop,
+            handle: Some(handle),
+        })
+    }
+
+    /// True when the thread has ended on its own (a read or write error).
+    pub(crate) fn failed(&self) -> bool {
+        self.handle.as_ref().is_some_and(|h| h.is_finished())
+    }
+
+    /// Stops the thread after one last full sweep and returns its sink.
+    pub(crate) fn stop(mut self) -> Result<S, TraceError> {
+        self.join()
+    }
+
+    fn join(&mut self) -> Result<S, TraceError> {
+        self.stop.store(true, Ordering::Release);
+        match self.handle.take() {
+            Some(h) => {
+                h.thread().unpark();
+                h.join().map_err(|_| {
+                    TraceError::io("reader thread", std::io::Error::other("panicked"))
+                })?
+            }
+            None => Err(TraceError::io(
+                "reader thread",
+                std::io::Error::other("already stopped"),
+            )),
+        }
+    }
+}
+
+impl<S: PageSink> Drop for Reader<S> {
+    fn drop(&mut self) {
+        if self.handle.is_some() {
+            let _ = self.join();
+        }
+    }
+}
