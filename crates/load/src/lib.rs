@@ -57,4 +57,5 @@ pub use report::{DirReport, DiskUtil, JobReport, LoadReport};
 pub use runner::{run_to_completion, start, LiveSnapshot, RunningLoad, StartOptions};
 pub use spec::{apply_overrides, job_from_options, jobs_from_shorthand, jobs_from_spec, Override};
 pub use stats::{Latency, PERCENTILES};
+pub use target::clone_path;
 pub use worker::Failure;

@@ -5,10 +5,12 @@
 //! alike, so both give the same errors.
 
 use std::io::{IsTerminal, Write};
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
 use iolab_load::{named, LoadError, Override, StartOptions};
+use iolab_sys::cpustat::CpuMonitor;
 use iolab_sys::ioprio::IoPrio;
 use iolab_sys::UsageError;
 
@@ -56,6 +58,18 @@ pub struct LoadArgs {
     /// Allow writing to block devices (destroys their contents).
     #[arg(long)]
     pub force: bool,
+
+    /// Sample CPU utilisation and pressure stalls every second during the
+    /// load (as `iolab cpu`): a summary line after the results, the whole
+    /// series under "cpu" in --json.
+    #[arg(long)]
+    pub cpu: bool,
+
+    /// Trace during the load: `bio` records every block request on the
+    /// jobs' devices (as `iolab trace bio`): latency histograms per disk
+    /// after the results, the document under "bio" in --json (root).
+    #[arg(long, value_name = "bio")]
+    pub trace: Option<String>,
 }
 
 const AFTER_HELP: &str = "\
@@ -219,15 +233,40 @@ pub fn run(a: LoadArgs) -> anyhow::Result<()> {
         progress: std::io::stderr().is_terminal(),
         force: a.force,
     };
-    let report = iolab_load::run_to_completion(jobs, opts).map_err(usage_aware)?;
+    let monitor = a
+        .cpu
+        .then(|| CpuMonitor::start(Duration::from_secs(1)))
+        .transpose()?;
+    let bio = super::trace::BioAttachment::start(a.trace.as_deref(), &job_paths(&jobs))?;
+    let report = iolab_load::run_to_completion(jobs, opts).map_err(usage_aware);
+    let cpu = monitor.map(CpuMonitor::stop);
+    let bio = bio.map(super::trace::BioAttachment::stop).transpose()?;
+    let report = report?;
     let text = if a.json {
         for w in &report.warnings {
             eprintln!("iolab: note: {w}");
         }
-        let doc = iolab_load::json::to_fio_json(&report);
+        let mut doc = serde_json::to_value(iolab_load::json::to_fio_json(&report))
+            .context("serialising the report")?;
+        if let Some(cpu) = &cpu {
+            doc["cpu"] = serde_json::to_value(cpu).context("serialising the CPU series")?;
+        }
+        if let Some(bio) = &bio {
+            doc["bio"] = serde_json::to_value(bio).context("serialising the block trace")?;
+        }
         serde_json::to_string_pretty(&doc).context("serialising the report")? + "\n"
     } else {
-        iolab_load::table::render(&report)
+        let mut t = iolab_load::table::render(&report);
+        if let Some(cpu) = &cpu {
+            t.push('\n');
+            t.push_str(&cpu.summary_line());
+            t.push('\n');
+        }
+        if let Some(bio) = &bio {
+            t.push('\n');
+            t.push_str(&bio.summary_lines());
+        }
+        t
     };
     // Errors (a closed pipe included) propagate; exit.rs ends quietly on
     // BrokenPipe.
@@ -237,6 +276,16 @@ pub fn run(a: LoadArgs) -> anyhow::Result<()> {
         anyhow::bail!("{}", f.message);
     }
     Ok(())
+}
+
+/// What each job reads or writes (a file, its directory, or a device).
+fn job_paths(jobs: &[iolab_load::Job]) -> Vec<std::path::PathBuf> {
+    jobs.iter()
+        .map(|j| {
+            let dir = j.directory.clone().unwrap_or_else(|| ".".into());
+            j.filename.as_ref().map_or(dir.clone(), |f| dir.join(f))
+        })
+        .collect()
 }
 
 /// The mount point of lab `name`.

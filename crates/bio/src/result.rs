@@ -1,0 +1,261 @@
+//! What a finished trace holds, and the documents derived from it: every
+//! output carries the same counters ([`TraceCounts`]), lost events first.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+use serde::{Deserialize, Serialize};
+
+use crate::event::Dev;
+use crate::hist::{self, LatencyHist};
+use crate::perfetto::{self, PerfettoInput};
+use crate::request::BioRequest;
+use crate::summary::{self, ProcessRow};
+use crate::tracker::TrackerStats;
+
+/// A finished block trace.
+#[derive(Debug, Clone, Default)]
+pub struct BioTrace {
+    /// Every completed request that passed the filters, in completion
+    /// order (empty when the session was told not to keep them).
+    pub requests: Vec<BioRequest>,
+    /// Completed requests that passed the filters (kept or not).
+    pub completed: u64,
+    /// Names of the disks seen.
+    pub disks: BTreeMap<Dev, String>,
+    /// CLOCK_MONOTONIC ns when tracing started.
+    pub start_ns: u64,
+    /// … and when it stopped.
+    pub end_ns: u64,
+    /// Events decoded.
+    pub events: u64,
+    /// Events the kernel dropped (full buffer): the trace is incomplete
+    /// when this is not 0.
+    pub lost_events: u64,
+    /// Events delivered out of time order by the merge (0 in practice).
+    pub out_of_order: u64,
+    /// What the tracker counted besides completions.
+    pub tracker: TrackerStats,
+    /// Requests seen but not completed when tracing stopped.
+    pub in_flight_at_end: u64,
+    /// Completed requests dropped by the pid filter.
+    pub filtered_out: u64,
+}
+
+/// The counters every output reports.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct TraceCounts {
+    /// Events the kernel dropped: anything but 0 means missing requests.
+    pub lost_events: u64,
+    /// Events decoded.
+    pub events: u64,
+    /// Completed requests reported.
+    pub requests: u64,
+    /// Seconds traced.
+    pub duration_s: f64,
+    /// Completions whose request was issued before tracing started (or
+    /// whose issue was lost).
+    pub unmatched_completions: u64,
+    /// Requests still in flight when tracing stopped.
+    pub in_flight_at_end: u64,
+    /// Requests merged into a neighbour before issue.
+    pub merged_requests: u64,
+    /// Requeues.
+    pub requeues: u64,
+}
+
+/// The `--hist` document and the per-run `latency_hist` artifact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BioHistograms {
+    /// Counters (lost events first).
+    #[serde(flatten)]
+    pub counts: TraceCounts,
+    /// One histogram per disk and operation.
+    pub histograms: Vec<LatencyHist>,
+}
+
+/// The `--summary` document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BioSummary {
+    /// Counters (lost events first).
+    #[serde(flatten)]
+    pub counts: TraceCounts,
+    /// One row per process, disk and operation.
+    pub processes: Vec<ProcessRow>,
+}
+
+impl BioTrace {
+    /// A disk's name (`MAJ:MIN` when unknown).
+    pub fn disk_name(&self, dev: Dev) -> String {
+        self.disks
+            .get(&dev)
+            .cloned()
+            .unwrap_or_else(|| dev.to_string())
+    }
+
+    /// The counters.
+    pub fn counts(&self) -> TraceCounts {
+        TraceCounts {
+            lost_events: self.lost_events,
+            events: self.events,
+            requests: self.completed,
+            duration_s: self.end_ns.saturating_sub(self.start_ns) as f64 / 1e9,
+            unmatched_completions: self.tracker.unmatched_completions,
+            in_flight_at_end: self.in_flight_at_end,
+            merged_requests: self.tracker.merged_requests,
+            requeues: self.tracker.requeues,
+        }
+    }
+
+    /// One human line with the counters, for stderr or a table footer.
+    pub fn counts_line(&self) -> String {
+        let c = self.counts();
+        let mut s = format!(
+            "{} requests in {:.1} s from {} events, {} lost",
+            c.requests, c.duration_s, c.events, c.lost_events
+        );
+        if c.lost_events > 0 {
+            s.push_str(" (INCOMPLETE: the trace buffer overflowed)");
+        }
+        if c.unmatched_completions > 0 {
+            s.push_str(&format!(
+                ", {} completions of requests issued before the start",
+                c.unmatched_completions
+            ));
+        }
+        if c.in_flight_at_end > 0 {
+            s.push_str(&format!(", {} in flight at the end", c.in_flight_at_end));
+        }
+        s
+    }
+
+    /// biolatency-style histograms per disk and operation.
+    pub fn histograms(&self) -> BioHistograms {
+        BioHistograms {
+            counts: self.counts(),
+            histograms: hist::histograms(&self.requests, &mut |d| self.disk_name(d)),
+        }
+    }
+
+    /// Per-process summary.
+    pub fn summary(&self) -> BioSummary {
+        BioSummary {
+            counts: self.counts(),
+            processes: summary::summarize(&self.requests, &mut |d| self.disk_name(d)),
+        }
+    }
+
+    /// Writes the Chrome-JSON (Perfetto) trace.
+    pub fn write_perfetto(&self, w: &mut impl Write) -> io::Result<()> {
+        let disks: BTreeMap<Dev, String> = self
+            .requests
+            .iter()
+            .map(|r| (r.dev, self.disk_name(r.dev)))
+            .collect();
+        perfetto::write(
+            w,
+            &PerfettoInput {
+                requests: &self.requests,
+                disks: &disks,
+                t0_ns: self.start_ns,
+                events: self.events,
+                lost_events: self.lost_events,
+            },
+        )
+    }
+}
+
+impl BioHistograms {
+    /// The histograms as biolatency prints them, then the counters line.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        for h in &self.histograms {
+            out.push_str(&hist::render(h));
+            out.push('\n');
+        }
+        if self.histograms.is_empty() {
+            out.push_str("no requests completed\n");
+        }
+        out
+    }
+
+    /// One line per histogram: disk, op, count and percentiles (for
+    /// appending to another command's report).
+    pub fn summary_lines(&self) -> String {
+        let mut out = String::new();
+        for h in &self.histograms {
+            out.push_str(&format!(
+                "bio {} {}: {} requests, lat µs p50 {:.1} p90 {:.1} p99 {:.1} p99.9 {:.1} max {:.1}\n",
+                h.disk, h.op, h.count, h.lat.p50_us, h.lat.p90_us, h.lat.p99_us, h.lat.p99_9_us, h.lat.max_us
+            ));
+        }
+        out.push_str(&format!(
+            "bio trace: {} events, {} lost\n",
+            self.counts.events, self.counts.lost_events
+        ));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::event::{Comm, Rwbs};
+    use crate::request::Origin;
+    use crate::testutil::LOOP0;
+
+    fn trace() -> BioTrace {
+        let r = BioRequest {
+            dev: LOOP0,
+            sector: 0,
+            nr_sector: 8,
+            rwbs: Rwbs::parse(b"R"),
+            comm: Comm::new(b"fio"),
+            tid: 1,
+            pid: 1,
+            queue_ns: Some(1_000),
+            issue_ns: Some(2_000),
+            complete_ns: 12_000,
+            requeues: 0,
+            error: 0,
+            origin: Origin::IoStart,
+        };
+        BioTrace {
+            requests: vec![r],
+            completed: 1,
+            disks: [(LOOP0, "loop0".to_string())].into(),
+            start_ns: 0,
+            end_ns: 2_000_000_000,
+            events: 4,
+            lost_events: 3,
+            ..BioTrace::default()
+        }
+    }
+
+    #[test]
+    fn every_document_reports_lost_events() {
+        let t = trace();
+        let h = serde_json::to_value(t.histograms()).unwrap();
+        assert_eq!(h["lost_events"], 3);
+        assert_eq!(h["histograms"][0]["disk"], "loop0");
+        let s = serde_json::to_value(t.summary()).unwrap();
+        assert_eq!(s["lost_events"], 3);
+        assert_eq!(s["processes"][0]["comm"], "fio");
+        let mut out = Vec::new();
+        t.write_perfetto(&mut out).unwrap();
+        let p: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(p["otherData"]["lost_events"], 3);
+        assert!(t.counts_line().contains("3 lost (INCOMPLETE"));
+        assert!(t.histograms().summary_lines().contains("3 lost"));
+    }
+
+    #[test]
+    fn histogram_document_round_trips() {
+        let h = trace().histograms();
+        let text = serde_json::to_string(&h).unwrap();
+        let back: BioHistograms = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, h);
+        assert!((back.counts.duration_s - 2.0).abs() < 1e-12);
+    }
+}

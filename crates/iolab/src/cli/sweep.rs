@@ -1,0 +1,240 @@
+//! `iolab sweep` — seed 002's I/O scheduler comparison as one command:
+//! schedulers × numjobs/iodepth patterns × sequential/random × read/write,
+//! a fresh filesystem and cold caches before every run, one table per kind.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Args;
+use iolab_experiment::sweep::{
+    self, Kind, Metric, Pattern, SweepConfig, SweepError, SweepFinished, SweepOptions, SweepPlace,
+};
+use iolab_store::ExperimentId;
+use iolab_sys::units::{format_bytes, parse_duration, parse_rate, parse_size};
+use iolab_sys::UsageError;
+
+/// Arguments of `iolab sweep`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Every run: scheduler set, mkfs, caches dropped, then one fio-style job with
+io_uring and O_DIRECT (iolab's equivalent of seed 002's libaio + direct=1),
+bs 1M, each of numjobs threads on its own file. Seed 002 moved 32 GiB per
+run; here the bytes per run are scaled to the device (see the first line of
+the output), so the default sweep on the default lab takes a few minutes.
+
+Examples:
+  iolab sweep
+  iolab sweep --schedulers mq-deadline,bfq --rw read,randread --reps 5
+  iolab sweep --device /dev/sdb --runtime 5s --csv > sweep.csv
+  iolab sweep --resume 12")]
+pub struct SweepArgs {
+    /// Schedulers to compare: `all` (every one the device offers) or a list.
+    #[arg(
+        long,
+        default_value = "all",
+        value_name = "all|LIST",
+        value_delimiter = ','
+    )]
+    pub schedulers: Vec<String>,
+    /// Access kinds, one table each: read, randread, write, randwrite.
+    #[arg(
+        long,
+        default_value = "read,randread,write,randwrite",
+        value_name = "LIST",
+        value_delimiter = ','
+    )]
+    pub rw: Vec<String>,
+    /// numjobs/iodepth patterns, the rows of every table (seed 002's four).
+    #[arg(
+        long,
+        default_value = "1/1,4/1,1/4,4/4",
+        value_name = "J/QD,...",
+        value_delimiter = ','
+    )]
+    pub patterns: Vec<String>,
+    /// Repetitions of every cell.
+    #[arg(long, default_value_t = 3)]
+    pub reps: u32,
+    /// Bytes every run moves, all jobs together [default: what the device
+    /// does in --runtime, at most half of it].
+    #[arg(long, value_name = "SIZE")]
+    pub size: Option<String>,
+    /// How long a run should take at the device's bandwidth: scales the
+    /// bytes per run (seconds, or 500ms, 2s ...).
+    #[arg(long, default_value = "1s", value_name = "TIME")]
+    pub runtime: String,
+    /// Block size.
+    #[arg(long, default_value = "1M", value_name = "SIZE")]
+    pub bs: String,
+    /// Run on this whole device instead of a temporary lab. It is
+    /// formatted before every run: everything on it is destroyed.
+    #[arg(long, value_name = "DEV")]
+    pub device: Option<String>,
+    /// Format --device even while it is mounted, in use or holds data.
+    #[arg(long)]
+    pub force: bool,
+    /// Emulated bandwidth of the temporary lab (phone eMMC/SD class), or
+    /// `none` for the host disk's speed.
+    #[arg(
+        long,
+        default_value = "40MiB/s",
+        value_name = "RATE|none",
+        conflicts_with = "device"
+    )]
+    pub bw: String,
+    /// Size of the temporary lab.
+    #[arg(
+        long,
+        default_value = "1GiB",
+        value_name = "SIZE",
+        conflicts_with = "device"
+    )]
+    pub lab_size: String,
+    /// Filesystem made before every run: ext4, xfs or btrfs.
+    #[arg(long, default_value = "ext4", value_name = "FS")]
+    pub fs: String,
+    /// What the table cells show.
+    #[arg(long, value_enum, default_value = "bw")]
+    pub metric: Metric,
+    /// Results database (default: ~/.local/share/iolab/results.db).
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Continue interrupted sweep ID (its stored configuration is used).
+    #[arg(long, value_name = "ID")]
+    pub resume: Option<ExperimentId>,
+    /// Print the tables' cells (every repetition's values and statistics) as JSON.
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print one CSV row per cell.
+    #[arg(long)]
+    pub csv: bool,
+}
+
+/// Runs `iolab sweep`.
+pub fn run(a: SweepArgs) -> anyhow::Result<()> {
+    super::require_root("iolab sweep")?;
+    let cfg = if a.resume.is_some() {
+        None
+    } else {
+        Some(config(&a)?)
+    };
+    let db = match &a.db {
+        Some(p) => p.clone(),
+        None => iolab_store::default_db_path()?,
+    };
+    let opts = SweepOptions {
+        db,
+        resume: a.resume,
+        force: a.force,
+        progress: !(a.json || a.csv),
+        command_line: std::env::args().collect::<Vec<_>>().join(" "),
+    };
+    let announce = |line: &str| eprintln!("iolab sweep: {line}");
+    let fin = sweep::run_sweep(cfg, &opts, &announce).map_err(usage_aware)?;
+    print_finished(&fin, &a)
+}
+
+fn print_finished(fin: &SweepFinished, a: &SweepArgs) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        let doc = serde_json::json!({
+            "experiment": fin.id,
+            "db": fin.db,
+            "status": if fin.interrupted { "interrupted" } else { "done" },
+            "place": fin.place,
+            "engine": ENGINE,
+            "sizing": fin.sizing,
+            "config": fin.config,
+            "elapsed_s": fin.elapsed.as_secs_f64(),
+            "runs_recorded": fin.recorded,
+            "tables": fin.table,
+        });
+        serde_json::to_writer_pretty(&mut out, &doc)?;
+        writeln!(out)?;
+    } else if a.csv {
+        out.write_all(fin.table.csv().as_bytes())?;
+    } else {
+        writeln!(out, "scheduler sweep on {}; {ENGINE}", fin.place)?;
+        writeln!(out, "{}\n", fin.sizing.note)?;
+        out.write_all(
+            fin.table
+                .render(a.metric, &format_bytes(fin.config.bs_bytes))
+                .as_bytes(),
+        )?;
+        writeln!(
+            out,
+            "{} run(s) in {:.0} s; stored as experiment {} in {}",
+            fin.recorded,
+            fin.elapsed.as_secs_f64(),
+            fin.id,
+            fin.db.display()
+        )?;
+    }
+    for w in &fin.warnings {
+        eprintln!("iolab sweep: note: {w}");
+    }
+    if fin.interrupted {
+        eprintln!(
+            "iolab sweep: interrupted: continue with `iolab sweep --resume {} --db {}`",
+            fin.id,
+            fin.db.display()
+        );
+    }
+    Ok(())
+}
+
+/// How every run does its I/O, for the output's first line.
+const ENGINE: &str = "fresh filesystem and dropped caches before every run; io_uring + O_DIRECT (seed 002: libaio + direct=1)";
+
+fn config(a: &SweepArgs) -> anyhow::Result<SweepConfig> {
+    let place = match &a.device {
+        Some(d) => SweepPlace::Device { device: d.clone() },
+        None => SweepPlace::NewLab {
+            size_bytes: parse_size(&a.lab_size)?,
+            bw_bytes: match a.bw.as_str() {
+                "none" => None,
+                bw => Some(parse_rate(bw)?),
+            },
+        },
+    };
+    let schedulers = if a.schedulers.iter().any(|s| s == "all") {
+        Vec::new()
+    } else {
+        a.schedulers.clone()
+    };
+    let runtime_s = match a.runtime.trim().parse::<f64>() {
+        Ok(s) => s,
+        Err(_) => parse_duration(&a.runtime)?.as_secs_f64(),
+    };
+    let cfg = SweepConfig {
+        place,
+        schedulers,
+        kinds: a
+            .rw
+            .iter()
+            .map(|k| Kind::parse(k.trim()))
+            .collect::<Result<_, _>>()?,
+        patterns: a
+            .patterns
+            .iter()
+            .map(|p| Pattern::parse(p))
+            .collect::<Result<_, _>>()?,
+        reps: a.reps,
+        bs_bytes: parse_size(&a.bs)?,
+        size_bytes: a.size.as_deref().map(parse_size).transpose()?,
+        runtime_s,
+        fs: a.fs.clone(),
+    };
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+/// Keeps the exit code right: the sweep's usage errors become
+/// `UsageError`s in the anyhow chain (exit 2), with their one-line message.
+fn usage_aware(e: SweepError) -> anyhow::Error {
+    if e.is_usage() {
+        anyhow::Error::new(UsageError::new(e.to_string()))
+    } else {
+        anyhow::Error::new(e).context("sweep")
+    }
+}

@@ -1,0 +1,415 @@
+//! `iolab trace` — kernel event tracing. `trace bio`: per-request block
+//! I/O as biosnoop shows it, biolatency-style histograms, per-process
+//! summaries and Perfetto traces, from iolab's own trace session.
+
+use std::io::{BufWriter, Write};
+use std::os::fd::AsFd;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use iolab_bio::{snoop, BioOptions, BioRequest, BioSession, BioTrace, Disk, Disks};
+use iolab_sys::UsageError;
+
+/// `iolab trace` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum TraceCommand {
+    /// Per-request block I/O: biosnoop's lines, or --hist, --summary,
+    /// --perfetto.
+    Bio(BioArgs),
+}
+
+/// `iolab trace bio` arguments.
+#[derive(Debug, Args)]
+#[command(after_help = BIO_AFTER_HELP)]
+pub struct BioArgs {
+    /// Trace only this disk: vda, /dev/vda, 254:0, or a lab name (repeat
+    /// for several; a partition means its disk). Filtered in the kernel.
+    #[arg(short = 'd', long = "device", value_name = "DEV")]
+    pub devices: Vec<String>,
+
+    /// Only requests queued by this process (or thread) id.
+    #[arg(short = 'p', long, value_name = "PID")]
+    pub pid: Option<String>,
+
+    /// Stop after this long (5s, 500ms, 2m).
+    #[arg(long, value_name = "S")]
+    pub duration: Option<String>,
+
+    /// Instead of a line per request: log2 latency histograms per disk and
+    /// operation (biolatency's), with p50/p90/p99/p99.9/max.
+    #[arg(long)]
+    pub hist: bool,
+
+    /// Instead of a line per request: per process, disk and operation the
+    /// requests, bytes, sequential share and latency percentiles.
+    #[arg(long)]
+    pub summary: bool,
+
+    /// JSON: one object per request (biosnoop's columns: time_s comm pid
+    /// disk t sector bytes que_ms lat_ms ...) and a last line with the
+    /// counters; one document with --hist/--summary.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Also write a Chrome-JSON trace for ui.perfetto.dev: requests as
+    /// async slices per disk, queue depth as counters.
+    #[arg(long, value_name = "FILE")]
+    pub perfetto: Option<PathBuf>,
+
+    /// Trace while COMMAND runs and stop when it exits (iolab then exits
+    /// with its exit code).
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+const BIO_AFTER_HELP: &str = "\
+Columns (biosnoop -Q): TIME(s) completion time since the start, COMM/PID the
+task that queued the request, DISK, T the operation (R read, W write, D discard,
+F flush, N other), SECTOR, BYTES, QUE(ms) queued → issued to the driver,
+LAT(ms) issued → completed. Every output ends with the number of events the
+kernel lost (0 unless the trace buffer overflowed). Runs until Ctrl-C unless
+--duration or a COMMAND is given. Needs root.
+
+Examples:
+  iolab trace bio -d vda
+  iolab trace bio --hist --duration 10s
+  iolab trace bio --summary --json -d /dev/loop3 -- dd if=/dev/loop3 of=/dev/null bs=1M count=100
+  iolab trace bio -d phone --perfetto /tmp/io.json -- iolab load 1r1w --lab phone --runtime 5";
+
+/// Runs a `trace` subcommand.
+pub fn run(c: TraceCommand) -> anyhow::Result<()> {
+    match c {
+        TraceCommand::Bio(a) => run_bio(a),
+    }
+}
+
+/// Validated `trace bio` arguments.
+struct BioPlan {
+    disks: Vec<Disk>,
+    pid: Option<i32>,
+    duration: Option<Duration>,
+}
+
+fn plan(a: &BioArgs) -> anyhow::Result<BioPlan> {
+    let disks = a
+        .devices
+        .iter()
+        .map(|d| resolve_device(d))
+        .collect::<Result<Vec<_>, _>>()?;
+    let pid = a
+        .pid
+        .as_deref()
+        .map(|p| {
+            let n: i32 = p.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                UsageError::new(format!("-p {p}: expected a process id (a positive number)"))
+            })?;
+            if !std::path::Path::new(&format!("/proc/{n}")).exists() {
+                return Err(UsageError::new(format!("-p {p}: no such process")));
+            }
+            Ok(n)
+        })
+        .transpose()?;
+    let duration = a
+        .duration
+        .as_deref()
+        .map(iolab_sys::units::parse_duration)
+        .transpose()
+        .map_err(|e| UsageError::new(format!("--duration: {e}")))?;
+    Ok(BioPlan {
+        disks,
+        pid,
+        duration,
+    })
+}
+
+/// A disk from `vda`, `/dev/vda`, `254:0` or a lab name.
+pub fn resolve_device(spec: &str) -> Result<Disk, UsageError> {
+    let disks = Disks::default();
+    match disks.resolve(spec) {
+        Ok(d) => Ok(d),
+        Err(_) => match iolab_lab::open(spec) {
+            Ok(lab) => disks.resolve(&lab.top.name),
+            Err(_) => Err(UsageError::new(format!(
+                "-d {spec}: no such block device or lab: expected a disk in /sys/block (vda, loop0, zram0), /dev/NAME, MAJ:MIN or a lab name"
+            ))),
+        },
+    }
+}
+
+/// Traces until Ctrl-C, the duration or the command's exit, printing each
+/// request as it completes (or the histograms/summary at the end).
+fn run_bio(a: BioArgs) -> anyhow::Result<()> {
+    let plan = plan(&a)?;
+    super::require_root("trace bio")?;
+    let stream = !a.hist && !a.summary;
+    let guard = iolab_guard::Guard::new();
+    let opts = BioOptions {
+        disks: plan.disks,
+        pid: plan.pid,
+        keep_requests: !stream || a.perfetto.is_some(),
+        ..BioOptions::default()
+    };
+    let mut session = BioSession::start(&guard, opts).map_err(bio_error)?;
+    let t0 = session.start_ns();
+    let mut child = match a.command.split_first() {
+        Some((prog, args)) => Some(spawn(prog, args, a.json)?),
+        None => None,
+    };
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    let mut printer = Printer {
+        stream,
+        json: a.json,
+        t0,
+        error: None,
+    };
+    if stream && !a.json {
+        writeln!(out, "{}", snoop::header())?;
+    }
+    let deadline = plan.duration.map(|d| Instant::now() + d);
+    let mut status = None;
+    let mut grace = Duration::ZERO;
+    loop {
+        std::thread::sleep(Duration::from_millis(50));
+        session
+            .poll(&mut |r, disk| printer.request(&mut out, r, disk))
+            .map_err(bio_error)?;
+        printer.check()?;
+        out.flush()?;
+        if iolab_guard::stop_requested() {
+            // The terminal sent the command the signal too.
+            grace = Duration::from_secs(2);
+            break;
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+        if let Some(c) = child.as_mut() {
+            if let Some(s) = c.try_wait().context("waiting for the command")? {
+                status = Some(s);
+                break;
+            }
+        }
+    }
+    if let (Some(c), None) = (child.as_mut(), status) {
+        status = Some(finish_child(c, grace)?);
+    }
+    let trace = session
+        .finish(&mut |r, disk| printer.request(&mut out, r, disk))
+        .map_err(bio_error)?;
+    printer.check()?;
+    drop(guard);
+    report(&mut out, &a, &trace)?;
+    out.flush()?;
+    if let Some(path) = &a.perfetto {
+        write_perfetto(path, &trace)?;
+    }
+    match status.map(exit_code) {
+        Some(code) if code != 0 => {
+            drop(out);
+            // The guard is gone (trace instance removed): nothing to undo.
+            std::process::exit(code)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Prints requests as they complete (stream mode).
+struct Printer {
+    stream: bool,
+    json: bool,
+    t0: u64,
+    error: Option<std::io::Error>,
+}
+
+impl Printer {
+    fn request(&mut self, w: &mut impl Write, r: &BioRequest, disk: &str) {
+        if !self.stream || self.error.is_some() {
+            return;
+        }
+        let res = if self.json {
+            serde_json::to_writer(&mut *w, &snoop::SnoopRecord::new(r, disk, self.t0))
+                .map_err(std::io::Error::from)
+                .and_then(|_| w.write_all(b"\n"))
+        } else {
+            writeln!(w, "{}", snoop::line(r, disk, self.t0))
+        };
+        if let Err(e) = res {
+            self.error = Some(e);
+        }
+    }
+
+    /// Surfaces a write error (a closed pipe ends the run quietly in exit.rs).
+    fn check(&mut self) -> std::io::Result<()> {
+        self.error.take().map_or(Ok(()), Err)
+    }
+}
+
+/// The end of the output: counters, or the histograms/summary document.
+fn report(w: &mut impl Write, a: &BioArgs, trace: &BioTrace) -> anyhow::Result<()> {
+    let stream = !a.hist && !a.summary;
+    if stream {
+        if a.json {
+            serde_json::to_writer(&mut *w, &trace.counts())?;
+            writeln!(w)?;
+        }
+        eprintln!("iolab: {}", trace.counts_line());
+        return Ok(());
+    }
+    if a.json {
+        let mut doc = serde_json::to_value(trace.counts())?;
+        if a.hist {
+            doc["histograms"] = serde_json::to_value(trace.histograms().histograms)?;
+        }
+        if a.summary {
+            doc["processes"] = serde_json::to_value(trace.summary().processes)?;
+        }
+        serde_json::to_writer_pretty(&mut *w, &doc)?;
+        writeln!(w)?;
+        return Ok(());
+    }
+    if a.hist {
+        write!(w, "{}", trace.histograms().render())?;
+    }
+    if a.summary {
+        if a.hist {
+            writeln!(w)?;
+        }
+        write!(
+            w,
+            "{}",
+            iolab_bio::summary::render(&trace.summary().processes)
+        )?;
+    }
+    writeln!(w, "\n{}", trace.counts_line())?;
+    Ok(())
+}
+
+fn write_perfetto(path: &PathBuf, trace: &BioTrace) -> anyhow::Result<()> {
+    let f = std::fs::File::create(path)
+        .with_context(|| format!("--perfetto {}: cannot create the file", path.display()))?;
+    let mut w = BufWriter::new(f);
+    trace
+        .write_perfetto(&mut w)
+        .and_then(|_| w.flush())
+        .with_context(|| format!("writing {}", path.display()))?;
+    eprintln!(
+        "iolab: wrote {} ({} requests, {} events lost): open it in https://ui.perfetto.dev",
+        path.display(),
+        trace.requests.len(),
+        trace.lost_events
+    );
+    Ok(())
+}
+
+/// Keeps the exit code right: usage errors from the tracer exit 2.
+fn bio_error(e: iolab_bio::BioError) -> anyhow::Error {
+    if e.is_usage() {
+        anyhow::Error::new(UsageError::new(e.to_string()))
+    } else {
+        e.into()
+    }
+}
+
+fn spawn(prog: &str, args: &[String], json: bool) -> anyhow::Result<Child> {
+    let mut cmd = Command::new(prog);
+    cmd.args(args);
+    if json {
+        // Keep stdout parseable: the command's output goes to stderr.
+        let err = std::io::stderr().as_fd().try_clone_to_owned()?;
+        cmd.stdout(Stdio::from(err));
+    }
+    cmd.spawn().map_err(|e| {
+        UsageError::new(format!(
+            "cannot run {prog}: {e}; give a program on PATH or its path"
+        ))
+        .into()
+    })
+}
+
+/// Gives the command `grace` to end, then SIGTERMs it and reaps it.
+fn finish_child(c: &mut Child, grace: Duration) -> anyhow::Result<ExitStatus> {
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        if let Some(s) = c.try_wait()? {
+            return Ok(s);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = rustix::process::Pid::from_raw(c.id() as i32).context("the command's pid")?;
+    // The child is ours and not yet reaped, so the pid is still its own.
+    let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+    Ok(c.wait()?)
+}
+
+/// The shell's convention: the exit code, or 128 + the signal.
+fn exit_code(s: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    s.code()
+        .or_else(|| s.signal().map(|n| 128 + n))
+        .unwrap_or(1)
+}
+
+/// `--trace bio` of another command (`iolab load`): block tracing in the
+/// background on the devices holding `paths`.
+pub struct BioAttachment {
+    tracer: iolab_bio::BioTracer,
+    // Holds the trace instance's journal entry until the tracer stops.
+    guard: iolab_guard::Guard,
+}
+
+impl BioAttachment {
+    /// Starts tracing when `what` is `Some("bio")`; `paths` are the files
+    /// or devices the command will use (every disk is traced when none of
+    /// them is on a block device).
+    pub fn start(what: Option<&str>, paths: &[PathBuf]) -> anyhow::Result<Option<BioAttachment>> {
+        match what {
+            None => return Ok(None),
+            Some("bio") => {}
+            Some(other) => {
+                return Err(UsageError::new(format!(
+                    "--trace {other}: expected bio (per-request block I/O)"
+                ))
+                .into())
+            }
+        }
+        super::require_root("--trace bio")?;
+        let disks = devices_holding(paths);
+        let guard = iolab_guard::Guard::new();
+        let tracer = iolab_bio::BioTracer::start(&guard, disks).map_err(bio_error)?;
+        Ok(Some(BioAttachment { tracer, guard }))
+    }
+
+    /// Stops tracing and returns the latency histograms.
+    pub fn stop(self) -> anyhow::Result<iolab_bio::BioHistograms> {
+        let trace = self.tracer.stop().map_err(bio_error)?;
+        drop(self.guard);
+        Ok(trace.histograms())
+    }
+}
+
+/// The disks holding `paths` (a block device is its own), deduplicated.
+fn devices_holding(paths: &[PathBuf]) -> Vec<Disk> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let disks = Disks::default();
+    let mut out: Vec<Disk> = Vec::new();
+    for p in paths {
+        // The file may not exist yet: its directory's device holds it.
+        let meta = p.ancestors().find_map(|a| std::fs::metadata(a).ok());
+        let Some(m) = meta else { continue };
+        let devno = if m.file_type().is_block_device() {
+            m.rdev()
+        } else {
+            m.dev()
+        };
+        let spec = format!("{}:{}", libc::major(devno), libc::minor(devno));
+        if let Ok(d) = disks.resolve(&spec) {
+            if !out.iter().any(|o| o.dev == d.dev) {
+                out.push(d);
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,447 @@
+//! `iolab sweep` through the real binary: a tiny sweep runs and stores one
+//! run per cell whose throughput bytes match the device's own
+//! /proc/diskstats counters; `results show` prints its table; Ctrl-C keeps
+//! the recorded runs, restores the machine and `--resume` completes it;
+//! a mounted device, a device holding a filesystem and an unknown scheduler
+//! are refused with exit 2 and one line.
+//!
+//! Each test has its own run directory and database; the temporary labs
+//! are named after the sweep's pid, so tests running at the same time
+//! never share one. Sweeps hold [`MACHINE`]: they drop caches machine-wide.
+#![allow(clippy::unwrap_used)]
+
+mod lab_env;
+
+use std::path::PathBuf;
+use std::process::{Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use lab_env::{root_or_skip, Env};
+use serde_json::Value;
+
+static MACHINE: Mutex<()> = Mutex::new(());
+
+fn machine() -> MutexGuard<'static, ()> {
+    MACHINE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+struct Bench {
+    env: Env,
+    db: PathBuf,
+}
+
+impl Bench {
+    fn new(test: &str) -> Bench {
+        let env = Env::new(test);
+        let db = env.run.path().join("results.db");
+        Bench { env, db }
+    }
+
+    fn sweep(&self, args: &[&str]) -> Output {
+        self.env
+            .cmd()
+            .arg("sweep")
+            .args(args)
+            .arg("--db")
+            .arg(&self.db)
+            .timeout(Duration::from_secs(180))
+            .output()
+            .unwrap()
+    }
+
+    fn results(&self, args: &[&str]) -> Output {
+        self.env
+            .cmd()
+            .arg("results")
+            .args(args)
+            .arg("--db")
+            .arg(&self.db)
+            .output()
+            .unwrap()
+    }
+
+    fn export(&self, id: u64) -> Value {
+        let out = self.results(&["export", &id.to_string(), "--format", "json"]);
+        ok(&out);
+        json_of(&out.stdout)
+    }
+}
+
+impl Drop for Bench {
+    fn drop(&mut self) {
+        let _ = self.env.cmd().arg("restore").output();
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn json_of(b: &[u8]) -> Value {
+    serde_json::from_slice(b).unwrap_or_else(|e| panic!("{e}: {}", text(b)))
+}
+
+fn ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}
+
+/// A refusal: exit 2 and exactly one line on stderr.
+fn refused(out: &Output) -> String {
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
+    err
+}
+
+/// Loop devices whose backing file is a sweep lab image of `pid`.
+fn sweep_loops(pid: u32) -> Vec<String> {
+    iolab_guard::loops_backed_by(&PathBuf::from(format!("/var/tmp/iolab/sweep-{pid}.img")))
+}
+
+/// 2 schedulers × 1 pattern × 1 rep, reads and random writes, 16 MiB per
+/// run on a 100 MiB/s lab: every run stored with a throughput whose bytes
+/// the device's /proc/diskstats saw within 3 %.
+#[test]
+fn tiny_sweep_stores_runs_whose_bytes_match_diskstats() {
+    if !root_or_skip("tiny_sweep_stores_runs_whose_bytes_match_diskstats") {
+        return;
+    }
+    let _m = machine();
+    let b = Bench::new("sw-tiny");
+    let out = b.sweep(&[
+        "--schedulers",
+        "none,mq-deadline",
+        "--patterns",
+        "1/1",
+        "--rw",
+        "read,randwrite",
+        "--reps",
+        "1",
+        "--size",
+        "16M",
+        "--lab-size",
+        "256MiB",
+        "--bw",
+        "100MiB/s",
+        "--json",
+    ]);
+    ok(&out);
+    let doc = json_of(&out.stdout);
+    assert_eq!(doc["status"], "done");
+    assert_eq!(doc["runs_recorded"], 4);
+    assert_eq!(doc["sizing"]["total_bytes"], 16 << 20);
+    assert!(
+        text(&out.stderr).contains("each run moves 16MiB"),
+        "the scaling note: {}",
+        text(&out.stderr)
+    );
+    let cells = doc["tables"]["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 4, "2 schedulers x 2 kinds x 1 pattern");
+
+    let id = doc["experiment"].as_u64().unwrap();
+    let e = b.export(id);
+    assert_eq!(e["experiment"]["kind"], "sweep");
+    let runs = e["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4);
+    let mut seen = Vec::new();
+    for r in runs {
+        let sched = r["scheduler"].as_str().unwrap();
+        let wl = r["workload"].as_str().unwrap();
+        seen.push(format!("{sched}/{wl}"));
+        assert_eq!(r["rep"], 1);
+        assert_eq!(r["config"]["scheduler"], sched);
+        assert_eq!(r["config"]["job"]["ioengine"], "io_uring");
+        assert_eq!(r["config"]["job"]["direct"], true);
+        let x = &r["extra"];
+        let bw = x["bw_bytes"].as_f64().unwrap();
+        assert!(bw > 0.0, "{r}");
+        let io = x["io_bytes"].as_f64().unwrap();
+        assert_eq!(io, (16u64 << 20) as f64, "the run moved its bytes: {r}");
+        assert!(x["clat_ns"]["percentile"]["99.000000"].as_u64().unwrap() > 0);
+        // The kernel's count of the device's bytes over the run.
+        let dev = if wl.contains("read") {
+            r["background"]["read_bytes"].as_f64().unwrap()
+        } else {
+            r["background"]["write_bytes"].as_f64().unwrap()
+        };
+        assert!(
+            (dev - io).abs() <= io * 0.03,
+            "{sched}/{wl}: engine {io} B, /proc/diskstats {dev} B"
+        );
+        // The block trace saw the same requests, and lost none.
+        let op = if wl.contains("read") { "R" } else { "W" };
+        assert_eq!(x["bio"]["lost_events"], 0, "{r}");
+        let traced = x["bio"][op]["bytes"].as_f64().unwrap();
+        assert!(
+            (traced - io).abs() <= io * 0.03,
+            "{sched}/{wl}: engine {io} B, block trace {traced} B"
+        );
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            "mq-deadline/rand-write-1j-1qd",
+            "mq-deadline/seq-read-1j-1qd",
+            "none/rand-write-1j-1qd",
+            "none/seq-read-1j-1qd"
+        ]
+    );
+    let kinds: Vec<&str> = e["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "load").count(),
+        4,
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "cpu").count(),
+        4,
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "latency_hist").count(),
+        4,
+        "{kinds:?}"
+    );
+
+    // `results show` prints the sweep's own table, not start-up times.
+    let show = b.results(&["show", &id.to_string()]);
+    ok(&show);
+    let s = text(&show.stdout);
+    assert!(
+        s.contains("sequential read, bs 1MiB: throughput [MiB/s]"),
+        "{s}"
+    );
+    assert!(s.contains("random write"), "{s}");
+    assert!(!s.contains("start-up time"), "{s}");
+
+    // Nothing of the lab is left.
+    let pid_note = text(&out.stderr);
+    let lab = pid_note
+        .split("temporary lab sweep-")
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|p| p.parse::<u32>().ok())
+        .unwrap();
+    assert!(sweep_loops(lab).is_empty());
+}
+
+/// Ctrl-C mid-sweep: the runs recorded so far stay, the experiment is
+/// marked interrupted, the lab is gone; `--resume` runs only the rest.
+#[test]
+fn interrupted_sweep_keeps_runs_and_resumes() {
+    if !root_or_skip("interrupted_sweep_keeps_runs_and_resumes") {
+        return;
+    }
+    let _m = machine();
+    let b = Bench::new("sw-int");
+    let args = [
+        "--schedulers",
+        "none,kyber",
+        "--patterns",
+        "1/1,1/4",
+        "--rw",
+        "write",
+        "--reps",
+        "2",
+        "--size",
+        "16M",
+        "--lab-size",
+        "256MiB",
+        "--bw",
+        "20MiB/s",
+        "--json",
+    ];
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("iolab"))
+        .env("IOLAB_RUN_DIR", b.env.run.path())
+        .arg("sweep")
+        .args(args)
+        .arg("--db")
+        .arg(&b.db)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Wait for the first recorded run (each takes about a second).
+    let t0 = Instant::now();
+    loop {
+        let list = b.results(&["list", "--json"]);
+        let runs = if list.status.success() {
+            json_of(&list.stdout)[0]["runs"].as_u64().unwrap_or(0)
+        } else {
+            0
+        };
+        if runs >= 1 {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no run recorded in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid as i32).unwrap(),
+        rustix::process::Signal::INT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    let doc = json_of(&out.stdout);
+    assert_eq!(doc["status"], "interrupted");
+    let id = doc["experiment"].as_u64().unwrap();
+    let e = b.export(id);
+    assert_eq!(e["experiment"]["status"], "interrupted");
+    let kept = e["runs"].as_array().unwrap().len();
+    assert!((1..8).contains(&kept), "{kept} runs kept");
+    assert!(sweep_loops(pid).is_empty(), "lab left after Ctrl-C");
+    assert!(
+        text(&out.stderr).contains(&format!("--resume {id}")),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = b.sweep(&["--resume", &id.to_string(), "--json"]);
+    ok(&out);
+    let doc = json_of(&out.stdout);
+    assert_eq!(doc["status"], "done");
+    assert_eq!(doc["runs_recorded"].as_u64().unwrap() as usize, 8 - kept);
+    let e = b.export(id);
+    assert_eq!(e["runs"].as_array().unwrap().len(), 8);
+    assert_eq!(e["experiment"]["status"], "done");
+}
+
+/// The whole disk holding `/` (mounted): refused before anything changes.
+#[test]
+fn mounted_device_is_refused_with_one_line() {
+    if !root_or_skip("mounted_device_is_refused_with_one_line") {
+        return;
+    }
+    let root = iolab_sys::mounts::containing(std::path::Path::new("/")).unwrap();
+    let Some(disk) = root
+        .devno
+        .split_once(':')
+        .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
+        .and_then(|(a, b)| iolab_sys::block::BlockDev::from_devno(a, b).ok())
+    else {
+        eprintln!("skip: / is not on a block device here ({})", root.source);
+        return;
+    };
+    let b = Bench::new("sw-mounted");
+    let before = std::fs::read_to_string(disk.queue_path("scheduler")).unwrap();
+    let out = b.sweep(&["--device", &disk.dev_path().to_string_lossy()]);
+    let err = refused(&out);
+    assert!(
+        err.contains("refusing") && err.contains("mounted on /"),
+        "{err}"
+    );
+    assert!(
+        err.contains("destroying"),
+        "says the data would be lost: {err}"
+    );
+    assert!(err.contains("--force"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(disk.queue_path("scheduler")).unwrap(),
+        before
+    );
+}
+
+/// A device of our own (a raw lab): the sweep runs on it (bandwidth
+/// measured, as nothing says what it is); afterwards it holds ext4, so a
+/// second sweep is refused unless --force.
+#[test]
+fn device_sweep_runs_then_refuses_a_device_holding_a_filesystem() {
+    if !root_or_skip("device_sweep_runs_then_refuses_a_device_holding_a_filesystem") {
+        return;
+    }
+    let _m = machine();
+    let b = Bench::new("sw-dev");
+    let lab = b.env.up(&["--size", "256MiB", "--fs", "none"]);
+    let dev = lab["device"].as_str().unwrap().to_string();
+    let args = [
+        "--device",
+        &dev,
+        "--schedulers",
+        "none",
+        "--patterns",
+        "1/4",
+        "--rw",
+        "randwrite",
+        "--reps",
+        "1",
+        "--runtime",
+        "200ms",
+        "--json",
+    ];
+    let out = b.sweep(&args);
+    ok(&out);
+    let doc = json_of(&out.stdout);
+    assert_eq!(doc["runs_recorded"], 1);
+    assert_eq!(doc["sizing"]["bw_source"], "1 s of sequential direct reads");
+    assert!(doc["sizing"]["total_bytes"].as_u64().unwrap() <= 128 << 20);
+    let err = refused(&b.sweep(&args));
+    assert!(
+        err.contains("ext2/3/4 filesystem") && err.contains("--force"),
+        "{err}"
+    );
+    let mut forced = args.to_vec();
+    forced.push("--force");
+    ok(&b.sweep(&forced));
+    b.env.down();
+}
+
+/// A scheduler the device does not offer: exit 2, naming those it does.
+#[test]
+fn unknown_scheduler_is_refused_naming_the_available_ones() {
+    if !root_or_skip("unknown_scheduler_is_refused_naming_the_available_ones") {
+        return;
+    }
+    let b = Bench::new("sw-sched");
+    let out = b.sweep(&["--schedulers", "none,bfqq", "--lab-size", "64MiB"]);
+    let err = refused(&out);
+    assert!(err.contains("\"bfqq\""), "{err}");
+    assert!(
+        err.contains("available are") && err.contains("mq-deadline"),
+        "{err}"
+    );
+    let list = b.results(&["list", "--json"]);
+    if list.status.success() {
+        assert_eq!(
+            json_of(&list.stdout),
+            serde_json::json!([]),
+            "no experiment stored"
+        );
+    }
+}
+
+/// Bad flags fail before anything is made.
+#[test]
+fn bad_flags_are_usage_errors() {
+    let b = Bench::new("sw-flags");
+    for (args, want) in [
+        (vec!["--rw", "trim"], "--rw"),
+        (vec!["--patterns", "4"], "NUMJOBS/IODEPTH"),
+        (vec!["--reps", "0"], "--reps"),
+    ] {
+        let out = b.sweep(&args);
+        if !iolab_sys::is_root() {
+            assert_eq!(out.status.code(), Some(2));
+            continue;
+        }
+        let err = refused(&out);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
