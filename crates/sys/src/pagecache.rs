@@ -9,6 +9,7 @@
 
 use std::fs::File;
 use std::num::NonZeroU64;
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::path::{Path, PathBuf};
 
 use rustix::fs::Advice;
@@ -188,6 +189,69 @@ impl Drop for Mapping {
         // into it outlive `self`.
         let _ = unsafe { rustix::mm::munmap(self.addr, self.len) };
     }
+}
+
+/// The page map of `len` bytes of the file behind `fd` from `offset` (a
+/// multiple of the page size): one byte per page in `out` (resized to
+/// fit), 1 where the page is in the page cache and up to date, 0 where it
+/// is not (mincore(2) through a transient read-only mapping; only bit 0 is
+/// kept). `len` 0 leaves `out` empty.
+///
+/// mincore answers truthfully only for files the caller owns or could
+/// write (root always); for others it reports every page as cached (Linux
+/// ≥ 5.2), so callers check that first.
+pub fn page_map(
+    fd: BorrowedFd<'_>,
+    offset: u64,
+    len: u64,
+    out: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    out.clear();
+    let Ok(len) = usize::try_from(len) else {
+        return Err(std::io::Error::from_raw_os_error(libc::EFBIG));
+    };
+    if len == 0 {
+        return Ok(());
+    }
+    let pages = len.div_ceil(page_size() as usize);
+    out.resize(pages, 0);
+    // SAFETY: a fresh private read-only mapping the kernel places; it is
+    // never dereferenced, only passed to mincore and unmapped below.
+    let addr = unsafe {
+        rustix::mm::mmap(
+            std::ptr::null_mut(),
+            len,
+            ProtFlags::READ,
+            MapFlags::PRIVATE,
+            fd,
+            offset,
+        )
+    }?;
+    // SAFETY: the range is exactly our live mapping and `out` holds one
+    // byte per page of it, as mincore(2) requires.
+    let rc = unsafe { libc::mincore(addr, len, out.as_mut_ptr()) };
+    let err = (rc != 0).then(std::io::Error::last_os_error);
+    // SAFETY: unmaps exactly what mmap returned; nothing refers into it.
+    let _ = unsafe { rustix::mm::munmap(addr, len) };
+    if let Some(e) = err {
+        return Err(e);
+    }
+    for b in out.iter_mut() {
+        *b &= 1;
+    }
+    Ok(())
+}
+
+/// readahead(2): asks the kernel to read `len` bytes from `offset` into the
+/// page cache. Returns once the reads are submitted, not when they finish.
+pub fn readahead(fd: BorrowedFd<'_>, offset: u64, len: u64) -> std::io::Result<()> {
+    let len = usize::try_from(len).unwrap_or(usize::MAX);
+    // SAFETY: readahead takes a descriptor and two integers, no memory.
+    let rc = unsafe { libc::readahead(fd.as_raw_fd(), offset as libc::off64_t, len) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 #[cfg(test)]

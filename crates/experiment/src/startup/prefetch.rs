@@ -1,0 +1,625 @@
+//! The prefetch dimension of the startup matrix (`--prefetch LIST
+//! [--prefetch-mode before|parallel]`): every repetition of a cell is
+//! started without prefetch and once per mode with it, in rotating order
+//! and under the same running load, each after its own cold-cache step.
+//!
+//! - `before`: the list is read in completely ([`read_in`]) after the cache
+//!   is made cold and before the target starts: the best a prefetch can
+//!   do, its cost paid up front (stored in the artifact, not in the
+//!   start-up time);
+//! - `parallel`: a helper thread starts reading the list in the same way
+//!   just before the target starts, like seed 001's treadahead at boot;
+//!   the start-up time includes the competition between the two.
+//!
+//! Runs with prefetch are stored with the target `T +prefetch:MODE`, so
+//! each gets its own cells (and table) while the workload keeps meaning
+//! the background load; each such run carries a `prefetch` artifact (the
+//! prefetch report). `LIST` is a prefetch list file (`{dir}` in it is the
+//! lab directory) or `record`: the target is recorded once, cold, before
+//! the matrix, with every task's page-cache insertions on the lab's
+//! filesystem (nothing else uses the lab then), and the list is stored in
+//! the experiment's configuration so `--resume` reuses it.
+
+use std::collections::HashSet;
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+use std::thread::JoinHandle;
+
+use iolab_cache::prefetch::{
+    self as cache_prefetch, Method, PrefetchList, PrefetchOptions, PrefetchReport,
+};
+use iolab_guard::Guard;
+use iolab_record::{DevNo, RecordOptions, Recorder, Recording, ResolveOptions};
+use iolab_store::{ExperimentId, ExperimentReport, Store};
+use iolab_sys::UsageError;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::cold::{evict_list, make_cold};
+use super::config::{Cold, StartupConfig};
+use super::place::Resolved;
+use super::StartupError;
+use crate::launch::{self, LaunchSpec};
+
+/// Where the list comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum PrefetchSource {
+    /// A list file (`FILE off:len,...` lines or plain paths).
+    File {
+        /// Its path.
+        path: PathBuf,
+    },
+    /// Record the target once before the matrix.
+    Record,
+}
+
+impl PrefetchSource {
+    /// `record` or a path.
+    pub fn parse(s: &str) -> PrefetchSource {
+        if s == "record" {
+            PrefetchSource::Record
+        } else {
+            PrefetchSource::File {
+                path: PathBuf::from(s),
+            }
+        }
+    }
+}
+
+/// When the prefetch runs relative to the target's start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum PrefetchMode {
+    /// Read the list in completely, then start the target.
+    Before,
+    /// Start a helper reading the list just before the target.
+    Parallel,
+}
+
+impl PrefetchMode {
+    /// `before` or `parallel`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PrefetchMode::Before => "before",
+            PrefetchMode::Parallel => "parallel",
+        }
+    }
+}
+
+/// The prefetch dimension of an experiment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrefetchConfig {
+    /// The list.
+    pub list: PrefetchSource,
+    /// Modes compared with no prefetch (at least one).
+    pub modes: Vec<PrefetchMode>,
+    /// Workloads measured with prefetch too; empty: all.
+    #[serde(default)]
+    pub workloads: Vec<String>,
+}
+
+/// The target label of runs with prefetch: `T +prefetch:MODE`.
+pub fn variant_target(target: &str, mode: PrefetchMode) -> String {
+    format!("{target}{VARIANT_MARK}{}", mode.as_str())
+}
+
+/// True for the target label of runs with prefetch.
+pub fn is_variant(target: &str) -> bool {
+    target.contains(VARIANT_MARK)
+}
+
+const VARIANT_MARK: &str = " +prefetch:";
+
+/// Which runs of an experiment exist: (target, scheduler, workload, rep).
+pub(super) type DoneRuns = HashSet<(String, String, String, u32)>;
+
+/// The runs already stored (for `--resume`).
+pub(super) fn done_runs(store: &Store, id: ExperimentId) -> Result<DoneRuns, StartupError> {
+    Ok(store
+        .runs(id)?
+        .into_iter()
+        .map(|r| (r.target, r.scheduler, r.workload, r.rep))
+        .collect())
+}
+
+/// A loaded list, ready to be read in around starts.
+#[derive(Debug)]
+pub struct Prefetcher {
+    list: PrefetchList,
+    cfg: PrefetchConfig,
+    /// The list as stored with the experiment (`{dir}` for the lab dir).
+    pub stored_text: String,
+    bytes: u64,
+}
+
+impl Prefetcher {
+    /// Loads (or records, or takes from a resumed experiment) the list.
+    pub(super) fn prepare(
+        guard: &Guard,
+        cfg: &StartupConfig,
+        place: &Resolved,
+        spec: &LaunchSpec,
+        stored: Option<&str>,
+    ) -> Result<Option<Prefetcher>, StartupError> {
+        let Some(pc) = &cfg.prefetch else {
+            return Ok(None);
+        };
+        if pc.modes.is_empty() {
+            return Err(UsageError::new("--prefetch-mode: give before, parallel or both").into());
+        }
+        let dir = place.dir.to_string_lossy().into_owned();
+        let text = match (stored, &pc.list) {
+            (Some(t), _) => t.to_string(),
+            (None, PrefetchSource::File { path }) => {
+                let p = PathBuf::from(path.to_string_lossy().replace("{dir}", &dir));
+                std::fs::read_to_string(&p).map_err(|e| {
+                    UsageError::new(format!(
+                        "--prefetch {}: {e}: expected a list from `iolab record` or `iolab cache -r`, or `record`",
+                        p.display()
+                    ))
+                })?
+            }
+            (None, PrefetchSource::Record) => record_target(guard, cfg, place, spec)?,
+        };
+        let list = PrefetchList::parse_named(&text.replace("{dir}", &dir), "--prefetch list")?;
+        if list.is_empty() {
+            return Err(UsageError::new(
+                "the prefetch list is empty: nothing would be read in (a recording sees only pages that were not cached)",
+            )
+            .into());
+        }
+        let bytes = list
+            .entries
+            .iter()
+            .map(|e| match &e.ranges {
+                Some(r) => r.iter().map(|r| r.len).sum(),
+                None => std::fs::metadata(&e.path).map_or(0, |m| m.len()),
+            })
+            .sum();
+        // Stored with the lab directory as `{dir}`: a resumed experiment
+        // runs on a new temporary lab mounted elsewhere.
+        let stored_text = if dir.is_empty() {
+            text
+        } else {
+            text.replace(&dir, "{dir}")
+        };
+        Ok(Some(Prefetcher {
+            list,
+            cfg: pc.clone(),
+            stored_text,
+            bytes,
+        }))
+    }
+
+    /// The variants of one repetition of `workload`, in the order to run
+    /// them: no prefetch and each mode, rotated by the repetition so no
+    /// variant always runs first.
+    pub(super) fn variants(&self, workload: &str, rep: u32) -> Vec<Option<PrefetchMode>> {
+        variants(Some(&self.cfg), workload, rep)
+    }
+
+    /// Starts a prefetch for `mode`; [`Running::finish`] returns its report.
+    pub(super) fn begin(&self, mode: PrefetchMode) -> Result<Running, StartupError> {
+        Ok(match mode {
+            PrefetchMode::Before => Running::Done(read_in(&self.list)?),
+            PrefetchMode::Parallel => {
+                let list = self.list.clone();
+                Running::Helper(std::thread::spawn(move || read_in(&list)))
+            }
+        })
+    }
+
+    /// The `prefetch` artifact of a run.
+    pub(super) fn artifact(&self, mode: PrefetchMode, report: &PrefetchReport) -> Value {
+        json!({
+            "mode": mode,
+            "list_files": self.list.entries.len(),
+            "list_bytes": self.bytes,
+            "report": report,
+        })
+    }
+}
+
+/// Reads the whole list in and returns when every byte has been read: all
+/// ranges submitted at once with readahead(2) (a deep queue, as a boot-time
+/// helper does), then read through with pread(2), which waits for pages
+/// still in flight. Neither pass alone will do: reading range after range
+/// keeps one range in flight (under a background reader with mq-deadline
+/// that took 4.3 s instead of 0.8 s here), and residency after readahead
+/// counts pages still being read (cachestat counts every page present).
+fn read_in(list: &PrefetchList) -> Result<PrefetchReport, iolab_cache::CacheError> {
+    let submit = cache_prefetch::run(list, &PrefetchOptions::default())?;
+    let read = cache_prefetch::run(
+        list,
+        &PrefetchOptions {
+            method: Method::Read,
+            ..PrefetchOptions::default()
+        },
+    )?;
+    let duration_s = (read.end.mono_ns.saturating_sub(submit.start.mono_ns)) as f64 / 1e9;
+    let device_read_bytes = submit.device_read_bytes + read.device_read_bytes;
+    Ok(PrefetchReport {
+        method: Method::Readahead,
+        cached_pages_before: submit.cached_pages_before,
+        submit_s: submit.submit_s,
+        wait_s: read.duration_s,
+        duration_s,
+        device_read_bytes,
+        device_read_bytes_per_s: if duration_s > 0.0 {
+            device_read_bytes as f64 / duration_s
+        } else {
+            0.0
+        },
+        start: submit.start,
+        ..read
+    })
+}
+
+/// Variants of a repetition (see [`Prefetcher::variants`]).
+pub(super) fn variants(
+    cfg: Option<&PrefetchConfig>,
+    workload: &str,
+    rep: u32,
+) -> Vec<Option<PrefetchMode>> {
+    let mut v = vec![None];
+    if let Some(c) = cfg {
+        if c.workloads.is_empty() || c.workloads.iter().any(|w| w == workload) {
+            v.extend(c.modes.iter().copied().map(Some));
+        }
+    }
+    let n = v.len();
+    v.rotate_left((rep.saturating_sub(1) as usize) % n);
+    v
+}
+
+/// A prefetch under way.
+pub(super) enum Running {
+    /// Finished before the target started.
+    Done(PrefetchReport),
+    /// A helper thread reading alongside the target.
+    Helper(JoinHandle<Result<PrefetchReport, iolab_cache::CacheError>>),
+}
+
+impl Running {
+    /// Waits for the helper (if any) and returns the report.
+    pub(super) fn finish(self) -> Result<PrefetchReport, StartupError> {
+        match self {
+            Running::Done(r) => Ok(r),
+            Running::Helper(h) => match h.join() {
+                Ok(r) => Ok(r?),
+                Err(_) => Err(UsageError::new("the prefetch helper thread panicked").into()),
+            },
+        }
+    }
+}
+
+/// Records the target once, cold, on the idle lab: every task's
+/// page-cache insertions on the lab's filesystem while it starts.
+fn record_target(
+    guard: &Guard,
+    cfg: &StartupConfig,
+    place: &Resolved,
+    spec: &LaunchSpec,
+) -> Result<String, StartupError> {
+    let cold = if cfg.cold == Cold::None {
+        Cold::Evict
+    } else {
+        cfg.cold
+    };
+    make_cold(guard, cold, &evict_list(cfg), &place.mountpoint)?;
+    let dev = std::fs::metadata(&place.dir)
+        .map(|m| DevNo::from_st_dev(m.dev()))
+        .map_err(|e| iolab_sys::SysError::io(&place.dir, e))?;
+    let mut names = iolab_record::candidates::Candidates::default();
+    names.add_argv(&cfg.command);
+    let opts = RecordOptions {
+        pids: None,
+        devices: vec![dev],
+        ..RecordOptions::default()
+    };
+    let rec = Recorder::start(guard, &opts, names)?;
+    let outcome = launch::launch(guard, spec);
+    let raw = rec.finish()?;
+    let outcome = outcome?;
+    if outcome.failed() || outcome.interrupted {
+        return Err(UsageError::new(format!(
+            "recording the prefetch list: the target did not start cleanly (exit {:?}); its last output:\n{}",
+            outcome.exit_code, outcome.output_tail
+        ))
+        .into());
+    }
+    let recording = Recording::build(
+        raw,
+        cfg.command.clone(),
+        "all",
+        vec![dev.to_string()],
+        None,
+        ResolveOptions::default(),
+    );
+    Ok(format!(
+        "# iolab startup --prefetch record: {}\n{}",
+        recording.summary(),
+        recording.list_text()
+    ))
+}
+
+/// True when every variant of a repetition is stored.
+pub(super) fn rep_done(
+    cfg: Option<&PrefetchConfig>,
+    done: &DoneRuns,
+    target: &str,
+    scheduler: &str,
+    workload: &str,
+    rep: u32,
+) -> bool {
+    variants(cfg, workload, rep).into_iter().all(|v| {
+        let t = v.map_or_else(|| target.to_string(), |m| variant_target(target, m));
+        done.contains(&(t, scheduler.to_string(), workload.to_string(), rep))
+    })
+}
+
+/// The side-by-side comparison: per workload (and mode) a row, per
+/// scheduler `without → with (×with/without)`; `None` when the experiment
+/// has no prefetch runs.
+pub fn render_comparison(report: &ExperimentReport) -> Option<String> {
+    use iolab_store::render::{align_columns, table_decimals};
+    let pairs: Vec<(&str, &iolab_store::CellReport, &iolab_store::CellReport)> = report
+        .cells
+        .iter()
+        .filter_map(|with| {
+            let (base, mode) = with.target.rsplit_once(VARIANT_MARK)?;
+            let without = report.cells.iter().find(|c| {
+                c.target == base && c.scheduler == with.scheduler && c.workload == with.workload
+            })?;
+            Some((mode, without, with))
+        })
+        .collect();
+    if pairs.is_empty() {
+        return None;
+    }
+    let d = table_decimals(pairs.iter().flat_map(|p| [p.1, p.2]));
+    let mut schedulers: Vec<&str> = Vec::new();
+    let mut rows_keys: Vec<(&str, &str)> = Vec::new();
+    for (mode, _, with) in &pairs {
+        if !schedulers.contains(&with.scheduler.as_str()) {
+            schedulers.push(&with.scheduler);
+        }
+        if !rows_keys.contains(&(with.workload.as_str(), *mode)) {
+            rows_keys.push((&with.workload, mode));
+        }
+    }
+    let mut rows = vec![std::iter::once("workload")
+        .chain(std::iter::once("prefetch"))
+        .chain(schedulers.iter().copied())
+        .map(str::to_string)
+        .collect::<Vec<_>>()];
+    for (w, mode) in &rows_keys {
+        let mut row = vec![w.to_string(), mode.to_string()];
+        for s in &schedulers {
+            let cell = pairs
+                .iter()
+                .find(|p| p.0 == *mode && p.2.workload == *w && p.2.scheduler == *s);
+            row.push(cell.map_or_else(
+                || "-".into(),
+                |(_, a, b)| pair_text(a, b, prefetch_seconds(report, b), d),
+            ));
+        }
+        rows.push(row);
+    }
+    let mut out = String::from(
+        "prefetch: start-up [s] without → with (×with/without) +seconds the prefetch took\n",
+    );
+    out.push_str(&align_columns(&rows));
+    if pairs
+        .iter()
+        .any(|p| p.1.stats.censored + p.2.stats.censored > 0)
+    {
+        out.push_str("[censored]: some starts timed out; ×≤ or ×≥: the ratio is a bound\n");
+    }
+    for mode in ["before", "parallel"] {
+        let docs: Vec<&Value> = report
+            .artifacts
+            .iter()
+            .filter(|a| a.kind == "prefetch" && a.json["mode"] == mode)
+            .map(|a| &a.json)
+            .collect();
+        if let Some(first) = docs.first() {
+            let mean = |k: &str| {
+                docs.iter()
+                    .filter_map(|j| j["report"][k].as_f64())
+                    .sum::<f64>()
+                    / docs.len() as f64
+            };
+            let what = if mode == "before" {
+                "read in completely before the start, not counted in it"
+            } else {
+                "a helper reading it alongside the start"
+            };
+            out.push_str(&format!(
+                "{mode} ({what}): list of {} files, {}, {:.0}% resident after\n",
+                first["list_files"],
+                iolab_sys::units::format_bytes(first["list_bytes"].as_u64().unwrap_or(0)),
+                mean("residency_percent"),
+            ));
+        }
+    }
+    Some(out)
+}
+
+/// Mean duration of the prefetches of `cell`'s runs, s.
+fn prefetch_seconds(report: &ExperimentReport, cell: &iolab_store::CellReport) -> Option<f64> {
+    let v: Vec<f64> = report
+        .artifacts
+        .iter()
+        .filter(|a| {
+            a.kind == "prefetch"
+                && a.target == cell.target
+                && a.scheduler == cell.scheduler
+                && a.workload == cell.workload
+        })
+        .filter_map(|a| a.json["report"]["duration_s"].as_f64())
+        .collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+fn pair_text(
+    without: &iolab_store::CellReport,
+    with: &iolab_store::CellReport,
+    took: Option<f64>,
+    d: usize,
+) -> String {
+    let (Some(a), Some(b)) = (without.stats.mean, with.stats.mean) else {
+        return "-".into();
+    };
+    // A mean over censored starts is only a lower bound.
+    let gt = |lower: bool| if lower { ">" } else { "" };
+    let mut s = format!(
+        "{}{a:.d$} → {}{b:.d$}",
+        gt(without.stats.mean_is_lower_bound),
+        gt(with.stats.mean_is_lower_bound)
+    );
+    if let Some(r) = iolab_stats::ratio_of_means(&with.stats, &without.stats) {
+        let sign = match r.bound {
+            iolab_stats::Bound::Exact => "",
+            iolab_stats::Bound::Lower => "≥",
+            iolab_stats::Bound::Upper => "≤",
+        };
+        s.push_str(&format!(" (×{sign}{:.2})", r.value));
+    }
+    if let Some(t) = took {
+        s.push_str(&format!(" +{t:.2}"));
+    }
+    if without.stats.censored + with.stats.censored > 0 {
+        s.push_str(" [censored]");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(workloads: &[&str]) -> PrefetchConfig {
+        PrefetchConfig {
+            list: PrefetchSource::Record,
+            modes: vec![PrefetchMode::Before, PrefetchMode::Parallel],
+            workloads: workloads.iter().map(|w| w.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn variants_rotate_and_respect_workloads() {
+        let c = cfg(&["idle"]);
+        let b = Some(PrefetchMode::Before);
+        let p = Some(PrefetchMode::Parallel);
+        assert_eq!(variants(Some(&c), "idle", 1), [None, b, p]);
+        assert_eq!(variants(Some(&c), "idle", 2), [b, p, None]);
+        assert_eq!(variants(Some(&c), "idle", 4), [None, b, p]);
+        assert_eq!(variants(Some(&c), "1r", 2), [None]);
+        assert_eq!(variants(None, "1r", 2), [None]);
+        assert_eq!(variants(Some(&cfg(&[])), "1r", 1).len(), 3);
+    }
+
+    #[test]
+    fn a_rep_is_done_only_with_every_variant() {
+        let c = cfg(&[]);
+        let mut done = DoneRuns::new();
+        let key = |t: &str| (t.to_string(), "bfq".to_string(), "idle".to_string(), 1);
+        done.insert(key("app"));
+        done.insert(key("app +prefetch:before"));
+        assert!(!rep_done(Some(&c), &done, "app", "bfq", "idle", 1));
+        done.insert(key("app +prefetch:parallel"));
+        assert!(rep_done(Some(&c), &done, "app", "bfq", "idle", 1));
+        assert!(rep_done(None, &done, "app", "bfq", "idle", 1));
+        assert!(!rep_done(None, &done, "app", "bfq", "idle", 2));
+    }
+
+    fn run(
+        target: &str,
+        workload: &str,
+        rep: u32,
+        secs: f64,
+        censored: bool,
+    ) -> iolab_store::RunRecord {
+        iolab_store::RunRecord {
+            scheduler: "bfq".into(),
+            workload: workload.into(),
+            rep,
+            target: target.into(),
+            started_at: String::new(),
+            duration_ns: (secs * 1e9) as u64,
+            censored,
+            timeout_ns: 10_000_000_000,
+            exit_code: Some(0),
+            signal: None,
+            overhead_ns: None,
+            background: None,
+            config: Value::Null,
+            extra: Value::Null,
+        }
+    }
+
+    #[test]
+    fn comparison_pairs_each_variant_with_its_plain_cell() {
+        let exp = iolab_store::Experiment {
+            id: ExperimentId(1),
+            created: String::new(),
+            kind: "startup".into(),
+            command_line: String::new(),
+            status: iolab_store::Status::Done,
+            config: Value::Null,
+            environment: Value::Null,
+        };
+        let before = variant_target("app", PrefetchMode::Before);
+        let runs = vec![
+            run("app", "idle", 1, 1.0, false),
+            run("app", "idle", 2, 1.2, false),
+            run(&before, "idle", 1, 0.2, false),
+            run(&before, "idle", 2, 0.3, false),
+            run("app", "1r", 1, 10.0, true),
+            run("app", "1r", 2, 10.0, true),
+            run(&before, "1r", 1, 0.5, false),
+            run(&before, "1r", 2, 0.7, false),
+        ];
+        let mut report = ExperimentReport::new(exp, runs);
+        report.artifacts = (1..=2)
+            .map(|rep| iolab_store::Artifact {
+                run_id: iolab_store::RunId(rep.into()),
+                scheduler: "bfq".into(),
+                workload: "idle".into(),
+                target: before.clone(),
+                rep,
+                kind: "prefetch".into(),
+                json: json!({"mode": "before", "list_files": 3, "list_bytes": 4096,
+                             "report": {"duration_s": 0.5 * f64::from(rep), "residency_percent": 100.0}}),
+            })
+            .collect();
+        let text = render_comparison(&report).unwrap();
+        let idle = text.lines().find(|l| l.starts_with("idle")).unwrap();
+        assert!(idle.contains("1.100 → 0.250 (×0.23) +0.75"), "{text}");
+        let load = text.lines().find(|l| l.starts_with("1r")).unwrap();
+        assert!(
+            load.contains(">10.000 → 0.600 (×≤0.06) [censored]"),
+            "{text}"
+        );
+        assert!(text.contains("list of 3 files"), "{text}");
+        let plain = ExperimentReport::new(report.experiment.clone(), report.runs[..2].to_vec());
+        assert!(render_comparison(&plain).is_none());
+    }
+
+    #[test]
+    fn source_and_mode_names() {
+        assert_eq!(PrefetchSource::parse("record"), PrefetchSource::Record);
+        assert_eq!(
+            PrefetchSource::parse("./record"),
+            PrefetchSource::File {
+                path: "./record".into()
+            }
+        );
+        assert_eq!(
+            variant_target("app --dir {dir}", PrefetchMode::Parallel),
+            "app --dir {dir} +prefetch:parallel"
+        );
+    }
+}

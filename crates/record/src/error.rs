@@ -1,0 +1,64 @@
+//! Errors of the recorder: each says what failed and, for bad input, what
+//! would be right.
+
+use std::path::PathBuf;
+
+/// Why a recording failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// Bad input (exit code 2).
+    #[error("{0}")]
+    Usage(String),
+    /// The command could not be started.
+    // The OS error is in the message, not a `source`: anyhow's `{:#}`
+    // would print it twice.
+    #[error("cannot start {program:?}: {error}: expected an executable on PATH or a path to one")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// The OS error.
+        error: std::io::Error,
+    },
+    /// The kernel cannot do what recording needs.
+    #[error("{0}")]
+    Unsupported(String),
+    /// The trace session failed.
+    #[error(transparent)]
+    Trace(#[from] iolab_trace::TraceError),
+    /// A guarded change (drop_caches) failed.
+    #[error(transparent)]
+    Guard(#[from] iolab_guard::GuardError),
+    /// A system call or file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// What was being accessed.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+}
+
+impl RecordError {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        RecordError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// True for mistakes in the user's input (exit code 2).
+    pub fn is_usage(&self) -> bool {
+        match self {
+            RecordError::Usage(_) | RecordError::Spawn { .. } => true,
+            RecordError::Trace(e) => e.is_usage(),
+            RecordError::Guard(e) => e.is_usage(),
+            _ => false,
+        }
+    }
+}
+
+impl From<iolab_sys::UsageError> for RecordError {
+    fn from(e: iolab_sys::UsageError) -> Self {
+        RecordError::Usage(e.0)
+    }
+}
