@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use iolab_guard::Guard;
 use iolab_sys::units::format_bytes;
 
-use crate::spec::LabSpec;
+use crate::spec::{Fs, LabSpec};
 use crate::LabError;
 
 /// Room left free on the host filesystem beyond the image, so a lab never
@@ -22,7 +22,9 @@ const SPARE_BYTES: u64 = 64 << 20;
 /// (the name the loop driver reports as backing file).
 pub(crate) fn make(guard: &Guard, spec: &LabSpec) -> Result<PathBuf, LabError> {
     let dir = absolute(&spec.dir)?;
-    check_space(&dir, spec.size_bytes)?;
+    if spec.fs != Fs::Erofs {
+        check_space(&dir, spec.size_bytes)?;
+    }
     guard.mkdir_all(&dir)?;
     let path = dir.join(format!("{}.img", spec.name));
     if path.exists() {
@@ -32,6 +34,11 @@ pub(crate) fn make(guard: &Guard, spec: &LabSpec) -> Result<PathBuf, LabError> {
         )));
     }
     let file = guard.create_file(&path)?;
+    if spec.fs == Fs::Erofs {
+        drop(file);
+        build_erofs(&path, spec)?;
+        return std::fs::canonicalize(&path).map_err(|e| LabError::io(&path, e));
+    }
     let len = spec.size_bytes;
     match rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, len) {
         Ok(()) => {}
@@ -43,6 +50,37 @@ pub(crate) fn make(guard: &Guard, spec: &LabSpec) -> Result<PathBuf, LabError> {
         Err(e) => return Err(LabError::io(&path, e.into())),
     }
     std::fs::canonicalize(&path).map_err(|e| LabError::io(&path, e))
+}
+
+/// Builds a read-only EROFS image of `spec.from` into `img` (already
+/// created, and journaled, by the guard) with mkfs.erofs, compressed when
+/// `spec.compress` says so. The image is as large as its contents need.
+fn build_erofs(img: &Path, spec: &LabSpec) -> Result<(), LabError> {
+    let from = spec
+        .from
+        .as_deref()
+        .ok_or_else(|| LabError::usage("--fs erofs needs --from DIR"))?;
+    if !from.is_dir() {
+        return Err(LabError::usage(format!(
+            "--from {}: not a directory: give the directory whose files the EROFS image should hold",
+            from.display()
+        )));
+    }
+    let mut args = vec!["--quiet".to_string()];
+    if let Some(c) = &spec.compress {
+        args.push(format!("-z{c}"));
+    }
+    args.push(img.to_string_lossy().into_owned());
+    args.push(from.to_string_lossy().into_owned());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    iolab_guard::run_cmd("mkfs.erofs", &args)
+        .map(|_| ())
+        .map_err(|e| match e {
+            iolab_guard::GuardError::Command { stderr, .. } if stderr.ends_with("installed?)") => {
+                LabError::usage("mkfs.erofs not found: install erofs-utils (or use another --fs)")
+            }
+            e => e.into(),
+        })
 }
 
 fn absolute(dir: &Path) -> Result<PathBuf, LabError> {

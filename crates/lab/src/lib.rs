@@ -49,7 +49,7 @@ pub use meta::{LabKind, LabMeta, LabState};
 pub use spec::{Fs, LabSpec, SpecText};
 pub use status::{list, status, LabStatus};
 pub use throttle::{cgroup_warning, read_throttle, ThrottleValues};
-pub use up::up;
+pub use up::{format_and_mount, up};
 pub use zram::ZramStatus;
 
 /// A lab that is up: its devices and where its filesystem is.

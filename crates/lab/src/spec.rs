@@ -20,22 +20,26 @@ pub enum Fs {
     Xfs,
     /// Btrfs.
     Btrfs,
+    /// EROFS, read-only: an image built by mkfs.erofs from `--from DIR`
+    /// (compressed with `--compress`), the filesystem of Android's system
+    /// partitions (seed 004).
+    Erofs,
     /// No filesystem: the raw device, for benchmarks.
     None,
 }
 
 impl Fs {
     /// Every choice, in the order the help lists them.
-    pub const ALL: [Fs; 4] = [Fs::Ext4, Fs::Xfs, Fs::Btrfs, Fs::None];
+    pub const ALL: [Fs; 5] = [Fs::Ext4, Fs::Xfs, Fs::Btrfs, Fs::Erofs, Fs::None];
 
-    /// Parses `ext4`, `xfs`, `btrfs` or `none`.
+    /// Parses `ext4`, `xfs`, `btrfs`, `erofs` or `none`.
     pub fn parse(text: &str) -> Result<Fs, UsageError> {
         Fs::ALL
             .into_iter()
             .find(|f| f.name() == text)
             .ok_or_else(|| {
                 UsageError::new(format!(
-                    "unknown filesystem {text:?}: expected ext4, xfs, btrfs or none"
+                    "unknown filesystem {text:?}: expected ext4, xfs, btrfs, erofs or none"
                 ))
             })
     }
@@ -46,6 +50,7 @@ impl Fs {
             Fs::Ext4 => "ext4",
             Fs::Xfs => "xfs",
             Fs::Btrfs => "btrfs",
+            Fs::Erofs => "erofs",
             Fs::None => "none",
         }
     }
@@ -58,6 +63,9 @@ impl Fs {
             Fs::Ext4 => 16 << 20,
             Fs::Xfs => 300 << 20,
             Fs::Btrfs => 114_294_784,
+            // Sized by mkfs.erofs from its source directory: `size` is
+            // not used.
+            Fs::Erofs => 0,
             Fs::None => 1 << 20,
         }
     }
@@ -107,6 +115,13 @@ pub struct LabSpec {
     pub dir: PathBuf,
     /// A zram device (RAM speed, no scheduler) instead of a loop device.
     pub zram: bool,
+    /// `--fs erofs`: the directory whose files the image holds.
+    #[serde(default)]
+    pub from: Option<PathBuf>,
+    /// `--fs erofs`: mkfs.erofs compressor, `ALG[,LEVEL]` (e.g. `lz4hc`,
+    /// `lz4hc,12`); `None` stores the files uncompressed.
+    #[serde(default)]
+    pub compress: Option<String>,
 }
 
 impl Default for LabSpec {
@@ -122,6 +137,8 @@ impl Default for LabSpec {
             dirty_limit_bytes: None,
             dir: PathBuf::from("/var/tmp/iolab"),
             zram: false,
+            from: None,
+            compress: None,
         }
     }
 }
@@ -184,7 +201,33 @@ impl LabSpec {
         if self.zram {
             self.validate_zram()?;
         }
-        Ok(())
+        self.validate_erofs()
+    }
+
+    fn validate_erofs(&self) -> Result<(), UsageError> {
+        match (self.fs, &self.from) {
+            (Fs::Erofs, None) => Err(UsageError::new(
+                "--fs erofs builds a read-only image from a directory: give --from DIR",
+            )),
+            (Fs::Erofs, Some(_)) if self.zram => Err(UsageError::new(
+                "--fs erofs cannot be combined with --zram: the image is a file behind a loop device; drop --zram",
+            )),
+            (Fs::Erofs, Some(_)) => match self.compress.as_deref() {
+                Some(c) if !matches!(c.split(',').next(), Some("lz4" | "lz4hc" | "lzma" | "deflate" | "zstd")) => {
+                    Err(UsageError::new(format!(
+                        "--compress {c:?}: expected an EROFS compressor, e.g. lz4hc, lz4hc,12, lz4"
+                    )))
+                }
+                _ => Ok(()),
+            },
+            (_, Some(_)) => Err(UsageError::new(
+                "--from DIR is for --fs erofs (an image built from DIR); other filesystems start empty",
+            )),
+            (_, None) if self.compress.is_some() => Err(UsageError::new(
+                "--compress is for --fs erofs: use --fs erofs --from DIR --compress lz4hc",
+            )),
+            _ => Ok(()),
+        }
     }
 
     fn validate_zram(&self) -> Result<(), UsageError> {
@@ -229,6 +272,10 @@ pub struct SpecText<'a> {
     pub dir: &'a str,
     /// `--zram`.
     pub zram: bool,
+    /// `--from` (erofs).
+    pub from: Option<&'a str>,
+    /// `--compress` (erofs).
+    pub compress: Option<&'a str>,
 }
 
 impl LabSpec {
@@ -274,6 +321,8 @@ impl LabSpec {
                 .map_err(|e| flag("--dirty-limit", e))?,
             dir,
             zram: t.zram,
+            from: t.from.map(PathBuf::from),
+            compress: t.compress.map(str::to_string),
         };
         spec.validate()?;
         Ok(spec)
@@ -451,6 +500,52 @@ mod tests {
         let e = LabSpec::from_text(&SpecText { size: "", ..text() }).unwrap_err();
         assert!(e.0.starts_with("--size:"), "{e}");
         assert!(!e.0.contains('\n'));
+    }
+
+    #[test]
+    fn erofs_needs_a_source_directory_and_a_known_compressor() {
+        let e = LabSpec {
+            fs: Fs::Erofs,
+            ..spec()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(e.0.contains("--from DIR"), "{e}");
+        let ok = LabSpec {
+            fs: Fs::Erofs,
+            from: Some("/usr/share".into()),
+            compress: Some("lz4hc,12".into()),
+            ..spec()
+        };
+        ok.validate().unwrap();
+        let e = LabSpec {
+            compress: Some("gzip".into()),
+            ..ok.clone()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(e.0.contains("lz4hc"), "{e}");
+        assert!(LabSpec {
+            zram: true,
+            ..ok.clone()
+        }
+        .validate()
+        .is_err());
+        let e = LabSpec {
+            from: Some("/usr/share".into()),
+            ..spec()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(e.0.contains("--fs erofs"), "{e}");
+        let e = LabSpec {
+            compress: Some("lz4".into()),
+            ..spec()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(e.0.contains("--fs erofs"), "{e}");
+        assert_eq!(Fs::parse("erofs").unwrap(), Fs::Erofs);
     }
 
     #[test]

@@ -1,0 +1,605 @@
+//! `iolab sched record|report|compare` — scheduling latency per task, the
+//! seed-004 workflow (`perf sched record` + `perf sched latency`) as one
+//! tool, with medians, percentiles, histograms and before/after tables.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use regex::Regex;
+use serde::Serialize;
+
+use iolab_sched::compare::{Comparison, SeedStats};
+use iolab_sched::hist::Log2Hist;
+use iolab_sched::{
+    analyze_file, rows, table, DelaySelect, Loaded, RecordOptions, Row, SchedError, Selection,
+    SortKey, WakeFrom,
+};
+use iolab_sys::UsageError;
+
+/// Sched subcommands.
+#[derive(Debug, Subcommand)]
+pub enum SchedCommand {
+    /// Record scheduler events (raw ring-buffer pages, decoded later) for
+    /// a duration, until a command exits, or until Ctrl-C.
+    Record(RecordArgs),
+    /// Per-task scheduling delay of a recording: run time, switches,
+    /// wakeup and preemption delays (avg, median, p99, max, stddev).
+    Report(ReportArgs),
+    /// Two recordings side by side: the seed's Average / Median / Minimum
+    /// / Maximum / Standard deviation table with a diff column.
+    Compare(CompareArgs),
+}
+
+/// Arguments of `iolab sched record`.
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// Trace file to write.
+    #[arg(short, long, default_value = "sched.trace")]
+    pub output: PathBuf,
+    /// Record for this long (seconds, or 500ms, 2m ...).
+    #[arg(long, conflicts_with = "command")]
+    pub duration: Option<String>,
+    /// Also record workqueue_queue_work and workqueue_execute_start: work
+    /// item latency, and worker delays attributed to the work they ran.
+    #[arg(long)]
+    pub workqueue: bool,
+    /// Ring buffer per CPU, KiB.
+    #[arg(long, default_value_t = 16384, value_name = "KIB")]
+    pub buffer_size: u32,
+    /// Write back and drop the page cache before recording, so reads
+    /// during the recording start cold.
+    #[arg(long)]
+    pub drop_caches: bool,
+    /// The EROFS lab whose knobs --sync-decompress sets.
+    #[arg(long, value_name = "NAME", requires = "sync_decompress")]
+    pub lab: Option<String>,
+    /// EROFS decompression mode of --lab for the recording (restored
+    /// after): auto (0, the kernel's default), on (1: small reads
+    /// decompress in the reading task) or off (2: always on the
+    /// erofs_worker workqueue).
+    #[arg(long, value_name = "auto|on|off", requires = "lab")]
+    pub sync_decompress: Option<String>,
+    /// Print what was recorded as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Command to run while recording (after `--`); recording stops when
+    /// it exits.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// Which tasks and delays (shared by report and compare).
+#[derive(Debug, Args)]
+pub struct SelectArgs {
+    /// Only tasks whose name matches this regular expression.
+    #[arg(long, value_name = "REGEX")]
+    pub comm: Option<String>,
+    /// Only the task with this id (a thread id, as after the colon).
+    #[arg(long)]
+    pub pid: Option<i32>,
+    /// Only delays after which a worker ran a work item whose
+    /// `function@workqueue` matches (needs `record --workqueue`), e.g.
+    /// z_erofs or erofs_worker.
+    #[arg(long, value_name = "REGEX")]
+    pub work: Option<String>,
+    /// Delays pooled by --summary, --hist and compare: all (wakeup and
+    /// preemption), wakeup or preempt.
+    #[arg(long, default_value = "all")]
+    pub delay: String,
+    /// Where a wakeup delay starts: wakeup (sched_wakeup, as perf sched
+    /// latency) or waking (sched_waking, as Perfetto).
+    #[arg(long, default_value = "wakeup", value_name = "wakeup|waking")]
+    pub from: String,
+}
+
+/// Arguments of `iolab sched report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Trace file made by `iolab sched record`.
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub select: SelectArgs,
+    /// Sort keys, comma-separated: avg, max, median, p99, switch, runtime,
+    /// pid, comm (perf's default: avg,max).
+    #[arg(long, short, default_value = "avg,max")]
+    pub sort: String,
+    /// One row per task name, instance numbers normalised
+    /// (kworker/1:2H → kworker/*:*H, erofs_worker/1 → erofs_worker/*).
+    #[arg(long)]
+    pub by_comm: bool,
+    /// The seed's table (Average / Median / Minimum / Maximum / Standard
+    /// deviation, µs) over every selected delay, instead of the task table.
+    #[arg(long)]
+    pub summary: bool,
+    /// Log2 histogram of the selected delays.
+    #[arg(long)]
+    pub hist: bool,
+    /// Show at most N rows.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Print JSON (perf sched latency's fields plus iolab's).
+    #[arg(long)]
+    pub json: bool,
+    /// With --json: include every raw delay sample of the selected tasks.
+    #[arg(long, requires = "json")]
+    pub samples: bool,
+}
+
+/// Arguments of `iolab sched compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The "before" recording.
+    pub a: PathBuf,
+    /// The "after" recording.
+    pub b: PathBuf,
+    #[command(flatten)]
+    pub select: SelectArgs,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs a sched subcommand.
+pub fn run(c: SchedCommand) -> anyhow::Result<()> {
+    match c {
+        SchedCommand::Record(a) => record(a),
+        SchedCommand::Report(a) => report(a),
+        SchedCommand::Compare(a) => compare(a),
+    }
+}
+
+/// Usage errors of the sched crate become `UsageError`s (exit code 2).
+fn sched_err(e: SchedError) -> anyhow::Error {
+    if e.is_usage() {
+        UsageError::new(e.to_string()).into()
+    } else {
+        e.into()
+    }
+}
+
+#[derive(Serialize)]
+struct Recorded {
+    file: PathBuf,
+    events: u64,
+    lost_events: u64,
+    bytes: u64,
+    duration_s: f64,
+    /// CPU time of iolab itself (reader thread included, the command not).
+    cpu_user_s: f64,
+    cpu_sys_s: f64,
+    command_exit: Option<i32>,
+}
+
+fn record(a: RecordArgs) -> anyhow::Result<()> {
+    super::require_root("iolab sched record")?;
+    let duration = a.duration.as_deref().map(parse_seconds).transpose()?;
+    let guard = iolab_guard::Guard::new();
+    let opts = RecordOptions {
+        workqueue: a.workqueue,
+        buffer_kib_per_cpu: a.buffer_size,
+    };
+    if let (Some(lab), Some(mode)) = (&a.lab, &a.sync_decompress) {
+        set_sync_decompress(&guard, lab, mode)?;
+    }
+    if a.drop_caches {
+        guard.drop_caches(None)?;
+    }
+    let t0 = Instant::now();
+    let recorder = iolab_sched::start_recording(&guard, &opts, &a.output).map_err(sched_err)?;
+    let command_exit = if a.command.is_empty() {
+        let until = duration.map(|d| t0 + d);
+        if until.is_none() && !a.json {
+            eprintln!("iolab: recording to {}; Ctrl-C to stop", a.output.display());
+        }
+        while !iolab_guard::stop_requested() && until.is_none_or(|u| Instant::now() < u) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    } else {
+        run_command(&guard, &a.command)?
+    };
+    let stats = recorder
+        .finish()
+        .map_err(SchedError::from)
+        .map_err(sched_err)?;
+    let (user, sys) = self_cpu();
+    let out = Recorded {
+        bytes: std::fs::metadata(&a.output).map(|m| m.len()).unwrap_or(0),
+        file: a.output,
+        events: stats.events,
+        lost_events: stats.lost,
+        duration_s: t0.elapsed().as_secs_f64(),
+        cpu_user_s: user,
+        cpu_sys_s: sys,
+        command_exit,
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        eprintln!(
+            "iolab: recorded {} events ({} lost) in {:.1} s to {} ({}); recorder CPU {:.2} s",
+            out.events,
+            out.lost_events,
+            out.duration_s,
+            out.file.display(),
+            iolab_sys::units::format_bytes(out.bytes),
+            user + sys
+        );
+    }
+    if let Some(code) = command_exit.filter(|&c| c != 0) {
+        anyhow::bail!("the recorded command exited with status {code}");
+    }
+    Ok(())
+}
+
+/// Sets `/sys/fs/erofs/<dev>/sync_decompress` of the EROFS lab `lab`
+/// through the guard (restored when the recording ends). Values as in
+/// Documentation/ABI/testing/sysfs-fs-erofs: 0 auto, 1 force on, 2 force
+/// off.
+fn set_sync_decompress(guard: &iolab_guard::Guard, lab: &str, mode: &str) -> anyhow::Result<()> {
+    let value = match mode {
+        "auto" | "0" => "0",
+        "on" | "1" => "1",
+        "off" | "2" => "2",
+        other => {
+            return Err(UsageError::new(format!(
+                "--sync-decompress {other:?}: expected auto, on or off (0, 1, 2)"
+            ))
+            .into())
+        }
+    };
+    let l = iolab_lab::open(lab).map_err(anyhow::Error::from)?;
+    let knob = Path::new("/sys/fs/erofs")
+        .join(&l.device().name)
+        .join("sync_decompress");
+    if !knob.exists() {
+        return Err(UsageError::new(format!(
+            "lab {lab:?} has no {}: --sync-decompress needs an EROFS lab (iolab lab up --fs erofs --from DIR)",
+            knob.display()
+        ))
+        .into());
+    }
+    guard.write_attr(&knob, value)?;
+    Ok(())
+}
+
+/// `--duration`: bare numbers are seconds (as perf and fio read them),
+/// else a number with a unit (500ms, 2m).
+fn parse_seconds(text: &str) -> Result<Duration, UsageError> {
+    let t = text.trim();
+    let parsed = match t.parse::<f64>() {
+        Ok(v) => Duration::try_from_secs_f64(v).map_err(|_| UsageError::new("")),
+        Err(_) => iolab_sys::units::parse_duration(t),
+    };
+    match parsed {
+        Ok(d) if !d.is_zero() => Ok(d),
+        _ => Err(UsageError::new(format!(
+            "--duration: invalid duration {text:?}: expected seconds (e.g. 10) or a number with a unit (500ms, 2m)"
+        ))),
+    }
+}
+
+/// Runs `argv` in its own process group (killed through the guard if iolab
+/// dies) with the terminal's stdio; returns its exit status.
+fn run_command(guard: &iolab_guard::Guard, argv: &[String]) -> anyhow::Result<Option<i32>> {
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    let mut child = Command::new(&argv[0])
+        .args(&argv[1..])
+        .process_group(0)
+        .spawn()
+        .map_err(|e| {
+            UsageError::new(format!(
+                "cannot start {:?}: {e}: expected an executable on PATH or a path to one",
+                argv[0]
+            ))
+        })?;
+    let pgid = child.id() as i32;
+    let tracked = guard.track_process_group(pgid)?;
+    let mut signalled = false;
+    let status = loop {
+        if let Some(s) = child.try_wait()? {
+            break s;
+        }
+        if iolab_guard::stop_requested() && !signalled {
+            // Ctrl-C reached iolab's group only: pass it on.
+            // SAFETY: kill(2) on our own child's process group.
+            unsafe { libc::kill(-pgid, libc::SIGINT) };
+            signalled = true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    guard.forget(tracked)?;
+    Ok(status.code().or(status.signal().map(|s| 128 + s)))
+}
+
+/// User and system CPU time of this process, s.
+fn self_cpu() -> (f64, f64) {
+    // SAFETY: rusage is plain data; getrusage fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer to a local.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (s(ru.ru_utime), s(ru.ru_stime))
+}
+
+fn selection(s: &SelectArgs) -> anyhow::Result<(Selection, WakeFrom)> {
+    let re = |flag: &str, v: &Option<String>| -> anyhow::Result<Option<Regex>> {
+        v.as_deref()
+            .map(|r| {
+                Regex::new(r).map_err(|e| {
+                    // regex's syntax errors span lines (pattern, caret,
+                    // reason): keep the reason.
+                    let why = e.to_string();
+                    let why = why
+                        .lines()
+                        .last()
+                        .unwrap_or_default()
+                        .trim_start_matches("error: ")
+                        .to_string();
+                    UsageError::new(format!("{flag}: invalid regular expression {r:?}: {why}"))
+                        .into()
+                })
+            })
+            .transpose()
+    };
+    let from = match s.from.as_str() {
+        "wakeup" => WakeFrom::Wakeup,
+        "waking" => WakeFrom::Waking,
+        other => {
+            return Err(UsageError::new(format!(
+                "--from: unknown start {other:?}: expected wakeup (sched_wakeup, perf's) or waking (sched_waking, Perfetto's)"
+            ))
+            .into())
+        }
+    };
+    Ok((
+        Selection {
+            comm: re("--comm", &s.comm)?,
+            tid: s.pid,
+            work: re("--work", &s.work)?,
+            delay: DelaySelect::parse(&s.delay)
+                .map_err(|e| UsageError::new(format!("--delay: {e}")))?,
+        },
+        from,
+    ))
+}
+
+fn load(path: &Path, from: WakeFrom) -> anyhow::Result<Loaded> {
+    analyze_file(path, from)
+        .map_err(sched_err)
+        .with_context(|| format!("reading {}", path.display()))
+}
+
+/// A row with perf sched latency's field names alongside iolab's.
+#[derive(Serialize)]
+struct JsonRow<'a> {
+    #[serde(flatten)]
+    row: &'a Row,
+    runtime_ms: f64,
+    avg_delay_ms: Option<f64>,
+    max_delay_ms: Option<f64>,
+    max_delay_start: Option<f64>,
+    max_delay_end: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct JsonTrace<'a> {
+    file: &'a Path,
+    events: u64,
+    lost_events: u64,
+    out_of_order: u64,
+    start_ns: u64,
+    end_ns: Option<u64>,
+    duration_s: f64,
+    complete: bool,
+    wake_from: WakeFrom,
+    counters: iolab_sched::Counters,
+}
+
+fn trace_info<'a>(path: &'a Path, l: &Loaded) -> JsonTrace<'a> {
+    let end = l.meta.end_ns.unwrap_or(l.analysis.last_ns);
+    JsonTrace {
+        file: path,
+        events: l.stats.events,
+        lost_events: l.stats.lost,
+        out_of_order: l.stats.out_of_order,
+        start_ns: l.meta.start_ns,
+        end_ns: l.meta.end_ns,
+        duration_s: end.saturating_sub(l.meta.start_ns) as f64 / 1e9,
+        complete: l.meta.complete(),
+        wake_from: l.analysis.wake_from,
+        counters: l.analysis.counters,
+    }
+}
+
+fn report(a: ReportArgs) -> anyhow::Result<()> {
+    let (sel, from) = selection(&a.select)?;
+    let sort = SortKey::parse_list(&a.sort).map_err(|e| UsageError::new(format!("--sort: {e}")))?;
+    let l = load(&a.file, from)?;
+    let mut rows = rows(&l.analysis, &sel, &l.symbols, a.by_comm, &sort);
+    if let Some(n) = a.limit {
+        rows.truncate(n);
+    }
+    let pooled = sel.pooled(&l.analysis, &l.symbols);
+    let summary = a.summary.then(|| SeedStats::of(pooled.iter().copied()));
+    let hist = a
+        .hist
+        .then(|| Log2Hist::of(pooled.iter().map(|(s, e)| e - s)));
+    let works: Vec<WorkRow> = work_rows(&l, sel.work.as_ref());
+    if a.json {
+        let ms = |v: f64| v / 1e6;
+        let json_rows: Vec<JsonRow> = rows
+            .iter()
+            .map(|r| JsonRow {
+                row: r,
+                runtime_ms: ms(r.runtime_ns as f64),
+                avg_delay_ms: r.delay.avg_ns.map(ms),
+                max_delay_ms: r.delay.max_ns.map(|v| ms(v as f64)),
+                max_delay_start: r.delay.max_start_ns.map(|v| v as f64 / 1e9),
+                max_delay_end: r.delay.max_end_ns.map(|v| v as f64 / 1e9),
+            })
+            .collect();
+        let samples = a.samples.then(|| {
+            sel.tasks(&l.analysis, &l.symbols)
+                .map(
+                    |(t, ss)| serde_json::json!({ "task": t.label(), "tid": t.tid, "samples": ss }),
+                )
+                .collect::<Vec<_>>()
+        });
+        let doc = serde_json::json!({
+            "trace": trace_info(&a.file, &l),
+            "delay": sel.delay,
+            "tasks": json_rows,
+            "summary": summary,
+            "hist": hist,
+            "works": works,
+            "samples": samples,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(());
+    }
+    print!("{}", header(&a.file, &l));
+    if let Some(s) = &summary {
+        print!("{}", seed_table(s, &a.select.delay));
+    } else {
+        print!("{}", table::render_rows(&rows));
+    }
+    if let Some(h) = &hist {
+        println!("\n{} delays ({}):", h.total(), a.select.delay);
+        print!("{}", h.render());
+    }
+    if sel.work.is_some() && !works.is_empty() {
+        println!("\nwork items, queued → started:");
+        print!("{}", render_works(&works));
+    }
+    print!("{}", footer(&l));
+    Ok(())
+}
+
+fn header(path: &Path, l: &Loaded) -> String {
+    let t = trace_info(path, l);
+    let from = match l.analysis.wake_from {
+        WakeFrom::Wakeup => "sched_wakeup",
+        WakeFrom::Waking => "sched_waking",
+    };
+    format!(
+        "{}: {} events, {} lost, {:.1} s{}; wakeup delays from {from}\n",
+        path.display(),
+        t.events,
+        t.lost_events,
+        t.duration_s,
+        if t.complete {
+            ""
+        } else {
+            " (recording cut short)"
+        }
+    )
+}
+
+fn footer(l: &Loaded) -> String {
+    let c = &l.analysis.counters;
+    let mut out = format!(
+        "not measured: {} switch-ins of tasks already running or runnable at the start, {} without a recorded wakeup, {} switch-ins the kernel did not trace, {} inconsistent",
+        c.unknown_start, c.missing_wakeup, c.untraced_switches, c.inconsistent
+    );
+    if l.stats.lost > 0 {
+        out.push_str(&format!(
+            "\nwarning: the kernel dropped {} events; delays spanning a loss may be missing or overstated: record again with a larger --buffer-size",
+            l.stats.lost
+        ));
+    }
+    out.push('\n');
+    out
+}
+
+fn seed_table(s: &SeedStats, delay: &str) -> String {
+    let mut rows = vec![vec![String::new(), format!("{delay} delay")]];
+    for (label, v) in s.lines() {
+        rows.push(vec![label.to_string(), iolab_sched::compare::us(v)]);
+    }
+    rows.push(vec!["Samples".into(), s.samples.to_string()]);
+    iolab_sys::text::align_columns(&rows, 1)
+}
+
+#[derive(Serialize)]
+struct WorkRow {
+    work: String,
+    items: usize,
+    avg_us: Option<f64>,
+    median_us: Option<f64>,
+    p99_us: Option<f64>,
+    max_us: Option<f64>,
+}
+
+fn work_rows(l: &Loaded, filter: Option<&Regex>) -> Vec<WorkRow> {
+    let mut out: Vec<WorkRow> = l
+        .analysis
+        .works
+        .iter()
+        .map(|w| (w.label(&l.symbols), w))
+        .filter(|(label, w)| !w.samples.is_empty() && filter.is_none_or(|re| re.is_match(label)))
+        .map(|(work, w)| {
+            let s = SeedStats::of(w.samples.iter().map(|s| (s.queued_ns, s.start_ns)));
+            WorkRow {
+                work,
+                items: s.samples,
+                avg_us: s.average_us,
+                median_us: s.median_us,
+                p99_us: s.p99_us,
+                max_us: s.maximum_us,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| b.items.cmp(&a.items).then(a.work.cmp(&b.work)));
+    out
+}
+
+fn render_works(works: &[WorkRow]) -> String {
+    let us = iolab_sched::compare::us;
+    let mut rows = vec![["Work", "Items", "Avg us", "Median us", "P99 us", "Max us"]
+        .map(String::from)
+        .to_vec()];
+    for w in works {
+        rows.push(vec![
+            w.work.clone(),
+            w.items.to_string(),
+            us(w.avg_us),
+            us(w.median_us),
+            us(w.p99_us),
+            us(w.max_us),
+        ]);
+    }
+    iolab_sys::text::align_columns(&rows, 1)
+}
+
+fn compare(a: CompareArgs) -> anyhow::Result<()> {
+    let (sel, from) = selection(&a.select)?;
+    let la = load(&a.a, from)?;
+    let lb = load(&a.b, from)?;
+    let sa = SeedStats::of(sel.pooled(&la.analysis, &la.symbols));
+    let sb = SeedStats::of(sel.pooled(&lb.analysis, &lb.symbols));
+    let label = |p: &Path| {
+        p.file_name().map_or_else(
+            || p.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    };
+    let c = Comparison::new(
+        &label(&a.a),
+        sa,
+        la.stats.lost,
+        &label(&a.b),
+        sb,
+        lb.stats.lost,
+    );
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&c)?);
+    } else {
+        println!("{} delay of the selected tasks:", a.select.delay);
+        print!("{}", c.render());
+    }
+    Ok(())
+}
