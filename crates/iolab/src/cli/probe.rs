@@ -53,6 +53,10 @@ pub struct ProbeArgs {
     /// Output JSON (fio-style `lat_ns` fields) instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Trace the probe's stalls (as `iolab explain` does) and print, for
+    /// each slow read or write, the kernel causes it waited for (needs root).
+    #[arg(long)]
+    pub explain: bool,
 }
 
 impl ProbeArgs {
@@ -87,19 +91,124 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<()> {
         iolab_sys::pagecache::evict_file(&cfg.file).context("evicting the input file")?;
     }
     let json = a.json;
+    let explain = if a.explain {
+        super::require_root("iolab probe --explain")?;
+        Some(explain::start()?)
+    } else {
+        None
+    };
     let summary = probe::run(&cfg, |s| {
         if !json {
             println!("{}", slow_line(s));
         }
     })?;
+    let causes = explain.map(|e| e.finish(&summary)).transpose()?;
     let mut out = std::io::stdout().lock();
     if json {
-        serde_json::to_writer_pretty(&mut out, &summary)?;
+        match &causes {
+            Some(c) => {
+                let mut v = serde_json::to_value(&summary)?;
+                v["slow_causes"] = serde_json::to_value(c)?;
+                serde_json::to_writer_pretty(&mut out, &v)?;
+            }
+            None => serde_json::to_writer_pretty(&mut out, &summary)?,
+        }
         writeln!(out)?;
     } else {
         write!(out, "{}", render(&summary))?;
+        if let Some(c) = &causes {
+            write!(out, "{}", explain::render(&summary, c))?;
+        }
     }
     Ok(())
+}
+
+/// `--explain`: the stalls behind each slow operation.
+mod explain {
+    use super::{ms, op_name};
+    use iolab_experiment::target::probe::ProbeSummary;
+    use iolab_explain::{Explainer, ExplainerConfig};
+
+    /// The kernel causes one slow operation waited for.
+    #[derive(Debug, serde::Serialize)]
+    pub struct SlowCause {
+        /// Index in `slow_ops`.
+        pub slow_op: usize,
+        /// Blocked ns by cause within the operation, largest first.
+        pub causes: Vec<(String, u64)>,
+    }
+
+    /// Tracing of this thread; `base_ns` is the monotonic time the probe's
+    /// clock starts from.
+    pub struct Tracing {
+        _guard: iolab_guard::Guard,
+        explainer: Explainer,
+        tid: i32,
+        base_ns: u64,
+    }
+
+    pub fn start() -> anyhow::Result<Tracing> {
+        let guard = iolab_guard::Guard::new();
+        let tid = rustix::thread::gettid().as_raw_nonzero().get();
+        let config = ExplainerConfig {
+            tree: false,
+            max_stalls: 100_000,
+            ..ExplainerConfig::default()
+        };
+        let explainer = Explainer::start_with(&guard, tid, config)?;
+        // probe::run starts its clock right after this.
+        let base_ns = iolab_trace::monotonic_ns();
+        Ok(Tracing {
+            _guard: guard,
+            explainer,
+            tid,
+            base_ns,
+        })
+    }
+
+    impl Tracing {
+        pub fn finish(self, s: &ProbeSummary) -> anyhow::Result<Vec<SlowCause>> {
+            let a = self.explainer.finish()?;
+            Ok(s.slow_ops
+                .iter()
+                .enumerate()
+                .map(|(i, op)| {
+                    let from = self.base_ns + op.at_ns;
+                    SlowCause {
+                        slow_op: i,
+                        causes: a.causes_between(self.tid, from, from + op.lat_ns),
+                    }
+                })
+                .collect())
+        }
+    }
+
+    pub fn render(s: &ProbeSummary, causes: &[SlowCause]) -> String {
+        let mut t = String::from("causes of slow operations (blocked ms by kernel cause):\n");
+        for c in causes {
+            let Some(op) = s.slow_ops.get(c.slow_op) else {
+                continue;
+            };
+            let parts: Vec<String> = c
+                .causes
+                .iter()
+                .take(3)
+                .map(|(cause, ns)| format!("{cause} {:.1}", ms(*ns)))
+                .collect();
+            t += &format!(
+                "  {:<5} #{:<6} {:9.3} ms: {}\n",
+                op_name(op.op),
+                op.iteration,
+                ms(op.lat_ns),
+                if parts.is_empty() {
+                    "on CPU or runnable (no sleep >= 1 ms)".to_string()
+                } else {
+                    parts.join(", ")
+                }
+            );
+        }
+        t
+    }
 }
 
 fn op_name(op: Op) -> &'static str {

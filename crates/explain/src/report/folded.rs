@@ -1,0 +1,54 @@
+//! Folded stacks (`cause;outermost;...;innermost value`) for flamegraph.pl,
+//! inferno and speedscope: one line per distinct stack, the value being
+//! its blocked time in microseconds. The cause is the root frame, so a
+//! flame graph groups by cause first.
+
+use crate::attribution::Attribution;
+
+/// The folded lines, largest first.
+pub fn render(a: &Attribution) -> String {
+    let mut out = String::new();
+    for s in &a.stacks {
+        let us = s.blocked_ns / 1000;
+        if us == 0 {
+            continue;
+        }
+        let mut line = sanitize(&s.cause);
+        if s.frames.is_empty() {
+            line.push_str(";[no stack]");
+        }
+        for f in s.frames.iter().rev() {
+            line.push(';');
+            line.push_str(&sanitize(f));
+        }
+        out.push_str(&format!("{line} {us}\n"));
+    }
+    out
+}
+
+/// `;` separates frames and the last space the value: neither may appear
+/// inside a frame.
+fn sanitize(s: &str) -> String {
+    s.replace(';', ",").replace(' ', "_")
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::report::text::tests::sample;
+
+    #[test]
+    fn root_is_the_cause_then_outermost_frame() {
+        let text = render(&sample());
+        let first = text.lines().next().unwrap();
+        assert_eq!(
+            first,
+            "page-cache_read_I/O;entry_SYSCALL_64_after_hwframe;do_syscall_64;ksys_read;filemap_read;folio_wait_bit_common;io_schedule 900000"
+        );
+        for l in text.lines() {
+            let (_, v) = l.rsplit_once(' ').unwrap();
+            v.parse::<u64>().unwrap();
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! Interned kernel stacks (innermost frame first), so each distinct stack
+//! is stored, classified and aggregated once.
+
+use std::collections::HashMap;
+
+use crate::event::Frame;
+
+/// Index of an interned stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StackId(pub u32);
+
+/// The distinct stacks seen.
+#[derive(Debug, Default)]
+pub struct Stacks {
+    ids: HashMap<Vec<Frame>, StackId>,
+    all: Vec<Vec<Frame>>,
+}
+
+impl Stacks {
+    /// The id of `frames`, adding it when new.
+    pub fn intern(&mut self, frames: Vec<Frame>) -> StackId {
+        if let Some(id) = self.ids.get(&frames) {
+            return *id;
+        }
+        let id = StackId(self.all.len() as u32);
+        self.all.push(frames.clone());
+        self.ids.insert(frames, id);
+        id
+    }
+
+    /// The frames of `id` (empty for an unknown id).
+    pub fn get(&self, id: StackId) -> &[Frame] {
+        self.all.get(id.0 as usize).map_or(&[], Vec::as_slice)
+    }
+
+    /// Number of distinct stacks.
+    pub fn len(&self) -> usize {
+        self.all.len()
+    }
+
+    /// True when none was interned.
+    pub fn is_empty(&self) -> bool {
+        self.all.is_empty()
+    }
+}
+
+/// Frames the recording itself adds on top of a stack (the tracepoint's
+/// handler): not part of what the task was doing.
+pub fn is_tracing_frame(name: &str) -> bool {
+    name.starts_with("trace_event_raw_event_")
+        || name.starts_with("__traceiter_")
+        || name.starts_with("perf_trace_")
+        || name.starts_with("__bpf_trace_")
+        || name == "ftrace_trace_stack"
+        || name == "__ftrace_trace_stack"
+}
+
+/// The system call or fault a stack is in, from its outermost frames:
+/// `__x64_sys_fsync` → `fsync`, `asm_exc_page_fault` → `page fault`.
+pub fn syscall_of<S: AsRef<str>>(frames: &[S]) -> Option<String> {
+    for f in frames.iter().rev().map(AsRef::as_ref) {
+        for prefix in [
+            "__x64_sys_",
+            "__arm64_sys_",
+            "__ia32_sys_",
+            "__do_sys_",
+            "__se_sys_",
+            "ksys_",
+        ] {
+            if let Some(name) = f.strip_prefix(prefix) {
+                return Some(name.to_string());
+            }
+        }
+        if matches!(
+            f,
+            "asm_exc_page_fault" | "exc_page_fault" | "do_user_addr_fault" | "el0_da"
+        ) {
+            return Some("page fault".into());
+        }
+        if matches!(f, "kthread" | "ret_from_fork") {
+            return Some("kernel thread".into());
+        }
+    }
+    None
+}
+
+/// Parses `/proc/<tid>/stack` (`[<0>] name+0x1/0x2` lines) into frames.
+pub fn parse_proc_stack(text: &str) -> Vec<Frame> {
+    text.lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let l = l.split_once("] ").map_or(l, |(_, rest)| rest);
+            let name = crate::pattern::normalize(l);
+            (!name.is_empty()).then(|| Frame::from(name))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interning_dedups() {
+        let mut s = Stacks::default();
+        let a = s.intern(vec!["a".into(), "b".into()]);
+        let b = s.intern(vec!["a".into(), "b".into()]);
+        let c = s.intern(vec!["a".into()]);
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert_eq!(s.len(), 2);
+        assert_eq!(s.get(c).len(), 1);
+    }
+
+    #[test]
+    fn syscall_names() {
+        assert_eq!(
+            syscall_of(&[
+                "io_schedule",
+                "ksys_read",
+                "__x64_sys_read",
+                "do_syscall_64"
+            ])
+            .as_deref(),
+            Some("read")
+        );
+        assert_eq!(
+            syscall_of(&["filemap_fault", "exc_page_fault", "asm_exc_page_fault"]).as_deref(),
+            Some("page fault")
+        );
+        assert_eq!(syscall_of(&["schedule"]), None);
+    }
+
+    #[test]
+    fn proc_stack() {
+        let f = parse_proc_stack(
+            "[<0>] poll_schedule_timeout.constprop.0+0x37/0x90\n[<0>] do_select+0x65c/0x940\n",
+        );
+        assert_eq!(
+            f,
+            vec![
+                Frame::from("poll_schedule_timeout"),
+                Frame::from("do_select")
+            ]
+        );
+    }
+}

@@ -1,0 +1,317 @@
+//! Synthetic event sequences through the state machine: every interval
+//! lands in exactly one bucket, and stalls carry their cause and waker.
+#![allow(clippy::unwrap_used)]
+
+use super::*;
+use crate::event::SchedEvent;
+
+const MS: u64 = 1_000_000;
+
+fn tracker(start: u64) -> Tracker {
+    Tracker::new(
+        RuleSet::builtin(),
+        TrackerOptions {
+            window_start_ns: start,
+            min_stall_ns: MS,
+            max_stalls: 100,
+        },
+    )
+}
+
+fn frames(names: &[&str]) -> Option<Vec<Frame>> {
+    Some(names.iter().map(|s| Frame::from(*s)).collect())
+}
+
+fn sw(ts: u64, prev: i32, state: u64, next: i32, stack: Option<Vec<Frame>>) -> SchedEvent<'static> {
+    SchedEvent::Switch {
+        ts_ns: ts,
+        prev_pid: prev,
+        prev_comm: "p",
+        prev_state: state,
+        next_pid: next,
+        next_comm: "n",
+        stack,
+    }
+}
+
+fn wake(ts: u64, pid: i32, waker: i32) -> SchedEvent<'static> {
+    SchedEvent::Waking {
+        ts_ns: ts,
+        pid,
+        waker_pid: waker,
+        context: WakerContext::Task,
+        waker_stack: frames(&[
+            "try_to_wake_up",
+            "__wake_up",
+            "jbd2_journal_commit_transaction",
+            "kjournald2",
+        ]),
+    }
+}
+
+const JOURNAL: &[&str] = &[
+    "schedule",
+    "wait_transaction_locked",
+    "start_this_handle",
+    "jbd2__journal_start",
+    "ext4_dirty_inode",
+];
+const DIRTY: &[&str] = &[
+    "schedule_timeout",
+    "io_schedule_timeout",
+    "balance_dirty_pages",
+    "balance_dirty_pages_ratelimited_flags",
+    "generic_perform_write",
+];
+
+#[test]
+fn every_nanosecond_in_one_bucket() {
+    let mut t = tracker(0);
+    t.set_comm_lookup(Box::new(|pid| {
+        (pid == 500).then(|| "jbd2/loop0-8".to_string())
+    }));
+    t.follow(10, "app", 0, Initial::Unknown);
+    t.event(sw(0, 1, 1, 10, None)); // on CPU from 0
+    t.event(sw(10 * MS, 10, 2, 1, frames(JOURNAL))); // 10 ms on CPU
+    t.event(wake(60 * MS, 10, 500)); // 50 ms journal wait
+    t.event(sw(63 * MS, 1, 0x100, 10, None)); // 3 ms runnable
+    t.event(sw(70 * MS, 10, 0x100, 1, None)); // 7 ms on CPU, preempted
+    t.event(sw(72 * MS, 1, 1, 10, None)); // 2 ms runnable (preempted)
+    t.event(sw(80 * MS, 10, 2, 1, frames(DIRTY))); // 8 ms on CPU
+    t.event(wake(100 * MS, 10, 0)); // 20 ms dirty throttling, woken from idle
+    t.event(sw(100 * MS, 1, 1, 10, None));
+    t.event(SchedEvent::Exit {
+        ts_ns: 110 * MS,
+        pid: 10,
+    });
+    t.event(sw(110 * MS, 10, 0x20, 1, None)); // 10 ms, then dead
+    let a = t.into_attribution(10, 200 * MS);
+
+    assert_eq!(a.on_cpu_ns, (10 + 7 + 8 + 10) * MS);
+    assert_eq!(a.runnable_ns, 5 * MS);
+    assert_eq!(a.preempted_ns, 2 * MS);
+    assert_eq!(a.blocked_ns, 70 * MS);
+    assert_eq!(a.untraced_ns, 0);
+    assert_eq!(a.task_ns, 110 * MS, "the task's life ends at its exit");
+    assert_eq!(
+        a.on_cpu_ns + a.runnable_ns + a.blocked_ns + a.untraced_ns,
+        a.task_ns
+    );
+
+    let journal = a
+        .causes
+        .iter()
+        .find(|c| c.cause == "journal commit wait")
+        .unwrap();
+    assert_eq!(journal.blocked_ns, 50 * MS);
+    assert_eq!(journal.runnable_ns, 3 * MS);
+    assert_eq!(journal.wakers[0].waker, "jbd2/loop0-8");
+    let dirty = a
+        .causes
+        .iter()
+        .find(|c| c.cause == "dirty throttling")
+        .unwrap();
+    assert_eq!(dirty.blocked_ns, 20 * MS);
+    assert_eq!(dirty.wakers[0].waker, "[idle]");
+
+    assert_eq!(a.stalls.len(), 2);
+    let s = &a.stalls[0];
+    assert_eq!(
+        (s.cause.as_str(), s.duration_ns, s.state.as_str()),
+        ("journal commit wait", 53 * MS, "D")
+    );
+    assert_eq!(s.waker.as_deref(), Some("jbd2/loop0-8:500"));
+    assert_eq!(
+        s.waker_site.as_deref(),
+        Some("jbd2_journal_commit_transaction")
+    );
+    assert_eq!(s.site.as_deref(), Some("wait_transaction_locked"));
+}
+
+#[test]
+fn children_are_followed_from_fork() {
+    let mut t = tracker(0);
+    t.follow(10, "sh", 0, Initial::Unknown);
+    t.event(sw(0, 1, 1, 10, None));
+    t.event(SchedEvent::Fork {
+        ts_ns: MS,
+        parent_pid: 10,
+        child_pid: 11,
+        child_comm: "sh",
+    });
+    t.event(SchedEvent::WakeupNew { ts_ns: MS, pid: 11 });
+    t.event(sw(
+        2 * MS,
+        10,
+        1,
+        11,
+        frames(&["schedule", "do_wait", "kernel_wait4", "__do_sys_wait4"]),
+    ));
+    // Unrelated tasks' fork and wakeups are ignored.
+    t.event(SchedEvent::Fork {
+        ts_ns: 3 * MS,
+        parent_pid: 1,
+        child_pid: 99,
+        child_comm: "x",
+    });
+    t.event(wake(3 * MS, 99, 1));
+    t.event(sw(5 * MS, 11, 0x10, 10, None));
+    assert!(!t.follows(99));
+    let a = t.into_attribution(10, 5 * MS);
+    let child = a.tasks.iter().find(|t| t.tid == 11).unwrap();
+    assert_eq!(child.parent, Some(10));
+    assert_eq!(child.runnable_ns, MS);
+    assert_eq!(child.on_cpu_ns, 3 * MS);
+    assert!(child.exited);
+    let parent = a.tasks.iter().find(|t| t.tid == 10).unwrap();
+    // The parent's wait for its child is idle, not a stall.
+    assert_eq!(parent.idle_ns, 3 * MS);
+    assert_eq!(a.idle_ns, 3 * MS);
+    assert!(a.top_stall_cause().is_none());
+}
+
+#[test]
+fn wakeup_racing_the_switch_out_is_used_unless_a_later_one_comes() {
+    let mut t = tracker(0);
+    t.follow(10, "a", 0, Initial::Unknown);
+    t.event(sw(0, 1, 1, 10, None));
+    // The waker runs before the switch-out is recorded.
+    t.event(wake(5 * MS, 10, 500));
+    t.event(sw(5 * MS + 10, 10, 2, 1, frames(JOURNAL)));
+    t.event(sw(6 * MS, 1, 1, 10, None));
+    // A stale early wakeup, then the real one.
+    t.event(wake(7 * MS, 10, 500));
+    t.event(sw(8 * MS, 10, 2, 1, frames(DIRTY)));
+    t.event(wake(30 * MS, 10, 501));
+    t.event(sw(31 * MS, 1, 1, 10, None));
+    let a = t.into_attribution(10, 31 * MS);
+    assert_eq!(a.trace.missing_wakeups, 0);
+    let dirty = a
+        .causes
+        .iter()
+        .find(|c| c.cause == "dirty throttling")
+        .unwrap();
+    assert_eq!(dirty.blocked_ns, 22 * MS);
+    let journal = a
+        .causes
+        .iter()
+        .find(|c| c.cause == "journal commit wait")
+        .unwrap();
+    assert_eq!(journal.blocked_ns, 0);
+    assert_eq!(
+        a.on_cpu_ns + a.runnable_ns + a.blocked_ns + a.untraced_ns,
+        a.task_ns
+    );
+}
+
+#[test]
+fn lost_events_become_untraced_not_invented() {
+    let mut t = tracker(0);
+    t.follow(10, "a", 0, Initial::Unknown);
+    t.event(sw(0, 1, 1, 10, None));
+    t.event(sw(10 * MS, 10, 2, 1, frames(JOURNAL)));
+    // Its wakeup and switch-in were lost; the next event is a switch-out.
+    t.event(sw(
+        50 * MS,
+        10,
+        1,
+        1,
+        frames(&["schedule", "do_nanosleep", "hrtimer_nanosleep"]),
+    ));
+    t.event(wake(60 * MS, 10, 1));
+    t.event(sw(60 * MS, 1, 1, 10, None));
+    let a = t.into_attribution(10, 70 * MS);
+    assert_eq!(a.trace.inconsistent, 1);
+    assert_eq!(a.untraced_ns, 40 * MS);
+    assert_eq!(a.on_cpu_ns, 20 * MS);
+    assert_eq!(
+        a.on_cpu_ns + a.runnable_ns + a.blocked_ns + a.untraced_ns,
+        a.task_ns
+    );
+}
+
+#[test]
+fn window_start_clips_and_initial_sleep_is_named() {
+    let mut t = tracker(100 * MS);
+    t.follow(10, "a", 100 * MS, Initial::Blocked('D', frames(DIRTY)));
+    t.event(wake(150 * MS, 10, 1));
+    t.event(sw(150 * MS, 1, 1, 10, None));
+    let a = t.into_attribution(10, 200 * MS);
+    assert_eq!(a.causes[0].cause, "dirty throttling");
+    assert_eq!(a.causes[0].blocked_ns, 50 * MS);
+    assert_eq!(a.on_cpu_ns, 50 * MS);
+    assert_eq!(a.task_ns, 100 * MS);
+}
+
+#[test]
+fn still_asleep_at_the_end_is_an_open_stall() {
+    let mut t = tracker(0);
+    t.follow(10, "a", 0, Initial::Unknown);
+    t.event(sw(0, 1, 1, 10, None));
+    t.event(sw(MS, 10, 2, 1, None));
+    let a = t.into_attribution(10, 20 * MS);
+    assert_eq!(a.trace.missing_stacks, 1);
+    assert_eq!(a.causes[0].cause, "other");
+    assert!(a.stalls[0].open);
+    assert_eq!(a.stalls[0].blocked_ns, 19 * MS);
+}
+
+#[test]
+fn stall_list_keeps_the_longest() {
+    let mut t = Tracker::new(
+        RuleSet::builtin(),
+        TrackerOptions {
+            window_start_ns: 0,
+            min_stall_ns: MS,
+            max_stalls: 3,
+        },
+    );
+    t.follow(10, "a", 0, Initial::Unknown);
+    let mut ts = 0;
+    t.event(sw(ts, 1, 1, 10, None));
+    for i in 1..=200u64 {
+        t.event(sw(ts + 1, 10, 2, 1, frames(DIRTY)));
+        ts += 1 + i * MS;
+        t.event(wake(ts, 10, 1));
+        t.event(sw(ts, 1, 1, 10, None));
+    }
+    let a = t.into_attribution(10, ts + 1);
+    assert_eq!(a.stalls_over_min, 200);
+    let d: Vec<u64> = a.stalls.iter().map(|s| s.blocked_ns / MS).collect();
+    assert_eq!(d, vec![200, 199, 198]);
+}
+
+#[test]
+fn waker_groups_drop_pids_and_kworker_numbers() {
+    assert_eq!(
+        &*waker_group("kworker/u8:2-flush-7:0:812"),
+        "kworker/flush-7:0"
+    );
+    assert_eq!(&*waker_group("jbd2/loop3-8:1234"), "jbd2/loop3-8");
+    assert_eq!(&*waker_group("[softirq]"), "[softirq]");
+}
+
+proptest::proptest! {
+    /// Whatever the event order (including nonsense), the buckets add up
+    /// to each task's lifetime.
+    #[test]
+    fn buckets_always_add_up(ops in proptest::collection::vec((0u8..5, 1u64..5_000_000), 1..200)) {
+        let mut t = tracker(1_000);
+        t.follow(10, "a", 0, Initial::Unknown);
+        let mut ts = 0;
+        for (op, dt) in ops {
+            ts += dt;
+            match op {
+                0 => t.event(sw(ts, 10, 2, 1, frames(JOURNAL))),
+                1 => t.event(sw(ts, 10, 0x100, 1, None)),
+                2 => t.event(sw(ts, 1, 1, 10, None)),
+                3 => t.event(wake(ts, 10, 1)),
+                _ => t.event(sw(ts, 10, 1, 1, frames(DIRTY))),
+            }
+        }
+        let a = t.into_attribution(10, ts + 7);
+        proptest::prop_assert_eq!(a.on_cpu_ns + a.runnable_ns + a.blocked_ns + a.untraced_ns, a.task_ns);
+        let by_cause: u64 = a.causes.iter().map(|c| c.blocked_ns).sum();
+        proptest::prop_assert_eq!(by_cause, a.blocked_ns);
+    }
+}
