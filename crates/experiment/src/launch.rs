@@ -6,6 +6,7 @@
 //! is killed by pgid (never by name) and the run is censored.
 
 use std::io::{BufRead, BufReader, Read};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -145,6 +146,20 @@ const TAIL_BYTES: usize = 4096;
 /// Launches the target, times it, and makes sure none of its process group
 /// outlives the measurement.
 pub fn launch(guard: &Guard, spec: &LaunchSpec) -> Result<Outcome, LaunchError> {
+    launch_observed(guard, spec, None::<fn(i32) -> ()>).map(|(o, _)| o)
+}
+
+/// As [`launch`], calling `on_fork(pid)` while the child is held between
+/// fork and exec, so an observer (e.g. `iolab explain`'s tracer, which
+/// follows a pid and its descendants) is attached before the target runs
+/// its first instruction. The time to attach is not part of the start-up:
+/// the clock starts when the child is released. Returns what `on_fork`
+/// returned (`None` when it was not called: the fork failed).
+pub fn launch_observed<T: Send>(
+    guard: &Guard,
+    spec: &LaunchSpec,
+    on_fork: Option<impl FnOnce(i32) -> T + Send>,
+) -> Result<(Outcome, Option<T>), LaunchError> {
     let program = spec.argv.first().cloned().unwrap_or_default();
     let mut cmd = Command::new(&program);
     cmd.args(&spec.argv[1..])
@@ -154,8 +169,22 @@ pub fn launch(guard: &Guard, spec: &LaunchSpec) -> Result<Outcome, LaunchError> 
         .process_group(0);
     let ioprio = spec.ioprio;
     let nice = spec.nice;
+    // The hold: the child writes its pid to one pipe and waits to read a
+    // byte from another before exec. Command::spawn returns only after the
+    // exec, so the observer is attached from a second thread meanwhile.
+    let hold = match &on_fork {
+        Some(_) => Some(Hold::new().map_err(|error| LaunchError::Spawn {
+            program: program.clone(),
+            error,
+        })?),
+        None => None,
+    };
+    let child_fds = hold
+        .as_ref()
+        .map(|h| (h.pid_w.as_raw_fd(), h.go_r.as_raw_fd(), h.go_w.as_raw_fd()));
     // SAFETY: the closure runs in the forked child before exec and only
-    // makes async-signal-safe syscalls (ioprio_set, setpriority).
+    // makes async-signal-safe syscalls (ioprio_set, setpriority, getpid,
+    // write, read).
     unsafe {
         cmd.pre_exec(move || {
             if let Some(p) = ioprio {
@@ -166,6 +195,22 @@ pub fn launch(guard: &Guard, spec: &LaunchSpec) -> Result<Outcome, LaunchError> 
                     return Err(std::io::Error::last_os_error());
                 }
             }
+            if let Some((pid_w, go_r, go_w)) = child_fds {
+                // Our copy of the write end would keep the pipe from
+                // reporting EOF should the parent's release never come.
+                libc::close(go_w);
+                let pid = libc::getpid().to_ne_bytes();
+                if libc::write(pid_w, pid.as_ptr().cast(), pid.len()) != pid.len() as isize {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let mut b = 0u8;
+                // EOF (the parent gave up) releases the child too.
+                while libc::read(go_r, (&mut b as *mut u8).cast(), 1) < 0 {
+                    if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                        break;
+                    }
+                }
+            }
             Ok(())
         });
     }
@@ -173,8 +218,42 @@ pub fn launch(guard: &Guard, spec: &LaunchSpec) -> Result<Outcome, LaunchError> 
         // A file left by an earlier run would make this one "ready" at once.
         let _ = std::fs::remove_file(p);
     }
-    let t0 = Instant::now();
-    let mut child = cmd.spawn().map_err(|error| LaunchError::Spawn {
+    let mut t0 = Instant::now();
+    let (spawned, observed) = match (hold, on_fork) {
+        (Some(hold), Some(f)) => {
+            let Hold {
+                pid_r,
+                pid_w,
+                go_r,
+                go_w,
+            } = hold;
+            std::thread::scope(|s| {
+                let observer = s.spawn(move || {
+                    // Released on every path, a panic of `f` included.
+                    let _release = Release(go_w);
+                    let mut pid_r = std::fs::File::from(pid_r);
+                    let mut buf = [0u8; 4];
+                    pid_r.read_exact(&mut buf).ok().map(|_| {
+                        let value = f(i32::from_ne_bytes(buf));
+                        (value, Instant::now())
+                    })
+                });
+                let spawned = cmd.spawn();
+                // The child has exec'd or failed: our write end and the
+                // child's read end are no longer needed here; a fork that
+                // never happened ends the observer's read with EOF.
+                drop(pid_w);
+                drop(go_r);
+                (spawned, observer.join().ok().flatten())
+            })
+        }
+        _ => (cmd.spawn(), None),
+    };
+    let observed = observed.map(|(value, released)| {
+        t0 = released;
+        value
+    });
+    let mut child = spawned.map_err(|error| LaunchError::Spawn {
         program: program.clone(),
         error,
     })?;
@@ -314,17 +393,52 @@ pub fn launch(guard: &Guard, spec: &LaunchSpec) -> Result<Outcome, LaunchError> 
     let status = exit.map(|(_, s)| s).or(killed);
     let tail =
         String::from_utf8_lossy(&tail.lock().map(|t| t.clone()).unwrap_or_default()).into_owned();
-    Ok(Outcome {
-        duration_ns,
-        censored,
-        exit_code: status.and_then(|s| s.code()),
-        signal: status.and_then(|s| s.signal()),
-        interrupted,
-        usage,
-        exit_ns,
-        ready_ns,
-        output_tail: tail,
-    })
+    Ok((
+        Outcome {
+            duration_ns,
+            censored,
+            exit_code: status.and_then(|s| s.code()),
+            signal: status.and_then(|s| s.signal()),
+            interrupted,
+            usage,
+            exit_ns,
+            ready_ns,
+            output_tail: tail,
+        },
+        observed,
+    ))
+}
+
+/// Writes the byte that lets a held child exec, when dropped.
+struct Release(OwnedFd);
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        let _ = rustix::io::write(&self.0, &[1]);
+    }
+}
+
+/// The two pipes of a held launch (close-on-exec, so the target inherits
+/// neither).
+struct Hold {
+    pid_r: OwnedFd,
+    pid_w: OwnedFd,
+    go_r: OwnedFd,
+    go_w: OwnedFd,
+}
+
+impl Hold {
+    fn new() -> std::io::Result<Hold> {
+        let flags = rustix::pipe::PipeFlags::CLOEXEC;
+        let (pid_r, pid_w) = rustix::pipe::pipe_with(flags)?;
+        let (go_r, go_w) = rustix::pipe::pipe_with(flags)?;
+        Ok(Hold {
+            pid_r,
+            pid_w,
+            go_r,
+            go_w,
+        })
+    }
 }
 
 fn read_output(

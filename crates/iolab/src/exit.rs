@@ -35,6 +35,20 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
                 .is_some_and(|s| s.is_usage())
             || e.downcast_ref::<iolab_experiment::startup::StartupError>()
                 .is_some_and(|s| s.is_usage())
+            || e.downcast_ref::<iolab_experiment::sweep::SweepError>()
+                .is_some_and(|s| s.is_usage())
+            || e.downcast_ref::<iolab_trace::TraceError>()
+                .is_some_and(|s| s.is_usage())
+            || e.downcast_ref::<iolab_bio::BioError>()
+                .is_some_and(|s| s.is_usage())
+            || e.downcast_ref::<iolab_cache::CacheError>()
+                .is_some_and(|s| s.is_usage())
+            || e.downcast_ref::<iolab_record::RecordError>()
+                .is_some_and(|s| s.is_usage())
+            || e.downcast_ref::<iolab_sched::SchedError>()
+                .is_some_and(|s| s.is_usage())
+            || e.downcast_ref::<iolab_explain::ExplainError>()
+                .is_some_and(|s| s.is_usage())
     });
     if usage {
         2

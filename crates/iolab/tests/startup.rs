@@ -934,3 +934,94 @@ fn a_real_device_needs_force_and_a_dir_on_it() {
     );
     assert!(line.contains(&format!("not on {other}")), "{line}");
 }
+
+#[test]
+fn trace_cpu_and_explain_are_stored_with_every_start() {
+    if !root_or_skip("trace_cpu_and_explain_are_stored_with_every_start") {
+        return;
+    }
+    let _m = machine();
+    let b = Bench::new("st-observe");
+    let out = b.startup(
+        &[
+            "--bw",
+            "20MiB/s",
+            "--schedulers",
+            "mq-deadline",
+            "--workloads",
+            "1w",
+            "--timeout",
+            "20",
+            "--prepare",
+            PREPARE,
+            "--trace",
+            "bio",
+            "--cpu",
+            "--explain",
+            "--json",
+        ],
+        &["cat", "{dir}/f"],
+    );
+    ok(&out);
+    let id = id_of(&json_of(&out.stdout));
+    let e = b.export(id);
+    let runs = e["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4, "idle + 1w, 2 reps");
+    let arts = e["artifacts"].as_array().unwrap();
+    for r in runs {
+        let of = |kind: &str| {
+            arts.iter()
+                .find(|a| {
+                    a["kind"] == kind
+                        && ["scheduler", "workload", "rep", "target"]
+                            .iter()
+                            .all(|k| a[k] == r[k])
+                })
+                .unwrap_or_else(|| panic!("run {r} has no {kind} artifact"))
+        };
+        // The target read 8 MiB cold: the trace saw requests, lost none.
+        let h = &of("latency_hist")["json"];
+        assert_eq!(h["lost_events"], 0, "{h}");
+        assert!(h["requests"].as_u64().unwrap() >= 8, "{h}");
+        assert!(!h["histograms"].as_array().unwrap().is_empty(), "{h}");
+        // A CPU series over the start (200 ms ticks plus the end).
+        let c = &of("cpu")["json"];
+        assert!(c["samples"].as_array().unwrap().len() >= 2, "{c}");
+        assert!(of("psi")["json"].is_object());
+        // The attribution covers the start, and the cold read shows as
+        // page-cache reads (the idle start has nothing else to wait for).
+        let a = &of("explain")["json"];
+        assert_eq!(a["trace"]["lost"], 0, "{}", a["trace"]);
+        let wall = a["wall_ns"].as_u64().unwrap() as f64;
+        let dur = r["duration_ns"].as_u64().unwrap() as f64;
+        assert!(
+            wall >= 0.9 * dur,
+            "attributed {wall} ns of a {dur} ns start"
+        );
+        if r["workload"] == "idle" {
+            let top = a["causes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|c| c["kind"] != "idle")
+                .max_by_key(|c| c["blocked_ns"].as_u64().unwrap())
+                .unwrap();
+            assert_eq!(top["cause"], "page-cache read I/O", "{top}");
+        }
+    }
+    // The report names the causes of the loaded cell's difference.
+    let out = b
+        .cmd()
+        .args(["results", "show", &id.to_string(), "--db"])
+        .arg(&b.db)
+        .output()
+        .unwrap();
+    ok(&out);
+    let show = text(&out.stdout);
+    let line = show
+        .lines()
+        .skip_while(|l| !l.starts_with("Where the extra time went"))
+        .find(|l| l.starts_with("mq-deadline"))
+        .unwrap_or_else(|| panic!("no causes table:\n{show}"));
+    assert!(line.contains(" 1w ") && line.contains(" s"), "{line}");
+}

@@ -6,12 +6,15 @@
 #![deny(missing_docs)]
 
 pub mod block;
+pub mod cachestat;
+pub mod cpustat;
 pub mod diskstats;
 pub mod environment;
 pub mod error;
 pub mod ioprio;
 pub mod mounts;
 pub mod pagecache;
+pub mod pressure;
 pub mod process;
 pub mod text;
 pub mod units;

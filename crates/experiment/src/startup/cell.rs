@@ -13,8 +13,10 @@ use serde_json::json;
 
 use super::background::Background;
 use super::config::{ReadyWhen, StartupConfig};
+use super::observe::{self, Observers};
 use super::place::Resolved;
 use super::plan::CellPlan;
+use super::prefetch::{variant_target, DoneRuns, PrefetchMode, Prefetcher};
 use super::progress::Progress;
 use super::StartupError;
 use crate::launch::{self, LaunchSpec, Ready};
@@ -33,6 +35,8 @@ pub(super) fn run_cell(
     cell: &CellPlan,
     overhead_ns: u64,
     progress: &Progress,
+    prefetch: Option<&Prefetcher>,
+    done: &DoneRuns,
 ) -> Result<bool, StartupError> {
     guard.set_scheduler(&place.dev, &cell.scheduler)?;
     let mut tunables = Vec::new();
@@ -68,25 +72,99 @@ pub(super) fn run_cell(
     }
     let spec = launch_spec(cfg)?;
     let evict = evict_list(cfg);
+    let ctx = Start {
+        guard,
+        store,
+        id,
+        cfg,
+        place,
+        cell,
+        overhead_ns,
+        spec: &spec,
+        evict: &evict,
+        tunables: &tunables,
+        all_tunables: &all_tunables,
+    };
     for &rep in &cell.reps {
-        if iolab_guard::stop_requested() {
-            if let Some(b) = bg.take() {
-                b.stop();
-            }
-            return Ok(false);
-        }
         progress.rep(rep);
-        make_cold(guard, cfg.cold, &evict, &place.mountpoint)?;
+        let variants = match prefetch {
+            Some(p) => p.variants(&cell.workload, rep),
+            None => vec![None],
+        };
+        for mode in variants {
+            let label = mode.map_or_else(|| target.to_string(), |m| variant_target(target, m));
+            let key = (label, cell.scheduler.clone(), cell.workload.clone(), rep);
+            if done.contains(&key) {
+                continue;
+            }
+            let pre = prefetch.zip(mode);
+            if iolab_guard::stop_requested() || !ctx.start(&key.0, rep, pre, progress)? {
+                if let Some(b) = bg.take() {
+                    b.stop();
+                }
+                return Ok(false);
+            }
+        }
+    }
+    if let Some(b) = bg.take() {
+        b.stop();
+    }
+    Ok(true)
+}
+
+/// What every start of a cell shares.
+struct Start<'a> {
+    guard: &'a Guard,
+    store: &'a Store,
+    id: ExperimentId,
+    cfg: &'a StartupConfig,
+    place: &'a Resolved,
+    cell: &'a CellPlan,
+    overhead_ns: u64,
+    spec: &'a LaunchSpec,
+    evict: &'a [std::path::PathBuf],
+    tunables: &'a [(String, String)],
+    all_tunables: &'a [(String, String)],
+}
+
+impl Start<'_> {
+    /// One start: cold cache, prefetch (before, or a helper in parallel),
+    /// launch and time, commit. Returns false when a stop was requested.
+    fn start(
+        &self,
+        target: &str,
+        rep: u32,
+        prefetch: Option<(&Prefetcher, PrefetchMode)>,
+        progress: &Progress,
+    ) -> Result<bool, StartupError> {
+        let (cfg, cell, place) = (self.cfg, self.cell, self.place);
+        make_cold(self.guard, cfg.cold, self.evict, &place.mountpoint)?;
         let started_at = iolab_store::rfc3339_now();
+        let running = prefetch.map(|(p, m)| p.begin(m)).transpose()?;
+        let observers = Observers::start(self.guard, cfg.observe, &place.dev.name)?;
         let before = iolab_sys::diskstats::read_device(Path::new("/proc"), &place.dev.name)?;
         let t0 = Instant::now();
-        let outcome = launch::launch(guard, &spec)?;
+        let guard = self.guard;
+        let (outcome, explainer) = launch::launch_observed(
+            guard,
+            self.spec,
+            cfg.observe
+                .explain
+                .then_some(move |pid| observe::explain_from(guard, pid)),
+        )?;
         let window = t0.elapsed().as_secs_f64();
         let after = iolab_sys::diskstats::read_device(Path::new("/proc"), &place.dev.name)?;
+        let mut docs = observers.stop()?;
+        if let Some(ex) = explainer {
+            let tree_cpu = outcome.usage.map(|u| u.user_ns + u.sys_ns);
+            let attribution = ex?.finish_with_cpu(tree_cpu)?;
+            docs.push((
+                "explain",
+                serde_json::to_value(&attribution).unwrap_or_default(),
+            ));
+        }
+        let prefetched = running.map(|r| r.finish()).transpose()?;
         if outcome.interrupted {
-            if let Some(b) = bg.take() {
-                b.stop();
-            }
             return Ok(false);
         }
         if cell.workload == "idle" && rep == 1 && outcome.failed() {
@@ -108,7 +186,7 @@ pub(super) fn run_cell(
             write_bytes: d.write_bytes().saturating_sub(own.write_bytes),
             seconds: window,
         });
-        let record = RunRecord {
+        let mut record = RunRecord {
             scheduler: cell.scheduler.clone(),
             workload: cell.workload.clone(),
             rep,
@@ -119,12 +197,12 @@ pub(super) fn run_cell(
             timeout_ns: (cfg.timeout_s * 1e9) as u64,
             exit_code: outcome.exit_code,
             signal: outcome.signal,
-            overhead_ns: Some(overhead_ns),
+            overhead_ns: Some(self.overhead_ns),
             background,
             config: json!({
                 "scheduler": cell.scheduler,
-                "iosched_params_set": tunables,
-                "iosched_tunables": all_tunables,
+                "iosched_params_set": self.tunables,
+                "iosched_tunables": self.all_tunables,
                 "warmup_s": cfg.warmup(&cell.scheduler).as_secs_f64(),
                 "cold": cfg.cold,
                 "target_ioprio": cfg.target_ioprio,
@@ -141,13 +219,20 @@ pub(super) fn run_cell(
                 "output_tail": if outcome.failed() { outcome.output_tail.clone() } else { String::new() },
             }),
         };
-        store.record_run(id, &record)?;
+        if let Some((_, m)) = prefetch {
+            record.config["prefetch"] = json!(m);
+        }
+        let run_id = self.store.record_run(self.id, &record)?;
+        for (kind, doc) in &docs {
+            self.store.add_artifact(run_id, kind, doc)?;
+        }
+        if let (Some((p, m)), Some(report)) = (prefetch, &prefetched) {
+            self.store
+                .add_artifact(run_id, "prefetch", &p.artifact(m, report))?;
+        }
         progress.done_run(outcome.duration_ns, outcome.censored);
+        Ok(true)
     }
-    if let Some(b) = bg.take() {
-        b.stop();
-    }
-    Ok(true)
 }
 
 pub(super) fn launch_spec(cfg: &StartupConfig) -> Result<LaunchSpec, StartupError> {

@@ -115,6 +115,13 @@ pub struct StartupConfig {
     /// before each start is bounded on a slow lab; `None` keeps the
     /// kernel's global limits.
     pub dirty_limit_bytes: Option<u64>,
+    /// Also start each repetition with a prefetch list read in before or
+    /// in parallel ([`super::prefetch`]); `None`: no prefetch dimension.
+    #[serde(default)]
+    pub prefetch: Option<super::prefetch::PrefetchConfig>,
+    /// What else each start records (`--trace bio`, `--cpu`, `--explain`).
+    #[serde(default)]
+    pub observe: super::observe::Observe,
 }
 
 /// Default warm-up for a scheduler. BFQ weight-raises newly started

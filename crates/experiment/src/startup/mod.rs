@@ -5,13 +5,17 @@ mod background;
 mod cell;
 mod cold;
 pub mod config;
+pub mod observe;
 pub mod place;
 pub mod plan;
+pub mod prefetch;
 mod progress;
 pub mod run;
 mod setup;
 
 pub use config::{Cold, Place, ReadyWhen, StartupConfig};
+pub use observe::Observe;
+pub use prefetch::{PrefetchConfig, PrefetchMode, PrefetchSource};
 pub use run::{run_startup, Finished, RunOptions};
 
 /// Why an experiment could not run.
@@ -38,6 +42,18 @@ pub enum StartupError {
     /// The target could not be launched.
     #[error(transparent)]
     Launch(#[from] crate::launch::LaunchError),
+    /// A prefetch list could not be read or read in.
+    #[error(transparent)]
+    Cache(#[from] iolab_cache::CacheError),
+    /// Recording the prefetch list failed.
+    #[error(transparent)]
+    Record(#[from] iolab_record::RecordError),
+    /// Block tracing (`--trace bio`) failed.
+    #[error(transparent)]
+    Bio(#[from] iolab_bio::BioError),
+    /// Attribution (`--explain`) failed.
+    #[error(transparent)]
+    Explain(#[from] iolab_explain::ExplainError),
 }
 
 impl StartupError {
@@ -50,6 +66,10 @@ impl StartupError {
             StartupError::Store(e) => e.is_usage(),
             StartupError::Load(e) => e.is_usage(),
             StartupError::Launch(e) => matches!(e, crate::launch::LaunchError::Spawn { .. }),
+            StartupError::Cache(e) => e.is_usage(),
+            StartupError::Record(e) => e.is_usage(),
+            StartupError::Bio(e) => e.is_usage(),
+            StartupError::Explain(e) => e.is_usage(),
             StartupError::Sys(_) => false,
         }
     }

@@ -69,6 +69,8 @@ mod tests {
             prepare: None,
             dirty_limit_bytes: None,
             read_ahead_kb: None,
+            prefetch: None,
+            observe: Default::default(),
         }
     }
 

@@ -10,11 +10,12 @@ use iolab_store::{ExperimentId, ExperimentReport, Status, Store};
 use iolab_sys::UsageError;
 use serde_json::json;
 
-use super::cell::run_cell;
+use super::cell::{launch_spec, run_cell};
 use super::cold::which;
 use super::config::StartupConfig;
 use super::place::{self};
-use super::plan::{plan, total_runs};
+use super::plan::plan;
+use super::prefetch::{self, Prefetcher};
 use super::progress::Progress;
 use super::setup::{
     check_iosched_params, check_schedulers, check_workloads, limit_dirty, prepare, validate,
@@ -58,7 +59,7 @@ pub fn run_startup(
     opts: &RunOptions,
 ) -> Result<Finished, StartupError> {
     let store = Store::open(&opts.db)?;
-    let (cfg, id, done) = match (opts.resume, cfg) {
+    let (cfg, id, done, stored_list) = match (opts.resume, cfg) {
         (Some(id), _) => {
             let exp = store.experiment(id)?;
             if exp.status == Status::Done {
@@ -75,9 +76,10 @@ pub fn run_startup(
                         ))
                     })?;
             let done = store.completed_cells(id)?;
-            (cfg, Some(id), done)
+            let list = exp.config["prefetch_list"].as_str().map(str::to_string);
+            (cfg, Some(id), done, list)
         }
-        (None, Some(cfg)) => (cfg, None, Default::default()),
+        (None, Some(cfg)) => (cfg, None, Default::default(), None),
         (None, None) => {
             return Err(
                 UsageError::new("nothing to run: give a command after -- or --resume ID").into(),
@@ -135,6 +137,13 @@ pub fn run_startup(
     }
     let env =
         iolab_sys::environment::Environment::capture(Some(&place.dev), Some(&place.mountpoint));
+    let prefetcher = Prefetcher::prepare(
+        &guard,
+        &cfg,
+        &place,
+        &launch_spec(&cfg)?,
+        stored_list.as_deref(),
+    )?;
     let overhead = launch::harness_overhead(&guard, 10)?;
     let overhead_mean = overhead.iter().sum::<u64>() / overhead.len().max(1) as u64;
 
@@ -143,20 +152,35 @@ pub fn run_startup(
         None => store.create_experiment(
             "startup",
             &opts.command_line,
-            &json!({ "startup": stored, "place": place.what }),
+            &json!({
+                "startup": stored,
+                "place": place.what,
+                "prefetch_list": prefetcher.as_ref().map(|p| &p.stored_text),
+            }),
             &serde_json::to_value(&env).unwrap_or_default(),
         )?,
     };
     store.set_status(id, Status::Running)?;
 
-    let cells = plan(&cfg, |s, w, r| {
-        done.contains(&iolab_store::RunKey::new(s, w, r))
-    });
     // The command as given, `{dir}` unsubstituted: a resumed experiment
     // runs on a new temporary lab with another mount point, and its starts
     // must land in the same cells as those made before the interruption.
     let target = stored.command.join(" ");
-    let progress = Progress::new(total_runs(&cells) as u64, opts.progress);
+    // With prefetch, a repetition is complete when each variant is stored.
+    let done_runs = match &prefetcher {
+        Some(_) => prefetch::done_runs(&store, id)?,
+        None => Default::default(),
+    };
+    let pcfg = cfg.prefetch.as_ref().filter(|_| prefetcher.is_some());
+    let cells = plan(&cfg, |s, w, r| match pcfg {
+        Some(p) => prefetch::rep_done(Some(p), &done_runs, &target, s, w, r),
+        None => done.contains(&iolab_store::RunKey::new(s, w, r)),
+    });
+    let starts: usize = cells
+        .iter()
+        .map(|c| c.reps.len() * prefetch::variants(pcfg, &c.workload, 1).len())
+        .sum();
+    let progress = Progress::new(starts as u64, opts.progress);
     let mut interrupted = false;
     for cell in &cells {
         if iolab_guard::stop_requested() {
@@ -173,6 +197,8 @@ pub fn run_startup(
             cell,
             overhead_mean,
             &progress,
+            prefetcher.as_ref(),
+            &done_runs,
         )? {
             interrupted = true;
             break;

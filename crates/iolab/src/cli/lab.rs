@@ -9,6 +9,8 @@ use iolab_sys::units::{format_bytes, format_rate};
 use iolab_sys::UsageError;
 
 /// Lab subcommands.
+// Parsed once per run: the size of `Up` (many text flags) costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum LabCommand {
     /// Make a lab: image file → loop device (direct I/O) → filesystem →
@@ -34,7 +36,8 @@ pub struct UpArgs {
     /// Device size, e.g. 512MiB, 4GiB.
     #[arg(long, default_value = "4GiB")]
     pub size: String,
-    /// Filesystem: ext4, xfs, btrfs, or none (raw device).
+    /// Filesystem: ext4, xfs, btrfs, erofs (read-only image of --from DIR;
+    /// --size is then ignored), or none (raw device).
     #[arg(long, default_value = "ext4")]
     pub fs: String,
     /// I/O scheduler of the device under test (none, mq-deadline, kyber, bfq).
@@ -61,6 +64,13 @@ pub struct UpArgs {
     /// A zram device (RAM speed, no scheduler) instead of an image file.
     #[arg(long)]
     pub zram: bool,
+    /// --fs erofs: the directory whose files the image holds.
+    #[arg(long, value_name = "DIR")]
+    pub from: Option<String>,
+    /// --fs erofs: compressor for mkfs.erofs, ALG[,LEVEL], e.g. lz4hc
+    /// [default: uncompressed].
+    #[arg(long, value_name = "ALG")]
+    pub compress: Option<String>,
     /// Print the lab's status as JSON.
     #[arg(long)]
     pub json: bool,
@@ -150,6 +160,8 @@ fn up(a: UpArgs) -> anyhow::Result<()> {
         dirty_limit: a.dirty_limit.as_deref(),
         dir: &a.dir,
         zram: a.zram,
+        from: a.from.as_deref(),
+        compress: a.compress.as_deref(),
     })?;
     let guard = iolab_guard::Guard::new();
     let lab = iolab_lab::up(&guard, &spec).map_err(lab_err)?;

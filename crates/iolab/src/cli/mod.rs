@@ -4,14 +4,22 @@
 use clap::{Parser, Subcommand};
 
 mod app;
+mod cache;
+mod cpu;
 mod demo;
+mod explain;
 mod guard_test;
 mod lab;
 mod load;
+mod prefetch;
 mod probe;
+mod record;
 mod restore;
 mod results;
+mod sched;
 mod startup;
+mod sweep;
+mod trace;
 
 /// Reproduce, measure and explain I/O latency: start-up under background
 /// I/O across schedulers, on disposable lab devices, with numbers you can
@@ -38,13 +46,34 @@ enum Command {
     App(app::AppArgs),
     /// List, show and export stored experiments.
     Results(results::ResultsArgs),
+    /// mpstat-like CPU utilisation per interval, with io/cpu/memory pressure stalls.
+    Cpu(cpu::CpuArgs),
+    /// Compare I/O schedulers' throughput and latency (seed 002): patterns x seq/rand x read/write.
+    Sweep(sweep::SweepArgs),
     /// Show the phenomenon on a fresh machine: throttled lab, all schedulers, 4 loads.
     Demo(demo::DemoArgs),
+    /// Trace kernel events: `trace bio` for per-request block I/O.
+    #[command(subcommand)]
+    Trace(trace::TraceCommand),
+    /// Scheduling latency per task: record sched events, report, compare.
+    #[command(subcommand)]
+    Sched(sched::SchedCommand),
+    /// Page-cache residency of files: counts, bars, ranges; evict or read in.
+    Cache(cache::CacheArgs),
+    /// Read a list of file ranges (or files) into the page cache, and report the cost.
+    Prefetch(prefetch::PrefetchArgs),
+    /// Record which file ranges a command brings into the page cache, as a prefetch list.
+    Record(record::RecordArgs),
+    /// Where did the time go: a command's wall time as on-CPU, runnable and blocked by kernel cause.
+    Explain(explain::ExplainArgs),
     /// Undo system changes left behind by an iolab run that was killed.
     Restore(restore::RestoreArgs),
     /// Test seam: make guarded changes, then hold/fail/panic (for tests).
     #[command(hide = true)]
     GuardTest(guard_test::GuardTestArgs),
+    /// Test seam: read exactly the given byte ranges of a file (no readahead).
+    #[command(hide = true)]
+    ReadRanges(record::ReadRangesArgs),
 }
 
 /// Parses arguments, recovers any state a killed run left behind, installs
@@ -65,9 +94,18 @@ pub fn run() -> anyhow::Result<()> {
         Command::Probe(a) => probe::run(a),
         Command::App(a) => app::run(a),
         Command::Results(a) => results::run(a),
+        Command::Cpu(a) => cpu::run(a),
+        Command::Sweep(a) => sweep::run(a),
         Command::Demo(a) => demo::run(a),
+        Command::Trace(c) => trace::run(c),
+        Command::Sched(c) => sched::run(c),
+        Command::Cache(a) => cache::run(a),
+        Command::Prefetch(a) => prefetch::run(a),
+        Command::Record(a) => record::run(a),
+        Command::Explain(a) => explain::run(a),
         Command::Restore(a) => restore::run(a),
         Command::GuardTest(a) => guard_test::run(a),
+        Command::ReadRanges(a) => record::read_ranges(a),
     }
 }
 

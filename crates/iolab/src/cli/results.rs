@@ -159,10 +159,47 @@ fn show_text(report: &ExperimentReport, store: &Store) -> String {
     out.push('\n');
     if report.cells.is_empty() {
         out.push_str("no runs recorded yet\n");
+    } else if e.kind == "sweep" {
+        out.push_str(&sweep_tables(report));
+    } else if e.kind == "startup" {
+        out.push_str(&startup_tables(report));
     } else {
         out.push_str(&render_matrix(&report.cells, &title_for_kind(&e.kind)));
     }
     out
+}
+
+/// A startup experiment: the matrix of plain starts, then (when recorded)
+/// the prefetch comparison and where the extra time went.
+fn startup_tables(report: &ExperimentReport) -> String {
+    use iolab_experiment::startup::{observe, prefetch};
+    let cells: Vec<_> = report
+        .cells
+        .iter()
+        .filter(|c| !prefetch::is_variant(&c.target))
+        .cloned()
+        .collect();
+    let mut out = render_matrix(&cells, &title_for_kind("startup"));
+    for t in [
+        prefetch::render_comparison(report),
+        observe::render_causes(report),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        out.push('\n');
+        out.push_str(&t);
+    }
+    out
+}
+
+/// A sweep's cells are throughputs, not times: its own tables.
+fn sweep_tables(report: &ExperimentReport) -> String {
+    use iolab_experiment::sweep::{Metric, SweepTable};
+    let bs = report.experiment.config["sweep"]["bs_bytes"]
+        .as_u64()
+        .map_or_else(|| "?".to_string(), iolab_sys::units::format_bytes);
+    SweepTable::from_runs(&report.runs).render(Metric::Bw, &bs)
 }
 
 /// `2025-11-22T03:04:05.678Z` → `2025-11-22T03:04:05Z`: seconds are enough

@@ -5,7 +5,10 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use iolab_experiment::startup::{self, Cold, Place, ReadyWhen, RunOptions, StartupConfig};
+use iolab_experiment::startup::{
+    self, Cold, Place, PrefetchConfig, PrefetchMode, PrefetchSource, ReadyWhen, RunOptions,
+    StartupConfig,
+};
 use iolab_store::ExperimentId;
 use iolab_sys::UsageError;
 
@@ -14,6 +17,7 @@ use iolab_sys::UsageError;
 #[command(after_help = "Examples:\n  \
   iolab startup --bw 20MiB/s --prepare 'iolab app --prepare --dir {dir}/app' -- iolab app --dir {dir}/app\n  \
   iolab startup --lab mylab --schedulers bfq,mq-deadline --workloads 1r1w,5r5w-seq --reps 10 -- /path/to/app\n  \
+  iolab startup --prepare 'iolab app --prepare --dir {dir}/app' --prefetch record --prefetch-mode before,parallel -- iolab app --dir {dir}/app\n  \
   iolab startup --resume 7")]
 pub struct StartupArgs {
     /// Use this existing lab (`iolab lab up --name NAME`); default: a
@@ -106,6 +110,45 @@ pub struct StartupArgs {
     /// Command run once before the matrix; `{dir}` is the lab directory.
     #[arg(long, value_name = "CMD")]
     pub prepare: Option<String>,
+    /// Also start each repetition with this prefetch list read in (from
+    /// `iolab record`; `{dir}` in it is the lab directory), or `record`:
+    /// record the target once, cold, on the idle lab, and use that list.
+    /// Results show start-up without and with prefetch side by side.
+    #[arg(long, value_name = "LIST|record")]
+    pub prefetch: Option<String>,
+    /// When the prefetch runs: `before` the target (read in completely
+    /// first) or in `parallel` with its start (a helper thread started just
+    /// before it, like a boot-time helper); both: `before,parallel`.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "before",
+        requires = "prefetch"
+    )]
+    pub prefetch_mode: Vec<PrefetchMode>,
+    /// Workloads also measured with prefetch (default: all).
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        requires = "prefetch"
+    )]
+    pub prefetch_workloads: Vec<String>,
+    /// Trace during every start: `bio` records each block request on the
+    /// device under test (as `iolab trace bio`); each run stores its
+    /// latency histograms (artifact `latency_hist`).
+    #[arg(long, value_name = "bio", value_parser = ["bio"])]
+    pub trace: Option<String>,
+    /// Sample CPU utilisation and pressure stalls every 200 ms during every
+    /// start (as `iolab cpu`); each run stores the series (`cpu`, `psi`).
+    #[arg(long)]
+    pub cpu: bool,
+    /// Attribute every start's stalls to kernel paths (as `iolab explain`);
+    /// each run stores its attribution (`explain`) and the table gains,
+    /// per cell, the top causes of the difference from idle.
+    #[arg(long)]
+    pub explain: bool,
     /// Results database (default: ~/.local/share/iolab/results.db).
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
@@ -152,10 +195,22 @@ pub fn print_finished(fin: &startup::Finished, json: bool) -> anyhow::Result<()>
         return Ok(());
     }
     let title = iolab_store::render::title_for_kind("startup");
-    print!(
-        "{}",
-        iolab_store::render::render_matrix(&fin.report.cells, &title)
-    );
+    // Starts with prefetch appear in the comparison below, not as more
+    // matrices.
+    let cells: Vec<_> = fin
+        .report
+        .cells
+        .iter()
+        .filter(|c| !startup::prefetch::is_variant(&c.target))
+        .cloned()
+        .collect();
+    print!("{}", iolab_store::render::render_matrix(&cells, &title));
+    if let Some(t) = startup::prefetch::render_comparison(&fin.report) {
+        print!("\n{t}");
+    }
+    if let Some(t) = startup::observe::render_causes(&fin.report) {
+        print!("\n{t}");
+    }
     let ov = &fin.overhead_ns;
     if !ov.is_empty() {
         let s = iolab_stats::summarize(&iolab_stats::Sample::all_exact(
@@ -246,12 +301,32 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
         command: a.command.clone(),
         prepare: a.prepare.clone(),
         read_ahead_kb: a.read_ahead_kb,
+        prefetch: a.prefetch.as_deref().map(|p| PrefetchConfig {
+            list: PrefetchSource::parse(p),
+            modes: dedup(&a.prefetch_mode),
+            workloads: a.prefetch_workloads.clone(),
+        }),
+        observe: startup::Observe {
+            trace_bio: a.trace.is_some(),
+            cpu: a.cpu,
+            explain: a.explain,
+        },
         dirty_limit_bytes: a
             .dirty_limit
             .as_deref()
             .map(iolab_sys::units::parse_size)
             .transpose()?,
     })
+}
+
+fn dedup(modes: &[PrefetchMode]) -> Vec<PrefetchMode> {
+    let mut v: Vec<PrefetchMode> = Vec::new();
+    for m in modes {
+        if !v.contains(m) {
+            v.push(*m);
+        }
+    }
+    v
 }
 
 /// Splits repeated `NAME=VALUE` flags; `example` shows a valid one.
