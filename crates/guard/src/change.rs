@@ -155,7 +155,14 @@ impl Change {
                     let _ = std::fs::write(path.join("tracing_on"), "0");
                     std::fs::remove_dir(path).map_err(|e| GuardError::io(path, e))?;
                 }
-                Ok(format!("removed trace instance {}", path.display()))
+                let mut msg = format!("removed trace instance {}", path.display());
+                if let Some(root) = path.parent().and_then(Path::parent) {
+                    if let Some(m) = unmount_left_tracefs(root) {
+                        msg.push_str("; ");
+                        msg.push_str(&m);
+                    }
+                }
+                Ok(msg)
             }
             Change::Loop { backing, dev } => undo_loop(backing, dev.as_deref()),
             Change::Zram { id, added } => {
@@ -326,13 +333,47 @@ fn tracefs_in_use(target: &Path, source: &str) -> bool {
             .unwrap_or(false)
 }
 
+/// Marks a tracefs mount an iolab guard made and had to leave for other
+/// instances. One fixed path for every run directory: the processes
+/// sharing tracefs need not share a run directory (tests do not).
+const TRACEFS_LEFT: &str = "/run/iolab/tracefs-left-mounted";
+
+/// After an instance is removed: when an iolab guard left its tracefs
+/// mount at `root` for others and no instance remains, unmounts it.
+/// Returns what it did, if anything.
+pub(crate) fn unmount_left_tracefs(root: &Path) -> Option<String> {
+    let left = std::fs::read_to_string(TRACEFS_LEFT).ok()?;
+    if Path::new(left.trim()) != root {
+        return None;
+    }
+    if !is_mounted(root) {
+        let _ = std::fs::remove_file(TRACEFS_LEFT);
+        return None;
+    }
+    if tracefs_in_use(root, "tracefs") {
+        return None; // another instance still there: its owner does it
+    }
+    match rustix::mount::unmount(root, rustix::mount::UnmountFlags::empty()) {
+        Ok(()) => {
+            let _ = std::fs::remove_file(TRACEFS_LEFT);
+            Some(format!("unmounted tracefs from {}", root.display()))
+        }
+        // Someone has a tracefs file open: left for the next one.
+        Err(_) => None,
+    }
+}
+
 fn undo_mount(target: &Path, source: &str) -> Result<String, GuardError> {
     if !is_mounted(target) {
         return Ok(format!("{} already unmounted", target.display()));
     }
     if tracefs_in_use(target, source) {
+        // Whoever removes the last instance unmounts it (see
+        // `unmount_left_tracefs`), so the machine ends as it began.
+        let _ = std::fs::create_dir_all("/run/iolab");
+        let _ = std::fs::write(TRACEFS_LEFT, target.to_string_lossy().as_bytes());
         return Ok(format!(
-            "left {source} mounted on {}: other trace instances still use it",
+            "left {source} mounted on {}: other trace instances still use it; the last of them unmounts it",
             target.display()
         ));
     }

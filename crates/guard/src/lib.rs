@@ -105,6 +105,10 @@ pub fn recover_stale_in(dir: &std::path::Path) -> Result<Vec<String>, GuardError
             }
         }
     }
+    // A tracefs mount left for instances whose owners were killed.
+    if let Some(s) = change::unmount_left_tracefs(std::path::Path::new("/sys/kernel/tracing")) {
+        out.push(format!("restored: {s}"));
+    }
     Ok(out)
 }
 

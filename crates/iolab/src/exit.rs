@@ -15,7 +15,7 @@ pub fn run_and_report(f: fn() -> anyhow::Result<()>) -> i32 {
             if is_broken_pipe(&err) {
                 return 0;
             }
-            eprintln!("iolab: {err:#}");
+            eprintln!("iolab: {}", one_line(&err));
             interrupted.unwrap_or_else(|| code_for(&err))
         }
     }
@@ -57,9 +57,42 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
     }
 }
 
+/// The error chain joined with ": " (as `{:#}`), skipping a cause whose
+/// text its parent already ends with: errors that print their source in
+/// their own message (`path: No such file or directory`) would otherwise
+/// say it twice.
+pub fn one_line(err: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for e in err.chain() {
+        let s = e.to_string();
+        if msg.ends_with(&s) {
+            continue;
+        }
+        if !msg.is_empty() {
+            msg.push_str(": ");
+        }
+        msg.push_str(&s);
+    }
+    msg
+}
+
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|e| {
         e.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_already_in_its_parents_message_is_said_once() {
+        let io = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let err = anyhow::Error::new(iolab_sys::SysError::io("/x", io)).context("evicting");
+        let line = one_line(&err);
+        assert_eq!(line.matches("not found").count(), 1, "{line}");
+        assert!(line.starts_with("evicting: /x: "), "{line}");
+    }
 }

@@ -12,7 +12,7 @@ use regex::Regex;
 use serde_json::json;
 
 use super::background::Background;
-use super::config::{ReadyWhen, StartupConfig};
+use super::config::{Cold, ReadyWhen, StartupConfig};
 use super::observe::{self, Observers};
 use super::place::Resolved;
 use super::plan::CellPlan;
@@ -71,7 +71,6 @@ pub(super) fn run_cell(
         return Ok(false);
     }
     let spec = launch_spec(cfg)?;
-    let evict = evict_list(cfg);
     let ctx = Start {
         guard,
         store,
@@ -81,7 +80,6 @@ pub(super) fn run_cell(
         cell,
         overhead_ns,
         spec: &spec,
-        evict: &evict,
         tunables: &tunables,
         all_tunables: &all_tunables,
     };
@@ -122,7 +120,6 @@ struct Start<'a> {
     cell: &'a CellPlan,
     overhead_ns: u64,
     spec: &'a LaunchSpec,
-    evict: &'a [std::path::PathBuf],
     tunables: &'a [(String, String)],
     all_tunables: &'a [(String, String)],
 }
@@ -138,7 +135,13 @@ impl Start<'_> {
         progress: &Progress,
     ) -> Result<bool, StartupError> {
         let (cfg, cell, place) = (self.cfg, self.cell, self.place);
-        make_cold(self.guard, cfg.cold, self.evict, &place.mountpoint)?;
+        // Listed again for every start: the target may have created or
+        // deleted files (a database journal) since the last one.
+        let evict = match cfg.cold {
+            Cold::Evict => evict_list(cfg),
+            _ => Vec::new(),
+        };
+        make_cold(self.guard, cfg.cold, &evict, &place.mountpoint)?;
         let started_at = iolab_store::rfc3339_now();
         let running = prefetch.map(|(p, m)| p.begin(m)).transpose()?;
         let observers = Observers::start(self.guard, cfg.observe, &place.dev.name)?;
