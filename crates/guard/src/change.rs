@@ -151,6 +151,7 @@ impl Change {
             }
             Change::Cgroup { path } => undo_cgroup(path),
             Change::TraceInstance { path } => {
+                let _lock = tracefs_lock();
                 if path.exists() {
                     let _ = std::fs::write(path.join("tracing_on"), "0");
                     std::fs::remove_dir(path).map_err(|e| GuardError::io(path, e))?;
@@ -333,6 +334,24 @@ fn tracefs_in_use(target: &Path, source: &str) -> bool {
             .unwrap_or(false)
 }
 
+/// Serialises, across threads and processes, the steps that mount or
+/// unmount tracefs with those that create or remove an instance in it:
+/// without it, two sessions starting at once both mount (the second gets
+/// EBUSY), or one unmounts between another's check and its mkdir. Held
+/// while the returned file is open; `None` (no lock) when the lock file
+/// cannot be opened, which only loses this protection.
+pub(crate) fn tracefs_lock() -> Option<std::fs::File> {
+    let _ = std::fs::create_dir_all("/run/iolab/locks");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open("/run/iolab/locks/tracefs.lock")
+        .ok()?;
+    rustix::fs::flock(&f, rustix::fs::FlockOperation::LockExclusive).ok()?;
+    Some(f)
+}
+
 /// Marks a tracefs mount an iolab guard made and had to leave for other
 /// instances. One fixed path for every run directory: the processes
 /// sharing tracefs need not share a run directory (tests do not).
@@ -367,6 +386,7 @@ fn undo_mount(target: &Path, source: &str) -> Result<String, GuardError> {
     if !is_mounted(target) {
         return Ok(format!("{} already unmounted", target.display()));
     }
+    let _lock = (source == "tracefs").then(tracefs_lock);
     if tracefs_in_use(target, source) {
         // Whoever removes the last instance unmounts it (see
         // `unmount_left_tracefs`), so the machine ends as it began.

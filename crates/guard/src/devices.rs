@@ -60,6 +60,7 @@ impl Guard {
     /// and returns its directory. iolab never uses the global trace buffer.
     pub fn create_trace_instance(&self, name: &str) -> Result<PathBuf, GuardError> {
         let root = Path::new("/sys/kernel/tracing");
+        let _lock = crate::change::tracefs_lock();
         if !root.join("instances").exists() {
             self.mount("tracefs", root, "tracefs", "")?;
         }
