@@ -194,7 +194,9 @@ fn fsync_while_others_write_is_journal_or_commit_wait() {
     let env = Env::new("explainjournal");
     let mp = lab(&env, &["--dirty-limit", "16MiB"]);
     // Two writers keep dirty data (ordered mode: flushed by every commit)
-    // and the journal busy.
+    // and the journal busy. The target writes O_DIRECT|O_DSYNC: buffered,
+    // its own dirty pages would meet the lab's strict dirty limit the
+    // writers keep full, and dirty throttling would rightly come first.
     let mut bg: Vec<std::process::Child> = (0..2)
         .map(|i| {
             std::process::Command::new("dd")
@@ -222,7 +224,7 @@ fn fsync_while_others_write_is_journal_or_commit_wait() {
             &format!("of={}", target.display()),
             "bs=4k",
             "count=20",
-            "oflag=dsync",
+            "oflag=direct,dsync",
             "status=none",
         ],
     );
