@@ -71,18 +71,7 @@ pub(super) fn make_cold(
 ) -> Result<(), StartupError> {
     match cold {
         Cold::DropCaches => guard.drop_caches(Some(fs))?,
-        Cold::Evict => {
-            for f in evict {
-                match iolab_sys::pagecache::evict_file(f) {
-                    Ok(()) => {}
-                    // The target deleted it (a journal, a temporary file):
-                    // nothing of it is left to evict.
-                    Err(iolab_sys::SysError::Io { source, .. })
-                        if source.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(e.into()),
-                }
-            }
-        }
+        Cold::Evict => iolab_sys::pagecache::evict(evict)?,
         Cold::None => {}
     }
     Ok(())

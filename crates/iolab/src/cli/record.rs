@@ -136,13 +136,8 @@ pub fn run(a: RecordArgs) -> anyhow::Result<()> {
             walk_limit: Some(seconds("--walk-timeout", a.walk_timeout)?),
         },
     };
-    let rec = iolab_record::record(&guard, &spec).map_err(|e| {
-        if e.is_usage() {
-            anyhow::Error::new(UsageError::new(e.to_string()))
-        } else {
-            anyhow::Error::new(e)
-        }
-    })?;
+    // Usage errors exit 2 through exit.rs, like every library error.
+    let rec = iolab_record::record(&guard, &spec)?;
     let text = rec.list_text();
     if let Some(path) = &a.output {
         std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))?;

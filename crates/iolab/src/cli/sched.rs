@@ -151,15 +151,6 @@ pub fn run(c: SchedCommand) -> anyhow::Result<()> {
     }
 }
 
-/// Usage errors of the sched crate become `UsageError`s (exit code 2).
-fn sched_err(e: SchedError) -> anyhow::Error {
-    if e.is_usage() {
-        UsageError::new(e.to_string()).into()
-    } else {
-        e.into()
-    }
-}
-
 #[derive(Serialize)]
 struct Recorded {
     file: PathBuf,
@@ -188,7 +179,7 @@ fn record(a: RecordArgs) -> anyhow::Result<()> {
         guard.drop_caches(None)?;
     }
     let t0 = Instant::now();
-    let recorder = iolab_sched::start_recording(&guard, &opts, &a.output).map_err(sched_err)?;
+    let recorder = iolab_sched::start_recording(&guard, &opts, &a.output)?;
     let command_exit = if a.command.is_empty() {
         let until = duration.map(|d| t0 + d);
         if until.is_none() && !a.json {
@@ -201,10 +192,7 @@ fn record(a: RecordArgs) -> anyhow::Result<()> {
     } else {
         run_command(&guard, &a.command)?
     };
-    let stats = recorder
-        .finish()
-        .map_err(SchedError::from)
-        .map_err(sched_err)?;
+    let stats = recorder.finish().map_err(SchedError::from)?;
     let (user, sys) = self_cpu();
     let out = Recorded {
         bytes: std::fs::metadata(&a.output).map(|m| m.len()).unwrap_or(0),
@@ -368,9 +356,7 @@ fn selection(s: &SelectArgs) -> anyhow::Result<(Selection, WakeFrom)> {
 }
 
 fn load(path: &Path, from: WakeFrom) -> anyhow::Result<Loaded> {
-    analyze_file(path, from)
-        .map_err(sched_err)
-        .with_context(|| format!("reading {}", path.display()))
+    analyze_file(path, from).with_context(|| format!("reading {}", path.display()))
 }
 
 /// A row with perf sched latency's field names alongside iolab's.

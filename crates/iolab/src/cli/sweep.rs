@@ -7,11 +7,10 @@ use std::path::PathBuf;
 
 use clap::Args;
 use iolab_experiment::sweep::{
-    self, Kind, Metric, Pattern, SweepConfig, SweepError, SweepFinished, SweepOptions, SweepPlace,
+    self, Kind, Metric, Pattern, SweepConfig, SweepFinished, SweepOptions, SweepPlace,
 };
 use iolab_store::ExperimentId;
 use iolab_sys::units::{format_bytes, parse_duration, parse_rate, parse_size};
-use iolab_sys::UsageError;
 
 /// Arguments of `iolab sweep`.
 #[derive(Debug, Args)]
@@ -130,7 +129,7 @@ pub fn run(a: SweepArgs) -> anyhow::Result<()> {
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
     };
     let announce = |line: &str| eprintln!("iolab sweep: {line}");
-    let fin = sweep::run_sweep(cfg, &opts, &announce).map_err(usage_aware)?;
+    let fin = sweep::run_sweep(cfg, &opts, &announce)?;
     print_finished(&fin, &a)
 }
 
@@ -227,14 +226,4 @@ fn config(a: &SweepArgs) -> anyhow::Result<SweepConfig> {
     };
     cfg.validate()?;
     Ok(cfg)
-}
-
-/// Keeps the exit code right: the sweep's usage errors become
-/// `UsageError`s in the anyhow chain (exit 2), with their one-line message.
-fn usage_aware(e: SweepError) -> anyhow::Error {
-    if e.is_usage() {
-        anyhow::Error::new(UsageError::new(e.to_string()))
-    } else {
-        anyhow::Error::new(e).context("sweep")
-    }
 }

@@ -152,7 +152,7 @@ fn run_bio(a: BioArgs) -> anyhow::Result<()> {
         keep_requests: !stream || a.perfetto.is_some(),
         ..BioOptions::default()
     };
-    let mut session = BioSession::start(&guard, opts).map_err(bio_error)?;
+    let mut session = BioSession::start(&guard, opts)?;
     let t0 = session.start_ns();
     let mut child = match a.command.split_first() {
         Some((prog, args)) => Some(spawn(prog, args, a.json)?),
@@ -173,9 +173,7 @@ fn run_bio(a: BioArgs) -> anyhow::Result<()> {
     let mut grace = Duration::ZERO;
     loop {
         std::thread::sleep(Duration::from_millis(50));
-        session
-            .poll(&mut |r, disk| printer.request(&mut out, r, disk))
-            .map_err(bio_error)?;
+        session.poll(&mut |r, disk| printer.request(&mut out, r, disk))?;
         printer.check()?;
         out.flush()?;
         if iolab_guard::stop_requested() {
@@ -196,9 +194,7 @@ fn run_bio(a: BioArgs) -> anyhow::Result<()> {
     if let (Some(c), None) = (child.as_mut(), status) {
         status = Some(finish_child(c, grace)?);
     }
-    let trace = session
-        .finish(&mut |r, disk| printer.request(&mut out, r, disk))
-        .map_err(bio_error)?;
+    let trace = session.finish(&mut |r, disk| printer.request(&mut out, r, disk))?;
     printer.check()?;
     drop(guard);
     report(&mut out, &a, &trace)?;
@@ -304,15 +300,6 @@ fn write_perfetto(path: &PathBuf, trace: &BioTrace) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Keeps the exit code right: usage errors from the tracer exit 2.
-fn bio_error(e: iolab_bio::BioError) -> anyhow::Error {
-    if e.is_usage() {
-        anyhow::Error::new(UsageError::new(e.to_string()))
-    } else {
-        e.into()
-    }
-}
-
 fn spawn(prog: &str, args: &[String], json: bool) -> anyhow::Result<Child> {
     let mut cmd = Command::new(prog);
     cmd.args(args);
@@ -378,13 +365,13 @@ impl BioAttachment {
         super::require_root("--trace bio")?;
         let disks = devices_holding(paths);
         let guard = iolab_guard::Guard::new();
-        let tracer = iolab_bio::BioTracer::start(&guard, disks).map_err(bio_error)?;
+        let tracer = iolab_bio::BioTracer::start(&guard, disks)?;
         Ok(Some(BioAttachment { tracer, guard }))
     }
 
     /// Stops tracing and returns the latency histograms.
     pub fn stop(self) -> anyhow::Result<iolab_bio::BioHistograms> {
-        let trace = self.tracer.stop().map_err(bio_error)?;
+        let trace = self.tracer.stop()?;
         drop(self.guard);
         Ok(trace.histograms())
     }
