@@ -132,10 +132,14 @@ impl Change {
                     // Someone put their own files in it: those are not
                     // iolab's to delete, so the directory stays.
                     Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => {
+                        // Possibly another iolab run's files (two labs share
+                        // /var/tmp/iolab): marked, so whoever removes the
+                        // last of them removes the directory too.
+                        let _ = std::fs::write(path.join(LEFT_DIR_MARK), b"");
                         return Ok(format!(
-                            "kept directory {}: it holds files iolab did not create",
+                            "kept directory {}: it holds files iolab did not create here",
                             path.display()
-                        ))
+                        ));
                     }
                     Err(e) => return Err(GuardError::io(path, e)),
                 }
@@ -146,6 +150,9 @@ impl Change {
                     Ok(()) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                     Err(e) => return Err(GuardError::io(path, e)),
+                }
+                if let Some(dir) = path.parent() {
+                    remove_left_dir(dir);
                 }
                 Ok(format!("removed {}", path.display()))
             }
@@ -334,6 +341,25 @@ fn tracefs_in_use(target: &Path, source: &str) -> bool {
             .unwrap_or(false)
 }
 
+/// Left in a directory an iolab guard created but could not remove because
+/// it still held other files.
+const LEFT_DIR_MARK: &str = ".iolab-created";
+
+/// Removes `dir` when an iolab guard created it and had to leave it, and
+/// nothing but that mark is left in it.
+fn remove_left_dir(dir: &Path) {
+    let mark = dir.join(LEFT_DIR_MARK);
+    if !mark.exists() {
+        return;
+    }
+    let only_mark = std::fs::read_dir(dir)
+        .map(|d| d.flatten().all(|e| e.file_name() == LEFT_DIR_MARK))
+        .unwrap_or(false);
+    if only_mark && std::fs::remove_file(&mark).is_ok() {
+        let _ = std::fs::remove_dir(dir);
+    }
+}
+
 /// Serialises, across threads and processes, the steps that mount or
 /// unmount tracefs with those that create or remove an instance in it:
 /// without it, two sessions starting at once both mount (the second gets
@@ -429,6 +455,37 @@ mod tests {
         std::fs::create_dir(dir.path().join("instances/other-run")).expect("mkdir");
         assert!(tracefs_in_use(dir.path(), "tracefs"));
         assert!(!tracefs_in_use(dir.path(), "/dev/loop3"));
+    }
+
+    #[test]
+    fn a_shared_directory_goes_with_the_last_file_in_it() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let dir = tmp.path().join("iolab");
+        std::fs::create_dir(&dir).expect("mkdir");
+        let (mine, theirs) = (dir.join("a.img"), dir.join("b.img"));
+        std::fs::write(&mine, b"x").expect("write");
+        std::fs::write(&theirs, b"y").expect("write");
+        // The creator goes first: its file, then its directory (kept).
+        Change::File { path: mine }.undo().expect("undo file");
+        let kept = Change::Dir { path: dir.clone() }.undo().expect("undo dir");
+        assert!(kept.starts_with("kept"), "{kept}");
+        assert!(dir.exists());
+        // The other run's file was the last: the directory goes with it.
+        Change::File { path: theirs }.undo().expect("undo file");
+        assert!(!dir.exists());
+    }
+
+    #[test]
+    fn a_directory_with_foreign_files_stays() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let dir = tmp.path().join("iolab");
+        std::fs::create_dir(&dir).expect("mkdir");
+        std::fs::write(dir.join("users-own"), b"z").expect("write");
+        let mine = dir.join("a.img");
+        std::fs::write(&mine, b"x").expect("write");
+        Change::Dir { path: dir.clone() }.undo().expect("undo dir");
+        Change::File { path: mine }.undo().expect("undo file");
+        assert!(dir.join("users-own").exists());
     }
 
     #[test]
