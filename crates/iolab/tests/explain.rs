@@ -194,9 +194,7 @@ fn fsync_while_others_write_is_journal_or_commit_wait() {
     let env = Env::new("explainjournal");
     let mp = lab(&env, &["--dirty-limit", "16MiB"]);
     // Two writers keep dirty data (ordered mode: flushed by every commit)
-    // and the journal busy. The target writes O_DIRECT|O_DSYNC: buffered,
-    // its own dirty pages would meet the lab's strict dirty limit the
-    // writers keep full, and dirty throttling would rightly come first.
+    // and the journal busy.
     let mut bg: Vec<std::process::Child> = (0..2)
         .map(|i| {
             std::process::Command::new("dd")
@@ -214,20 +212,15 @@ fn fsync_while_others_write_is_journal_or_commit_wait() {
         })
         .collect();
     std::thread::sleep(std::time::Duration::from_secs(2));
-    let target = mp.join("db");
-    let a = explain(
-        &env,
-        &[],
-        &[
-            "dd",
-            "if=/dev/zero",
-            &format!("of={}", target.display()),
-            "bs=4k",
-            "count=20",
-            "oflag=direct,dsync",
-            "status=none",
-        ],
+    // The target creates empty files and fsyncs each: metadata only, so
+    // it dirties no pages (no dirty throttling) and submits no data I/O of
+    // its own (no tag waits): each fsync waits for a journal commit, which
+    // in ordered mode first writes the writers' dirty data.
+    let script = format!(
+        "cd {} && for i in $(seq 30); do : > f$i; sync f$i; done",
+        mp.display()
     );
+    let a = explain(&env, &[], &["sh", "-c", &script]);
     for c in &mut bg {
         let _ = c.kill();
         let _ = c.wait();
