@@ -65,13 +65,85 @@ pub struct Outcome {
     pub interrupted: bool,
     /// Last lines of its output, for diagnosing failures.
     pub output_tail: String,
+    /// Why the start failed, when it did: a non-zero exit status (when
+    /// readiness is the exit), a signal iolab did not send, an exit before
+    /// the ready line or file, or a status that could not be read. A
+    /// failed start is not a sample; `duration_ns` is then the time of the
+    /// exit (0 if unknown).
+    pub failure: Option<String>,
 }
 
 impl Outcome {
-    /// True when the target failed (non-zero exit, killed by a signal it
-    /// was not sent, or exited without becoming ready).
+    /// True when the target failed (see [`Outcome::failure`]).
     pub fn failed(&self) -> bool {
-        !self.censored && (self.exit_code.is_some_and(|c| c != 0) || self.duration_ns == 0)
+        self.failure.is_some()
+    }
+}
+
+/// Words for an exit status: `status 3` or `signal 11 (SIGSEGV)`.
+pub fn status_words(st: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (st.code(), st.signal()) {
+        (Some(c), _) => format!("status {c}"),
+        (None, Some(sig)) => format!("signal {sig} ({})", signal_name(sig)),
+        _ => "an unknown status".to_string(),
+    }
+}
+
+/// The usual name of a signal number (Linux numbering).
+pub fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        5 => "SIGTRAP",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        24 => "SIGXCPU",
+        25 => "SIGXFSZ",
+        31 => "SIGSYS",
+        _ => "signal",
+    }
+}
+
+/// Why a start that ended on its own (not by iolab's kill) failed, if it
+/// did. `own` is the status of an exit that came before any kill.
+fn failure_of(
+    ready: &Ready,
+    became_ready: bool,
+    own: Option<std::process::ExitStatus>,
+    wait_failed: bool,
+) -> Option<String> {
+    if became_ready && !matches!(ready, Ready::Exit) {
+        // Ready is what was measured; what it did after does not change it.
+        return None;
+    }
+    let Some(st) = own else {
+        return wait_failed.then(|| "its exit status could not be read (wait4 failed)".to_string());
+    };
+    match ready {
+        Ready::Exit if st.success() => None,
+        Ready::Exit => Some(match st.code() {
+            Some(_) => format!("exited with {}", status_words(st)),
+            None => format!("killed by {}, not sent by iolab", status_words(st)),
+        }),
+        Ready::Line(re) => Some(format!(
+            "exited ({}) without printing a line matching {:?}",
+            status_words(st),
+            re.as_str()
+        )),
+        Ready::File(p) => Some(format!(
+            "exited ({}) without creating {}",
+            status_words(st),
+            p.display()
+        )),
     }
 }
 
@@ -308,6 +380,7 @@ pub fn launch_observed<T: Send>(
     let mut usage: Option<Usage> = None;
     let mut exit: Option<(Instant, std::process::ExitStatus)> = None;
     let mut ready: Option<Instant> = None;
+    let mut wait_failed = false;
     let poll = Duration::from_millis(1);
     loop {
         let now = Instant::now();
@@ -332,7 +405,10 @@ pub fn launch_observed<T: Send>(
                 ready = Some(at);
                 break;
             }
-            Ok(Event::WaitFailed) => break,
+            Ok(Event::WaitFailed) => {
+                wait_failed = true;
+                break;
+            }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
@@ -383,11 +459,24 @@ pub fn launch_observed<T: Send>(
         Ready::Exit => exit_ns,
         _ => ready_ns,
     };
+    let failure = if interrupted {
+        None
+    } else {
+        failure_of(
+            &spec.ready,
+            ready_ns.is_some(),
+            exit.map(|(_, s)| s),
+            wait_failed,
+        )
+    };
     let (duration_ns, censored) = match finished {
+        _ if failure.is_some() => (exit_ns.unwrap_or(0), false),
         Some(d) => (d, false),
         None if interrupted => (0, false),
-        None if exit_ns.is_some() => (0, false), // exited without ever being ready
-        None => (spec.timeout.as_nanos() as u64, true),
+        None => (
+            u64::try_from(spec.timeout.as_nanos()).unwrap_or(u64::MAX),
+            true,
+        ),
     };
     use std::os::unix::process::ExitStatusExt;
     let status = exit.map(|(_, s)| s).or(killed);
@@ -404,6 +493,7 @@ pub fn launch_observed<T: Send>(
             exit_ns,
             ready_ns,
             output_tail: tail,
+            failure,
         },
         observed,
     ))

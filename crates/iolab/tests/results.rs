@@ -23,6 +23,12 @@ fn run(scheduler: &str, workload: &str, rep: u32, secs: f64) -> RunRecord {
         background: None,
         config: json!({}),
         extra: json!({}),
+        outcome: if censored {
+            iolab_store::RunOutcome::Censored
+        } else {
+            iolab_store::RunOutcome::Ok
+        },
+        reason: None,
     }
 }
 

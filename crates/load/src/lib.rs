@@ -54,7 +54,7 @@ pub use job::{CpuMode, Dir, DirPair, IoEngine, Job, Rw};
 pub use options::SUPPORTED as SUPPORTED_OPTIONS;
 pub use plan::{NAMED_FILE_SIZE, NAMED_MIN_FILE_SIZE};
 pub use report::{DirReport, DiskUtil, JobReport, LoadReport};
-pub use runner::{run_to_completion, start, LiveSnapshot, RunningLoad, StartOptions};
+pub use runner::{run_to_completion, start, EndedClone, LiveSnapshot, RunningLoad, StartOptions};
 pub use spec::{apply_overrides, job_from_options, jobs_from_shorthand, jobs_from_spec, Override};
 pub use stats::{Latency, PERCENTILES};
 pub use target::clone_path;

@@ -25,15 +25,36 @@ impl Control {
     }
 }
 
-/// One clone's running totals (ramp included).
+/// One clone's running totals (ramp included), and whether it has ended.
 #[derive(Debug, Default)]
 #[repr(align(64))]
 pub struct LiveCounters {
     bytes: [AtomicU64; 2],
     ios: [AtomicU64; 2],
+    ended: AtomicBool,
+    /// Why it ended, when an error ended it (written once, at the end).
+    failure: Mutex<Option<String>>,
 }
 
 impl LiveCounters {
+    /// Marks the clone as ended (by its own runtime/size, an error, or a
+    /// stop), with the error if one ended it.
+    pub fn end(&self, failure: Option<String>) {
+        *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = failure;
+        self.ended.store(true, Ordering::Release);
+    }
+
+    /// `None` while the clone runs (or has not started); once it ended,
+    /// `Some(error)` with the error that ended it, if any.
+    pub fn ended(&self) -> Option<Option<String>> {
+        self.ended.load(Ordering::Acquire).then(|| {
+            self.failure
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone()
+        })
+    }
+
     /// Publishes the worker's totals for a direction.
     #[inline]
     pub fn publish(&self, dir: Dir, bytes: u64, ios: u64) {

@@ -115,8 +115,22 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
             }
             job.size = Some(s);
         }
-        "numjobs" => job.numjobs = count(key, need()?, 1)?,
-        "iodepth" => job.iodepth = count(key, need()?, 1)?,
+        "numjobs" => {
+            job.numjobs = at_most(
+                key,
+                count(key, need()?, 1)?,
+                MAX_NUMJOBS,
+                "each clone is a thread of this process",
+            )?
+        }
+        "iodepth" => {
+            job.iodepth = at_most(
+                key,
+                count(key, need()?, 1)?,
+                MAX_IODEPTH,
+                "io_uring's largest submission queue",
+            )?
+        }
         "ioengine" => {
             let v = need()?;
             job.ioengine = match IoEngine::parse(v) {
@@ -222,6 +236,19 @@ fn number(key: &str, v: &str) -> Result<u64, String> {
     v.trim()
         .parse()
         .map_err(|_| format!("{key}={v}: expected a whole number"))
+}
+
+/// Most clones of one job: each is a thread, and beyond this the test
+/// measures the CPU scheduler rather than the storage.
+const MAX_NUMJOBS: u32 = 4096;
+/// Deepest queue: io_uring's largest submission queue (IORING_MAX_ENTRIES).
+const MAX_IODEPTH: u32 = 32_768;
+
+fn at_most(key: &str, n: u32, max: u32, why: &str) -> Result<u32, String> {
+    if n > max {
+        return Err(format!("{key}={n}: expected at most {max} ({why})"));
+    }
+    Ok(n)
 }
 
 fn count(key: &str, v: &str, min: u32) -> Result<u32, String> {

@@ -72,6 +72,17 @@ pub struct RunningLoad {
     progress: Option<LoadProgress>,
 }
 
+/// A clone of a running load that has ended (see
+/// [`RunningLoad::ended_clones`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndedClone {
+    /// `job.N`: the job's name and the clone's number.
+    pub name: String,
+    /// The error that ended it; `None` when it ended on its own (runtime,
+    /// size or loops reached).
+    pub error: Option<String>,
+}
+
 /// Checks, lays out and starts `jobs`; returns once every clone of the
 /// first group is running (or with the error that kept one from starting).
 pub fn start(jobs: Vec<Job>, opts: StartOptions) -> Result<RunningLoad, LoadError> {
@@ -170,6 +181,23 @@ impl RunningLoad {
     /// filters, cgroups or priorities).
     pub fn thread_ids(&self) -> Vec<i32> {
         self.tids.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The clones that have ended so far — by their own runtime, size or
+    /// loops, or by an error — named `job.N`, each with the error that
+    /// ended it, if any. Empty while the whole load is running. A load in
+    /// the background of an experiment must run until it is stopped: an
+    /// entry here means the starts that follow are no longer under it.
+    pub fn ended_clones(&self) -> Vec<EndedClone> {
+        let names = self
+            .plan
+            .jobs
+            .iter()
+            .flat_map(|pj| (0..pj.job.numjobs).map(move |c| format!("{}.{c}", pj.job.name)));
+        names
+            .zip(&self.counters)
+            .filter_map(|(name, c)| c.ended().map(|error| EndedClone { name, error }))
+            .collect()
     }
 
     /// True once every job has ended on its own.

@@ -105,6 +105,15 @@ pub struct CloneResult {
 
 /// Runs one clone to its end; never panics on I/O errors.
 pub fn run_clone(spec: CloneSpec) -> CloneResult {
+    let result = run_clone_inner(&spec);
+    // Published for health checks of a load running in the background
+    // (`iolab startup` checks it before and after every start).
+    spec.live
+        .end(result.failure.as_ref().map(|f| f.message.clone()));
+    result
+}
+
+fn run_clone_inner(spec: &CloneSpec) -> CloneResult {
     let tid = iolab_sys::ioprio::current_tid();
     let mut result = CloneResult {
         job_idx: spec.job_idx,
@@ -115,7 +124,7 @@ pub fn run_clone(spec: CloneSpec) -> CloneResult {
         measured: None,
         failure: None,
     };
-    let setup = setup(&spec);
+    let setup = setup(spec);
     let outcome = setup.as_ref().map(|_| tid).map_err(Clone::clone);
     let _ = spec.ready.send((spec.job_idx, outcome));
     let (file, mut eng) = match setup {
@@ -131,7 +140,7 @@ pub fn run_clone(spec: CloneSpec) -> CloneResult {
     if !spec.gate.wait() {
         return result;
     }
-    let mut run = Run::new(&spec, Instant::now());
+    let mut run = Run::new(spec, Instant::now());
     match (&mut eng, &file) {
         (Engine::Cpu, _) => engine::cpuio::run(&mut run),
         (Engine::Sync(e), Some(f)) => engine::run_blocking(e, &mut run, f),

@@ -23,9 +23,11 @@ mod time;
 
 pub use error::StoreError;
 pub use model::{
-    Artifact, BackgroundIo, Experiment, ExperimentId, ExperimentSummary, RunId, RunKey, RunRecord,
-    Status,
+    Artifact, BackgroundIo, Experiment, ExperimentId, ExperimentSummary, RunId, RunKey, RunOutcome,
+    RunRecord, Status,
 };
-pub use report::{cells_from_runs, CellReport, ExperimentReport, IDLE_WORKLOAD};
+pub use report::{
+    cells_from_runs, CellReport, ExperimentReport, FailedRun, FAILED_SHARE_FLAG, IDLE_WORKLOAD,
+};
 pub use store::{default_db_path, Store};
 pub use time::{rfc3339, rfc3339_now};

@@ -143,6 +143,62 @@ pub struct RunRecord {
     /// Extra raw samples of this run (e.g. the probe's slow operations).
     #[serde(default)]
     pub extra: Value,
+    /// What the run is worth: `ok` and `censored` runs are samples;
+    /// `failed` (the target failed) and `invalid` (the conditions of the
+    /// cell did not hold, e.g. the background load had ended) are kept
+    /// but excluded from every statistic.
+    #[serde(default)]
+    pub outcome: RunOutcome,
+    /// Why a run is `failed` or `invalid`, in words (exit status, signal,
+    /// missing ready line, load that ended); `None` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// The outcome of one run, as stored (column `run.outcome`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunOutcome {
+    /// Measured: the target became ready within the timeout.
+    #[default]
+    Ok,
+    /// Timed out: the true time is at least `duration_ns` (a lower bound).
+    Censored,
+    /// The target failed: a non-zero exit, a signal iolab did not send, or
+    /// an exit before its ready line/file. Not a sample.
+    Failed,
+    /// The run's conditions did not hold (the background load ended or
+    /// failed during or before it). Not a sample.
+    Invalid,
+}
+
+impl RunOutcome {
+    /// The word stored in the database and printed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunOutcome::Ok => "ok",
+            RunOutcome::Censored => "censored",
+            RunOutcome::Failed => "failed",
+            RunOutcome::Invalid => "invalid",
+        }
+    }
+
+    /// Parses the stored word.
+    pub fn parse(s: &str) -> Option<RunOutcome> {
+        [
+            RunOutcome::Ok,
+            RunOutcome::Censored,
+            RunOutcome::Failed,
+            RunOutcome::Invalid,
+        ]
+        .into_iter()
+        .find(|o| o.as_str() == s)
+    }
+
+    /// True for the outcomes whose time is a sample (exact or censored).
+    pub fn is_sample(self) -> bool {
+        matches!(self, RunOutcome::Ok | RunOutcome::Censored)
+    }
 }
 
 /// Identifies a repetition for `--resume`: which (scheduler, workload, rep)

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use iolab_stats::{ratio_of_means, summarize, Ratio, Sample, Summary};
 
 use crate::error::StoreError;
-use crate::model::{Artifact, Experiment, ExperimentId, RunRecord};
+use crate::model::{Artifact, Experiment, ExperimentId, RunOutcome, RunRecord};
 use crate::store::Store;
 
 /// The workload every other one is compared with (S's `idle`, the thesis's
@@ -16,6 +16,12 @@ use crate::store::Store;
 pub const IDLE_WORKLOAD: &str = "idle";
 
 const NS_PER_S: f64 = 1e9;
+
+/// A cell is flagged when more than this share of its starts failed: its
+/// statistics then describe only the starts that happened to succeed, a
+/// biased subset (a target that crashes under load is faster when it
+/// crashes early).
+pub const FAILED_SHARE_FLAG: f64 = 0.2;
 
 /// Statistics of one cell. Times are in seconds (`unit`), like hyperfine's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -30,14 +36,37 @@ pub struct CellReport {
     pub unit: String,
     /// The longest timeout among the cell's runs, s (`>T` in the table).
     pub timeout: f64,
-    /// Repetition numbers, in order.
+    /// Repetition numbers of the samples (`ok` and `censored` runs), in order.
     pub reps: Vec<u32>,
-    /// Measured time of each repetition (parallel to `reps`), s; for a
+    /// Measured time of each sample (parallel to `reps`), s; for a
     /// censored run the time it was stopped at. `outliers` index into it.
     pub times: Vec<f64>,
-    /// n, censored, mean, median, stddev, min, max, ci95, outliers.
+    /// n, censored, mean, median, stddev, min, max, ci95, outliers: of the
+    /// samples only; failed and invalid runs are never part of them.
     #[serde(flatten)]
     pub stats: Summary,
+    /// Runs whose target failed (`outcome = failed`): kept, not samples.
+    #[serde(default)]
+    pub failed: usize,
+    /// Runs whose conditions did not hold (`outcome = invalid`, e.g. the
+    /// background load had ended): kept, not samples.
+    #[serde(default)]
+    pub invalid: usize,
+    /// Every failed or invalid run of the cell with its reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_samples: Vec<FailedRun>,
+    /// True when more than [`FAILED_SHARE_FLAG`] of the cell's runs failed
+    /// or were invalid: its statistics describe a biased subset.
+    #[serde(default)]
+    pub flagged: bool,
+    /// Background read throughput achieved during the cell's samples
+    /// (device traffic less the target's own), bytes/s, mean over runs;
+    /// `None` without a measurement (idle, sweeps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bg_read_bw_bytes: Option<f64>,
+    /// As `bg_read_bw_bytes`, for writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bg_write_bw_bytes: Option<f64>,
     /// Mean relative to the same target and scheduler under `idle`, with
     /// Fieller's 95 % interval; `None` for the idle cell itself or without
     /// an idle cell.
@@ -100,16 +129,34 @@ pub fn cells_from_runs(runs: &[RunRecord]) -> Vec<CellReport> {
         .into_iter()
         .map(|(target, scheduler, workload, mut group)| {
             group.sort_by_key(|r| r.rep);
-            let samples: Vec<Sample> = group.iter().map(|r| sample_of(r)).collect();
+            let all = group.len();
+            let (valid, rejected): (Vec<&RunRecord>, Vec<&RunRecord>) =
+                group.iter().partition(|r| r.outcome.is_sample());
+            let samples: Vec<Sample> = valid.iter().map(|r| sample_of(r)).collect();
+            let count = |o: RunOutcome| rejected.iter().filter(|r| r.outcome == o).count();
+            let (bg_read_bw_bytes, bg_write_bw_bytes) = background_rates(&valid);
             CellReport {
                 target: target.to_string(),
                 scheduler: scheduler.to_string(),
                 workload: workload.to_string(),
                 unit: "s".to_string(),
                 timeout: group.iter().map(|r| r.timeout_ns).max().unwrap_or(0) as f64 / NS_PER_S,
-                reps: group.iter().map(|r| r.rep).collect(),
+                reps: valid.iter().map(|r| r.rep).collect(),
                 times: samples.iter().map(|s| s.value).collect(),
                 stats: summarize(&samples),
+                failed: count(RunOutcome::Failed),
+                invalid: count(RunOutcome::Invalid),
+                not_samples: rejected
+                    .iter()
+                    .map(|r| FailedRun {
+                        rep: r.rep,
+                        outcome: r.outcome,
+                        reason: r.reason.clone().unwrap_or_default(),
+                    })
+                    .collect(),
+                flagged: rejected.len() as f64 > FAILED_SHARE_FLAG * all as f64,
+                bg_read_bw_bytes,
+                bg_write_bw_bytes,
                 ratio_to_idle: None,
             }
         })
@@ -130,6 +177,41 @@ pub fn cells_from_runs(runs: &[RunRecord]) -> Vec<CellReport> {
         cell.ratio_to_idle = ratio;
     }
     cells
+}
+
+/// A run of a cell that is not a sample, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailedRun {
+    /// Its repetition number.
+    pub rep: u32,
+    /// `failed` or `invalid`.
+    pub outcome: RunOutcome,
+    /// What happened (exit status, signal, missing ready line, load end).
+    pub reason: String,
+}
+
+/// Mean background read and write rates (bytes/s) over runs that measured
+/// them; each run's rate is its bytes over its own window.
+fn background_rates(runs: &[&RunRecord]) -> (Option<f64>, Option<f64>) {
+    let rates: Vec<(f64, f64)> = runs
+        .iter()
+        .filter_map(|r| r.background)
+        .filter(|b| b.seconds > 0.0)
+        .map(|b| {
+            (
+                b.read_bytes as f64 / b.seconds,
+                b.write_bytes as f64 / b.seconds,
+            )
+        })
+        .collect();
+    if rates.is_empty() {
+        return (None, None);
+    }
+    let n = rates.len() as f64;
+    (
+        Some(rates.iter().map(|r| r.0).sum::<f64>() / n),
+        Some(rates.iter().map(|r| r.1).sum::<f64>() / n),
+    )
 }
 
 /// A run's raw sample in seconds.
@@ -162,7 +244,38 @@ pub(crate) mod tests {
             background: None,
             config: json!({"scheduler": scheduler}),
             extra: json!({}),
+            outcome: if secs >= 60.0 {
+                RunOutcome::Censored
+            } else {
+                RunOutcome::Ok
+            },
+            reason: None,
         }
+    }
+
+    #[test]
+    fn failed_and_invalid_runs_are_counted_not_sampled() {
+        let mut crash = run("bfq", "1r", 1, 0.0);
+        crash.outcome = RunOutcome::Failed;
+        crash.reason = Some("killed by signal 11 (SIGSEGV)".into());
+        let mut unloaded = run("bfq", "1r", 2, 0.5);
+        unloaded.outcome = RunOutcome::Invalid;
+        unloaded.reason = Some("the background load had ended".into());
+        let runs = vec![
+            run("bfq", "1r", 0, 2.0),
+            crash,
+            unloaded,
+            run("bfq", "1r", 3, 4.0),
+        ];
+        let cells = cells_from_runs(&runs);
+        let c = &cells[0];
+        // Only the two real starts are samples: a 0 s crash would have
+        // pulled the mean from 3.0 down to 1.625.
+        assert_eq!(c.times, vec![2.0, 4.0]);
+        assert_eq!(c.stats.mean, Some(3.0));
+        assert_eq!((c.failed, c.invalid, c.stats.n), (1, 1, 2));
+        assert!(c.flagged, "2 of 4 not samples is over the threshold");
+        assert_eq!(c.not_samples[0].reason, "killed by signal 11 (SIGSEGV)");
     }
 
     #[test]

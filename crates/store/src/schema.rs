@@ -59,6 +59,26 @@ pub const MIGRATIONS: &[&str] = &[
         json    TEXT    NOT NULL,
         UNIQUE (run_id, kind)
     );",
+    // v3: every run's outcome is explicit. Before it, a target that exited
+    // without its ready line was stored as a 0 s start and a crash as a
+    // clean one. Existing rows are classified from what they recorded:
+    // censored stays censored; a 0 s start, or an exit of its own (exit_ns
+    // set, no ready time) with a non-zero status or a signal, is failed.
+    "ALTER TABLE run ADD COLUMN outcome TEXT NOT NULL DEFAULT 'ok'
+        CHECK (outcome IN ('ok', 'censored', 'failed', 'invalid'));
+    ALTER TABLE run ADD COLUMN reason TEXT;
+    UPDATE run SET outcome = 'censored' WHERE censored = 1;
+    UPDATE run SET outcome = 'failed',
+        reason = 'exited without becoming ready (classified when the database was upgraded)'
+        WHERE censored = 0 AND duration_ns = 0;
+    UPDATE run SET outcome = 'failed',
+        reason = CASE WHEN signal IS NOT NULL
+                      THEN 'killed by signal ' || signal || ' (classified when the database was upgraded)'
+                      ELSE 'exited with status ' || exit_code || ' (classified when the database was upgraded)' END
+        WHERE censored = 0 AND outcome = 'ok'
+          AND json_extract(extra_json, '$.exit_ns') IS NOT NULL
+          AND json_extract(extra_json, '$.ready_ns') IS NULL
+          AND (signal IS NOT NULL OR (exit_code IS NOT NULL AND exit_code != 0));",
 ];
 
 /// The schema version this build writes.

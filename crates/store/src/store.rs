@@ -15,8 +15,8 @@ use serde_json::Value;
 
 use crate::error::StoreError;
 use crate::model::{
-    Artifact, BackgroundIo, Experiment, ExperimentId, ExperimentSummary, RunId, RunKey, RunRecord,
-    Status,
+    Artifact, BackgroundIo, Experiment, ExperimentId, ExperimentSummary, RunId, RunKey, RunOutcome,
+    RunRecord, Status,
 };
 use crate::schema::{self, Migrated};
 use crate::time::rfc3339_now;
@@ -39,7 +39,7 @@ const EXPERIMENT_COLUMNS: &str =
 
 const RUN_COLUMNS: &str = "scheduler, workload, rep, target, started_at, duration_ns, censored, \
      timeout_ns, exit_code, signal, overhead_ns, bg_read_bytes, bg_write_bytes, bg_seconds, \
-     config_json, extra_json";
+     config_json, extra_json, outcome, reason";
 
 impl Store {
     /// Opens (creating its directory and the file if needed) and migrates
@@ -114,7 +114,7 @@ impl Store {
         let result = self.conn.execute(
             &format!(
                 "INSERT INTO run (experiment_id, {RUN_COLUMNS}) VALUES
-                 (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"
+                 (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"
             ),
             params![
                 id.0,
@@ -134,6 +134,8 @@ impl Store {
                 bg.map(|b| b.seconds),
                 run.config.to_string(),
                 run.extra.to_string(),
+                run.outcome.as_str(),
+                run.reason,
             ],
         );
         match result {
@@ -416,6 +418,17 @@ fn raw_run(r: &Row<'_>) -> rusqlite::Result<(RunRecord, String, String)> {
         background: bg,
         config: Value::Null,
         extra: Value::Null,
+        outcome: {
+            let word: String = r.get(16)?;
+            RunOutcome::parse(&word).ok_or_else(|| {
+                rusqlite::Error::FromSqlConversionFailure(
+                    16,
+                    rusqlite::types::Type::Text,
+                    format!("unknown run outcome {word:?}").into(),
+                )
+            })?
+        },
+        reason: r.get(17)?,
     };
     Ok((run, r.get(14)?, r.get(15)?))
 }

@@ -79,6 +79,41 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, UsageError> {
     std::time::Duration::try_from_secs_f64(value * secs_per_unit).map_err(|_| bad())
 }
 
+/// Parses a number of seconds given as a plain number (`5`, `0.25`, the
+/// form `--timeout` and `--warmup` always took) or with a unit (`300ms`,
+/// `2m`), and checks it lies in `min..=max`: infinity, NaN and values a
+/// [`std::time::Duration`] cannot hold are refused here, never turned
+/// into a panic later. `why_max` says why the upper limit is there.
+pub fn parse_seconds_in(text: &str, min: f64, max: f64, why_max: &str) -> Result<f64, UsageError> {
+    let t = text.trim();
+    let value = match t.parse::<f64>() {
+        Ok(v) if v.is_finite() => v,
+        Ok(_) => {
+            return Err(UsageError::new(format!(
+                "{text:?} is not a finite number of seconds: expected {min}..{max} s"
+            )))
+        }
+        Err(_) => parse_duration(t)
+            .map_err(|_| {
+                UsageError::new(format!(
+                    "invalid number of seconds {text:?}: expected a number such as 5 or 0.5, or a duration such as 300ms or 2m"
+                ))
+            })?
+            .as_secs_f64(),
+    };
+    if value < min {
+        return Err(UsageError::new(format!(
+            "{text} s is too small: expected at least {min} s"
+        )));
+    }
+    if value > max {
+        return Err(UsageError::new(format!(
+            "{text} s is too large: expected at most {max} s ({why_max})"
+        )));
+    }
+    Ok(value)
+}
+
 /// Formats bytes with a binary unit, as fio prints them (`4096MiB`, `1.5GiB`).
 pub fn format_bytes(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -104,6 +139,18 @@ pub fn format_rate(bytes_per_sec: f64) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seconds_are_bounded_and_never_infinite() {
+        let p = |t| parse_seconds_in(t, 0.0, 86_400.0, "a day");
+        assert_eq!(p("5").unwrap(), 5.0);
+        assert_eq!(p("300ms").unwrap(), 0.3);
+        assert_eq!(p("2m").unwrap(), 120.0);
+        for bad in ["inf", "-inf", "NaN", "1e20", "-1", "abc", "1e400", ""] {
+            assert!(p(bad).is_err(), "{bad} accepted");
+        }
+        assert!(p("1e20").unwrap_err().to_string().contains("a day"));
+    }
 
     #[test]
     fn sizes_are_binary_like_fio() {

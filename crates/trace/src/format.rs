@@ -132,7 +132,12 @@ impl Field {
 
 #[inline]
 pub(crate) fn read_uint(data: &[u8], offset: usize, size: usize) -> u64 {
-    match (size, data.get(offset..offset + size)) {
+    match (
+        size,
+        offset
+            .checked_add(size)
+            .and_then(|end| data.get(offset..end)),
+    ) {
         (1, Some(b)) => b[0] as u64,
         (2, Some(b)) => u16::from_le_bytes([b[0], b[1]]) as u64,
         (4, Some(b)) => u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64,

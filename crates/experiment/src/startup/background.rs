@@ -2,8 +2,16 @@
 //! this process's threads (so it stays in the root blkio cgroup the lab's
 //! throttle applies to) with the load's I/O priority, stopped at the end of
 //! the cell. Files are laid out by `start` and reused by later cells.
+//!
+//! A start is "under 1r" only if the reader is still reading: a job file
+//! without `time_based`, a `runtime=` override, or a full disk ends a job
+//! mid-cell, and every start after that would be an idle start stored
+//! under the loaded workload's name. So the load is checked before and
+//! after every start ([`Background::ended`]), and the device's traffic
+//! during the warm-up is kept as the rate the load is expected to reach.
 
 use std::path::Path;
+use std::time::Instant;
 
 use iolab_guard::Guard;
 use iolab_load::{jobs_from_spec, start, LoadReport, RunningLoad, StartOptions};
@@ -14,6 +22,8 @@ use super::StartupError;
 /// A running background load.
 pub struct Background {
     load: RunningLoad,
+    workload: String,
+    started: Instant,
 }
 
 impl Background {
@@ -42,7 +52,35 @@ impl Background {
                 force: false,
             },
         )?;
-        Ok(Some(Background { load }))
+        Ok(Some(Background {
+            load,
+            workload: workload.to_string(),
+            started: Instant::now(),
+        }))
+    }
+
+    /// `None` while every job of the load runs; otherwise one line saying
+    /// which jobs ended, after how long, and with which error.
+    pub fn ended(&self) -> Option<String> {
+        let ended = self.load.ended_clones();
+        if ended.is_empty() {
+            return None;
+        }
+        let what: Vec<String> = ended
+            .iter()
+            .map(|c| match &c.error {
+                Some(e) => format!("{} failed: {e}", c.name),
+                None => format!("{} reached its end (runtime, size or loops)", c.name),
+            })
+            .collect();
+        Some(format!(
+            "the background load {:?} stopped running {:.1} s after it started ({}); \
+             a background job must run until iolab stops it: use time_based=1 with no \
+             runtime, or a named workload",
+            self.workload,
+            self.started.elapsed().as_secs_f64(),
+            what.join("; ")
+        ))
     }
 
     /// Stops the load and returns what it measured.

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use iolab_guard::Guard;
-use iolab_store::{BackgroundIo, ExperimentId, RunRecord, Store};
+use iolab_store::{BackgroundIo, ExperimentId, RunOutcome, RunRecord, Store};
 use iolab_sys::ioprio::IoPrio;
 use iolab_sys::UsageError;
 use regex::Regex;
@@ -23,7 +23,24 @@ use crate::launch::{self, LaunchSpec, Ready};
 
 use super::cold::{evict_list, make_cold};
 
-/// Runs one cell; returns false when a stop was requested mid-cell.
+/// How a cell ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum CellEnd {
+    /// Every repetition was made.
+    Done,
+    /// Ctrl-C/SIGTERM: the experiment stops (resumable).
+    Interrupted,
+    /// The cell could not go on (its background load ended): why. The
+    /// runs already made are stored; the experiment goes on with the next
+    /// cell.
+    Stopped(String),
+}
+
+/// A start shorter than this is not judged by its background traffic: a
+/// load can legitimately move nothing for a few hundred milliseconds.
+const MIN_WINDOW_FOR_TRAFFIC_CHECK_S: f64 = 1.0;
+
+/// Runs one cell.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_cell(
     guard: &Guard,
@@ -37,7 +54,7 @@ pub(super) fn run_cell(
     progress: &Progress,
     prefetch: Option<&Prefetcher>,
     done: &DoneRuns,
-) -> Result<bool, StartupError> {
+) -> Result<CellEnd, StartupError> {
     guard.set_scheduler(&place.dev, &cell.scheduler)?;
     let mut tunables = Vec::new();
     for (k, v) in &cfg.iosched_params {
@@ -64,12 +81,25 @@ pub(super) fn run_cell(
         load_prio,
         guard,
     )?;
-    if bg.is_some() && !sleep_unless_stopped(cfg.warmup(&cell.scheduler)) {
+    // The device's traffic during the warm-up: the rate the load reaches
+    // on its own, stored with every start for comparison.
+    let before_warmup = iolab_sys::diskstats::read_device(Path::new("/proc"), &place.dev.name)?;
+    let warmup = cfg.warmup(&cell.scheduler);
+    if bg.is_some() && !sleep_unless_stopped(warmup) {
         if let Some(b) = bg.take() {
             b.stop();
         }
-        return Ok(false);
+        return Ok(CellEnd::Interrupted);
     }
+    let after_warmup = iolab_sys::diskstats::read_device(Path::new("/proc"), &place.dev.name)?;
+    let warmup_rate = match (&bg, before_warmup, after_warmup) {
+        (Some(_), Some(b), Some(a)) if !warmup.is_zero() => {
+            let d = a.since(&b);
+            let secs = warmup.as_secs_f64();
+            Some((d.read_bytes() as f64 / secs, d.write_bytes() as f64 / secs))
+        }
+        _ => None,
+    };
     let spec = launch_spec(cfg)?;
     let ctx = Start {
         guard,
@@ -82,6 +112,7 @@ pub(super) fn run_cell(
         spec: &spec,
         tunables: &tunables,
         all_tunables: &all_tunables,
+        warmup_rate,
     };
     for &rep in &cell.reps {
         progress.rep(rep);
@@ -96,18 +127,31 @@ pub(super) fn run_cell(
                 continue;
             }
             let pre = prefetch.zip(mode);
-            if iolab_guard::stop_requested() || !ctx.start(&key.0, rep, pre, progress)? {
+            let cell_name = format!("{} {}", cell.scheduler, cell.workload);
+            let end = if iolab_guard::stop_requested() {
+                CellEnd::Interrupted
+            } else if let Some(why) = bg.as_ref().and_then(Background::ended) {
+                CellEnd::Stopped(format!("cell {cell_name} stopped before rep {rep}: {why}"))
+            } else {
+                match ctx.start(&key.0, rep, pre, bg.as_ref(), progress)? {
+                    CellEnd::Stopped(why) => CellEnd::Stopped(format!(
+                        "cell {cell_name} stopped during rep {rep} (stored as invalid): {why}"
+                    )),
+                    other => other,
+                }
+            };
+            if end != CellEnd::Done {
                 if let Some(b) = bg.take() {
                     b.stop();
                 }
-                return Ok(false);
+                return Ok(end);
             }
         }
     }
     if let Some(b) = bg.take() {
         b.stop();
     }
-    Ok(true)
+    Ok(CellEnd::Done)
 }
 
 /// What every start of a cell shares.
@@ -122,18 +166,21 @@ struct Start<'a> {
     spec: &'a LaunchSpec,
     tunables: &'a [(String, String)],
     all_tunables: &'a [(String, String)],
+    /// Device read and write bytes/s during the warm-up (loaded cells).
+    warmup_rate: Option<(f64, f64)>,
 }
 
 impl Start<'_> {
     /// One start: cold cache, prefetch (before, or a helper in parallel),
-    /// launch and time, commit. Returns false when a stop was requested.
+    /// launch and time, commit. `Done` when the cell may go on.
     fn start(
         &self,
         target: &str,
         rep: u32,
         prefetch: Option<(&Prefetcher, PrefetchMode)>,
+        bg: Option<&Background>,
         progress: &Progress,
-    ) -> Result<bool, StartupError> {
+    ) -> Result<CellEnd, StartupError> {
         let (cfg, cell, place) = (self.cfg, self.cell, self.place);
         // Listed again for every start: the target may have created or
         // deleted files (a database journal) since the last one.
@@ -168,14 +215,7 @@ impl Start<'_> {
         }
         let prefetched = running.map(|r| r.finish()).transpose()?;
         if outcome.interrupted {
-            return Ok(false);
-        }
-        if cell.workload == "idle" && rep == 1 && outcome.failed() {
-            return Err(UsageError::new(format!(
-                "the target failed on the idle baseline (exit {:?}); fix the command first. Its last output:\n{}",
-                outcome.exit_code, outcome.output_tail
-            ))
-            .into());
+            return Ok(CellEnd::Interrupted);
         }
         // The device's traffic during the start, less what the target
         // itself read and dirtied (its wait4 rusage): what the load achieved.
@@ -189,6 +229,31 @@ impl Start<'_> {
             write_bytes: d.write_bytes().saturating_sub(own.write_bytes),
             seconds: window,
         });
+        // Was the cell's condition true during this start? The load must
+        // still be running, and must have moved some bytes on the device.
+        let load_problem = bg.and_then(|b| {
+            if let Some(why) = b.ended() {
+                return Some(why);
+            }
+            let moved = background.map(|b| b.read_bytes + b.write_bytes);
+            match (moved, self.warmup_rate) {
+                (Some(0), Some((r, w))) if window >= MIN_WINDOW_FOR_TRAFFIC_CHECK_S && r + w > 0.0 => {
+                    Some(format!(
+                        "the background load moved no bytes on the device during this {window:.1} s start \
+                         (during the warm-up: {} read, {} written per second)",
+                        iolab_sys::units::format_bytes(r as u64),
+                        iolab_sys::units::format_bytes(w as u64)
+                    ))
+                }
+                _ => None,
+            }
+        });
+        let (run_outcome, reason) = match (&outcome.failure, &load_problem) {
+            (_, Some(why)) => (RunOutcome::Invalid, Some(why.clone())),
+            (Some(why), None) => (RunOutcome::Failed, Some(why.clone())),
+            (None, None) if outcome.censored => (RunOutcome::Censored, None),
+            (None, None) => (RunOutcome::Ok, None),
+        };
         let mut record = RunRecord {
             scheduler: cell.scheduler.clone(),
             workload: cell.workload.clone(),
@@ -211,6 +276,8 @@ impl Start<'_> {
                 "target_ioprio": cfg.target_ioprio,
                 "target_nice": cfg.target_nice,
                 "load_ioprio": cfg.load_ioprio,
+                "bg_warmup_read_bw_bytes": self.warmup_rate.map(|r| r.0),
+                "bg_warmup_write_bw_bytes": self.warmup_rate.map(|r| r.1),
             }),
             extra: json!({
                 "device_read_bytes": device.as_ref().map(|d| d.read_bytes()),
@@ -221,6 +288,8 @@ impl Start<'_> {
                 "failed": outcome.failed(),
                 "output_tail": if outcome.failed() { outcome.output_tail.clone() } else { String::new() },
             }),
+            outcome: run_outcome,
+            reason: reason.clone(),
         };
         if let Some((_, m)) = prefetch {
             record.config["prefetch"] = json!(m);
@@ -234,7 +303,21 @@ impl Start<'_> {
                 .add_artifact(run_id, "prefetch", &p.artifact(m, report))?;
         }
         progress.done_run(outcome.duration_ns, outcome.censored);
-        Ok(true)
+        if let Some(why) = load_problem {
+            return Ok(CellEnd::Stopped(why));
+        }
+        // Stored first (nothing measured is lost), then: a command that
+        // fails on its very first idle start is almost surely wrong, and
+        // the whole matrix would only repeat the failure.
+        if cell.workload == "idle" && rep == 1 && outcome.failed() {
+            return Err(UsageError::new(format!(
+                "the target failed on its first idle start ({}); fix the command first. Its last output:\n{}",
+                reason.unwrap_or_default(),
+                last_lines(&outcome.output_tail, 10)
+            ))
+            .into());
+        }
+        Ok(CellEnd::Done)
     }
 }
 
@@ -249,7 +332,12 @@ pub(super) fn launch_spec(cfg: &StartupConfig) -> Result<LaunchSpec, StartupErro
     Ok(LaunchSpec {
         argv: cfg.command.clone(),
         ready,
-        timeout: Duration::from_secs_f64(cfg.timeout_s),
+        timeout: Duration::try_from_secs_f64(cfg.timeout_s).map_err(|_| {
+            UsageError::new(format!(
+                "--timeout {}: expected a positive number of seconds",
+                cfg.timeout_s
+            ))
+        })?,
         ioprio: cfg
             .target_ioprio
             .as_deref()
@@ -272,4 +360,10 @@ pub(super) fn sleep_unless_stopped(d: Duration) -> bool {
         );
     }
     true
+}
+
+/// The last `n` lines of `text`.
+pub(super) fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.trim_end().lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
 }

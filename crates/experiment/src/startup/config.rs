@@ -142,7 +142,7 @@ impl StartupConfig {
     /// The warm-up used for `scheduler`.
     pub fn warmup(&self, scheduler: &str) -> Duration {
         match self.warmup_s {
-            Some(s) => Duration::from_secs_f64(s.max(0.0)),
+            Some(s) => Duration::try_from_secs_f64(s.max(0.0)).unwrap_or(Duration::ZERO),
             None => default_warmup(scheduler),
         }
     }

@@ -12,6 +12,7 @@ pub mod prefetch;
 mod progress;
 pub mod run;
 mod setup;
+pub mod summary;
 
 pub use config::{Cold, Place, ReadyWhen, StartupConfig};
 pub use observe::Observe;

@@ -557,6 +557,12 @@ mod tests {
             background: None,
             config: Value::Null,
             extra: Value::Null,
+            outcome: if censored {
+                iolab_store::RunOutcome::Censored
+            } else {
+                iolab_store::RunOutcome::Ok
+            },
+            reason: None,
         }
     }
 

@@ -52,6 +52,16 @@ impl Progress {
         self.bar.inc(1);
     }
 
+    /// A message that must not be lost: printed above the bar on a
+    /// terminal, on stderr otherwise.
+    pub fn note(&self, msg: &str) {
+        if self.bar.is_hidden() {
+            eprintln!("iolab: {msg}");
+        } else {
+            self.bar.println(format!("iolab: {msg}"));
+        }
+    }
+
     /// Removes the bar.
     pub fn finish(&self) {
         self.bar.finish_and_clear();

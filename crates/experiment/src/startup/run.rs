@@ -10,7 +10,7 @@ use iolab_store::{ExperimentId, ExperimentReport, Status, Store};
 use iolab_sys::UsageError;
 use serde_json::json;
 
-use super::cell::{launch_spec, run_cell};
+use super::cell::{launch_spec, run_cell, CellEnd};
 use super::cold::which;
 use super::config::StartupConfig;
 use super::place::{self};
@@ -51,6 +51,9 @@ pub struct Finished {
     pub interrupted: bool,
     /// Harness overhead samples (ns): launching `true` through the same path.
     pub overhead_ns: Vec<u64>,
+    /// Cells that stopped before their last repetition, and why (their
+    /// background load ended); the other cells ran.
+    pub stopped_cells: Vec<String>,
 }
 
 /// Runs (or resumes) a startup experiment.
@@ -182,12 +185,13 @@ pub fn run_startup(
         .sum();
     let progress = Progress::new(starts as u64, opts.progress);
     let mut interrupted = false;
+    let mut stopped_cells = Vec::new();
     for cell in &cells {
         if iolab_guard::stop_requested() {
             interrupted = true;
             break;
         }
-        if !run_cell(
+        match run_cell(
             &guard,
             &store,
             id,
@@ -200,8 +204,15 @@ pub fn run_startup(
             prefetcher.as_ref(),
             &done_runs,
         )? {
-            interrupted = true;
-            break;
+            CellEnd::Done => {}
+            CellEnd::Interrupted => {
+                interrupted = true;
+                break;
+            }
+            CellEnd::Stopped(why) => {
+                progress.note(&why);
+                stopped_cells.push(why);
+            }
         }
     }
     progress.finish();
@@ -220,5 +231,6 @@ pub fn run_startup(
         db: opts.db.clone(),
         interrupted,
         overhead_ns: overhead,
+        stopped_cells,
     })
 }

@@ -20,10 +20,19 @@ pub(super) fn validate(cfg: &StartupConfig) -> Result<(), UsageError> {
     if cfg.reps == 0 {
         return Err(UsageError::new("--reps must be at least 1"));
     }
-    if cfg.timeout_s.is_nan() || cfg.timeout_s <= 0.0 {
-        return Err(UsageError::new(
-            "--timeout must be a positive number of seconds",
-        ));
+    // Also guards a configuration read back from a database for --resume.
+    if !(cfg.timeout_s > 0.0 && cfg.timeout_s <= 86_400.0) {
+        return Err(UsageError::new(format!(
+            "--timeout {}: expected a positive number of seconds, at most a day",
+            cfg.timeout_s
+        )));
+    }
+    if let Some(w) = cfg.warmup_s {
+        if !(0.0..=3_600.0).contains(&w) {
+            return Err(UsageError::new(format!(
+                "--warmup {w}: expected 0 to 3600 seconds"
+            )));
+        }
     }
     if let ReadyWhen::Line { regex } = &cfg.ready {
         Regex::new(regex).map_err(|e| {

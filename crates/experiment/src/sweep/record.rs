@@ -93,6 +93,8 @@ pub fn record(
             "job": m.job,
         }),
         extra,
+        outcome: iolab_store::RunOutcome::Ok,
+        reason: None,
     };
     let mut docs = vec![("load", serde_json::to_value(&fio).unwrap_or_default())];
     if let Some(s) = &m.cpu {

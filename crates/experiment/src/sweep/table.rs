@@ -307,6 +307,8 @@ mod tests {
                 "clat_ns": {"percentile": {"50.000000": 2_000_000, "99.000000": 9_500_000}},
                 "bio": {"lost_events": 0, "R": {"lat_p99_us": 7000.0}, "W": {"lat_p99_us": 3000.0}},
             }),
+            outcome: iolab_store::RunOutcome::Ok,
+            reason: None,
         }
     }
 

@@ -39,7 +39,7 @@ pub struct AppArgs {
     /// Sizes and counts relative to the documented profile (0.25 to 4;
     /// 0.5 lighter, 2 heavier). A launch uses the scale DIR was prepared
     /// with; giving a different one is an error.
-    #[arg(long, value_name = "FACTOR")]
+    #[arg(long, value_name = "FACTOR", value_parser = super::values::scale)]
     pub scale: Option<f64>,
     /// Seed of the content and of the access pattern.
     #[arg(long, default_value_t = app::DEFAULT_SEED)]

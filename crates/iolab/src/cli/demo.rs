@@ -21,13 +21,13 @@ pub struct DemoArgs {
     #[arg(long, default_value_t = 3)]
     pub reps: u32,
     /// Seconds before a start counts as censored.
-    #[arg(long, default_value_t = 5.0, value_name = "S")]
+    #[arg(long, default_value = "5", value_name = "S", value_parser = super::values::timeout_secs)]
     pub timeout: f64,
     /// Seconds of background load before the first start of each cell.
-    #[arg(long, default_value_t = 2.0, value_name = "S")]
+    #[arg(long, default_value = "2", value_name = "S", value_parser = super::values::warmup_secs)]
     pub warmup: f64,
     /// Size of the synthetic app relative to its documented profile.
-    #[arg(long, default_value_t = 1.0, value_name = "FACTOR")]
+    #[arg(long, default_value = "1", value_name = "FACTOR", value_parser = super::values::scale)]
     pub scale: f64,
     /// Results database (default: ~/.local/share/iolab/results.db).
     #[arg(long, value_name = "PATH")]

@@ -35,7 +35,7 @@ pub struct ExplainArgs {
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<String>,
     /// List stalls (switch-out to switch-in) at least this long, ms.
-    #[arg(long, default_value_t = 1.0, value_name = "MS")]
+    #[arg(long, default_value = "1", value_name = "MS", value_parser = super::values::millis)]
     pub min_stall: f64,
     /// Stalls shown in the report (the JSON keeps up to 1000).
     #[arg(long, default_value_t = 20, value_name = "N")]

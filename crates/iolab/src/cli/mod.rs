@@ -20,6 +20,7 @@ mod sched;
 mod startup;
 mod sweep;
 mod trace;
+mod values;
 
 /// Reproduce, measure and explain I/O latency: start-up under background
 /// I/O across schedulers, on disposable lab devices, with numbers you can

@@ -73,7 +73,7 @@ pub struct RecordArgs {
     #[arg(long)]
     pub all_pids: bool,
     /// Keep recording at least S seconds (also after COMMAND exits).
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "S", value_parser = super::values::record_secs)]
     pub duration: Option<f64>,
     /// Only pages of files on this filesystem: MAJ:MIN, a block device, or
     /// any path on it (repeatable).
@@ -90,7 +90,7 @@ pub struct RecordArgs {
     #[arg(long)]
     pub no_walk: bool,
     /// Give up walking filesystems for names after S seconds.
-    #[arg(long, default_value_t = 10.0, value_name = "S")]
+    #[arg(long, default_value = "10", value_name = "S", value_parser = super::values::record_secs)]
     pub walk_timeout: f64,
     /// Trace ring buffer per CPU, KiB.
     #[arg(long, default_value_t = 8192, value_name = "KIB")]
@@ -170,12 +170,11 @@ pub fn run(a: RecordArgs) -> anyhow::Result<()> {
 }
 
 fn seconds(flag: &str, s: f64) -> Result<Duration, UsageError> {
-    if s.is_finite() && s > 0.0 {
-        Ok(Duration::from_secs_f64(s))
-    } else {
-        Err(UsageError::new(format!(
+    match Duration::try_from_secs_f64(s) {
+        Ok(d) if s > 0.0 => Ok(d),
+        _ => Err(UsageError::new(format!(
             "{flag} {s}: expected a positive number of seconds"
-        )))
+        ))),
     }
 }
 

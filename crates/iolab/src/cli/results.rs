@@ -162,33 +162,9 @@ fn show_text(report: &ExperimentReport, store: &Store) -> String {
     } else if e.kind == "sweep" {
         out.push_str(&sweep_tables(report));
     } else if e.kind == "startup" {
-        out.push_str(&startup_tables(report));
+        out.push_str(&iolab_experiment::startup::summary::render(report));
     } else {
         out.push_str(&render_matrix(&report.cells, &title_for_kind(&e.kind)));
-    }
-    out
-}
-
-/// A startup experiment: the matrix of plain starts, then (when recorded)
-/// the prefetch comparison and where the extra time went.
-fn startup_tables(report: &ExperimentReport) -> String {
-    use iolab_experiment::startup::{observe, prefetch};
-    let cells: Vec<_> = report
-        .cells
-        .iter()
-        .filter(|c| !prefetch::is_variant(&c.target))
-        .cloned()
-        .collect();
-    let mut out = render_matrix(&cells, &title_for_kind("startup"));
-    for t in [
-        prefetch::render_comparison(report),
-        observe::render_causes(report),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        out.push('\n');
-        out.push_str(&t);
     }
     out
 }

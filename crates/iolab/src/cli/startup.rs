@@ -28,22 +28,22 @@ pub struct StartupArgs {
     #[arg(long, value_name = "DEV", requires = "dir")]
     pub device: Option<String>,
     /// Directory on --device for workload files.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", requires = "device")]
     pub dir: Option<PathBuf>,
     /// Allow writing workload files to a device that is not an iolab lab.
     #[arg(long)]
     pub force: bool,
     /// Size of the temporary lab.
-    #[arg(long, default_value = "4GiB", value_name = "SIZE")]
+    #[arg(long, default_value = "4GiB", value_name = "SIZE", conflicts_with_all = ["lab", "device"])]
     pub lab_size: String,
     /// Filesystem of the temporary lab.
-    #[arg(long, default_value = "ext4", value_name = "FS")]
+    #[arg(long, default_value = "ext4", value_name = "FS", conflicts_with_all = ["lab", "device"])]
     pub lab_fs: String,
     /// Emulated bandwidth of the temporary lab (phone eMMC/SD class), e.g. 20MiB/s.
-    #[arg(long, value_name = "RATE")]
+    #[arg(long, value_name = "RATE", conflicts_with_all = ["lab", "device"])]
     pub bw: Option<String>,
     /// Emulated IOPS limit of the temporary lab.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", conflicts_with_all = ["lab", "device"])]
     pub iops: Option<u64>,
     /// Schedulers to compare: `all` (every one the device offers) or a list.
     #[arg(
@@ -67,11 +67,11 @@ pub struct StartupArgs {
     #[arg(long, default_value_t = 5)]
     pub reps: u32,
     /// Seconds before a start counts as censored (">T").
-    #[arg(long, default_value_t = 60.0, value_name = "S")]
+    #[arg(long, default_value = "60", value_name = "S", value_parser = super::values::timeout_secs)]
     pub timeout: f64,
     /// Seconds of load before the first start of a cell (default: 8 for
     /// bfq, whose weight raising of new processes must settle; 3 otherwise).
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "S", value_parser = super::values::warmup_secs)]
     pub warmup: Option<f64>,
     /// How each start is made cold.
     #[arg(long, value_enum, default_value = "drop-caches")]
@@ -192,25 +192,9 @@ pub fn print_finished(fin: &startup::Finished, json: bool) -> anyhow::Result<()>
     if json {
         let bytes = JsonExporter.serialize(&fin.report)?;
         println!("{}", String::from_utf8_lossy(&bytes));
-        return Ok(());
+        return stopped_cells(fin);
     }
-    let title = iolab_store::render::title_for_kind("startup");
-    // Starts with prefetch appear in the comparison below, not as more
-    // matrices.
-    let cells: Vec<_> = fin
-        .report
-        .cells
-        .iter()
-        .filter(|c| !startup::prefetch::is_variant(&c.target))
-        .cloned()
-        .collect();
-    print!("{}", iolab_store::render::render_matrix(&cells, &title));
-    if let Some(t) = startup::prefetch::render_comparison(&fin.report) {
-        print!("\n{t}");
-    }
-    if let Some(t) = startup::observe::render_causes(&fin.report) {
-        print!("\n{t}");
-    }
+    print!("{}", startup::summary::render(&fin.report));
     let ov = &fin.overhead_ns;
     if !ov.is_empty() {
         let s = iolab_stats::summarize(&iolab_stats::Sample::all_exact(
@@ -224,24 +208,25 @@ pub fn print_finished(fin: &startup::Finished, json: bool) -> anyhow::Result<()>
             s.n
         );
     }
-    let failed = fin
-        .report
-        .runs
-        .iter()
-        .filter(|r| r.exit_code.is_some_and(|c| c != 0) && !r.censored)
-        .count();
-    if failed > 0 {
-        println!(
-            "warning: {failed} start(s) exited non-zero; see `iolab results show {}`",
-            fin.id
-        );
-    }
     println!("stored as experiment {} in {}", fin.id, fin.db.display());
     if fin.interrupted {
         println!(
             "interrupted: continue with `iolab startup --resume {} --db {}`",
             fin.id,
             fin.db.display()
+        );
+    }
+    stopped_cells(fin)
+}
+
+/// Everything measured is stored and printed; the exit status says the
+/// matrix is incomplete.
+fn stopped_cells(fin: &startup::Finished) -> anyhow::Result<()> {
+    if !fin.stopped_cells.is_empty() {
+        anyhow::bail!(
+            "{} cell(s) stopped early: {}",
+            fin.stopped_cells.len(),
+            fin.stopped_cells.join("; ")
         );
     }
     Ok(())
@@ -251,6 +236,12 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
     if a.command.is_empty() {
         return Err(UsageError::new(
             "no target command: put it after --, e.g. `iolab startup -- iolab app --dir {dir}/app`",
+        )
+        .into());
+    }
+    if !a.evict.is_empty() && a.cold != Cold::Evict {
+        return Err(UsageError::new(
+            "--evict names what `--cold evict` evicts: add --cold evict, or drop --evict (the default, --cold drop-caches, drops every clean page)",
         )
         .into());
     }

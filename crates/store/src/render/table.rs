@@ -4,7 +4,10 @@
 //! - half or more timed out: `>T [k/n]` (the median is only a lower bound);
 //! - fewer: `med M [k/n]` (the median is known, the mean is not);
 //! - ratios that are bounds print as `×≥r` or `×≤r`;
-//! - `*` marks a cell with MAD outliers (listed in the JSON).
+//! - `*` marks a cell with MAD outliers (listed in the JSON);
+//! - `[f/n failed]`, `[i/n invalid]`: starts that are not samples (the
+//!   target failed; the cell's load had ended), `!` when they are more
+//!   than a fifth of the cell's starts.
 //!
 //! One table per target when an experiment timed several.
 
@@ -45,7 +48,10 @@ pub fn render_matrix(cells: &[CellReport], title: &str) -> String {
 pub fn cell_text(cell: &CellReport, d: usize) -> String {
     let s = &cell.stats;
     let (Some(mean), Some(median)) = (s.mean, s.median) else {
-        return "-".to_string();
+        return match not_samples(cell) {
+            n if n.is_empty() => "-".to_string(),
+            n => format!("-{n}!"),
+        };
     };
     let mut text = if s.median_is_lower_bound {
         format!(">{}", trimmed(median, d))
@@ -71,7 +77,24 @@ pub fn cell_text(cell: &CellReport, d: usize) -> String {
     if !s.outliers.is_empty() {
         text.push('*');
     }
+    text.push_str(&not_samples(cell));
+    if cell.flagged {
+        text.push('!');
+    }
     text
+}
+
+/// ` [f/n failed]` and ` [i/n invalid]`, n counting every start of the cell.
+fn not_samples(cell: &CellReport) -> String {
+    let n = cell.stats.n + cell.failed + cell.invalid;
+    let mut out = String::new();
+    if cell.failed > 0 {
+        out.push_str(&format!(" [{}/{n} failed]", cell.failed));
+    }
+    if cell.invalid > 0 {
+        out.push_str(&format!(" [{}/{n} invalid]", cell.invalid));
+    }
+    out
 }
 
 fn grid(cells: &[&CellReport]) -> String {
@@ -115,6 +138,17 @@ fn legend(cells: &[CellReport]) -> String {
         out.push_str(
             "[k/n]: k of n runs timed out; >T: half or more did (median ≥ T); \
              med: median (the mean is unknown)\n",
+        );
+    }
+    if cells.iter().any(|c| c.failed + c.invalid > 0) {
+        out.push_str(
+            "[f/n failed]: the target failed (exit status, signal, no ready line); \
+             [i/n invalid]: the background load was not running; neither is in the statistics\n",
+        );
+    }
+    if cells.iter().any(|c| c.flagged) {
+        out.push_str(
+            "!: over 20 % of the cell's starts are not samples: its statistics are biased\n",
         );
     }
     if cells.iter().any(|c| !c.stats.outliers.is_empty()) {

@@ -26,6 +26,12 @@ pub fn run(scheduler: &str, workload: &str, rep: u32, secs: f64) -> RunRecord {
         }),
         config: json!({"scheduler": scheduler, "iosched": {"slice_idle": "8"}}),
         extra: json!({"slow_ops": [{"t_ms": 5012, "op": "read", "lat_ms": 412}]}),
+        outcome: if censored {
+            iolab_store::RunOutcome::Censored
+        } else {
+            iolab_store::RunOutcome::Ok
+        },
+        reason: None,
     }
 }
 

@@ -12,6 +12,31 @@ use crate::merge::{Merger, StackFormat};
 use crate::record::{Record, TraceStats};
 use crate::TraceError;
 
+/// The largest page a trace file may hold: ring-buffer sub-buffers are at
+/// most 1 MiB (`buffer_subbuf_size_kb`), pages as written are trimmed.
+const MAX_PAGE_BYTES: u64 = 1 << 20;
+
+/// The page layout START declares must describe a page the decoder can
+/// walk: offsets inside a page of at most [`MAX_PAGE_BYTES`], a commit
+/// word of 4 or 8 bytes (what `PageLayout::parse` accepts when recording).
+fn check_layout(m: &FileMeta) -> Result<(), String> {
+    let l = &m.layout;
+    let max = MAX_PAGE_BYTES as usize;
+    if l.page_size == 0 || l.page_size > max {
+        return Err(format!("page size {} (expected 1..={max})", l.page_size));
+    }
+    if !matches!(l.commit_size, 4 | 8)
+        || l.commit_offset >= l.page_size
+        || l.data_offset >= l.page_size
+    {
+        return Err(format!(
+            "page layout commit {}+{}, data {} does not fit a {}-byte page",
+            l.commit_offset, l.commit_size, l.data_offset, l.page_size
+        ));
+    }
+    Ok(())
+}
+
 /// A trace file opened for decoding.
 pub struct TraceFile {
     path: PathBuf,
@@ -55,15 +80,39 @@ impl TraceFile {
             let arg = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
             let len = u64::from_le_bytes([h[8], h[9], h[10], h[11], h[12], h[13], h[14], h[15]]);
             let body = pos + 16;
-            if body + len > size {
+            // Lengths come from the file: checked arithmetic, so a crafted
+            // length can neither wrap around nor point past the end.
+            let Some(next) = body.checked_add(len).filter(|&n| n <= size) else {
                 // A recording cut short mid-write: keep what is whole.
                 break;
-            }
-            pos = body + len;
+            };
+            pos = next;
             if kind == PAGE {
+                // The CPU index must be one START listed, and a page no
+                // bigger than a ring-buffer sub-buffer can be: otherwise a
+                // crafted index or length would size allocations.
+                let cpus = meta.as_ref().map_or(0, |m| m.cpus.len());
                 let i = arg as usize;
-                if pages.len() <= i {
-                    pages.resize(i + 1, Vec::new());
+                if i >= cpus {
+                    return Err(TraceError::file(
+                        path,
+                        format!(
+                            "PAGE section at byte {} is for CPU index {i}, but START lists {cpus} CPUs",
+                            body - 16
+                        ),
+                    ));
+                }
+                if len > MAX_PAGE_BYTES {
+                    return Err(TraceError::file(
+                        path,
+                        format!(
+                            "PAGE section at byte {} is {len} bytes: a ring-buffer page is at most {MAX_PAGE_BYTES}",
+                            body - 16
+                        ),
+                    ));
+                }
+                if pages.len() < cpus {
+                    pages.resize(cpus, Vec::new());
                 }
                 pages[i].push((body, len as u32));
                 continue;
@@ -79,7 +128,11 @@ impl TraceFile {
                 )
             };
             match kind {
-                START => meta = Some(serde_json::from_slice(&buf).map_err(|e| bad("START", &e))?),
+                START => {
+                    let m: FileMeta = serde_json::from_slice(&buf).map_err(|e| bad("START", &e))?;
+                    check_layout(&m).map_err(|e| bad("START", &e))?;
+                    meta = Some(m);
+                }
                 FORMAT => {
                     let (system, text) = text
                         .split_once('\n')

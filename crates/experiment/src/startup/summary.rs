@@ -1,0 +1,128 @@
+//! The text of a startup experiment, the same whether it just ran
+//! (`iolab startup`, `iolab demo`) or is read back (`iolab results show`):
+//! the matrix of plain starts, the background throughput the load actually
+//! achieved during the starts, the prefetch comparison, where the extra
+//! time went, and every start that is not a sample with its reason.
+
+use iolab_store::{CellReport, ExperimentReport, RunOutcome};
+use iolab_sys::units::format_rate;
+
+use super::{observe, prefetch};
+
+/// Every table of a startup experiment, in reading order.
+pub fn render(report: &ExperimentReport) -> String {
+    let cells: Vec<CellReport> = report
+        .cells
+        .iter()
+        .filter(|c| !prefetch::is_variant(&c.target))
+        .cloned()
+        .collect();
+    let mut out =
+        iolab_store::render::render_matrix(&cells, &iolab_store::render::title_for_kind("startup"));
+    for t in [
+        render_background(&cells),
+        prefetch::render_comparison(report),
+        observe::render_causes(report),
+        render_not_samples(report),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        out.push('\n');
+        out.push_str(&t);
+    }
+    out
+}
+
+/// Background read/write throughput during the starts of each loaded cell
+/// (device traffic less the target's own, mean over the cell's samples).
+pub fn render_background(cells: &[CellReport]) -> Option<String> {
+    let loaded: Vec<&CellReport> = cells
+        .iter()
+        .filter(|c| c.bg_read_bw_bytes.is_some() && c.workload != iolab_store::IDLE_WORKLOAD)
+        .collect();
+    if loaded.is_empty() {
+        return None;
+    }
+    let mut schedulers: Vec<&str> = Vec::new();
+    let mut workloads: Vec<&str> = Vec::new();
+    for c in &loaded {
+        if !schedulers.contains(&c.scheduler.as_str()) {
+            schedulers.push(&c.scheduler);
+        }
+        if !workloads.contains(&c.workload.as_str()) {
+            workloads.push(&c.workload);
+        }
+    }
+    let mut rows = vec![std::iter::once("workload")
+        .chain(schedulers.iter().copied())
+        .map(str::to_string)
+        .collect::<Vec<_>>()];
+    for w in &workloads {
+        let mut row = vec![w.to_string()];
+        for s in &schedulers {
+            let text = loaded
+                .iter()
+                .find(|c| c.workload == *w && c.scheduler == *s)
+                .map_or_else(
+                    || "-".to_string(),
+                    |c| {
+                        format!(
+                            "{} / {}",
+                            format_rate(c.bg_read_bw_bytes.unwrap_or(0.0)),
+                            format_rate(c.bg_write_bw_bytes.unwrap_or(0.0))
+                        )
+                    },
+                );
+            row.push(text);
+        }
+        rows.push(row);
+    }
+    Some(format!(
+        "background throughput during the starts (read / write, device traffic less the target's own):\n{}",
+        iolab_store::render::align_columns(&rows)
+    ))
+}
+
+/// Every failed or invalid start, grouped by cell, with its reason and the
+/// target's last output lines; flagged cells first named.
+pub fn render_not_samples(report: &ExperimentReport) -> Option<String> {
+    let bad: Vec<_> = report
+        .runs
+        .iter()
+        .filter(|r| !r.outcome.is_sample())
+        .collect();
+    if bad.is_empty() {
+        return None;
+    }
+    let mut out = String::from("starts that are not samples (excluded from every statistic):\n");
+    for c in report.cells.iter().filter(|c| c.flagged) {
+        out.push_str(&format!(
+            "  ! {} {} {}: {} failed and {} invalid of {} starts\n",
+            c.target,
+            c.scheduler,
+            c.workload,
+            c.failed,
+            c.invalid,
+            c.stats.n + c.failed + c.invalid
+        ));
+    }
+    for r in bad {
+        out.push_str(&format!(
+            "  {} {} rep {} {}: {}\n",
+            r.scheduler,
+            r.workload,
+            r.rep,
+            r.outcome.as_str(),
+            r.reason.as_deref().unwrap_or("")
+        ));
+        if r.outcome == RunOutcome::Failed {
+            let tail = r.extra["output_tail"].as_str().unwrap_or("");
+            let tail = super::cell::last_lines(tail, 3);
+            for line in tail.lines().filter(|l| !l.trim().is_empty()) {
+                out.push_str(&format!("      | {line}\n"));
+            }
+        }
+    }
+    Some(out)
+}

@@ -1,0 +1,150 @@
+//! Helpers shared by iolab's tests (a dev-dependency only; nothing here
+//! reaches the product binary).
+//!
+//! - [`skip`]: a test that cannot run here (not root, a kernel feature or
+//!   tool missing) says why and returns, except when
+//!   `IOLAB_REQUIRE_ALL_TESTS=1` (set by `.ci/run`): there a skip fails
+//!   the test, so what CI reports as passed really ran.
+//! - [`within`]: runs a parser on hostile input in a thread and fails the
+//!   test if it does not return in time (a hang is a finding too).
+//! - [`mutated`]: a proptest strategy of damaged copies of a valid input
+//!   (bytes flipped, runs overwritten, cut short, spliced), the inputs a
+//!   crashed writer, a bad disk or a crafted file produce.
+#![deny(missing_docs)]
+
+use std::time::Duration;
+
+use proptest::prelude::*;
+
+/// The variable under which a skip fails the test.
+pub const REQUIRE_ALL: &str = "IOLAB_REQUIRE_ALL_TESTS";
+
+/// Reports that `test` cannot run here because of `why`, and returns; or,
+/// under `IOLAB_REQUIRE_ALL_TESTS=1`, panics so the run fails.
+///
+/// ```no_run
+/// if !is_root() { return iolab_testkit::skip("my_test", "needs root"); }
+/// # fn is_root() -> bool { true }
+/// ```
+pub fn skip(test: &str, why: &str) {
+    if required() {
+        panic!(
+            "{test} would skip ({why}), but {REQUIRE_ALL}=1 requires every test to run: \
+             install what it needs or run as root"
+        );
+    }
+    eprintln!("skip {test}: {why}");
+}
+
+/// True when skips are not allowed (CI).
+pub fn required() -> bool {
+    std::env::var(REQUIRE_ALL).is_ok_and(|v| v == "1")
+}
+
+/// True when running as root.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Runs `f` on its own thread and returns its result; panics when it
+/// takes longer than `limit` (the thread is left behind: the test process
+/// ends soon after) or when it panics.
+pub fn within<T: Send + 'static>(
+    limit: Duration,
+    what: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+    });
+    match rx.recv_timeout(limit) {
+        Ok(Ok(v)) => v,
+        Ok(Err(p)) => std::panic::resume_unwind(p),
+        Err(_) => panic!("{what} did not return within {limit:?} (hang or unbounded work)"),
+    }
+}
+
+/// One way to damage an input.
+#[derive(Debug, Clone)]
+pub enum Damage {
+    /// Set the byte at (position mod len) to the value.
+    Set(usize, u8),
+    /// Overwrite a run of bytes from (position mod len) with `0xff`s or
+    /// `0x00`s: lengths and counts become huge or zero.
+    Fill(usize, usize, bool),
+    /// Cut the input at (position mod len).
+    Truncate(usize),
+    /// Copy a run from one place to another (a plausible but wrong field).
+    Splice(usize, usize, usize),
+}
+
+/// Applies `damage` to a copy of `input`.
+pub fn apply(input: &[u8], damage: &[Damage]) -> Vec<u8> {
+    let mut v = input.to_vec();
+    for d in damage {
+        if v.is_empty() {
+            break;
+        }
+        let n = v.len();
+        match *d {
+            Damage::Set(at, b) => v[at % n] = b,
+            Damage::Fill(at, len, ones) => {
+                let at = at % n;
+                let end = (at + len).min(n);
+                v[at..end].fill(if ones { 0xff } else { 0 });
+            }
+            Damage::Truncate(at) => v.truncate(at % n),
+            Damage::Splice(from, to, len) => {
+                let (from, to) = (from % n, to % n);
+                let len = len.min(n - from).min(n - to);
+                let run = v[from..from + len].to_vec();
+                v[to..to + len].copy_from_slice(&run);
+            }
+        }
+    }
+    v
+}
+
+/// Damaged copies of `input`: 1 to 8 damages each.
+pub fn mutated(input: Vec<u8>) -> impl Strategy<Value = Vec<u8>> {
+    let damage = prop_oneof![
+        4 => (any::<usize>(), any::<u8>()).prop_map(|(a, b)| Damage::Set(a, b)),
+        2 => (any::<usize>(), 1usize..16, any::<bool>()).prop_map(|(a, l, o)| Damage::Fill(a, l, o)),
+        1 => any::<usize>().prop_map(Damage::Truncate),
+        1 => (any::<usize>(), any::<usize>(), 1usize..64).prop_map(|(f, t, l)| Damage::Splice(f, t, l)),
+    ];
+    proptest::collection::vec(damage, 1..8).prop_map(move |d| apply(&input, &d))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn damage_changes_or_cuts_the_input() {
+        let input: Vec<u8> = (0..100).collect();
+        assert_eq!(apply(&input, &[Damage::Truncate(10)]).len(), 10);
+        assert_eq!(apply(&input, &[Damage::Set(205, 7)])[5], 7);
+        assert_eq!(
+            &apply(&input, &[Damage::Fill(98, 10, true)])[98..],
+            &[0xff, 0xff]
+        );
+        assert_eq!(
+            &apply(&input, &[Damage::Splice(0, 50, 3)])[50..53],
+            &[0, 1, 2]
+        );
+    }
+
+    #[test]
+    fn within_returns_or_reports_a_hang() {
+        assert_eq!(within(Duration::from_secs(5), "quick", || 7), 7);
+        let hung = std::panic::catch_unwind(|| {
+            within(Duration::from_millis(50), "slow", || {
+                std::thread::sleep(Duration::from_secs(2));
+            })
+        });
+        assert!(hung.is_err());
+    }
+}
