@@ -17,11 +17,13 @@ use iolab_sys::diskstats::{self, DiskStat};
 
 fn root_or_skip(test: &str) -> bool {
     if !iolab_sys::is_root() {
-        eprintln!("skip {test}: needs root (loop/zram devices, tracefs)");
+        iolab_testkit::skip_line(format!(
+            "skip {test}: needs root (loop/zram devices, tracefs)"
+        ));
         return false;
     }
     if !Path::new("/sys/kernel/tracing").exists() {
-        eprintln!("skip {test}: no tracefs mount point");
+        iolab_testkit::skip_line(format!("skip {test}: no tracefs mount point"));
         return false;
     }
     true
@@ -213,7 +215,9 @@ fn zram_bios_match_diskstats() {
         return;
     }
     if !Path::new("/sys/class/zram-control/hot_add").exists() {
-        eprintln!("skip zram_bios_match_diskstats: zram not loaded (modprobe zram)");
+        iolab_testkit::skip_line(
+            "skip zram_bios_match_diskstats: zram not loaded (modprobe zram)".to_string(),
+        );
         return;
     }
     let run = tempfile::tempdir().unwrap();

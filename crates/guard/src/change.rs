@@ -276,28 +276,7 @@ fn undo_queue_depth(queue: &Path, old: u32) -> Result<String, GuardError> {
     Ok(format!("{} = {old} (driver queue depth)", nr.display()))
 }
 
-/// Finds loop devices whose backing file is `backing` (sysfs
-/// `loop/backing_file`, which appends " (deleted)" to unlinked files).
-pub fn loops_backed_by(backing: &Path) -> Vec<String> {
-    let want = backing.to_string_lossy();
-    let mut out = Vec::new();
-    if let Ok(entries) = std::fs::read_dir("/sys/block") {
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if !name.starts_with("loop") {
-                continue;
-            }
-            let bf =
-                std::fs::read_to_string(e.path().join("loop/backing_file")).unwrap_or_default();
-            let bf = bf.trim_end();
-            let bf = bf.strip_suffix(" (deleted)").unwrap_or(bf);
-            if bf == want {
-                out.push(name);
-            }
-        }
-    }
-    out
-}
+pub use iolab_sys::device_safety::loops_backed_by;
 
 fn undo_loop(backing: &Path, dev: Option<&str>) -> Result<String, GuardError> {
     let mut devs = loops_backed_by(backing);

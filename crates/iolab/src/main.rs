@@ -1,10 +1,5 @@
-//! iolab: reproduce, measure and explain the latency users feel when storage
-//! is busy. The binary is thin: argument parsing lives in `cli/`, one file
-//! per subcommand, and all work happens in the library crates.
-
-mod cli;
-mod exit;
+//! The `iolab` binary: everything is in the library (`src/lib.rs`).
 
 fn main() {
-    std::process::exit(exit::run_and_report(cli::run));
+    std::process::exit(iolab::main_code());
 }

@@ -145,7 +145,9 @@ fn table_has_a_bar_per_file() {
 #[test]
 fn foreign_files_are_explained_not_zeroed() {
     if !iolab_sys::is_root() {
-        eprintln!("skip foreign_files_are_explained_not_zeroed: needs root to run as nobody");
+        iolab_testkit::skip_line(
+            "skip foreign_files_are_explained_not_zeroed: needs root to run as nobody".to_string(),
+        );
         return;
     }
     let have_setpriv = std::process::Command::new("setpriv")
@@ -153,7 +155,9 @@ fn foreign_files_are_explained_not_zeroed() {
         .output()
         .is_ok();
     if !have_setpriv {
-        eprintln!("skip foreign_files_are_explained_not_zeroed: setpriv not installed");
+        iolab_testkit::skip_line(
+            "skip foreign_files_are_explained_not_zeroed: setpriv not installed".to_string(),
+        );
         return;
     }
     let bin = assert_cmd::cargo::cargo_bin("iolab");
@@ -167,7 +171,9 @@ fn foreign_files_are_explained_not_zeroed() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     if err.contains("Permission denied") && err.contains(bin.to_str().unwrap()) {
-        eprintln!("skip foreign_files_are_explained_not_zeroed: nobody cannot run {bin:?}");
+        iolab_testkit::skip_line(format!(
+            "skip foreign_files_are_explained_not_zeroed: nobody cannot run {bin:?}"
+        ));
         return;
     }
     assert_eq!(out.status.code(), Some(1), "{err}");

@@ -309,7 +309,9 @@ fn crafted_stat(ncpu: usize) -> (String, String) {
 #[test]
 fn matches_mpstat_on_the_same_counters() {
     if !iolab_sys::is_root() {
-        eprintln!("skip matches_mpstat_on_the_same_counters: needs root (mount namespace)");
+        iolab_testkit::skip_line(
+            "skip matches_mpstat_on_the_same_counters: needs root (mount namespace)".to_string(),
+        );
         return;
     }
     let have = |p: &str| {
@@ -319,7 +321,10 @@ fn matches_mpstat_on_the_same_counters() {
             .is_ok_and(|o| o.status.success())
     };
     if !have("mpstat") || !have("unshare") {
-        eprintln!("skip matches_mpstat_on_the_same_counters: needs mpstat (sysstat) and unshare");
+        iolab_testkit::skip_line(
+            "skip matches_mpstat_on_the_same_counters: needs mpstat (sysstat) and unshare"
+                .to_string(),
+        );
         return;
     }
     let run = tempfile::tempdir().unwrap();

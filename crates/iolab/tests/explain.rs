@@ -23,7 +23,9 @@ fn skip(test: &str) -> bool {
         return true;
     }
     if !has_sched_tracing() {
-        eprintln!("skip {test}: no tracefs (CONFIG_TRACING) at /sys/kernel/tracing");
+        iolab_testkit::skip_line(format!(
+            "skip {test}: no tracefs (CONFIG_TRACING) at /sys/kernel/tracing"
+        ));
         return true;
     }
     false

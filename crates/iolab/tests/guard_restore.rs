@@ -16,7 +16,9 @@ fn root_or_skip(test: &str) -> bool {
     if iolab_sys::is_root() {
         return true;
     }
-    eprintln!("skip {test}: needs root (it changes kernel state); CI runs as root");
+    iolab_testkit::skip_line(format!(
+        "skip {test}: needs root (it changes kernel state); CI runs as root"
+    ));
     false
 }
 
@@ -205,7 +207,10 @@ fn bdi_dirty_limit_is_restored_after_sigkill() {
     let dev = fx.dev().clone();
     let bdi = Path::new("/sys/class/bdi").join(dev.devno().unwrap());
     if !bdi.join("max_bytes").exists() {
-        eprintln!("skip bdi_dirty_limit_is_restored_after_sigkill: kernel lacks bdi max_bytes");
+        iolab_testkit::skip_line(
+            "skip bdi_dirty_limit_is_restored_after_sigkill: kernel lacks bdi max_bytes"
+                .to_string(),
+        );
         return;
     }
     // max_bytes itself is derived from the ratio and the global dirty
@@ -317,7 +322,9 @@ fn zram_device_is_removed_after_sigkill() {
         return;
     }
     if !Path::new("/sys/class/zram-control/hot_add").exists() {
-        eprintln!("skip zram_device_is_removed_after_sigkill: zram module not loaded");
+        iolab_testkit::skip_line(
+            "skip zram_device_is_removed_after_sigkill: zram module not loaded".to_string(),
+        );
         return;
     }
     let fx = Fixture::new();

@@ -24,7 +24,7 @@ fn round_trip(test: &str, fs: &str, size: &str, extra: &[&str]) {
     }
     let mkfs = format!("mkfs.{fs}");
     if fs != "none" && !have(&mkfs) {
-        eprintln!("skip {test}: {mkfs} is not installed");
+        iolab_testkit::skip_line(format!("skip {test}: {mkfs} is not installed"));
         return;
     }
     let env = Env::new(test);
@@ -332,7 +332,9 @@ fn not_root_is_refused_with_exit_2() {
         return;
     }
     if !have("setpriv") {
-        eprintln!("skip not_root: setpriv (util-linux) is not installed");
+        iolab_testkit::skip_line(
+            "skip not_root: setpriv (util-linux) is not installed".to_string(),
+        );
         return;
     }
     let out = std::process::Command::new("setpriv")

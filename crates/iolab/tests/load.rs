@@ -15,6 +15,7 @@ use load_env::{assert_consistent, assert_fio_shape, json, stderr, Env};
 fn a_short_real_load_reports_fio_json() {
     let env = Env::new();
     let dir = env.dir().to_str().unwrap();
+    let t0 = std::time::Instant::now();
     let out = env.run(&[
         "--rw",
         "randrw",
@@ -29,6 +30,7 @@ fn a_short_real_load_reports_fio_json() {
         dir,
         "--json",
     ]);
+    let wall = t0.elapsed();
     assert!(out.status.success(), "{}", stderr(&out));
     let v = json(&out);
     let job = &v["jobs"][0];
@@ -38,7 +40,7 @@ fn a_short_real_load_reports_fio_json() {
     for dir in ["read", "write"] {
         let d = &job[dir];
         assert!(d["io_bytes"].as_u64().unwrap() > 0, "{dir}");
-        assert_consistent(d);
+        assert_consistent(d, wall, 4096);
         let p = &d["lat_ns"]["percentile"];
         let keys = [
             "50.000000",

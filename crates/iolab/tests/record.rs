@@ -32,7 +32,7 @@ fn evictable_dir(test: &str) -> Option<tempfile::TempDir> {
     let d = tempfile::tempdir_in("/var/tmp").unwrap();
     let fs = iolab_sys::mounts::containing(d.path()).map(|m| m.fstype);
     if matches!(fs.as_deref(), Some("tmpfs" | "ramfs")) {
-        eprintln!("skip {test}: /var/tmp is on tmpfs, whose pages never enter the page cache through the traced path");
+        iolab_testkit::skip_line(format!("skip {test}: /var/tmp is on tmpfs, whose pages never enter the page cache through the traced path"));
         return None;
     }
     Some(d)

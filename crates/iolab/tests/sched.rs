@@ -103,7 +103,9 @@ fn root_or_skip(test: &str) -> bool {
     if iolab_sys::is_root() {
         return true;
     }
-    eprintln!("skip {test}: needs root (a tracefs instance); CI runs as root");
+    iolab_testkit::skip_line(format!(
+        "skip {test}: needs root (a tracefs instance); CI runs as root"
+    ));
     false
 }
 
@@ -304,7 +306,9 @@ fn erofs_lab_decompression_workers_are_recorded_and_the_knob_restored() {
         return;
     }
     if !lab_env::have("mkfs.erofs") {
-        eprintln!("skip erofs_lab_decompression_workers: mkfs.erofs missing (erofs-utils)");
+        iolab_testkit::skip_line(
+            "skip erofs_lab_decompression_workers: mkfs.erofs missing (erofs-utils)".to_string(),
+        );
         return;
     }
     let env = lab_env::Env::new("sched-erofs");

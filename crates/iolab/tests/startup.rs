@@ -774,7 +774,10 @@ fn not_root_is_a_usage_error() {
     let b = Bench::new("st-not-root");
     let out = if iolab_sys::is_root() {
         if !have("setpriv") {
-            eprintln!("skip not_root_is_a_usage_error: running as root and setpriv is missing");
+            iolab_testkit::skip_line(
+                "skip not_root_is_a_usage_error: running as root and setpriv is missing"
+                    .to_string(),
+            );
             return;
         }
         std::process::Command::new("setpriv")
@@ -913,8 +916,9 @@ fn a_real_device_needs_force_and_a_dir_on_it() {
         })
         .map(|d| d.name);
     let Some(disk) = disk else {
-        eprintln!(
+        iolab_testkit::skip_line(
             "skip a_real_device_needs_force_and_a_dir_on_it: /var/tmp is not on a block device"
+                .to_string(),
         );
         return;
     };

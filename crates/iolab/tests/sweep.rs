@@ -337,7 +337,10 @@ fn mounted_device_is_refused_with_one_line() {
         .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
         .and_then(|(a, b)| iolab_sys::block::BlockDev::from_devno(a, b).ok())
     else {
-        eprintln!("skip: / is not on a block device here ({})", root.source);
+        iolab_testkit::skip_line(format!(
+            "skip: / is not on a block device here ({})",
+            root.source
+        ));
         return;
     };
     let b = Bench::new("sw-mounted");
@@ -400,6 +403,87 @@ fn device_sweep_runs_then_refuses_a_device_holding_a_filesystem() {
     let mut forced = args.to_vec();
     forced.push("--force");
     ok(&b.sweep(&forced));
+    b.env.down();
+}
+
+/// LVM2's label checksum: CRC-32 (reflected, 0xedb88320) from its own
+/// seed, no final inversion (lvm2 lib/misc/crc.c).
+fn lvm_crc(buf: &[u8]) -> u32 {
+    let mut crc: u32 = 0xf597_a6cf;
+    for &b in buf {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = (crc >> 1) ^ (0xedb8_8320 & (crc & 1).wrapping_neg());
+        }
+    }
+    crc
+}
+
+/// Signatures that are not filesystems but hold someone's data: an LVM
+/// physical volume, a LUKS volume, an MBR partition table, a swap area. Each is written on a raw
+/// lab device of our own; the sweep must refuse it naming what blkid
+/// found (before the fix it passed them, with lazy mkfs, as blank).
+#[test]
+fn devices_holding_lvm_luks_or_swap_are_refused() {
+    if !root_or_skip("devices_holding_lvm_luks_or_swap_are_refused") {
+        return;
+    }
+    let b = Bench::new("sw-sig");
+    let lab = b.env.up(&["--size", "64MiB", "--fs", "none"]);
+    let dev = lab["device"].as_str().unwrap().to_string();
+    let write_at = |off: u64, bytes: &[u8]| {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new().write(true).open(&dev).unwrap();
+        f.write_all_at(&vec![0u8; 1 << 20], 0).unwrap();
+        f.write_all_at(bytes, off).unwrap();
+        f.sync_all().unwrap();
+    };
+    let mut lvm = vec![0u8; 512];
+    lvm[..8].copy_from_slice(b"LABELONE");
+    lvm[8..16].copy_from_slice(&1u64.to_le_bytes());
+    lvm[20..24].copy_from_slice(&32u32.to_le_bytes());
+    lvm[24..32].copy_from_slice(b"LVM2 001");
+    let crc = lvm_crc(&lvm[20..]);
+    lvm[16..20].copy_from_slice(&crc.to_le_bytes());
+    let mut luks = b"LUKS\xba\xbe\x00\x01".to_vec();
+    luks.extend_from_slice(b"aes\0");
+    let args = [
+        "--device",
+        &dev,
+        "--schedulers",
+        "none",
+        "--patterns",
+        "1/1",
+        "--rw",
+        "read",
+        "--reps",
+        "1",
+    ];
+    let mut mbr = vec![0u8; 512];
+    mbr[450] = 0x83;
+    mbr[454..458].copy_from_slice(&2048u32.to_le_bytes());
+    mbr[458..462].copy_from_slice(&8192u32.to_le_bytes());
+    mbr[510..512].copy_from_slice(&[0x55, 0xAA]);
+    for (off, bytes, says) in [
+        (512, lvm, "LVM physical volume"),
+        (0, luks, "LUKS"),
+        (0, mbr, "dos partition table"),
+    ] {
+        write_at(off, &bytes);
+        let err = refused(&b.sweep(&args));
+        assert!(
+            err.contains(says) && err.contains("--force"),
+            "{says}: {err}"
+        );
+    }
+    write_at(0, &[]);
+    let made = std::process::Command::new("mkswap")
+        .arg(&dev)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", text(&made.stderr));
+    let err = refused(&b.sweep(&args));
+    assert!(err.contains("swap area"), "{err}");
     b.env.down();
 }
 

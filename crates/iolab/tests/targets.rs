@@ -25,7 +25,9 @@ fn evictable_tempdir() -> Option<tempfile::TempDir> {
     let d = tempfile::tempdir().unwrap();
     let fs = iolab_sys::mounts::containing(d.path()).map(|m| m.fstype);
     if fs.as_deref() == Some("tmpfs") {
-        eprintln!("skip: temp dir is on tmpfs, whose pages fadvise cannot evict");
+        iolab_testkit::skip_line(
+            "skip: temp dir is on tmpfs, whose pages fadvise cannot evict".to_string(),
+        );
         return None;
     }
     Some(d)
@@ -223,7 +225,7 @@ fn app_eviction_agrees_with_fincore() {
     let apk = dir.join("base.apk");
     let ours = iolab_sys::pagecache::residency(&apk).unwrap();
     let Some(theirs) = fincore(&apk) else {
-        eprintln!("skip: util-linux fincore is not installed");
+        iolab_testkit::skip_line("skip: util-linux fincore is not installed".to_string());
         return;
     };
     assert!(

@@ -169,7 +169,7 @@ mod tests {
     #[test]
     fn unknown_schedulers_are_refused_before_anything_is_made() {
         if any_loop_device().is_none() {
-            eprintln!("skip: no loop devices in /sys/block");
+            iolab_testkit::skip_line("skip: no loop devices in /sys/block".to_string());
             return;
         }
         let e = precheck_scheduler("cfq-classic").unwrap_err();

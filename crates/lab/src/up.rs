@@ -4,8 +4,6 @@
 //! SIGKILL at any point leaves nothing behind once the guard (or the next
 //! run's recovery) undoes the journal.
 
-use std::time::Duration;
-
 use iolab_guard::{Guard, GuardError};
 use iolab_sys::block::BlockDev;
 
@@ -89,7 +87,7 @@ fn make(guard: &Guard, spec: &LabSpec) -> Result<Lab, LabError> {
     checkpoint("devices")?;
 
     // Before the throttle, so mkfs runs at full speed.
-    mkfs(&top, spec.fs)?;
+    mkfs(&top, spec.fs, true)?;
     checkpoint("mkfs")?;
     if !spec.zram {
         m.queue_depth = throttle::configure(guard, spec, &top, lower.as_ref())?;
@@ -122,25 +120,30 @@ fn make(guard: &Guard, spec: &LabSpec) -> Result<Lab, LabError> {
 /// mounts it on `mountpoint` through `guard`, which creates the mount point
 /// if missing and unmounts and removes it when it restores. Used by
 /// experiments that start every run on a new filesystem (seed 002's
-/// `mkfs` before each fio run); mkfs and mount options are a lab's.
+/// `mkfs` before each fio run). `zeroed` says the device reads as zeros
+/// (a lab iolab made): only then may mkfs skip zeroing inode tables and
+/// journal. A user's device is never formatted that way: its old contents
+/// would show through the new filesystem's uninitialised tables, and
+/// ext4lazyinit would write them in the middle of the measurements.
 pub fn format_and_mount(
     guard: &Guard,
     dev: &BlockDev,
     fs: Fs,
     mountpoint: &std::path::Path,
+    zeroed: bool,
 ) -> Result<(), LabError> {
     if matches!(fs, Fs::None | Fs::Erofs) {
         return Err(LabError::usage(
             "format_and_mount needs a writable filesystem: ext4, xfs or btrfs",
         ));
     }
-    mkfs(dev, fs)?;
+    mkfs(dev, fs, zeroed)?;
     guard.mkdir_all(mountpoint)?;
     guard.mount(
         &dev.dev_path().to_string_lossy(),
         mountpoint,
         fs.name(),
-        mount_data(fs),
+        if zeroed { mount_data(fs) } else { "" },
     )?;
     Ok(())
 }
@@ -164,12 +167,14 @@ fn exists(name: &str) -> LabError {
     ))
 }
 
-/// mkfs with the options that make it fast and quiet. The device reads as
-/// zeros (fresh fallocate'd image, fresh zram), so ext4 needs neither its
-/// inode tables nor its journal zeroed (lazy_*_init=1), and no filesystem
-/// needs to discard it: on a loop device a discard punches holes in the
-/// image, undoing the fallocate (nodiscard / -K).
-fn mkfs(dev: &BlockDev, fs: Fs) -> Result<(), LabError> {
+/// mkfs with the options that make it fast and quiet. On a lab (`zeroed`)
+/// the device reads as zeros (fresh fallocate'd image, fresh zram), so
+/// ext4 needs neither its inode tables nor its journal zeroed
+/// (lazy_*_init=1), and no filesystem needs to discard it: on a loop
+/// device a discard punches holes in the image, undoing the fallocate
+/// (nodiscard / -K). On any other device everything is initialised now
+/// (lazy_*_init=0) and mkfs discards as it normally does.
+fn mkfs(dev: &BlockDev, fs: Fs, zeroed: bool) -> Result<(), LabError> {
     let path = dev.dev_path();
     let path = path.to_string_lossy();
     let (prog, args): (&str, Vec<&str>) = match fs {
@@ -181,12 +186,18 @@ fn mkfs(dev: &BlockDev, fs: Fs) -> Result<(), LabError> {
                 "-q",
                 "-F",
                 "-E",
-                "nodiscard,lazy_itable_init=1,lazy_journal_init=1",
+                if zeroed {
+                    "nodiscard,lazy_itable_init=1,lazy_journal_init=1"
+                } else {
+                    "lazy_itable_init=0,lazy_journal_init=0"
+                },
                 &path,
             ],
         ),
-        Fs::Xfs => ("mkfs.xfs", vec!["-q", "-f", "-K", &path]),
-        Fs::Btrfs => ("mkfs.btrfs", vec!["-q", "-f", "-K", &path]),
+        Fs::Xfs if zeroed => ("mkfs.xfs", vec!["-q", "-f", "-K", &path]),
+        Fs::Xfs => ("mkfs.xfs", vec!["-q", "-f", &path]),
+        Fs::Btrfs if zeroed => ("mkfs.btrfs", vec!["-q", "-f", "-K", &path]),
+        Fs::Btrfs => ("mkfs.btrfs", vec!["-q", "-f", &path]),
     };
     iolab_guard::run_cmd(prog, &args)
         .map(|_| ())
@@ -220,14 +231,15 @@ fn mount_data(fs: Fs) -> &'static str {
 /// `IOLAB_TEST_PAUSE_AFTER=<step>` (image, devices, mkfs, queues, mount),
 /// which announces the step on stderr and sleeps so a test can SIGKILL
 /// the process at a known point.
-fn checkpoint(step: &str) -> Result<(), LabError> {
+fn checkpoint(#[allow(unused_variables)] step: &str) -> Result<(), LabError> {
+    #[cfg(feature = "test-seams")]
     if std::env::var("IOLAB_TEST_PAUSE_AFTER").is_ok_and(|s| s == step) {
         eprintln!("iolab: test pause after {step}");
         for _ in 0..600 {
             if iolab_guard::stop_requested() {
                 break;
             }
-            std::thread::sleep(Duration::from_millis(100));
+            std::thread::sleep(std::time::Duration::from_millis(100));
         }
     }
     if iolab_guard::stop_requested() {

@@ -8,7 +8,9 @@ use iolab_lab::{Fs, LabKind, LabSpec};
 #[test]
 fn a_temporary_lab_lives_and_dies_with_its_guard() {
     if !iolab_sys::is_root() {
-        eprintln!("skip: needs root (it makes loop devices and mounts); CI runs as root");
+        iolab_testkit::skip_line(
+            "skip: needs root (it makes loop devices and mounts); CI runs as root".to_string(),
+        );
         return;
     }
     // The only test in this binary, so setting the environment is safe.

@@ -60,7 +60,10 @@ fn every_engine_moves_bytes() {
 fn direct_io_uring_with_a_deep_queue() {
     let d = tempfile::tempdir().unwrap();
     if !direct_ok(d.path()) {
-        eprintln!("skip: {} does not support O_DIRECT", d.path().display());
+        iolab_testkit::skip_line(format!(
+            "skip: {} does not support O_DIRECT",
+            d.path().display()
+        ));
         return;
     }
     let r = run(
@@ -86,13 +89,20 @@ fn cpuio_burns_cpu_without_io() {
             ("ioengine", "cpuio"),
             ("cpuload", "50"),
             ("cpumode", "qsort"),
-            ("runtime", "300ms"),
+            ("runtime", "1s"),
         ],
     );
     let j = &r.jobs[0];
     assert_eq!(j.io_bytes(), 0);
-    assert!(j.cpu.usr + j.cpu.sys > Duration::ZERO);
-    assert!(j.runtime >= Duration::from_millis(300));
+    assert!(j.runtime >= Duration::from_millis(1000));
+    // The kernel's account of the thread's CPU time (getrusage) against
+    // the clock: half the time, not all of it and not none (another test
+    // may take some of a core, so the floor is lower than the ceiling).
+    let share = (j.cpu.usr + j.cpu.sys).as_secs_f64() / j.runtime.as_secs_f64();
+    assert!(
+        (0.25..=0.65).contains(&share),
+        "cpuload=50 used {share:.2} of a CPU"
+    );
 }
 
 #[test]
@@ -181,8 +191,10 @@ fn rate_iops_caps_the_rate() {
         // The schedule allows 51 I/Os in 0.5 s (the first is due at 0),
         // plus those already queued when the runtime ends; a slow machine
         // only does fewer.
+        // Reads of a cached 1 MiB file take microseconds: even a slow,
+        // busy machine keeps up with 100 per second, so most are made.
         assert!(
-            ios > 0 && ios <= 51 + 8,
+            (40..=51 + 8).contains(&ios),
             "{engine}: {ios} I/Os in 0.5 s at 100 IOPS"
         );
     }
@@ -225,8 +237,9 @@ fn impossible_jobs_are_refused_before_starting() {
 
 #[test]
 fn setup_failures_are_returned_by_start() {
-    if iolab_sys::is_root() {
-        eprintln!("skip: root may set real-time I/O priorities, so this setup cannot fail");
+    // Root may set real-time I/O priorities: as root the setup cannot
+    // fail, so the test runs again as nobody.
+    if !iolab_testkit::unprivileged("setup_failures_are_returned_by_start") {
         return;
     }
     let d = tempfile::tempdir().unwrap();

@@ -113,7 +113,7 @@ mod tests {
     #[test]
     fn counts_the_pages_of_a_freshly_written_file() {
         if !supported() {
-            eprintln!("skip: this kernel has no cachestat(2)");
+            iolab_testkit::skip_line("skip: this kernel has no cachestat(2)".to_string());
             return;
         }
         let mut f = tempfile::NamedTempFile::new().unwrap();

@@ -8,6 +8,7 @@
 pub mod block;
 pub mod cachestat;
 pub mod cpustat;
+pub mod device_safety;
 pub mod diskstats;
 pub mod environment;
 pub mod error;

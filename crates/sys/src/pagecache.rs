@@ -266,7 +266,9 @@ mod tests {
         let mut f = tempfile::NamedTempFile::new().unwrap();
         let fs = crate::mounts::containing(f.path()).map(|m| m.fstype);
         if fs.as_deref() == Some("tmpfs") {
-            eprintln!("skip: temp dir is on tmpfs, which fadvise cannot evict");
+            iolab_testkit::skip_line(
+                "skip: temp dir is on tmpfs, which fadvise cannot evict".to_string(),
+            );
             return None;
         }
         f.write_all(&vec![7u8; pages * page_size() as usize])
@@ -298,7 +300,7 @@ mod tests {
         }
         let ours = residency(f.path()).unwrap();
         let Some(theirs) = fincore_pages(f.path()) else {
-            eprintln!("skip: util-linux fincore is not installed");
+            iolab_testkit::skip_line("skip: util-linux fincore is not installed".to_string());
             return;
         };
         assert!(ours.cached_pages >= 6, "{ours:?}");

@@ -238,7 +238,9 @@ mod tests {
     fn reads_the_live_kernel_files() {
         let proc_root = Path::new("/proc");
         if !proc_root.join("pressure").exists() {
-            eprintln!("skip reads_the_live_kernel_files: no /proc/pressure (PSI off)");
+            iolab_testkit::skip_line(
+                "skip reads_the_live_kernel_files: no /proc/pressure (PSI off)".to_string(),
+            );
             return;
         }
         for r in Resource::ALL {

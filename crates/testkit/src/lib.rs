@@ -36,6 +36,55 @@ pub fn skip(test: &str, why: &str) {
     eprintln!("skip {test}: {why}");
 }
 
+/// [`skip`] for a whole message already formatted as `skip TEST: WHY`.
+pub fn skip_line(line: String) {
+    if required() {
+        panic!("{line} — but {REQUIRE_ALL}=1 requires every test to run: install what it needs or run as root");
+    }
+    eprintln!("{line}");
+}
+
+/// For a test that must run without privileges: returns true when this
+/// process should run the test's body (it is not root). As root, it runs
+/// the same test of the same test binary again as `nobody` (setpriv),
+/// checks that it ran and passed there, and returns false. So a test
+/// about what an unprivileged user sees runs in CI (root) too, instead of
+/// skipping there.
+pub fn unprivileged(test: &str) -> bool {
+    if !is_root() {
+        return true;
+    }
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            skip(test, &format!("cannot find the test binary: {e}"));
+            return false;
+        }
+    };
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(&exe)
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .current_dir("/")
+        .output();
+    match out {
+        Err(e) => skip(
+            test,
+            &format!("cannot run setpriv (util-linux) to drop root: {e}"),
+        ),
+        Ok(o) => {
+            let stdout = String::from_utf8_lossy(&o.stdout);
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            assert!(
+                o.status.success() && stdout.contains("1 passed"),
+                "{test} as nobody (exit {:?}):\n{stdout}\n{stderr}",
+                o.status.code()
+            );
+        }
+    }
+    false
+}
+
 /// True when skips are not allowed (CI).
 pub fn required() -> bool {
     std::env::var(REQUIRE_ALL).is_ok_and(|v| v == "1")

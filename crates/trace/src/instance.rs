@@ -253,7 +253,7 @@ mod tests {
     #[test]
     fn has_event_knows_sched_switch() {
         if !iolab_sys::is_root() {
-            eprintln!("skip has_event_knows_sched_switch: needs root");
+            iolab_testkit::skip_line("skip has_event_knows_sched_switch: needs root".to_string());
             return;
         }
         assert!(has_event("sched", "sched_switch"));

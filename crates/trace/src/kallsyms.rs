@@ -229,7 +229,7 @@ ffffffff81000200 T __schedule
     #[test]
     fn live_kallsyms_has_schedule() {
         if !iolab_sys::is_root() {
-            eprintln!("skip live_kallsyms_has_schedule: needs root");
+            iolab_testkit::skip_line("skip live_kallsyms_has_schedule: needs root".to_string());
             return;
         }
         let k = Kallsyms::load().unwrap();

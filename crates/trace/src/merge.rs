@@ -294,12 +294,14 @@ fn span(pages: &VecDeque<Vec<u8>>, s: Span) -> &[u8] {
 
 fn count_page(layout: &PageLayout, stats: &mut CpuStats, page: &[u8]) {
     stats.pages += 1;
-    stats.lost += match layout.header(page).missed {
+    // Saturating: the count is read from the page, which a damaged file
+    // can make anything.
+    stats.lost = stats.lost.saturating_add(match layout.header(page).missed {
         Missed::None => 0,
         // Lost, count not stored: at least one.
         Missed::Unknown => 1,
         Missed::Count(n) => n,
-    };
+    });
 }
 
 impl CpuQueue {

@@ -176,11 +176,13 @@ impl Cursor {
                         return None;
                     }
                     let len = read_uint(page, body, 4) as usize;
-                    self.ts += delta;
+                    self.ts = self.ts.wrapping_add(delta);
                     self.pos = body + len;
                 }
                 TYPE_TIME_EXTEND => {
-                    self.ts += (read_uint(page, body, 4) << 27) + delta;
+                    self.ts = self
+                        .ts
+                        .wrapping_add((read_uint(page, body, 4) << 27).wrapping_add(delta));
                     self.pos = body + 4;
                 }
                 TYPE_TIME_STAMP => {
@@ -209,7 +211,8 @@ impl Cursor {
             self.pos = self.end;
             return None;
         }
-        self.ts += delta;
+        // Timestamps come from the page: a damaged one must wrap, not panic.
+        self.ts = self.ts.wrapping_add(delta);
         self.pos = start + len;
         Some(Entry {
             ts: self.ts,

@@ -505,7 +505,9 @@ mod tests {
         let mut f = tempfile::NamedTempFile::new_in("/var/tmp").unwrap();
         let fs = iolab_sys::mounts::containing(f.path()).map(|m| m.fstype);
         if matches!(fs.as_deref(), Some("tmpfs" | "ramfs")) {
-            eprintln!("skip: /var/tmp is tmpfs, whose pages cannot be evicted");
+            iolab_testkit::skip_line(
+                "skip: /var/tmp is tmpfs, whose pages cannot be evicted".to_string(),
+            );
             return None;
         }
         f.write_all(&vec![9u8; pages * 4096]).unwrap();

@@ -98,8 +98,7 @@ pub fn render_not_samples(report: &ExperimentReport) -> Option<String> {
     let mut out = String::from("starts that are not samples (excluded from every statistic):\n");
     for c in report.cells.iter().filter(|c| c.flagged) {
         out.push_str(&format!(
-            "  ! {} {} {}: {} failed and {} invalid of {} starts\n",
-            c.target,
+            "  ! {} {}: {} failed and {} invalid of {} starts\n",
             c.scheduler,
             c.workload,
             c.failed,

@@ -93,7 +93,7 @@ fn measure(
     run: &RunPlan,
 ) -> Result<Measured, SweepError> {
     let fs = Fs::parse(&cfg.fs)?;
-    iolab_lab::format_and_mount(fs_guard, &place.dev, fs, &place.mountpoint)?;
+    iolab_lab::format_and_mount(fs_guard, &place.dev, fs, &place.mountpoint, place.zeroed)?;
     let job = plan::job(run, sizing, cfg, &place.mountpoint)?;
     if !run.kind.reads() {
         preallocate(&job, sizing.per_job(run.pattern.numjobs))?;

@@ -25,6 +25,9 @@ pub struct Resolved {
     pub what: String,
     /// The device's bandwidth when iolab set it (a throttled lab).
     pub bw_bytes: Option<u64>,
+    /// True for a lab iolab made (reads as zeros: mkfs may skip zeroing);
+    /// false for the user's device.
+    pub zeroed: bool,
 }
 
 /// Makes the temporary lab (through `guard`, removed when it restores) or
@@ -57,6 +60,7 @@ pub fn resolve(guard: &Guard, place: &SweepPlace, force: bool) -> Result<Resolve
                     format_bytes(*size_bytes)
                 ),
                 bw_bytes: *bw_bytes,
+                zeroed: true,
             })
         }
         SweepPlace::Device { device } => {
@@ -66,148 +70,39 @@ pub fn resolve(guard: &Guard, place: &SweepPlace, force: bool) -> Result<Resolve
                 what: format!("device {}", dev.dev_path().display()),
                 dev,
                 bw_bytes: None,
+                zeroed: false,
             })
         }
     }
 }
 
-/// Resolves `spec` to a whole disk and refuses it while it is in use, or
-/// while it holds a filesystem or partition table, unless `force`.
+/// Resolves `spec` to a whole disk and refuses it, unless `force`, while
+/// anything uses it or it holds anything libblkid recognises (see
+/// `iolab_sys::device_safety`).
 pub fn check_device(spec: &str, force: bool) -> Result<BlockDev, SweepError> {
-    let name = spec.strip_prefix("/dev/").unwrap_or(spec);
-    if Path::new("/sys/class/block")
-        .join(name)
-        .join("partition")
-        .exists()
-    {
-        return Err(UsageError::new(format!(
-            "{spec} is a partition: the sweep formats a whole device and sets its scheduler; give the disk it is on"
-        ))
-        .into());
+    if is_partition(Path::new("/sys/class/block"), spec) {
+        return Err(partition_error(spec).into());
     }
     let dev = BlockDev::resolve(spec)?;
-    if force {
-        return Ok(dev);
-    }
-    let path = dev.dev_path();
-    let destroy =
-        "iolab sweep runs mkfs on the whole device before every run, destroying everything on it";
-    let users = users_of(&dev);
-    if !users.is_empty() {
-        return Err(UsageError::new(format!(
-            "refusing {}: it is in use ({}); {destroy}: pick an unused device, or pass --force if that is really intended",
-            path.display(),
-            users.join("; ")
-        ))
-        .into());
-    }
-    if let Some(what) = signature(&path) {
-        return Err(UsageError::new(format!(
-            "refusing {}: it holds {what}; {destroy}: pass --force to destroy it",
-            path.display()
-        ))
-        .into());
-    }
+    iolab_sys::device_safety::check_before_writing(
+        &dev,
+        "iolab sweep runs mkfs on the whole device before every run",
+        force,
+    )?;
     Ok(dev)
 }
 
-/// What uses the disk or its partitions: mounts, stacked devices
-/// (holders: device-mapper, md), loop devices over it, and any exclusive
-/// opener the kernel knows of (O_EXCL fails with EBUSY: swap, filesystems
-/// in other mount namespaces).
-pub fn users_of(dev: &BlockDev) -> Vec<String> {
-    let mut parts = vec![(dev.name.clone(), dev.sysfs.clone())];
-    if let Ok(rd) = std::fs::read_dir(&dev.sysfs) {
-        for e in rd.flatten() {
-            if e.path().join("partition").exists() {
-                parts.push((e.file_name().to_string_lossy().into_owned(), e.path()));
-            }
-        }
-    }
-    parts.sort();
-    let mounts = iolab_sys::mounts::read();
-    let mut users = Vec::new();
-    for (name, sysfs) in &parts {
-        let devno = std::fs::read_to_string(sysfs.join("dev")).unwrap_or_default();
-        for m in mounts.iter().filter(|m| m.devno == devno.trim()) {
-            users.push(format!("{name} mounted on {}", m.target.display()));
-        }
-        let holders = list(&sysfs.join("holders"));
-        if !holders.is_empty() {
-            users.push(format!("{name} held by {}", holders.join(", ")));
-        }
-        for l in iolab_guard::loops_backed_by(&Path::new("/dev").join(name)) {
-            users.push(format!("{name} backs {l}"));
-        }
-    }
-    if users.is_empty() && busy(&dev.dev_path()) {
-        users.push(format!(
-            "{} is opened exclusively (swap, RAID, or a mount in another namespace)",
-            dev.name
-        ));
-    }
-    users
+/// True when `spec` (`sdb1` or `/dev/sdb1`) names a partition in the
+/// sysfs class tree at `class_block` (`/sys/class/block`).
+fn is_partition(class_block: &Path, spec: &str) -> bool {
+    let name = spec.strip_prefix("/dev/").unwrap_or(spec);
+    class_block.join(name).join("partition").exists()
 }
 
-fn list(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .map(|r| {
-            r.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort();
-    v
-}
-
-/// True when an exclusive open fails with EBUSY (the kernel's own "in use").
-fn busy(path: &Path) -> bool {
-    use rustix::fs::{open, Mode, OFlags};
-    matches!(
-        open(
-            path,
-            OFlags::RDONLY | OFlags::EXCL | OFlags::CLOEXEC,
-            Mode::empty()
-        ),
-        Err(rustix::io::Errno::BUSY)
-    )
-}
-
-/// Names what the first bytes of a device hold, if iolab recognises it:
-/// the magic numbers blkid looks for (ext2/3/4 superblock magic 0xEF53 at
-/// 1080, XFS "XFSB" at 0, Btrfs "_BHRfS_M" at 65600, GPT "EFI PART" at
-/// 512, an MBR/boot sector's 0x55AA at 510).
-pub fn signature(path: &Path) -> Option<&'static str> {
-    use std::io::Read;
-    let mut head = vec![0u8; 65_600 + 8];
-    let mut f = std::fs::File::open(path).ok()?;
-    let mut n = 0;
-    while n < head.len() {
-        match f.read(&mut head[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(_) => break,
-        }
-    }
-    identify(&head[..n])
-}
-
-fn identify(head: &[u8]) -> Option<&'static str> {
-    let at = |off: usize, magic: &[u8]| head.get(off..off + magic.len()) == Some(magic);
-    if at(1080, &[0x53, 0xEF]) {
-        Some("an ext2/3/4 filesystem")
-    } else if at(0, b"XFSB") {
-        Some("an XFS filesystem")
-    } else if at(65_600, b"_BHRfS_M") {
-        Some("a Btrfs filesystem")
-    } else if at(512, b"EFI PART") {
-        Some("a GPT partition table")
-    } else if at(510, &[0x55, 0xAA]) {
-        Some("an MBR partition table or boot sector")
-    } else {
-        None
-    }
+fn partition_error(spec: &str) -> UsageError {
+    UsageError::new(format!(
+        "{spec} is a partition: the sweep formats a whole device and sets its scheduler; give the disk it is on"
+    ))
 }
 
 /// Measures sequential read bandwidth for one second (1 MiB direct reads,
@@ -247,36 +142,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn signatures_blkid_knows() {
-        let mut b = vec![0u8; 70_000];
-        assert_eq!(identify(&b), None);
-        b[1080] = 0x53;
-        b[1081] = 0xEF;
-        assert!(identify(&b).unwrap().contains("ext"));
-        let mut b = vec![0u8; 70_000];
-        b[65_600..65_608].copy_from_slice(b"_BHRfS_M");
-        assert!(identify(&b).unwrap().contains("Btrfs"));
-        let mut b = vec![0u8; 1024];
-        b[510] = 0x55;
-        b[511] = 0xAA;
-        assert!(identify(&b).unwrap().contains("MBR"));
-        b[512..520].copy_from_slice(b"EFI PART");
-        assert!(identify(&b).unwrap().contains("GPT"));
-        assert_eq!(identify(&[]), None);
-    }
-
-    #[test]
     fn partitions_are_refused() {
-        // Any partition on this machine will do; skip where there is none.
-        let Some(part) = std::fs::read_dir("/sys/class/block").ok().and_then(|rd| {
-            rd.flatten()
-                .find(|e| e.path().join("partition").exists())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-        }) else {
-            eprintln!("skip: no partition on this machine");
-            return;
-        };
-        let e = check_device(&part, false).unwrap_err();
+        // This project's kernel has no partition support at all (no
+        // CONFIG_*_PARTITION): a fixture sysfs tree stands in for one.
+        let sys = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(sys.path().join("sdb1")).unwrap();
+        std::fs::write(sys.path().join("sdb1/partition"), "1\n").unwrap();
+        std::fs::create_dir_all(sys.path().join("sdb")).unwrap();
+        assert!(is_partition(sys.path(), "/dev/sdb1"));
+        assert!(is_partition(sys.path(), "sdb1"));
+        assert!(!is_partition(sys.path(), "sdb"));
+        let e = partition_error("/dev/sdb1");
         assert!(e.to_string().contains("is a partition"), "{e}");
     }
 }

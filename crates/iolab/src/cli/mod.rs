@@ -8,11 +8,14 @@ mod cache;
 mod cpu;
 mod demo;
 mod explain;
+#[cfg(feature = "test-seams")]
 mod guard_test;
 mod lab;
 mod load;
 mod prefetch;
 mod probe;
+#[cfg(feature = "test-seams")]
+mod read_ranges;
 mod record;
 mod restore;
 mod results;
@@ -70,11 +73,13 @@ enum Command {
     /// Undo system changes left behind by an iolab run that was killed.
     Restore(restore::RestoreArgs),
     /// Test seam: make guarded changes, then hold/fail/panic (for tests).
+    #[cfg(feature = "test-seams")]
     #[command(hide = true)]
     GuardTest(guard_test::GuardTestArgs),
     /// Test seam: read exactly the given byte ranges of a file (no readahead).
+    #[cfg(feature = "test-seams")]
     #[command(hide = true)]
-    ReadRanges(record::ReadRangesArgs),
+    ReadRanges(read_ranges::ReadRangesArgs),
 }
 
 /// Parses arguments, recovers any state a killed run left behind, installs
@@ -105,8 +110,10 @@ pub fn run() -> anyhow::Result<()> {
         Command::Record(a) => record::run(a),
         Command::Explain(a) => explain::run(a),
         Command::Restore(a) => restore::run(a),
+        #[cfg(feature = "test-seams")]
         Command::GuardTest(a) => guard_test::run(a),
-        Command::ReadRanges(a) => record::read_ranges(a),
+        #[cfg(feature = "test-seams")]
+        Command::ReadRanges(a) => read_ranges::run(a),
     }
 }
 

@@ -57,6 +57,9 @@ pub struct ProbeArgs {
     /// each slow read or write, the kernel causes it waited for (needs root).
     #[arg(long)]
     pub explain: bool,
+    /// Allow --out-file to be a block device (it is truncated and overwritten).
+    #[arg(long)]
+    pub force: bool,
 }
 
 impl ProbeArgs {
@@ -87,6 +90,7 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<()> {
         probe::prepare_input(&cfg.file, parse_size(size)?).context("preparing the input file")?;
     }
     cfg.validate()?;
+    refuse_device_output(&cfg.out_file, a.force)?;
     if a.evict {
         iolab_sys::pagecache::evict_file(&cfg.file).context("evicting the input file")?;
     }
@@ -271,4 +275,18 @@ fn render(s: &ProbeSummary) -> String {
         );
     }
     t + "\n"
+}
+
+/// The probe writes (truncates, then overwrites) its output: a block device
+/// there would lose what it holds. As `iolab load`, only with --force.
+fn refuse_device_output(path: &std::path::Path, force: bool) -> Result<(), UsageError> {
+    use std::os::unix::fs::FileTypeExt;
+    let is_dev = std::fs::metadata(path).is_ok_and(|m| m.file_type().is_block_device());
+    if is_dev && !force {
+        return Err(UsageError::new(format!(
+            "refusing to write to block device {}: --out-file is overwritten by the probe; give a file path, or pass --force if that is what you want",
+            path.display()
+        )));
+    }
+    Ok(())
 }

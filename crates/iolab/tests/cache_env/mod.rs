@@ -22,7 +22,9 @@ pub fn evictable_dir(test: &str) -> Option<tempfile::TempDir> {
     let d = tempfile::tempdir_in("/var/tmp").unwrap();
     let fs = iolab_sys::mounts::containing(d.path()).map(|m| m.fstype);
     if matches!(fs.as_deref(), Some("tmpfs" | "ramfs")) {
-        eprintln!("skip {test}: /var/tmp is on tmpfs, whose pages cannot be evicted");
+        iolab_testkit::skip_line(format!(
+            "skip {test}: /var/tmp is on tmpfs, whose pages cannot be evicted"
+        ));
         return None;
     }
     Some(d)

@@ -12,7 +12,9 @@ pub fn root_or_skip(test: &str) -> bool {
     if iolab_sys::is_root() {
         return true;
     }
-    eprintln!("skip {test}: needs root (it makes loop devices and mounts); CI runs as root");
+    iolab_testkit::skip_line(format!(
+        "skip {test}: needs root (it makes loop devices and mounts); CI runs as root"
+    ));
     false
 }
 

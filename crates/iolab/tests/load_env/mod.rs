@@ -53,7 +53,9 @@ pub fn root_or_skip(test: &str) -> bool {
     if iolab_sys::is_root() {
         return true;
     }
-    eprintln!("skip {test}: needs root (loop devices, mounts); CI runs as root");
+    iolab_testkit::skip_line(format!(
+        "skip {test}: needs root (loop devices, mounts); CI runs as root"
+    ));
     false
 }
 
@@ -89,19 +91,31 @@ pub fn assert_fio_shape(job: &Value) {
     }
 }
 
-/// `iops * runtime` must give back the I/O count (runtime is whole ms).
-pub fn assert_consistent(d: &Value) {
-    let ios = d["total_ios"].as_u64().unwrap() as f64;
-    let est = d["iops"].as_f64().unwrap() * d["runtime"].as_u64().unwrap() as f64 / 1000.0;
+/// Checks one direction of a fio-style result against outside truths: the
+/// wall clock the test measured around the whole command (`wall`), and the
+/// fixed block size the job asked for (`bs`). The runtime cannot exceed the
+/// wall clock; so the reported bandwidth and IOPS cannot be below bytes and
+/// I/Os over the wall clock; every I/O moved exactly `bs` bytes.
+pub fn assert_consistent(d: &Value, wall: std::time::Duration, bs: u64) {
+    let ios = d["total_ios"].as_u64().unwrap();
+    let bytes = d["io_bytes"].as_u64().unwrap();
+    let runtime_ms = d["runtime"].as_u64().unwrap();
+    let wall_ms = wall.as_millis() as u64;
     assert!(
-        (est - ios).abs() <= ios * 0.01 + 2.0,
-        "iops*runtime {est} vs {ios} ios"
+        runtime_ms <= wall_ms,
+        "runtime {runtime_ms} ms > wall clock {wall_ms} ms"
     );
-    let bytes = d["io_bytes"].as_u64().unwrap() as f64;
-    let bw_est =
-        d["bw_bytes"].as_u64().unwrap() as f64 * d["runtime"].as_u64().unwrap() as f64 / 1000.0;
+    assert_eq!(bytes, ios * bs, "{ios} I/Os of {bs} B but {bytes} B");
+    let floor_bw = bytes as f64 / wall.as_secs_f64();
+    let bw = d["bw_bytes"].as_u64().unwrap() as f64;
     assert!(
-        (bw_est - bytes).abs() <= bytes * 0.01 + 65536.0,
-        "bw*runtime {bw_est} vs {bytes}"
+        bw >= floor_bw * 0.99,
+        "bw {bw} B/s below bytes/wall {floor_bw}"
+    );
+    let floor_iops = ios as f64 / wall.as_secs_f64();
+    let iops = d["iops"].as_f64().unwrap();
+    assert!(
+        iops >= floor_iops * 0.99,
+        "iops {iops} below ios/wall {floor_iops}"
     );
 }

@@ -220,7 +220,7 @@ impl TraceFile {
         }
         Ok(TraceStats {
             events: per_cpu.iter().map(|c| c.events).sum(),
-            lost: per_cpu.iter().map(|c| c.lost).sum(),
+            lost: per_cpu.iter().fold(0u64, |a, c| a.saturating_add(c.lost)),
             out_of_order: merger.out_of_order,
             per_cpu,
         })

@@ -7,7 +7,7 @@ use iolab_guard::Guard;
 /// `None` (after printing why) when not root.
 pub fn root_guard(test: &str) -> Option<(Guard, tempfile::TempDir)> {
     if !iolab_sys::is_root() {
-        eprintln!("skip {test}: needs root");
+        iolab_testkit::skip_line(format!("skip {test}: needs root"));
         return None;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -1,0 +1,434 @@
+#!/usr/bin/env python3
+"""Fault campaign: kill iolab at random moments and break its world, then
+check that the machine is restored exactly and no measured result is lost.
+
+Faults:
+  * SIGKILL at a random moment (uniform in [0, window]) of every
+    long-running command: lab up, lab down, load, startup, sweep,
+    trace bio, sched record, record, explain, prefetch;
+  * disk full during a load, during a startup, and under a results write;
+  * two iolab processes writing one results database at once;
+  * the lab's filesystem remounted read-only in the middle of a startup.
+
+After each fault: `iolab restore` (what the next run does first anyway),
+then the machine's state is compared with the snapshot taken before the
+campaign: every block device's scheduler, queue attributes and iosched
+tunables, bdi dirty limits, vm sysctls, blkio throttle rules and cgroups,
+mounts, loop and zram devices, tracefs instances, leftover processes of the
+campaign's targets, and processes in D state. Result databases pass
+`PRAGMA integrity_check`, and every repetition whose target had finished
+more than one start before the kill is in the database (the start being
+committed at the kill may be lost; that is the only one allowed).
+
+Usage (root; about 10-15 minutes for the default 22 kills per command):
+    sudo bench/fault_campaign.py [--kills N] [--seed S] [--out FILE]
+
+It builds iolab (release) unless --no-build, prints a Markdown table
+(docs/RELIABILITY.md holds the last one) and exits non-zero if any row
+lost results, left residue or hung.
+"""
+
+import argparse
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+MARK = "iolabfaultcampaign"  # in every target's argv: leftover processes are found by it
+HANG_S = 120
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def read(p):
+    try:
+        return Path(p).read_text().strip()
+    except OSError:
+        return None
+
+
+# ---------------------------------------------------------------- state
+
+def snapshot():
+    """Everything an iolab run may change, as comparable text."""
+    s = {}
+    for dev in sorted(os.listdir("/sys/block")):
+        q = Path("/sys/block", dev, "queue")
+        s[f"{dev}/scheduler"] = read(q / "scheduler")
+        for a in ("nr_requests", "read_ahead_kb", "rq_affinity", "nomerges", "max_sectors_kb"):
+            s[f"{dev}/{a}"] = read(q / a)
+        io = q / "iosched"
+        if io.is_dir():
+            for t in sorted(os.listdir(io)):
+                s[f"{dev}/iosched/{t}"] = read(io / t)
+    for bdi in sorted(os.listdir("/sys/class/bdi")):
+        for a in ("max_ratio", "min_ratio", "strict_limit", "max_bytes"):
+            v = read(Path("/sys/class/bdi", bdi, a))
+            if v is not None:
+                s[f"bdi/{bdi}/{a}"] = v
+    for k in ("dirty_ratio", "dirty_background_ratio", "dirty_bytes",
+              "dirty_background_bytes", "dirty_expire_centisecs",
+              "dirty_writeback_centisecs"):
+        s[f"vm/{k}"] = read(f"/proc/sys/vm/{k}")
+    for root, _, files in os.walk("/sys/fs/cgroup"):
+        for f in files:
+            if f.startswith("blkio.throttle.") and f.endswith("_device"):
+                s[f"{root}/{f}"] = read(Path(root, f))
+        if "iolab" in root:
+            s[f"cgroup:{root}"] = "exists"
+    mounts = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        f = line.split()
+        mounts.append(f"{f[4]} {f[f.index('-') + 1]}")
+    s["mounts"] = "\n".join(sorted(mounts))
+    s["loops"] = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout.strip()
+    s["zram"] = " ".join(sorted(d for d in os.listdir("/sys/block") if d.startswith("zram")))
+    inst = Path("/sys/kernel/tracing/instances")
+    s["trace_instances"] = " ".join(sorted(os.listdir(inst))) if inst.is_dir() else ""
+    s["run_dir"] = " ".join(sorted(p.name for p in Path("/run/iolab").glob("*.jsonl"))) \
+        if Path("/run/iolab").is_dir() else ""
+    return s
+
+
+def leftovers():
+    """Processes of the campaign's targets, and any task in D state."""
+    marked, dstate = [], []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        state = stat.rsplit(")", 1)[1].split()[0]
+        if MARK in cmd and "fault_campaign" not in cmd:
+            marked.append(f"{pid}: {cmd[:80]}")
+        if state == "D":
+            dstate.append(f"{pid} ({stat.split('(')[1].split(')')[0]})")
+    return marked, dstate
+
+
+def diff(before, after):
+    out = []
+    for k in sorted(set(before) | set(after)):
+        if before.get(k) != after.get(k):
+            out.append(f"{k}: {before.get(k)!r} -> {after.get(k)!r}")
+    return out
+
+
+# ---------------------------------------------------------------- running
+
+class Campaign:
+    def __init__(self, iolab, work, seed, kills):
+        self.iolab = iolab
+        self.work = Path(work)
+        self.rng = random.Random(seed)
+        self.kills = kills
+        self.rows = {}
+        self.failures = []
+        self.baseline = None
+
+    def cmd(self, *args):
+        return [self.iolab, *args]
+
+    def restore(self):
+        r = subprocess.run(self.cmd("restore"), capture_output=True, text=True, timeout=HANG_S)
+        return r.returncode == 0
+
+    def row(self, fault, command):
+        return self.rows.setdefault((fault, command), {"runs": 0, "restored": 0, "lost": 0, "hangs": 0, "notes": set()})
+
+    def check(self, fault, command, lost=0, note=None, extra_cleanup=None):
+        """Restores, cleans up what the scenario made on purpose, compares."""
+        row = self.row(fault, command)
+        row["runs"] += 1
+        try:
+            ok = self.restore()
+        except subprocess.TimeoutExpired:
+            row["hangs"] += 1
+            ok = False
+        if extra_cleanup:
+            extra_cleanup()
+        # Processes of a killed target die with the restore (by process
+        # group); give the kernel a moment to reap them.
+        for _ in range(50):
+            marked, dstate = leftovers()
+            if not marked and not dstate:
+                break
+            time.sleep(0.1)
+        now = snapshot()
+        d = diff(self.baseline, now)
+        if marked:
+            d.append(f"processes left: {marked}")
+        if dstate:
+            d.append(f"tasks in D state: {dstate}")
+        if ok and not d:
+            row["restored"] += 1
+        else:
+            self.failures.append(f"{fault} / {command}: restore ok={ok}; " + "; ".join(d))
+            log(f"  RESIDUE {fault} / {command}: " + "; ".join(d)[:600])
+            # Put the machine back for the next scenario as far as we can.
+            self.restore()
+            self.baseline = snapshot()
+        row["lost"] += lost
+        if lost:
+            self.failures.append(f"{fault} / {command}: {lost} result(s) lost ({note})")
+        if note:
+            row["notes"].add(note)
+
+    def kill_at_random(self, argv, window, env=None):
+        """Starts argv, SIGKILLs it at a random moment of `window` s (or
+        lets it end); returns (seconds it ran, returncode or None)."""
+        delay = self.rng.uniform(0, window)
+        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             env=env, start_new_session=False)
+        t0 = time.monotonic()
+        try:
+            rc = p.wait(timeout=delay)
+            return time.monotonic() - t0, rc
+        except subprocess.TimeoutExpired:
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+            return time.monotonic() - t0, None
+
+    # ------------------------------------------------------------ scenarios
+
+    def base_lab(self):
+        """A lab the commands that need one run on (made before the baseline)."""
+        subprocess.run(self.cmd("lab", "up", "--name", "fcbase", "--size", "512MiB"),
+                       check=True, capture_output=True)
+        return Path("/run/iolab/labs/fcbase")
+
+    def sigkill_scenarios(self, base):
+        files = base / "files"
+        files.mkdir(exist_ok=True)
+        for i in range(8):
+            (files / f"f{i}").write_bytes(os.urandom(1 << 20))
+        listf = self.work / "list.txt"
+        listf.write_text("".join(f"{files}/f{i}\n" for i in range(8)))
+        target = ["sh", "-c", f"cat {files}/* > /dev/null; sleep 0.3; : {MARK}"]
+        scenarios = [
+            ("lab up", lambda n: self.cmd("lab", "up", "--name", f"fck{n}", "--size", "256MiB", "--bw", "20MiB/s"), 3.0),
+            ("load", lambda n: self.cmd("load", "--directory", str(base), "--rw", "randrw", "--bs", "4k",
+                                        "--size", "32m", "--runtime", "3", "--time-based",
+                                        "--ioscheduler", "bfq"), 3.0),
+            ("trace bio", lambda n: self.cmd("trace", "bio", "--duration", "3s"), 3.0),
+            ("sched record", lambda n: self.cmd("sched", "record", "--duration", "3",
+                                                "-o", str(self.work / "s.trace")), 3.0),
+            ("record", lambda n: self.cmd("record", "--drop-caches", "-o", str(self.work / "r.list"), "--", *target), 3.0),
+            ("explain", lambda n: self.cmd("explain", "--", *target), 3.0),
+            ("prefetch", lambda n: self.cmd("prefetch", "--scheduler", "bfq", "--wait", str(listf)), 1.5),
+        ]
+        for name, argv, window in scenarios:
+            log(f"SIGKILL × {self.kills}: {name}")
+            for n in range(self.kills):
+                self.kill_at_random(argv(n), window)
+                self.check("SIGKILL", name, extra_cleanup=lambda n=n: self.lab_down(f"fck{n}"))
+        log(f"SIGKILL × {self.kills}: lab down")
+        for n in range(self.kills):
+            name = f"fcd{n}"
+            subprocess.run(self.cmd("lab", "up", "--name", name, "--size", "128MiB", "--bw", "40MiB/s"),
+                           check=True, capture_output=True)
+            self.kill_at_random(self.cmd("lab", "down", name), 0.5)
+            self.check("SIGKILL", "lab down", extra_cleanup=lambda name=name: self.lab_down(name))
+        self.db_kills("startup", self.startup_argv, 8.0)
+        self.db_kills("sweep", self.sweep_argv, 8.0)
+
+    def lab_down(self, name):
+        subprocess.run(self.cmd("lab", "down", name), capture_output=True, timeout=HANG_S)
+
+    def startup_argv(self, db, marks):
+        return self.cmd("startup", "--lab-size", "256MiB", "--bw", "40MiB/s",
+                        "--schedulers", "mq-deadline,bfq", "--workloads", "1r",
+                        "--reps", "3", "--warmup", "0.3", "--timeout", "3",
+                        "--load-option", "size=32M", "--db", str(db), "--",
+                        "sh", "-c", f"cat /usr/bin/* > /dev/null 2>&1; echo x >> {marks}; : {MARK}")
+
+    def sweep_argv(self, db, marks):
+        return self.cmd("sweep", "--lab-size", "256MiB", "--schedulers", "none,bfq",
+                        "--patterns", "1/1", "--rw", "read,write", "--reps", "1",
+                        "--size", "8M", "--db", str(db))
+
+    def db_kills(self, command, argv_of, window):
+        log(f"SIGKILL × {self.kills}: {command}")
+        for n in range(self.kills):
+            db = self.work / f"{command}-{n}.db"
+            marks = self.work / f"{command}-{n}.marks"
+            self.kill_at_random(argv_of(db, marks), window)
+            lost, note = self.db_lost(db, marks)
+            self.check("SIGKILL", command, lost=lost, note=note)
+
+    def db_lost(self, db, marks):
+        """Integrity, and runs missing: targets that finished more than one
+        start before the end must each have a stored run."""
+        if not db.exists():
+            return 0, None
+        try:
+            c = sqlite3.connect(db)
+            integrity = c.execute("PRAGMA integrity_check").fetchone()[0]
+            runs = c.execute("SELECT COUNT(*) FROM run").fetchone()[0] \
+                if c.execute("SELECT 1 FROM sqlite_master WHERE name='run'").fetchone() else 0
+            c.close()
+        except sqlite3.Error as e:
+            return 1, f"db unreadable: {e}"
+        if integrity != "ok":
+            return 1, f"integrity_check: {integrity}"
+        done = len(read(marks).splitlines()) if marks.exists() and read(marks) else 0
+        missing = max(0, (done - 1) - runs)
+        return missing, (f"{done} targets finished, {runs} runs stored" if missing else None)
+
+    def disk_full(self):
+        log("disk full: load, startup, results write")
+        # Load: a 64 MiB lab, 200 MiB to write.
+        subprocess.run(self.cmd("lab", "up", "--name", "fcfull", "--size", "64MiB"), check=True, capture_output=True)
+        r = subprocess.run(self.cmd("load", "--directory", "/run/iolab/labs/fcfull", "--rw", "write",
+                                    "--bs", "1M", "--size", "200m", "--json"),
+                           capture_output=True, text=True, timeout=HANG_S)
+        lost = 0 if ("No space" in r.stderr + r.stdout or "ENOSPC" in r.stderr + r.stdout
+                     or "free" in r.stderr) else 1
+        self.check("disk full", "load", lost=lost, note=(r.stderr.strip()[-120:] or None),
+                   extra_cleanup=lambda: self.lab_down("fcfull"))
+        # Startup: the target fills the lab's filesystem.
+        for n in range(3):
+            db = self.work / f"full-startup-{n}.db"
+            marks = self.work / f"full-startup-{n}.marks"
+            r = subprocess.run(self.cmd("startup", "--lab-size", "128MiB", "--schedulers", "none",
+                                        "--workloads", "1w", "--reps", "2", "--warmup", "0.3",
+                                        "--timeout", "10", "--load-option", "size=16M", "--db", str(db), "--",
+                                        "sh", "-c", f"echo x >> {marks}; dd if=/dev/zero of={{dir}}/fill bs=1M count=400 status=none; rm -f {{dir}}/fill; : {MARK}"),
+                               capture_output=True, text=True, timeout=600)
+            lost, note = self.db_lost(db, marks)
+            self.check("disk full", "startup", lost=lost, note=note or f"exit {r.returncode}")
+        # Results write: the database on a 1 MiB tmpfs the campaign mounts.
+        mnt = self.work / "tinyfs"
+        mnt.mkdir(exist_ok=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "fcampaign", str(mnt)], check=True)
+        try:
+            (mnt / "ballast").write_bytes(b"\0" * (1024 * 1024 - 96 * 1024))
+            db = mnt / "r.db"
+            marks = self.work / "full-db.marks"
+            r = subprocess.run(self.cmd("startup", "--lab-size", "128MiB", "--schedulers", "none",
+                                        "--workloads", "idle", "--reps", "40", "--db", str(db), "--",
+                                        "sh", "-c", f"echo x >> {marks}; : {MARK}"),
+                               capture_output=True, text=True, timeout=600)
+            lost, note = self.db_lost(db, marks) if db.exists() else (0, None)
+            said = r.stderr.strip().splitlines()[-1:] or [""]
+            one_line = r.returncode != 0 and len(r.stderr.strip().splitlines()) <= 2
+            self.check("disk full", "results write", lost=lost + (0 if one_line else 1),
+                       note=note or f"exit {r.returncode}: {said[0][:100]}")
+        finally:
+            subprocess.run(["umount", str(mnt)])
+
+    def shared_db(self):
+        log("two iolab processes, one results db")
+        for n in range(3):
+            db = self.work / f"shared-{n}.db"
+            marks = [self.work / f"shared-{n}-{k}.marks" for k in range(2)]
+            ps = [subprocess.Popen(self.cmd("startup", "--lab-size", "128MiB", "--schedulers", "none",
+                                            "--workloads", "1r", "--reps", "3", "--warmup", "0.3",
+                                            "--load-option", "size=16M", "--db", str(db), "--",
+                                            "sh", "-c", f"cat /usr/bin/* >/dev/null 2>&1; echo x >> {m}; : {MARK}"),
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                  for m in marks]
+            errs = [p.communicate(timeout=600)[1] for p in ps]
+            c = sqlite3.connect(db)
+            integrity = c.execute("PRAGMA integrity_check").fetchone()[0]
+            per = dict(c.execute("SELECT experiment_id, COUNT(*) FROM run GROUP BY experiment_id").fetchall())
+            c.close()
+            want = 6  # 3 idle + 3 1r each
+            lost = sum(max(0, want - per.get(e, 0)) for e in (1, 2)) + (integrity != "ok")
+            note = None if not lost else f"runs {per}, integrity {integrity}, rc {[p.returncode for p in ps]} {errs}"
+            self.check("two writers, one db", "startup", lost=lost, note=note)
+
+    def read_only(self):
+        log("lab filesystem remounted read-only mid-run")
+        for n in range(3):
+            name = f"fcro{n}"
+            subprocess.run(self.cmd("lab", "up", "--name", name, "--size", "256MiB"), check=True, capture_output=True)
+            mnt = f"/run/iolab/labs/{name}"
+            db = self.work / f"ro-{n}.db"
+            marks = self.work / f"ro-{n}.marks"
+            p = subprocess.Popen(self.cmd("startup", "--lab", name, "--schedulers", "none,bfq",
+                                          "--workloads", "1w", "--reps", "6", "--warmup", "0.3",
+                                          "--load-option", "size=16M", "--db", str(db), "--",
+                                          "sh", "-c", f"echo x >> {marks}; cat /usr/bin/* >/dev/null 2>&1; : {MARK}"),
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            time.sleep(self.rng.uniform(1.5, 4.0))
+            subprocess.run(["mount", "-o", "remount,ro", mnt], capture_output=True)
+            try:
+                err = p.communicate(timeout=600)[1]
+                hung = False
+            except subprocess.TimeoutExpired:
+                p.kill()
+                err, hung = "", True
+            lost, note = self.db_lost(db, marks)
+            if hung:
+                self.row("fs read-only", "startup")["hangs"] += 1
+            self.check("fs read-only", "startup", lost=lost,
+                       note=note or f"exit {p.returncode}: {err.strip().splitlines()[-1][:100] if err.strip() else ''}",
+                       extra_cleanup=lambda name=name: self.lab_down(name))
+
+    # ------------------------------------------------------------ report
+
+    def table(self):
+        lines = ["| fault | command | runs | restored exactly | results lost | hangs |",
+                 "|---|---|---:|---:|---:|---:|"]
+        total = 0
+        for (fault, command), r in self.rows.items():
+            total += r["runs"]
+            lines.append(f"| {fault} | {command} | {r['runs']} | {r['restored']} | {r['lost']} | {r['hangs']} |")
+        lines.append(f"| **all** | | **{total}** | **{sum(r['restored'] for r in self.rows.values())}** | "
+                     f"**{sum(r['lost'] for r in self.rows.values())}** | **{sum(r['hangs'] for r in self.rows.values())}** |")
+        return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kills", type=int, default=22, help="SIGKILLs per command (default 22: 220 in all)")
+    ap.add_argument("--seed", type=int, default=20261124)
+    ap.add_argument("--out", help="also write the Markdown table here")
+    ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--iolab", help="the binary (default: target/release/iolab)")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("fault_campaign.py: needs root (it makes labs and kills iolab mid-change)")
+    if not a.no_build and not a.iolab:
+        subprocess.run(["cargo", "build", "--release", "--locked", "-p", "iolab"], cwd=REPO, check=True)
+    iolab = a.iolab or str(REPO / "target/release/iolab")
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="iolab-faults-", dir="/var/tmp") as work:
+        c = Campaign(iolab, work, a.seed, a.kills)
+        c.restore()
+        base = c.base_lab()
+        try:
+            c.baseline = snapshot()
+            c.sigkill_scenarios(base)
+            c.disk_full()
+            c.shared_db()
+            c.read_only()
+        finally:
+            c.lab_down("fcbase")
+            c.restore()
+    table = c.table()
+    head = (f"Command: `sudo bench/fault_campaign.py --kills {a.kills} --seed {a.seed}` "
+            f"({time.monotonic() - t0:.0f} s, {time.strftime('%Y-%m-%d')}, kernel {os.uname().release})\n\n")
+    print(head + table)
+    if a.out:
+        Path(a.out).write_text(head + table + "\n")
+    if c.failures:
+        print("\nfailures:\n" + "\n".join(c.failures))
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
