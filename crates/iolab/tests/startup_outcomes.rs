@@ -234,3 +234,36 @@ fn contradictory_and_unbounded_options_are_refused() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn probe_refuses_to_overwrite_a_block_device() {
+    if !root_or_skip("probe_refuses_to_overwrite_a_block_device") {
+        return;
+    }
+    let b = Bench::new("so-probe-dev");
+    let lab = b.env.up(&["--size", "64MiB", "--fs", "none"]);
+    let dev = lab["device"].as_str().unwrap().to_string();
+    let input = b.env.run.path().join("in");
+    std::fs::write(&input, vec![7u8; 1 << 16]).unwrap();
+    let before = std::fs::read(&dev).unwrap()[..4096].to_vec();
+    let out = b
+        .env
+        .cmd()
+        .args(["probe", "--count", "20", "--write-every", "1", "--file"])
+        .arg(&input)
+        .args(["--out-file", &dev])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("block device") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(&dev).unwrap()[..4096],
+        before[..],
+        "the device was written"
+    );
+    b.env.down();
+}

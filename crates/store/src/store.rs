@@ -41,6 +41,29 @@ const RUN_COLUMNS: &str = "scheduler, workload, rep, target, started_at, duratio
      timeout_ns, exit_code, signal, overhead_ns, bg_read_bytes, bg_write_bytes, bg_seconds, \
      config_json, extra_json, outcome, reason";
 
+/// How long opening waits for other processes creating the same database.
+const OPEN_BUSY_LIMIT: Duration = Duration::from_secs(30);
+
+/// Opens, switches to WAL, sets the pragmas and migrates.
+fn configure(path: &Path) -> rusqlite::Result<(Connection, Migrated)> {
+    let mut conn = Connection::open(path)?;
+    conn.busy_timeout(Duration::from_secs(10))?;
+    conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "foreign_keys", true)?;
+    let migrated = schema::migrate(&mut conn)?;
+    Ok((conn, migrated))
+}
+
+/// SQLITE_BUSY or SQLITE_LOCKED: another connection holds a lock.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e,
+        rusqlite::Error::SqliteFailure(f, _)
+            if matches!(f.code, ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    )
+}
+
 impl Store {
     /// Opens (creating its directory and the file if needed) and migrates
     /// the database at `path`.
@@ -56,16 +79,21 @@ impl Store {
             path: path.clone(),
             source,
         };
-        let mut conn = Connection::open(&path).map_err(open_err)?;
-        conn.busy_timeout(Duration::from_secs(10))
-            .map_err(open_err)?;
-        conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))
-            .map_err(open_err)?;
-        conn.pragma_update(None, "synchronous", "FULL")
-            .map_err(open_err)?;
-        conn.pragma_update(None, "foreign_keys", true)
-            .map_err(open_err)?;
-        if let Migrated::TooNew(found) = schema::migrate(&mut conn).map_err(open_err)? {
+        // Another iolab may be creating the same database right now: the
+        // switch to WAL and the first migration take locks SQLite does not
+        // always wait for (it returns SQLITE_BUSY at once where waiting
+        // could deadlock). The whole sequence is idempotent, so it is
+        // retried until the other process is done.
+        let deadline = std::time::Instant::now() + OPEN_BUSY_LIMIT;
+        let (conn, migrated) = loop {
+            match configure(&path) {
+                Err(e) if is_busy(&e) && std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                other => break other.map_err(open_err)?,
+            }
+        };
+        if let Migrated::TooNew(found) = migrated {
             return Err(StoreError::NewerSchema {
                 path,
                 found,

@@ -250,3 +250,40 @@ fn artifacts_attach_to_runs_and_replace_by_kind() {
     assert_eq!(cpu[0].run_id, b);
     assert_eq!(cpu[0].json["usr"], 3.5);
 }
+
+/// Two processes starting experiments on one fresh database at the same
+/// moment (the fault campaign's "two writers, one db"): both open it, both
+/// record every run, and it stays intact. Before the fix the second open
+/// failed with "database is locked" while the first switched it to WAL.
+#[test]
+fn concurrent_openers_of_a_fresh_database_all_succeed() {
+    for round in 0..20 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shared.db");
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(4));
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let (path, barrier) = (path.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    let store = Store::open(&path)?;
+                    common::seed(&store);
+                    Ok::<_, iolab_store::StoreError>(())
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join()
+                .unwrap()
+                .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        }
+        let store = Store::open(&path).unwrap();
+        let runs: usize = store
+            .list()
+            .unwrap()
+            .iter()
+            .map(|e| store.runs(e.id).unwrap().len())
+            .sum();
+        assert_eq!(runs, 4 * 12, "round {round}");
+    }
+}

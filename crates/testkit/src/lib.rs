@@ -168,6 +168,7 @@ pub fn mutated(input: Vec<u8>) -> impl Strategy<Value = Vec<u8>> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -184,6 +185,35 @@ mod tests {
             &apply(&input, &[Damage::Splice(0, 50, 3)])[50..53],
             &[0, 1, 2]
         );
+    }
+
+    /// Run only by [`a_skip_fails_under_the_ci_variable`], in a child.
+    #[test]
+    #[ignore]
+    fn helper_that_skips() {
+        skip("helper_that_skips", "a reason");
+    }
+
+    #[test]
+    fn a_skip_fails_under_the_ci_variable() {
+        let exe = std::env::current_exe().unwrap();
+        let run = |strict: bool| {
+            let mut c = std::process::Command::new(&exe);
+            c.args(["tests::helper_that_skips", "--exact", "--ignored"]);
+            if strict {
+                c.env(REQUIRE_ALL, "1");
+            } else {
+                c.env_remove(REQUIRE_ALL);
+            }
+            c.output().unwrap()
+        };
+        assert!(run(false).status.success(), "a plain skip passes");
+        let strict = run(true);
+        assert!(
+            !strict.status.success(),
+            "under {REQUIRE_ALL}=1 a skip fails"
+        );
+        assert!(String::from_utf8_lossy(&strict.stdout).contains("would skip"));
     }
 
     #[test]
