@@ -1,0 +1,62 @@
+//! A storage device model served in user space, under the I/O scheduler
+//! under test: the lab's loop device is backed by `disk.img` on a FUSE
+//! filesystem this crate serves; each request the scheduler dispatches
+//! completes when the model says (bandwidth per direction, per-request
+//! latency, queue depth, flush cost), with the data kept in the lab's
+//! image file. No cgroup, no kernel module beyond FUSE, which every
+//! distribution kernel has: the phone-storage lab on any Linux.
+//!
+//! [`serve`] runs the server on a `/dev/fuse` descriptor the caller has
+//! already mounted (so the mount is made, journaled and undone by the
+//! guard, not by the server); the lab crate starts it as a process of its
+//! own (`iolab __model-server`) that lives exactly as long as the lab.
+#![deny(missing_docs)]
+
+pub mod clock;
+pub mod device;
+pub mod params;
+pub mod server;
+pub mod stats;
+
+use std::os::fd::OwnedFd;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub use device::{Device, Op, Slot};
+pub use params::ModelParams;
+pub use stats::ModelStats;
+
+/// Serves `image` through the model until the FUSE mount goes away.
+/// `fuse` is the descriptor the mount was made with; stats are written to
+/// `stats_path` twice a second.
+pub fn serve(
+    fuse: OwnedFd,
+    image: &Path,
+    params: ModelParams,
+    stats_path: &Path,
+) -> std::io::Result<()> {
+    // Allocations of this process must not wait for writeback of the
+    // lab's own dirty pages, which only this process can complete
+    // (PR_SET_IO_FLUSHER = 57, Linux 5.6+; root only). Best effort.
+    // SAFETY: prctl with integer arguments.
+    unsafe {
+        libc::prctl(57, 1, 0, 0, 0);
+    }
+    let stats = Arc::new(stats::Stats::default());
+    let fs = server::ModelFs::new(image, Device::new(params.clone()), stats.clone())?;
+    {
+        let (stats, path, params) = (stats.clone(), stats_path.to_path_buf(), params.clone());
+        let t0 = Instant::now();
+        std::thread::Builder::new()
+            .name("model-stats".into())
+            .spawn(move || loop {
+                let _ = stats::write(&path, &stats.snapshot(&params, t0.elapsed().as_secs_f64()));
+                std::thread::sleep(Duration::from_millis(500));
+            })?;
+    }
+    let mut config = fuser::Config::default();
+    config.acl = fuser::SessionACL::All;
+    let session = fuser::Session::from_fd(fs, fuse, fuser::SessionACL::All, config)?;
+    session.run()
+}

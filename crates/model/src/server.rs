@@ -1,0 +1,411 @@
+//! The FUSE server: one file, `disk.img`, whose reads and writes go to the
+//! lab's image file and complete when the device model says.
+//!
+//! The session thread admits each request to the [`Device`] (arrival
+//! order), and hands it to a worker, which does the real I/O on the image
+//! at once and replies at the completion time the model computed. Replies
+//! sent from other threads is how fuser lets requests overlap; the kernel
+//! sends at most the loop device's queue depth of them at a time, which
+//! the lab sets to the model's.
+//!
+//! Memory pressure: this process writes the pages the lab's filesystem is
+//! writing back; were its own allocations to wait for that writeback, it
+//! would wait for itself. It therefore marks itself an I/O flusher
+//! (PR_SET_IO_FLUSHER: allocations may not recurse into I/O) and reads and
+//! writes the image with O_DIRECT where the request is aligned, so it does
+//! not grow the host's page cache either.
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use fuser::{
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
+    KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyEmpty, ReplyEntry, ReplyOpen,
+    ReplyWrite, Request, WriteFlags,
+};
+
+use crate::clock::{now_ns, sleep_until, Oversleep};
+use crate::device::{Device, Op};
+use crate::stats::Stats;
+
+/// The one file's name.
+pub const FILE_NAME: &str = "disk.img";
+const ROOT: INodeNo = INodeNo(1);
+const DISK: INodeNo = INodeNo(2);
+const TTL: Duration = Duration::from_secs(3600);
+/// Largest request the kernel sends (FUSE max_pages 256 × 4 KiB): a
+/// loop device's 1 MiB request reaches the model whole.
+pub const MAX_REQUEST: u32 = 1 << 20;
+
+enum Reply {
+    Data(ReplyData, u64, u32),
+    Write(ReplyWrite, u64, Vec<u8>),
+    Empty(ReplyEmpty),
+}
+
+struct Job {
+    reply: Reply,
+    due_ns: u64,
+}
+
+/// The filesystem.
+pub struct ModelFs {
+    size: u64,
+    device: Mutex<Device>,
+    jobs: Mutex<mpsc::Sender<Job>>,
+    stats: Arc<Stats>,
+    in_model: Arc<AtomicU64>,
+}
+
+impl ModelFs {
+    /// Serves `image` (opened read-write) through `device`; `workers`
+    /// threads complete requests (at least the queue depth).
+    pub fn new(image: &Path, device: Device, stats: Arc<Stats>) -> std::io::Result<ModelFs> {
+        let buffered = File::options().read(true).write(true).open(image)?;
+        let direct = {
+            use std::os::unix::fs::OpenOptionsExt;
+            File::options()
+                .read(true)
+                .write(true)
+                .custom_flags(libc::O_DIRECT)
+                .open(image)
+                .ok()
+        };
+        let size = buffered.metadata()?.len();
+        let files = Arc::new(Files { buffered, direct });
+        let (tx, rx) = mpsc::channel::<Job>();
+        let rx = Arc::new(Mutex::new(rx));
+        let in_model = Arc::new(AtomicU64::new(0));
+        let workers = device.params().queue_depth as usize + 4;
+        let oversleep = Arc::new(Oversleep::default());
+        for i in 0..workers {
+            let (rx, files, stats, in_model, oversleep) = (
+                rx.clone(),
+                files.clone(),
+                stats.clone(),
+                in_model.clone(),
+                oversleep.clone(),
+            );
+            std::thread::Builder::new()
+                .name(format!("model-{i}"))
+                .spawn(move || worker(&rx, &files, &stats, &in_model, &oversleep))?;
+        }
+        Ok(ModelFs {
+            size,
+            device: Mutex::new(device),
+            jobs: Mutex::new(tx),
+            stats,
+            in_model,
+        })
+    }
+
+    fn attr(&self, ino: INodeNo) -> FileAttr {
+        let (kind, perm, size, nlink) = if ino == ROOT {
+            (FileType::Directory, 0o755, 0, 2)
+        } else {
+            (FileType::RegularFile, 0o600, self.size, 1)
+        };
+        FileAttr {
+            ino,
+            size,
+            blocks: size.div_ceil(512),
+            atime: SystemTime::UNIX_EPOCH,
+            mtime: SystemTime::UNIX_EPOCH,
+            ctime: SystemTime::UNIX_EPOCH,
+            crtime: SystemTime::UNIX_EPOCH,
+            kind,
+            perm,
+            nlink,
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+            blksize: 4096,
+            flags: 0,
+        }
+    }
+
+    /// Admits a request to the model and queues its completion.
+    fn submit(&self, op: Op, reply: Reply) {
+        let now = now_ns();
+        let slot = self
+            .device
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .admit(now, op);
+        let depth = self.in_model.fetch_add(1, Ordering::Relaxed) + 1;
+        self.stats.admitted(op, now, slot, depth, self.busy_ns());
+        let job = Job {
+            reply,
+            due_ns: slot.done_ns,
+        };
+        if let Err(mpsc::SendError(job)) = self
+            .jobs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .send(job)
+        {
+            fail(job.reply, Errno::EIO);
+        }
+    }
+
+    fn busy_ns(&self) -> u64 {
+        self.device
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .busy_ns
+    }
+}
+
+struct Files {
+    buffered: File,
+    direct: Option<File>,
+}
+
+impl Files {
+    /// O_DIRECT when the request is sector-aligned (it always is from a
+    /// loop device), through an aligned bounce buffer; buffered otherwise.
+    fn read_at(&self, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
+        if let (Some(d), true) = (&self.direct, aligned(offset, len)) {
+            let mut buf = AlignedBuf::new(len);
+            read_full(d, buf.as_mut(), offset)?;
+            return Ok(buf.as_mut().to_vec());
+        }
+        let mut v = vec![0u8; len];
+        read_full(&self.buffered, &mut v, offset)?;
+        Ok(v)
+    }
+
+    fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        if let (Some(d), true) = (&self.direct, aligned(offset, data.len())) {
+            let mut buf = AlignedBuf::new(data.len());
+            buf.as_mut().copy_from_slice(data);
+            return d.write_all_at(buf.as_mut(), offset);
+        }
+        self.buffered.write_all_at(data, offset)
+    }
+}
+
+fn aligned(offset: u64, len: usize) -> bool {
+    offset % 4096 == 0 && len % 4096 == 0 && len > 0
+}
+
+/// Reads `buf.len()` bytes, zero-filling past the end of the file.
+fn read_full(f: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        match f.read_at(&mut buf[done..], offset + done as u64)? {
+            0 => {
+                buf[done..].fill(0);
+                break;
+            }
+            n => done += n,
+        }
+    }
+    Ok(())
+}
+
+/// A zeroed buffer aligned to 4 KiB (O_DIRECT's requirement).
+struct AlignedBuf {
+    ptr: *mut u8,
+    len: usize,
+    layout: std::alloc::Layout,
+}
+
+impl AlignedBuf {
+    fn new(len: usize) -> AlignedBuf {
+        let layout = std::alloc::Layout::from_size_align(len.max(1), 4096)
+            .unwrap_or_else(|_| std::alloc::Layout::new::<u8>());
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        AlignedBuf { ptr, len, layout }
+    }
+
+    fn as_mut(&mut self) -> &mut [u8] {
+        // SAFETY: ptr points to len initialised (zeroed) bytes we own.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated with this layout in `new`.
+        unsafe { std::alloc::dealloc(self.ptr, self.layout) }
+    }
+}
+
+fn fail(reply: Reply, e: Errno) {
+    match reply {
+        Reply::Data(r, _, _) => r.error(e),
+        Reply::Write(r, _, _) => r.error(e),
+        Reply::Empty(r) => r.error(e),
+    }
+}
+
+fn worker(
+    rx: &Mutex<mpsc::Receiver<Job>>,
+    files: &Files,
+    stats: &Stats,
+    in_model: &AtomicU64,
+    oversleep: &Oversleep,
+) {
+    loop {
+        let job = {
+            let rx = rx.lock().unwrap_or_else(|p| p.into_inner());
+            match rx.recv() {
+                Ok(j) => j,
+                Err(_) => return,
+            }
+        };
+        // The real I/O first, then wait for the model's completion time:
+        // a host that cannot keep up shows as an overrun, not as a
+        // silently faster device.
+        let io = match &job.reply {
+            Reply::Data(_, offset, size) => files.read_at(*offset, *size as usize).map(Some),
+            Reply::Write(_, offset, data) => files.write_at(*offset, data).map(|_| None),
+            Reply::Empty(_) => Ok(None),
+        };
+        if now_ns() > job.due_ns {
+            stats.overrun();
+        }
+        sleep_until(job.due_ns, oversleep);
+        in_model.fetch_sub(1, Ordering::Relaxed);
+        match (job.reply, io) {
+            (Reply::Data(r, _, _), Ok(Some(buf))) => r.data(&buf),
+            (Reply::Write(r, _, data), Ok(_)) => r.written(data.len() as u32),
+            (Reply::Empty(r), Ok(_)) => r.ok(),
+            (reply, Err(e)) => {
+                stats.error();
+                fail(reply, Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO)));
+            }
+            (reply, Ok(_)) => fail(reply, Errno::EIO),
+        }
+    }
+}
+
+impl Filesystem for ModelFs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        // Requests up to 1 MiB, and as many in flight as the device has
+        // slots (the loop device's depth bounds them anyway).
+        let _ = config.set_max_write(MAX_REQUEST);
+        let _ = config.add_capabilities(fuser::InitFlags::FUSE_ASYNC_DIO);
+        let depth = self.device.lock().map(|d| d.params().queue_depth).unwrap_or(1);
+        let bg = u16::try_from(depth + 4).unwrap_or(u16::MAX);
+        let _ = config.set_max_background(bg);
+        let _ = config.set_congestion_threshold(bg);
+        Ok(())
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        if parent == ROOT && name == FILE_NAME {
+            reply.entry(&TTL, &self.attr(DISK), Generation(0));
+        } else {
+            reply.error(Errno::ENOENT);
+        }
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        if ino == ROOT || ino == DISK {
+            reply.attr(&TTL, &self.attr(ino));
+        } else {
+            reply.error(Errno::ENOENT);
+        }
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        if ino != DISK {
+            return reply.error(Errno::EISDIR);
+        }
+        // No page cache between the loop device and the model: every
+        // request the scheduler dispatches reaches the device.
+        reply.opened(FileHandle(0), FopenFlags::FOPEN_DIRECT_IO);
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let size = size.min(self.size.saturating_sub(offset) as u32);
+        self.submit(
+            Op::Read {
+                offset,
+                bytes: u64::from(size),
+            },
+            Reply::Data(reply, offset, size),
+        );
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        if offset.saturating_add(data.len() as u64) > self.size {
+            return reply.error(Errno::ENOSPC);
+        }
+        self.submit(
+            Op::Write {
+                offset,
+                bytes: data.len() as u64,
+            },
+            Reply::Write(reply, offset, data.to_vec()),
+        );
+    }
+
+    fn flush(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _lo: LockOwner, reply: ReplyEmpty) {
+        reply.ok();
+    }
+
+    fn fsync(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+        self.submit(Op::Flush, Reply::Empty(reply));
+    }
+
+    fn opendir(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        reply.opened(FileHandle(0), FopenFlags::empty());
+    }
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: fuser::ReplyDirectory,
+    ) {
+        if ino != ROOT {
+            return reply.error(Errno::ENOTDIR);
+        }
+        let entries = [
+            (ROOT, FileType::Directory, "."),
+            (ROOT, FileType::Directory, ".."),
+            (DISK, FileType::RegularFile, FILE_NAME),
+        ];
+        for (i, (ino, kind, name)) in entries.iter().enumerate().skip(offset as usize) {
+            if reply.add(*ino, (i + 1) as u64, *kind, name) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+}

@@ -1,0 +1,124 @@
+//! What the model saw since the lab came up, for `iolab lab status`:
+//! requests and bytes per direction, flushes, busy time, the deepest the
+//! queue in the model got, and overruns (the host's own I/O took longer
+//! than the modelled time, so that request was late). Written as JSON to
+//! a file next to the lab's metadata twice a second.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+use crate::device::{Op, Slot};
+use crate::params::ModelParams;
+
+/// Live counters.
+#[derive(Debug, Default)]
+pub struct Stats {
+    reads: AtomicU64,
+    writes: AtomicU64,
+    flushes: AtomicU64,
+    read_bytes: AtomicU64,
+    write_bytes: AtomicU64,
+    busy_ns: AtomicU64,
+    wait_ns: AtomicU64,
+    max_depth: AtomicU64,
+    overruns: AtomicU64,
+    errors: AtomicU64,
+}
+
+/// A snapshot, as written to the stats file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelStats {
+    /// The model's parameters.
+    pub params: Option<ModelParams>,
+    /// Server process id.
+    pub pid: u32,
+    /// Seconds since the server started.
+    pub uptime_s: f64,
+    /// Reads served.
+    pub reads: u64,
+    /// Writes served.
+    pub writes: u64,
+    /// Flushes served.
+    pub flushes: u64,
+    /// Bytes read.
+    pub read_bytes: u64,
+    /// Bytes written.
+    pub write_bytes: u64,
+    /// Time at least one request was in service, s.
+    pub busy_s: f64,
+    /// Time requests waited in the model for a slot, summed, s.
+    pub queue_wait_s: f64,
+    /// Most requests in the model at once (in service or waiting).
+    pub max_queue_depth: u64,
+    /// Requests whose real I/O outlasted their modelled time.
+    pub overruns: u64,
+    /// Requests that failed on the image file.
+    pub errors: u64,
+}
+
+impl Stats {
+    /// Counts an admitted request.
+    pub fn admitted(&self, op: Op, now_ns: u64, slot: Slot, depth: u64, busy_ns: u64) {
+        match op {
+            Op::Read { bytes, .. } => {
+                self.reads.fetch_add(1, Ordering::Relaxed);
+                self.read_bytes.fetch_add(bytes, Ordering::Relaxed);
+            }
+            Op::Write { bytes, .. } => {
+                self.writes.fetch_add(1, Ordering::Relaxed);
+                self.write_bytes.fetch_add(bytes, Ordering::Relaxed);
+            }
+            Op::Flush => {
+                self.flushes.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.wait_ns
+            .fetch_add(slot.start_ns.saturating_sub(now_ns), Ordering::Relaxed);
+        self.busy_ns.store(busy_ns, Ordering::Relaxed);
+        self.max_depth.fetch_max(depth, Ordering::Relaxed);
+    }
+
+    /// A request's real I/O finished after its modelled completion.
+    pub fn overrun(&self) {
+        self.overruns.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A request failed on the image.
+    pub fn error(&self) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The counters now.
+    pub fn snapshot(&self, params: &ModelParams, uptime_s: f64) -> ModelStats {
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        ModelStats {
+            params: Some(params.clone()),
+            pid: std::process::id(),
+            uptime_s,
+            reads: g(&self.reads),
+            writes: g(&self.writes),
+            flushes: g(&self.flushes),
+            read_bytes: g(&self.read_bytes),
+            write_bytes: g(&self.write_bytes),
+            busy_s: g(&self.busy_ns) as f64 / 1e9,
+            queue_wait_s: g(&self.wait_ns) as f64 / 1e9,
+            max_queue_depth: g(&self.max_depth),
+            overruns: g(&self.overruns),
+            errors: g(&self.errors),
+        }
+    }
+}
+
+/// Writes `s` to `path` atomically (a reader never sees half a file).
+pub fn write(path: &Path, s: &ModelStats) -> std::io::Result<()> {
+    let tmp: PathBuf = path.with_extension("tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(s).unwrap_or_default())?;
+    std::fs::rename(&tmp, path)
+}
+
+/// Reads a stats file, `None` if absent or unreadable.
+pub fn read(path: &Path) -> Option<ModelStats> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
