@@ -28,10 +28,12 @@
 //! persist them.
 #![deny(missing_docs)]
 
+pub mod backend;
 mod down;
 mod error;
 mod image;
 pub mod meta;
+pub mod model;
 pub mod spec;
 mod status;
 mod throttle;
@@ -43,10 +45,11 @@ use std::path::{Path, PathBuf};
 use iolab_guard::Guard;
 use iolab_sys::block::BlockDev;
 
+pub use backend::Backend;
 pub use down::{down, down_all, DownReport};
 pub use error::LabError;
 pub use meta::{LabKind, LabMeta, LabState};
-pub use spec::{Fs, LabSpec, SpecText};
+pub use spec::{slowing_from_text, Fs, LabSpec, ModelText, SpecText};
 pub use status::{list, status, LabStatus};
 pub use throttle::{cgroup_warning, read_throttle, ThrottleValues};
 pub use up::{format_and_mount, up};
@@ -113,9 +116,12 @@ impl Lab {
         // A loop device number is reused once detached: make sure it still
         // serves this lab (its backing file is the lower device or image).
         if m.kind == LabKind::Loop {
-            let want = match &lower {
-                Some(l) => l.dev_path(),
-                None => m.image.clone().unwrap_or_default(),
+            let want = match (&lower, &m.spec.model) {
+                (Some(l), _) => l.dev_path(),
+                (None, Some(_)) => {
+                    model::fuse_mountpoint(&m.name).join(iolab_model::server::FILE_NAME)
+                }
+                (None, None) => m.image.clone().unwrap_or_default(),
             };
             let backing =
                 std::fs::read_to_string(top.sysfs.join("loop/backing_file")).unwrap_or_default();

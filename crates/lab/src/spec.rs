@@ -122,6 +122,17 @@ pub struct LabSpec {
     /// `lz4hc,12`); `None` stores the files uncompressed.
     #[serde(default)]
     pub compress: Option<String>,
+    /// How the lab is slowed (`--backend`; resolved by `up`: see
+    /// `backend::resolve`). `None`: not slowed.
+    #[serde(default)]
+    pub backend: Option<crate::backend::Backend>,
+    /// The device model (`--device-model` and its overrides, or the model
+    /// of `--bw`/`--iops`), when the backend is the model.
+    #[serde(default)]
+    pub model: Option<iolab_model::ModelParams>,
+    /// Why this backend was chosen, in words (shown by `lab status`).
+    #[serde(default)]
+    pub backend_reason: Option<String>,
 }
 
 impl Default for LabSpec {
@@ -139,6 +150,9 @@ impl Default for LabSpec {
             zram: false,
             from: None,
             compress: None,
+            backend: None,
+            model: None,
+            backend_reason: None,
         }
     }
 }
@@ -149,8 +163,23 @@ impl LabSpec {
         self.bw_bytes.is_some() || self.iops.is_some()
     }
 
-    /// The driver queue depth the top device gets, if it is limited.
+    /// True when the blkio throttle slows this lab (a lower loop device).
+    pub fn uses_throttle(&self) -> bool {
+        self.backend == Some(crate::backend::Backend::Throttle)
+    }
+
+    /// The driver queue depth the top device gets, if it is limited. A
+    /// model lab gets the model's depth (at least the kernel's minimum of
+    /// 4: up to that many requests wait in the model's FIFO, the rest in
+    /// the scheduler under test).
     pub fn effective_queue_depth(&self) -> Option<u32> {
+        if let Some(m) = &self.model {
+            return Some(
+                self.queue_depth
+                    .unwrap_or(m.queue_depth)
+                    .max(MIN_QUEUE_DEPTH),
+            );
+        }
         self.queue_depth
             .or_else(|| self.throttled().then_some(DEFAULT_THROTTLED_DEPTH))
     }
@@ -163,7 +192,13 @@ impl LabSpec {
     pub fn effective_dirty_limit(&self) -> Option<u64> {
         const MIN: u64 = 16 << 20;
         self.dirty_limit_bytes.or_else(|| {
-            let bw = self.bw_bytes.or_else(|| self.iops.map(|i| i * 4096))?;
+            let bw = match &self.model {
+                // A model lab writes back into FUSE: its dirty pages must
+                // stay bounded (2 s of the model's write rate), so
+                // writeback never needs more memory than the host has.
+                Some(m) => m.write_bw.min(1 << 40),
+                None => self.bw_bytes.or_else(|| self.iops.map(|i| i * 4096))?,
+            };
             Some((2 * bw).max(MIN))
         })
     }
@@ -200,6 +235,9 @@ impl LabSpec {
         }
         if self.zram {
             self.validate_zram()?;
+        }
+        if let Some(m) = &self.model {
+            m.validate()?;
         }
         self.validate_erofs()
     }
@@ -242,6 +280,9 @@ impl LabSpec {
         if self.throttled() {
             return Err(no("--bw/--iops"));
         }
+        if self.model.is_some() || self.backend.is_some() {
+            return Err(no("--backend/--device-model"));
+        }
         if self.queue_depth.is_some() {
             return Err(no("--queue-depth"));
         }
@@ -276,6 +317,93 @@ pub struct SpecText<'a> {
     pub from: Option<&'a str>,
     /// `--compress` (erofs).
     pub compress: Option<&'a str>,
+    /// `--backend`: `model` or `throttle`.
+    pub backend: Option<&'a str>,
+    /// `--device-model`: `emmc`, `sd`, `ufs` or `hdd`.
+    pub device_model: Option<&'a str>,
+    /// The model's overrides.
+    pub model: ModelText<'a>,
+}
+
+/// The device model's flags as typed (`--model-read-bw 80MB/s`, ...).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModelText<'a> {
+    /// `--model-read-bw`.
+    pub read_bw: Option<&'a str>,
+    /// `--model-write-bw`.
+    pub write_bw: Option<&'a str>,
+    /// `--model-read-latency`.
+    pub read_latency: Option<&'a str>,
+    /// `--model-write-latency`.
+    pub write_latency: Option<&'a str>,
+    /// `--model-queue-depth`.
+    pub queue_depth: Option<&'a str>,
+    /// `--model-flush`.
+    pub flush: Option<&'a str>,
+    /// `--model-seek`.
+    pub seek: Option<&'a str>,
+}
+
+impl ModelText<'_> {
+    fn any(&self) -> bool {
+        [
+            self.read_bw,
+            self.write_bw,
+            self.read_latency,
+            self.write_latency,
+            self.queue_depth,
+            self.flush,
+            self.seek,
+        ]
+        .iter()
+        .any(Option::is_some)
+    }
+
+    /// `base` with the overrides applied; each error names its flag.
+    fn apply(
+        &self,
+        mut base: iolab_model::ModelParams,
+    ) -> Result<iolab_model::ModelParams, UsageError> {
+        let rate = |flag: &str, t: &str| {
+            iolab_sys::units::parse_rate(t).map_err(|e| UsageError::new(format!("{flag}: {e}")))
+        };
+        let dur = |flag: &str, t: &str| {
+            iolab_sys::units::parse_duration(t)
+                .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+                .map_err(|e| UsageError::new(format!("{flag}: {e}")))
+        };
+        let custom = self.any();
+        if let Some(t) = self.read_bw {
+            base.read_bw = rate("--model-read-bw", t)?;
+        }
+        if let Some(t) = self.write_bw {
+            base.write_bw = rate("--model-write-bw", t)?;
+        }
+        if let Some(t) = self.read_latency {
+            base.read_latency_ns = dur("--model-read-latency", t)?;
+        }
+        if let Some(t) = self.write_latency {
+            base.write_latency_ns = dur("--model-write-latency", t)?;
+        }
+        if let Some(t) = self.flush {
+            base.flush_ns = dur("--model-flush", t)?;
+        }
+        if let Some(t) = self.seek {
+            base.seek_ns = dur("--model-seek", t)?;
+        }
+        if let Some(t) = self.queue_depth {
+            base.queue_depth = t.trim().parse().map_err(|_| {
+                UsageError::new(format!(
+                    "--model-queue-depth: invalid number {t:?}: expected 1 (eMMC, SD) or more (UFS: 32)"
+                ))
+            })?;
+        }
+        if custom {
+            base.profile = format!("{}+overrides", base.profile);
+        }
+        base.validate()?;
+        Ok(base)
+    }
 }
 
 impl LabSpec {
@@ -323,7 +451,12 @@ impl LabSpec {
             zram: t.zram,
             from: t.from.map(PathBuf::from),
             compress: t.compress.map(str::to_string),
+            backend: None,
+            model: None,
+            backend_reason: None,
         };
+        let mut spec = spec;
+        (spec.backend, spec.model) = slowing_from_text(&spec, t.backend, t.device_model, &t.model)?;
         spec.validate()?;
         Ok(spec)
     }
@@ -574,4 +707,36 @@ mod tests {
         .validate()
         .is_err());
     }
+}
+
+/// `--backend`, `--device-model` and the `--model-*` overrides, for a lab
+/// whose `--bw`/`--iops`/`--queue-depth` are already in `spec`: the backend
+/// asked for (`None`: chosen when the lab is made) and the model, if any.
+pub fn slowing_from_text(
+    spec: &LabSpec,
+    backend: Option<&str>,
+    device_model: Option<&str>,
+    overrides: &ModelText<'_>,
+) -> Result<(Option<crate::Backend>, Option<iolab_model::ModelParams>), UsageError> {
+    let backend = backend
+        .map(crate::Backend::parse)
+        .transpose()
+        .map_err(|e| UsageError::new(e.to_string()))?;
+    let base = match device_model {
+        Some(p) => Some(
+            iolab_model::ModelParams::profile(p)
+                .map_err(|e| UsageError::new(format!("--device-model: {e}")))?,
+        ),
+        None if overrides.any() => {
+            if !spec.throttled() {
+                return Err(UsageError::new(
+                    "the --model-* flags adjust a device model: give --device-model emmc|sd|ufs|hdd (or --bw) as well",
+                ));
+            }
+            Some(crate::backend::from_limits(spec).map_err(|e| UsageError::new(e.to_string()))?)
+        }
+        None => None,
+    };
+    let model = base.map(|b| overrides.apply(b)).transpose()?;
+    Ok((backend, model))
 }

@@ -74,6 +74,15 @@ pub struct LabStatus {
     pub fs_avail_bytes: Option<u64>,
     /// zram compression state.
     pub zram: Option<ZramStatus>,
+    /// How the lab is slowed: `throttle` or `model` (`None`: not slowed).
+    pub backend: Option<crate::Backend>,
+    /// Why that backend (the flag given, or why the default was taken).
+    pub backend_reason: Option<String>,
+    /// The device model's parameters, for a model lab.
+    pub model: Option<iolab_model::ModelParams>,
+    /// What the model's server observed since the lab came up (requests,
+    /// bytes, busy time, deepest queue), for a model lab.
+    pub model_stats: Option<iolab_model::ModelStats>,
     /// What is wrong with the lab, if anything.
     pub problems: Vec<String>,
 }
@@ -137,6 +146,9 @@ fn from_meta(m: &LabMeta, persistent: bool) -> LabStatus {
         size_bytes: Some(m.spec.size_bytes),
         queue_depth: m.queue_depth,
         fstype: (m.spec.fs != crate::Fs::None).then(|| m.spec.fs.to_string()),
+        backend: m.spec.backend,
+        backend_reason: m.spec.backend_reason.clone(),
+        model: m.spec.model.clone(),
         ..LabStatus::default()
     }
 }
@@ -180,6 +192,19 @@ fn read_live(lab: &Lab, st: &mut LabStatus) {
     }
     if lab.kind == LabKind::Zram {
         st.zram = zram::status(top);
+    }
+    if st.model.is_some() {
+        st.model_stats = iolab_model::stats::read(&crate::model::stats_path(&lab.name));
+        let alive = st
+            .model_stats
+            .as_ref()
+            .is_some_and(|s| Path::new(&format!("/proc/{}", s.pid)).exists());
+        if !alive {
+            st.problems.push(format!(
+                "the device-model server is not running: the lab's I/O fails; `iolab lab down {}` removes it",
+                lab.name
+            ));
+        }
     }
     if let Some(mp) = &lab.mountpoint {
         read_mount(top, mp, st);

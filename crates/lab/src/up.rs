@@ -28,6 +28,7 @@ pub fn up(guard: &Guard, spec: &LabSpec) -> Result<Lab, LabError> {
 
 fn make(guard: &Guard, spec: &LabSpec) -> Result<Lab, LabError> {
     spec.validate()?;
+    let spec = &crate::backend::resolve(spec)?;
     if !spec.zram {
         if let Some(s) = &spec.scheduler {
             throttle::precheck_scheduler(s)?;
@@ -74,7 +75,12 @@ fn make(guard: &Guard, spec: &LabSpec) -> Result<Lab, LabError> {
         let img = image::make(guard, spec)?;
         m.image = Some(img.clone());
         checkpoint("image")?;
-        if spec.throttled() {
+        if let Some(params) = &spec.model {
+            // The filesystem is made on the image before the model serves
+            // it: mkfs through a 30 MB/s model would only cost time.
+            mkfs_at(&img, spec.fs, true)?;
+            (crate::model::make(guard, &spec.name, &img, params)?, None)
+        } else if spec.uses_throttle() {
             let lower = guard.attach_loop(&img, true)?;
             (guard.attach_loop(&lower.dev_path(), true)?, Some(lower))
         } else {
@@ -87,7 +93,9 @@ fn make(guard: &Guard, spec: &LabSpec) -> Result<Lab, LabError> {
     checkpoint("devices")?;
 
     // Before the throttle, so mkfs runs at full speed.
-    mkfs(&top, spec.fs, true)?;
+    if spec.model.is_none() {
+        mkfs(&top, spec.fs, true)?;
+    }
     checkpoint("mkfs")?;
     if !spec.zram {
         m.queue_depth = throttle::configure(guard, spec, &top, lower.as_ref())?;
@@ -175,7 +183,11 @@ fn exists(name: &str) -> LabError {
 /// (nodiscard / -K). On any other device everything is initialised now
 /// (lazy_*_init=0) and mkfs discards as it normally does.
 fn mkfs(dev: &BlockDev, fs: Fs, zeroed: bool) -> Result<(), LabError> {
-    let path = dev.dev_path();
+    mkfs_at(&dev.dev_path(), fs, zeroed)
+}
+
+/// [`mkfs`] on a device node or an image file.
+fn mkfs_at(path: &std::path::Path, fs: Fs, zeroed: bool) -> Result<(), LabError> {
     let path = path.to_string_lossy();
     let (prog, args): (&str, Vec<&str>) = match fs {
         // Built from its source directory with the image (image.rs).

@@ -9,6 +9,12 @@
 //! does not. At depth 1 that is simply one request after another, each
 //! taking `latency + bytes / rate`. A flush waits for every slot, then
 //! holds the device for its cost.
+//!
+//! A request that continues the previous one (same direction, starting
+//! where it ended) and arrives while that one is still transferring is
+//! its continuation: FUSE splits a loop device's 1 MiB request into
+//! 512 KiB pieces that arrive together, and the block layer would have
+//! merged two such requests anyway. It pays no second fixed latency.
 
 use crate::params::{transfer_ns, ModelParams};
 
@@ -50,6 +56,7 @@ pub struct Device {
     free_at: Vec<u64>,
     channel_free: u64,
     last_end: Option<u64>,
+    last_write: bool,
     busy_until: u64,
     /// Time at least one request was in service, ns.
     pub busy_ns: u64,
@@ -64,6 +71,7 @@ impl Device {
             free_at: vec![0; depth],
             channel_free: 0,
             last_end: None,
+            last_write: false,
             busy_until: 0,
             busy_ns: 0,
         }
@@ -99,7 +107,9 @@ impl Device {
                     .min_by_key(|&(_, f)| f)
                     .unwrap_or((0, 0));
                 let start = free.max(now_ns);
-                let seek = if p.seek_ns > 0 && self.last_end != Some(offset) {
+                let continues = self.last_end == Some(offset) && self.last_write == write;
+                let continuation = continues && now_ns < self.channel_free;
+                let seek = if p.seek_ns > 0 && !continues {
                     p.seek_ns
                 } else {
                     0
@@ -109,11 +119,13 @@ impl Device {
                 } else {
                     (p.read_latency_ns, p.read_bw)
                 };
+                let fixed = if continuation { 0 } else { fixed };
                 let transfer_start = (start + fixed + seek).max(self.channel_free);
                 let done = transfer_start + transfer_ns(bytes, bw);
                 self.channel_free = done;
                 self.free_at[i] = done;
                 self.last_end = Some(offset + bytes);
+                self.last_write = write;
                 Slot {
                     start_ns: start,
                     done_ns: done,
@@ -153,10 +165,28 @@ mod tests {
     fn depth_one_serves_one_after_another() {
         let mut d = Device::new(params(1));
         // 1 MB read: 100 µs + 10 ms.
-        let a = d.admit(0, Op::Read { offset: 0, bytes: 1_000_000 });
-        assert_eq!(a, Slot { start_ns: 0, done_ns: 10_100_000 });
+        let a = d.admit(
+            0,
+            Op::Read {
+                offset: 0,
+                bytes: 1_000_000,
+            },
+        );
+        assert_eq!(
+            a,
+            Slot {
+                start_ns: 0,
+                done_ns: 10_100_000
+            }
+        );
         // Arrives while the first is served: waits for it.
-        let b = d.admit(1_000, Op::Read { offset: 1_000_000, bytes: 4096 });
+        let b = d.admit(
+            1_000,
+            Op::Read {
+                offset: 5_000_000,
+                bytes: 4096,
+            },
+        );
         assert_eq!(b.start_ns, 10_100_000);
         assert_eq!(b.done_ns, 10_100_000 + 100_000 + 40_960);
         assert_eq!(d.busy_ns, b.done_ns);
@@ -166,7 +196,15 @@ mod tests {
     fn deeper_queues_overlap_latency_not_transfer() {
         let mut d = Device::new(params(4));
         let slots: Vec<Slot> = (0..4)
-            .map(|i| d.admit(0, Op::Read { offset: i * 4096, bytes: 4096 }))
+            .map(|i| {
+                d.admit(
+                    0,
+                    Op::Read {
+                        offset: i * 4096,
+                        bytes: 4096,
+                    },
+                )
+            })
             .collect();
         // All start at once; transfers of 40.96 µs follow each other after
         // the shared 100 µs latency.
@@ -178,12 +216,54 @@ mod tests {
     #[test]
     fn a_flush_waits_for_everything_and_holds_the_device() {
         let mut d = Device::new(params(2));
-        let w = d.admit(0, Op::Write { offset: 0, bytes: 50_000 });
+        let w = d.admit(
+            0,
+            Op::Write {
+                offset: 0,
+                bytes: 50_000,
+            },
+        );
         let f = d.admit(10, Op::Flush);
         assert_eq!(f.start_ns, w.done_ns);
         assert_eq!(f.done_ns, w.done_ns + 1_000_000);
-        let r = d.admit(20, Op::Read { offset: 0, bytes: 0 });
+        let r = d.admit(
+            20,
+            Op::Read {
+                offset: 0,
+                bytes: 0,
+            },
+        );
         assert!(r.start_ns >= f.done_ns);
+    }
+
+    #[test]
+    fn a_split_request_pays_its_latency_once() {
+        let mut d = Device::new(params(1));
+        let a = d.admit(
+            0,
+            Op::Read {
+                offset: 0,
+                bytes: 500_000,
+            },
+        );
+        // The second half arrives with the first: only its transfer.
+        let b = d.admit(
+            10,
+            Op::Read {
+                offset: 500_000,
+                bytes: 500_000,
+            },
+        );
+        assert_eq!(b.done_ns, a.done_ns + 5_000_000);
+        // The next request, after both completed, is a new command.
+        let c = d.admit(
+            b.done_ns + 1,
+            Op::Read {
+                offset: 1_000_000,
+                bytes: 0,
+            },
+        );
+        assert_eq!(c.done_ns - c.start_ns, 100_000);
     }
 
     #[test]
@@ -191,11 +271,29 @@ mod tests {
         let mut p = params(1);
         p.seek_ns = 5_000_000;
         let mut d = Device::new(p);
-        let a = d.admit(0, Op::Read { offset: 0, bytes: 0 });
+        let a = d.admit(
+            0,
+            Op::Read {
+                offset: 0,
+                bytes: 0,
+            },
+        );
         assert_eq!(a.done_ns, 100_000 + 5_000_000); // first: unknown position
-        let b = d.admit(a.done_ns, Op::Read { offset: 0, bytes: 0 });
+        let b = d.admit(
+            a.done_ns,
+            Op::Read {
+                offset: 0,
+                bytes: 0,
+            },
+        );
         assert_eq!(b.done_ns - b.start_ns, 100_000); // sequential: no seek
-        let c = d.admit(b.done_ns, Op::Read { offset: 1 << 30, bytes: 0 });
+        let c = d.admit(
+            b.done_ns,
+            Op::Read {
+                offset: 1 << 30,
+                bytes: 0,
+            },
+        );
         assert_eq!(c.done_ns - c.start_ns, 5_100_000);
     }
 }

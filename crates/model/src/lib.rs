@@ -21,21 +21,17 @@ pub mod stats;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 pub use device::{Device, Op, Slot};
 pub use params::ModelParams;
 pub use stats::ModelStats;
 
 /// Serves `image` through the model until the FUSE mount goes away.
-/// `fuse` is the descriptor the mount was made with; stats are written to
-/// `stats_path` twice a second.
-pub fn serve(
-    fuse: OwnedFd,
-    image: &Path,
-    params: ModelParams,
-    stats_path: &Path,
-) -> std::io::Result<()> {
+/// `fuse` is the descriptor the mount was made with. The statistics are
+/// the mount's second file, `stats.json`.
+/// Until the caller writes the measured round trip to `control` (see
+/// [`server::Transport`]), reads are answered at once with zeros.
+pub fn serve(fuse: OwnedFd, image: &Path, params: ModelParams) -> std::io::Result<()> {
     // Allocations of this process must not wait for writeback of the
     // lab's own dirty pages, which only this process can complete
     // (PR_SET_IO_FLUSHER = 57, Linux 5.6+; root only). Best effort.
@@ -44,17 +40,9 @@ pub fn serve(
         libc::prctl(57, 1, 0, 0, 0);
     }
     let stats = Arc::new(stats::Stats::default());
-    let fs = server::ModelFs::new(image, Device::new(params.clone()), stats.clone())?;
-    {
-        let (stats, path, params) = (stats.clone(), stats_path.to_path_buf(), params.clone());
-        let t0 = Instant::now();
-        std::thread::Builder::new()
-            .name("model-stats".into())
-            .spawn(move || loop {
-                let _ = stats::write(&path, &stats.snapshot(&params, t0.elapsed().as_secs_f64()));
-                std::thread::sleep(Duration::from_millis(500));
-            })?;
-    }
+    let transport = Arc::new(server::Transport::default());
+    let fs = server::ModelFs::new(image, Device::new(params), stats, transport)?;
+
     let mut config = fuser::Config::default();
     config.acl = fuser::SessionACL::All;
     let session = fuser::Session::from_fd(fs, fuse, fuser::SessionACL::All, config)?;

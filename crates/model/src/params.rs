@@ -9,7 +9,7 @@ use iolab_sys::UsageError;
 use serde::{Deserialize, Serialize};
 
 /// A device model's parameters.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModelParams {
     /// Profile it started from (`emmc`, `sd`, `ufs`, `hdd`, or `custom`).
     pub profile: String,
@@ -174,7 +174,11 @@ mod tests {
     fn zero_rates_and_depths_are_refused() {
         let mut p = ModelParams::profile("emmc").unwrap();
         p.read_bw = 0;
-        assert!(p.validate().unwrap_err().to_string().contains("bandwidth of 0"));
+        assert!(p
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("bandwidth of 0"));
         let mut p = ModelParams::profile("emmc").unwrap();
         p.queue_depth = 0;
         assert!(p.validate().is_err());

@@ -33,10 +33,13 @@ use crate::clock::{now_ns, sleep_until, Oversleep};
 use crate::device::{Device, Op};
 use crate::stats::Stats;
 
-/// The one file's name.
+/// The device's file.
 pub const FILE_NAME: &str = "disk.img";
+/// The statistics file (JSON, computed when read).
+pub const STATS_NAME: &str = "stats.json";
 const ROOT: INodeNo = INodeNo(1);
 const DISK: INodeNo = INodeNo(2);
+const STATS: INodeNo = INodeNo(3);
 const TTL: Duration = Duration::from_secs(3600);
 /// Largest request the kernel sends (FUSE max_pages 256 × 4 KiB): a
 /// loop device's 1 MiB request reaches the model whole.
@@ -53,6 +56,61 @@ struct Job {
     due_ns: u64,
 }
 
+/// The cost of the path itself — block layer, loop, FUSE, this server and
+/// back — which every request pays on top of its modelled time. Measured
+/// once when the lab comes up, through the lab's own loop device (reads
+/// answered at once, with no model and no I/O: [`measure`]), written to
+/// the `control` file, and taken off each request's due time: a 4 KiB
+/// read then takes the modelled time, not the modelled time plus the
+/// round trip.
+#[derive(Debug, Default)]
+pub struct Transport {
+    calibrated: std::sync::atomic::AtomicBool,
+    ns: AtomicU64,
+}
+
+impl Transport {
+    /// Ends calibration with the measured round trip.
+    fn set(&self, ns: u64) {
+        self.ns.store(ns, Ordering::Relaxed);
+        self.calibrated.store(true, Ordering::Release);
+    }
+
+    fn calibrating(&self) -> bool {
+        !self.calibrated.load(Ordering::Acquire)
+    }
+
+    /// The measured round trip, ns.
+    pub fn ns(&self) -> u64 {
+        self.ns.load(Ordering::Relaxed)
+    }
+}
+
+/// Measures the round trip through `dev` (the lab's loop device over this
+/// server's `disk.img`, served at once while calibrating): 200 4 KiB
+/// O_DIRECT reads, the median of the last 150, ns.
+pub fn measure(dev: &Path) -> std::io::Result<u64> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = File::options()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(dev)?;
+    let mut buf = AlignedBuf::new(4096);
+    let mut times = Vec::new();
+    for _ in 0..200 {
+        let t = now_ns();
+        f.read_at(buf.as_mut(), 0)?;
+        times.push(now_ns() - t);
+    }
+    let tail = &mut times[50..];
+    tail.sort_unstable();
+    Ok(tail[tail.len() / 2])
+}
+
+/// The file `measure`'s result is written to: `transport_ns=N`.
+pub const CONTROL_NAME: &str = "control";
+const CONTROL: INodeNo = INodeNo(4);
+
 /// The filesystem.
 pub struct ModelFs {
     size: u64,
@@ -60,12 +118,19 @@ pub struct ModelFs {
     jobs: Mutex<mpsc::Sender<Job>>,
     stats: Arc<Stats>,
     in_model: Arc<AtomicU64>,
+    started_ns: u64,
+    transport: Arc<Transport>,
 }
 
 impl ModelFs {
     /// Serves `image` (opened read-write) through `device`; `workers`
     /// threads complete requests (at least the queue depth).
-    pub fn new(image: &Path, device: Device, stats: Arc<Stats>) -> std::io::Result<ModelFs> {
+    pub fn new(
+        image: &Path,
+        device: Device,
+        stats: Arc<Stats>,
+        transport: Arc<Transport>,
+    ) -> std::io::Result<ModelFs> {
         let buffered = File::options().read(true).write(true).open(image)?;
         let direct = {
             use std::os::unix::fs::OpenOptionsExt;
@@ -101,12 +166,37 @@ impl ModelFs {
             jobs: Mutex::new(tx),
             stats,
             in_model,
+            started_ns: now_ns(),
+            transport,
         })
+    }
+
+    fn stats_json(&self) -> Vec<u8> {
+        let params = self
+            .device
+            .lock()
+            .map(|d| d.params().clone())
+            .unwrap_or_else(|p| p.into_inner().params().clone());
+        let mut snap = self
+            .stats
+            .snapshot(&params, (now_ns() - self.started_ns) as f64 / 1e9);
+        snap.busy_s = self.busy_ns() as f64 / 1e9;
+        snap.calibrated = !self.transport.calibrating();
+        snap.transport_ns = self.transport.ns();
+        let mut v = serde_json::to_vec_pretty(&snap).unwrap_or_default();
+        v.push(b'\n');
+        v
     }
 
     fn attr(&self, ino: INodeNo) -> FileAttr {
         let (kind, perm, size, nlink) = if ino == ROOT {
             (FileType::Directory, 0o755, 0, 2)
+        } else if ino == STATS {
+            // Its size is not known before it is read (direct I/O reads
+            // ignore the size).
+            (FileType::RegularFile, 0o444, 0, 1)
+        } else if ino == CONTROL {
+            (FileType::RegularFile, 0o200, 0, 1)
         } else {
             (FileType::RegularFile, 0o600, self.size, 1)
         };
@@ -141,7 +231,7 @@ impl ModelFs {
         self.stats.admitted(op, now, slot, depth, self.busy_ns());
         let job = Job {
             reply,
-            due_ns: slot.done_ns,
+            due_ns: slot.done_ns.saturating_sub(self.transport.ns()).max(now),
         };
         if let Err(mpsc::SendError(job)) = self
             .jobs
@@ -283,7 +373,10 @@ fn worker(
             (Reply::Empty(r), Ok(_)) => r.ok(),
             (reply, Err(e)) => {
                 stats.error();
-                fail(reply, Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO)));
+                fail(
+                    reply,
+                    Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO)),
+                );
             }
             (reply, Ok(_)) => fail(reply, Errno::EIO),
         }
@@ -296,7 +389,11 @@ impl Filesystem for ModelFs {
         // slots (the loop device's depth bounds them anyway).
         let _ = config.set_max_write(MAX_REQUEST);
         let _ = config.add_capabilities(fuser::InitFlags::FUSE_ASYNC_DIO);
-        let depth = self.device.lock().map(|d| d.params().queue_depth).unwrap_or(1);
+        let depth = self
+            .device
+            .lock()
+            .map(|d| d.params().queue_depth)
+            .unwrap_or(1);
         let bg = u16::try_from(depth + 4).unwrap_or(u16::MAX);
         let _ = config.set_max_background(bg);
         let _ = config.set_congestion_threshold(bg);
@@ -306,21 +403,48 @@ impl Filesystem for ModelFs {
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         if parent == ROOT && name == FILE_NAME {
             reply.entry(&TTL, &self.attr(DISK), Generation(0));
+        } else if parent == ROOT && name == STATS_NAME {
+            reply.entry(&Duration::ZERO, &self.attr(STATS), Generation(0));
+        } else if parent == ROOT && name == CONTROL_NAME {
+            reply.entry(&Duration::ZERO, &self.attr(CONTROL), Generation(0));
         } else {
             reply.error(Errno::ENOENT);
         }
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        if ino == ROOT || ino == DISK {
+        if ino == ROOT || ino == DISK || ino == STATS || ino == CONTROL {
             reply.attr(&TTL, &self.attr(ino));
         } else {
             reply.error(Errno::ENOENT);
         }
     }
 
+    /// Truncation of `control` (opening it for writing truncates) and any
+    /// other attribute change: nothing to change, the attributes as they are.
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _mode: Option<u32>,
+        _uid: Option<u32>,
+        _gid: Option<u32>,
+        _size: Option<u64>,
+        _atime: Option<fuser::TimeOrNow>,
+        _mtime: Option<fuser::TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        reply.attr(&TTL, &self.attr(ino));
+    }
+
     fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        if ino != DISK {
+        if ino == ROOT {
             return reply.error(Errno::EISDIR);
         }
         // No page cache between the loop device and the model: every
@@ -331,7 +455,7 @@ impl Filesystem for ModelFs {
     fn read(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
         size: u32,
@@ -339,7 +463,16 @@ impl Filesystem for ModelFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
+        if ino == STATS {
+            let json = self.stats_json();
+            let from = (offset as usize).min(json.len());
+            let to = (from + size as usize).min(json.len());
+            return reply.data(&json[from..to]);
+        }
         let size = size.min(self.size.saturating_sub(offset) as u32);
+        if self.transport.calibrating() {
+            return reply.data(&vec![0u8; size as usize]);
+        }
         self.submit(
             Op::Read {
                 offset,
@@ -352,7 +485,7 @@ impl Filesystem for ModelFs {
     fn write(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
         data: &[u8],
@@ -361,6 +494,23 @@ impl Filesystem for ModelFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
+        if ino == CONTROL {
+            let text = String::from_utf8_lossy(data);
+            return match text
+                .trim()
+                .strip_prefix("transport_ns=")
+                .map(str::parse::<u64>)
+            {
+                Some(Ok(ns)) => {
+                    self.transport.set(ns);
+                    reply.written(data.len() as u32);
+                }
+                _ => reply.error(Errno::EINVAL),
+            };
+        }
+        if ino != DISK {
+            return reply.error(Errno::EACCES);
+        }
         if offset.saturating_add(data.len() as u64) > self.size {
             return reply.error(Errno::ENOSPC);
         }
@@ -373,11 +523,25 @@ impl Filesystem for ModelFs {
         );
     }
 
-    fn flush(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _lo: LockOwner, reply: ReplyEmpty) {
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _lo: LockOwner,
+        reply: ReplyEmpty,
+    ) {
         reply.ok();
     }
 
-    fn fsync(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+    fn fsync(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
         self.submit(Op::Flush, Reply::Empty(reply));
     }
 
@@ -400,6 +564,8 @@ impl Filesystem for ModelFs {
             (ROOT, FileType::Directory, "."),
             (ROOT, FileType::Directory, ".."),
             (DISK, FileType::RegularFile, FILE_NAME),
+            (STATS, FileType::RegularFile, STATS_NAME),
+            (CONTROL, FileType::RegularFile, CONTROL_NAME),
         ];
         for (i, (ino, kind, name)) in entries.iter().enumerate().skip(offset as usize) {
             if reply.add(*ino, (i + 1) as u64, *kind, name) {

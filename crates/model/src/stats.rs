@@ -1,10 +1,10 @@
 //! What the model saw since the lab came up, for `iolab lab status`:
 //! requests and bytes per direction, flushes, busy time, the deepest the
 //! queue in the model got, and overruns (the host's own I/O took longer
-//! than the modelled time, so that request was late). Written as JSON to
-//! a file next to the lab's metadata twice a second.
+//! than the modelled time, so that request was late). Served as JSON in
+//! the model's own mount (`stats.json`), computed when it is read.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
@@ -56,6 +56,14 @@ pub struct ModelStats {
     pub overruns: u64,
     /// Requests that failed on the image file.
     pub errors: u64,
+    /// True once the transport round trip was measured (the server is
+    /// ready).
+    #[serde(default)]
+    pub calibrated: bool,
+    /// The kernel→server→kernel round trip taken off every request's
+    /// modelled time, ns.
+    #[serde(default)]
+    pub transport_ns: u64,
 }
 
 impl Stats {
@@ -107,18 +115,14 @@ impl Stats {
             max_queue_depth: g(&self.max_depth),
             overruns: g(&self.overruns),
             errors: g(&self.errors),
+            calibrated: false,
+            transport_ns: 0,
         }
     }
 }
 
-/// Writes `s` to `path` atomically (a reader never sees half a file).
-pub fn write(path: &Path, s: &ModelStats) -> std::io::Result<()> {
-    let tmp: PathBuf = path.with_extension("tmp");
-    std::fs::write(&tmp, serde_json::to_vec_pretty(s).unwrap_or_default())?;
-    std::fs::rename(&tmp, path)
-}
-
-/// Reads a stats file, `None` if absent or unreadable.
+/// Reads the stats a server publishes at `path`, `None` if absent (the
+/// server is gone) or unreadable.
 pub fn read(path: &Path) -> Option<ModelStats> {
     serde_json::from_slice(&std::fs::read(path).ok()?).ok()
 }

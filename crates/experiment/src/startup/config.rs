@@ -20,6 +20,12 @@ pub enum Place {
         bw_bytes: Option<u64>,
         /// IOPS limit, if any.
         iops: Option<u64>,
+        /// How the lab is slowed (`None`: chosen when it is made).
+        #[serde(default)]
+        backend: Option<iolab_lab::Backend>,
+        /// The device model, for a model lab.
+        #[serde(default)]
+        model: Option<iolab_model::ModelParams>,
     },
     /// An existing lab made with `iolab lab up`.
     Lab {

@@ -38,6 +38,8 @@ pub fn resolve(
             fs,
             bw_bytes,
             iops,
+            backend,
+            model,
         } => {
             let spec = LabSpec {
                 name: format!("startup-{}", std::process::id()),
@@ -46,6 +48,8 @@ pub fn resolve(
                 bw_bytes: *bw_bytes,
                 iops: *iops,
                 dirty_limit_bytes,
+                backend: *backend,
+                model: model.clone(),
                 ..LabSpec::default()
             };
             let lab = iolab_lab::up(guard, &spec)?;

@@ -19,6 +19,12 @@ pub enum SweepPlace {
         /// Emulated bandwidth in bytes/s for reads and writes (`None`:
         /// unthrottled, the host disk's speed).
         bw_bytes: Option<u64>,
+        /// How the lab is slowed (`None`: chosen when it is made).
+        #[serde(default)]
+        backend: Option<iolab_lab::Backend>,
+        /// The device model, for a model lab.
+        #[serde(default)]
+        model: Option<iolab_model::ModelParams>,
     },
     /// A real device: formatted before every run, so everything on it is
     /// destroyed.
@@ -119,6 +125,8 @@ mod tests {
             place: SweepPlace::NewLab {
                 size_bytes: 1 << 30,
                 bw_bytes: Some(40 << 20),
+                backend: None,
+                model: None,
             },
             schedulers: vec![],
             kinds: Kind::ALL.to_vec(),

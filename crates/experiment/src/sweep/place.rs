@@ -37,6 +37,8 @@ pub fn resolve(guard: &Guard, place: &SweepPlace, force: bool) -> Result<Resolve
         SweepPlace::NewLab {
             size_bytes,
             bw_bytes,
+            backend,
+            model,
         } => {
             let name = format!("sweep-{}", std::process::id());
             let spec = LabSpec {
@@ -44,6 +46,8 @@ pub fn resolve(guard: &Guard, place: &SweepPlace, force: bool) -> Result<Resolve
                 size_bytes: *size_bytes,
                 fs: Fs::None,
                 bw_bytes: *bw_bytes,
+                backend: *backend,
+                model: model.clone(),
                 ..LabSpec::default()
             };
             let lab = iolab_lab::up(guard, &spec)?;

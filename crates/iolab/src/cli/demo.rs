@@ -32,6 +32,8 @@ pub struct DemoArgs {
     /// Results database (default: ~/.local/share/iolab/results.db).
     #[arg(long, value_name = "PATH")]
     pub db: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub model: super::model_args::ModelArgs,
     /// Print the full report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -41,12 +43,22 @@ pub struct DemoArgs {
 pub fn run(a: DemoArgs) -> anyhow::Result<()> {
     super::require_root("iolab demo")?;
     let exe = std::env::current_exe()?.to_string_lossy().into_owned();
+    // A device model replaces the --bw rate; without one, --bw slows the
+    // lab (throttle where cgroup v1 works, else the model of that rate).
+    let bw = if a.model.device_model.is_some() {
+        None
+    } else {
+        Some(iolab_sys::units::parse_rate(&a.bw)?)
+    };
+    let (backend, model) = a.model.resolve(bw, None)?;
     let cfg = StartupConfig {
         place: Place::NewLab {
             size_bytes: 2 << 30,
             fs: "ext4".into(),
-            bw_bytes: Some(iolab_sys::units::parse_rate(&a.bw)?),
+            bw_bytes: bw,
             iops: None,
+            backend,
+            model,
         },
         schedulers: Vec::new(), // all the lab offers
         workloads: vec!["1r".into(), "1w".into(), "1r1w".into()],

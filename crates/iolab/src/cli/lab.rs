@@ -71,6 +71,8 @@ pub struct UpArgs {
     /// [default: uncompressed].
     #[arg(long, value_name = "ALG")]
     pub compress: Option<String>,
+    #[command(flatten)]
+    pub model: super::model_args::ModelArgs,
     /// Print the lab's status as JSON.
     #[arg(long)]
     pub json: bool,
@@ -162,6 +164,9 @@ fn up(a: UpArgs) -> anyhow::Result<()> {
         zram: a.zram,
         from: a.from.as_deref(),
         compress: a.compress.as_deref(),
+        backend: a.model.backend.as_deref(),
+        device_model: a.model.device_model.as_deref(),
+        model: a.model.text(),
     })?;
     let guard = iolab_guard::Guard::new();
     let lab = iolab_lab::up(&guard, &spec).map_err(lab_err)?;
@@ -176,7 +181,7 @@ fn up(a: UpArgs) -> anyhow::Result<()> {
     println!("lab {:?} is up", lab.name);
     print_status(&st);
     println!("remove it with: iolab lab down {}", lab.name);
-    if spec.throttled() {
+    if st.backend == Some(iolab_lab::Backend::Throttle) {
         if let Some(w) = iolab_lab::cgroup_warning() {
             eprintln!("iolab: warning: {w}");
         }
@@ -241,6 +246,9 @@ fn path_or<P: AsRef<std::path::Path>>(p: &Option<P>, none: &str) -> String {
 }
 
 fn throttle_text(s: &LabStatus) -> String {
+    if let Some(m) = &s.model {
+        return format!("model {}", model_summary(m));
+    }
     let Some(t) = s.throttle.filter(|t| *t != Default::default()) else {
         return "-".into();
     };
@@ -307,7 +315,40 @@ fn print_status(s: &LabStatus) {
         let ls = s.lower_sched.clone().unwrap_or_else(|| "?".into());
         row("lower", format!("{}  (scheduler {ls})", l.display()));
     }
-    if s.throttle.is_some() {
+    if let Some(b) = s.backend {
+        row(
+            "backend",
+            format!(
+                "{}  ({})",
+                b.name(),
+                s.backend_reason.as_deref().unwrap_or("")
+            ),
+        );
+    }
+    if let Some(m) = &s.model {
+        row("model", format!("{} {}", m.profile, model_summary(m)));
+    }
+    if let Some(st) = &s.model_stats {
+        let up = st.uptime_s.max(1e-9);
+        row(
+            "observed",
+            format!(
+                "{} reads ({}), {} writes ({}), {} flushes in {:.0} s; busy {:.1} s ({:.0} %), deepest queue {}, {} overruns (server pid {})",
+                st.reads,
+                format_bytes(st.read_bytes),
+                st.writes,
+                format_bytes(st.write_bytes),
+                st.flushes,
+                st.uptime_s,
+                st.busy_s,
+                100.0 * st.busy_s / up,
+                st.max_queue_depth,
+                st.overruns,
+                st.pid
+            ),
+        );
+    }
+    if s.throttle.is_some() && s.model.is_none() {
         row("throttle", throttle_text(s));
     }
     if let Some(img) = &s.image {
@@ -403,4 +444,28 @@ fn print_list(labs: &[LabStatus]) {
     for r in &rows {
         line(r.each_ref().map(String::as_str));
     }
+}
+
+/// `read 80MB/s write 30MB/s, 350us/1.8ms per request, QD 1, flush 5ms`.
+fn model_summary(m: &iolab_model::ModelParams) -> String {
+    let d = |ns: u64| {
+        if ns >= 1_000_000 {
+            format!("{}ms", ns as f64 / 1e6)
+        } else {
+            format!("{}us", ns as f64 / 1e3)
+        }
+    };
+    let mut s = format!(
+        "read {} write {}, {}/{} per request, QD {}, flush {}",
+        format_rate(m.read_bw as f64),
+        format_rate(m.write_bw as f64),
+        d(m.read_latency_ns),
+        d(m.write_latency_ns),
+        m.queue_depth,
+        d(m.flush_ns)
+    );
+    if m.seek_ns > 0 {
+        s.push_str(&format!(", seek {}", d(m.seek_ns)));
+    }
+    s
 }

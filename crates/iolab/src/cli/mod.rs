@@ -12,6 +12,8 @@ mod explain;
 mod guard_test;
 mod lab;
 mod load;
+mod model_args;
+mod model_server;
 mod prefetch;
 mod probe;
 #[cfg(feature = "test-seams")]
@@ -80,12 +82,20 @@ enum Command {
     #[cfg(feature = "test-seams")]
     #[command(hide = true)]
     ReadRanges(read_ranges::ReadRangesArgs),
+    /// Internal: the device-model server of a `--backend model` lab.
+    #[command(name = "__model-server", hide = true)]
+    ModelServer(model_server::ModelServerArgs),
 }
 
 /// Parses arguments, recovers any state a killed run left behind, installs
 /// the signal handlers and dispatches.
 pub fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    if let Command::ModelServer(a) = cli.command {
+        // A lab's server: no recovery of other runs, no signal handlers of
+        // a foreground command; it ends when its FUSE mount goes away.
+        return model_server::run(a);
+    }
     let explicit_restore = matches!(cli.command, Command::Restore(_));
     if !explicit_restore && iolab_sys::is_root() {
         for line in iolab_guard::recover_stale()? {
@@ -110,6 +120,7 @@ pub fn run() -> anyhow::Result<()> {
         Command::Record(a) => record::run(a),
         Command::Explain(a) => explain::run(a),
         Command::Restore(a) => restore::run(a),
+        Command::ModelServer(a) => model_server::run(a),
         #[cfg(feature = "test-seams")]
         Command::GuardTest(a) => guard_test::run(a),
         #[cfg(feature = "test-seams")]

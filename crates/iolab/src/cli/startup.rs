@@ -42,6 +42,8 @@ pub struct StartupArgs {
     /// Emulated bandwidth of the temporary lab (phone eMMC/SD class), e.g. 20MiB/s.
     #[arg(long, value_name = "RATE", conflicts_with_all = ["lab", "device"])]
     pub bw: Option<String>,
+    #[command(flatten)]
+    pub model: super::model_args::ModelArgs,
     /// Emulated IOPS limit of the temporary lab.
     #[arg(long, value_name = "N", conflicts_with_all = ["lab", "device"])]
     pub iops: Option<u64>,
@@ -245,22 +247,33 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
         )
         .into());
     }
+    if a.lab.is_some() {
+        a.model.refuse_with("--lab")?;
+    }
+    if a.device.is_some() {
+        a.model.refuse_with("--device")?;
+    }
     let place = match (&a.lab, &a.device) {
         (Some(name), _) => Place::Lab { name: name.clone() },
         (None, Some(dev)) => Place::Device {
             device: dev.clone(),
             dir: a.dir.clone().unwrap_or_default(),
         },
-        (None, None) => Place::NewLab {
-            size_bytes: iolab_sys::units::parse_size(&a.lab_size)?,
-            fs: a.lab_fs.clone(),
-            bw_bytes: a
-                .bw
-                .as_deref()
-                .map(iolab_sys::units::parse_rate)
-                .transpose()?,
-            iops: a.iops,
-        },
+        (None, None) => {
+            let bw_bytes =
+                a.bw.as_deref()
+                    .map(iolab_sys::units::parse_rate)
+                    .transpose()?;
+            let (backend, model) = a.model.resolve(bw_bytes, a.iops)?;
+            Place::NewLab {
+                size_bytes: iolab_sys::units::parse_size(&a.lab_size)?,
+                fs: a.lab_fs.clone(),
+                bw_bytes,
+                iops: a.iops,
+                backend,
+                model,
+            }
+        }
     };
     let schedulers = if a.schedulers.iter().any(|s| s == "all") {
         Vec::new() // resolved against the device once it exists

@@ -89,6 +89,8 @@ pub struct SweepArgs {
         conflicts_with = "device"
     )]
     pub lab_size: String,
+    #[command(flatten)]
+    pub model: super::model_args::ModelArgs,
     /// Filesystem made before every run: ext4, xfs or btrfs.
     #[arg(long, default_value = "ext4", value_name = "FS")]
     pub fs: String,
@@ -187,14 +189,24 @@ const ENGINE: &str = "fresh filesystem and dropped caches before every run; io_u
 
 fn config(a: &SweepArgs) -> anyhow::Result<SweepConfig> {
     let place = match &a.device {
-        Some(d) => SweepPlace::Device { device: d.clone() },
-        None => SweepPlace::NewLab {
-            size_bytes: parse_size(&a.lab_size)?,
-            bw_bytes: match a.bw.as_str() {
+        Some(d) => {
+            a.model.refuse_with("--device")?;
+            SweepPlace::Device { device: d.clone() }
+        }
+        None => {
+            let bw_bytes = match a.bw.as_str() {
+                _ if a.model.device_model.is_some() => None,
                 "none" => None,
                 bw => Some(parse_rate(bw)?),
-            },
-        },
+            };
+            let (backend, model) = a.model.resolve(bw_bytes, None)?;
+            SweepPlace::NewLab {
+                size_bytes: parse_size(&a.lab_size)?,
+                bw_bytes,
+                backend,
+                model,
+            }
+        }
     };
     let schedulers = if a.schedulers.iter().any(|s| s == "all") {
         Vec::new()

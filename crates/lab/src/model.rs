@@ -1,0 +1,141 @@
+//! The model backend: the device under test is a loop device over
+//! `disk.img` on a FUSE filesystem served by `iolab __model-server`, which
+//! completes each request when the device model says.
+//!
+//! Order of the guarded changes, so that undo (newest first) takes them
+//! apart cleanly even after a SIGKILL of anyone: FUSE mount point → FUSE
+//! mount (this process mounts, with the /dev/fuse descriptor it then
+//! hands to the server) → the server's process group → loop device over
+//! `disk.img` → (mkfs, queue depth, scheduler, mount, as any lab). Undo
+//! unmounts the lab, detaches the loop device, kills the server (its
+//! connection aborts: pending requests fail, nothing waits in D state),
+//! unmounts FUSE. A server left without its mount exits by itself.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use iolab_guard::Guard;
+use iolab_model::ModelParams;
+use iolab_sys::block::BlockDev;
+
+use crate::meta;
+use crate::LabError;
+
+/// Where the model's FUSE filesystem of lab `name` is mounted.
+pub fn fuse_mountpoint(name: &str) -> PathBuf {
+    meta::labs_dir().join(format!("{name}.model"))
+}
+
+/// The server's statistics of lab `name`: a file the server itself serves
+/// next to `disk.img`, so it exists exactly while the server runs.
+pub fn stats_path(name: &str) -> PathBuf {
+    fuse_mountpoint(name).join(iolab_model::server::STATS_NAME)
+}
+
+/// The program that serves the model: this iolab binary, or
+/// `IOLAB_MODEL_SERVER` (for library tests, whose executable is a test
+/// harness, not iolab).
+fn server_program() -> Result<PathBuf, LabError> {
+    if let Some(p) = std::env::var_os("IOLAB_MODEL_SERVER") {
+        return Ok(PathBuf::from(p));
+    }
+    std::env::current_exe().map_err(|e| LabError::io("the iolab executable", e))
+}
+
+/// Makes the model's FUSE mount and server for `image`, and returns the
+/// loop device over it (direct I/O: no page cache between the scheduler
+/// and the model).
+pub(crate) fn make(
+    guard: &Guard,
+    name: &str,
+    image: &Path,
+    params: &ModelParams,
+) -> Result<BlockDev, LabError> {
+    params.validate()?;
+    let fuse = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/fuse")
+        .map_err(|e| {
+            LabError::usage(format!(
+                "the device model needs FUSE, but /dev/fuse cannot be opened ({e}): load it with `modprobe fuse`, or use --backend throttle"
+            ))
+        })?;
+    let fuse = OwnedFd::from(fuse);
+    let mnt = fuse_mountpoint(name);
+    guard.mkdir_all(&mnt)?;
+    // The kernel takes `fd=` from the mounting process: this one.
+    let data = format!(
+        "fd={},rootmode=40000,user_id=0,group_id=0,allow_other,max_read={}",
+        fuse.as_raw_fd(),
+        iolab_model::server::MAX_REQUEST
+    );
+    guard.mount("iolab-model", &mnt, "fuse.iolab-model", &data)?;
+    let params_json = serde_json::to_string(params).unwrap_or_default();
+    let mut cmd = Command::new(server_program()?);
+    cmd.arg("__model-server")
+        .arg("--image")
+        .arg(image)
+        .arg("--params")
+        .arg(&params_json)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let raw = fuse.as_raw_fd();
+    // SAFETY: between fork and exec only async-signal-safe calls: setsid
+    // (a session of its own: the user's Ctrl-C to `lab up` must not kill
+    // the lab's server) and dup2 of the descriptor to fd 3.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::setsid();
+            if libc::dup2(raw, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd
+        .spawn()
+        .map_err(|e| LabError::io("starting the device-model server", e))?;
+    let pid = child.id() as i32;
+    // Tracked by its process group (setsid made it a leader), so undo
+    // kills it by group with a start-time check, never by name.
+    let tracked = guard.track_process_group(pid);
+    // The server holds the descriptor now; ours would keep the connection
+    // alive after the server died.
+    drop(fuse);
+    tracked?;
+    drop(child); // never waited for here: it outlives this command
+    wait_for(name, pid)?;
+    let dev = guard.attach_loop(&mnt.join(iolab_model::server::FILE_NAME), true)?;
+    // The round trip of this very path (block layer, loop, FUSE, server),
+    // taken off every modelled time from now on.
+    let ns = iolab_model::server::measure(&dev.dev_path())
+        .map_err(|e| LabError::io(dev.dev_path(), e))?;
+    let control = mnt.join(iolab_model::server::CONTROL_NAME);
+    std::fs::write(&control, format!("transport_ns={ns}\n"))
+        .map_err(|e| LabError::io(&control, e))?;
+    Ok(dev)
+}
+
+/// Waits until the server answers.
+fn wait_for(name: &str, pid: i32) -> Result<(), LabError> {
+    let stats = stats_path(name);
+    let until = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < until {
+        if iolab_model::stats::read(&stats).is_some() {
+            return Ok(());
+        }
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Err(LabError::io(
+        stats,
+        std::io::Error::other("the device-model server did not come up"),
+    ))
+}
