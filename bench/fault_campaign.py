@@ -4,8 +4,9 @@ check that the machine is restored exactly and no measured result is lost.
 
 Faults:
   * SIGKILL at a random moment (uniform in [0, window]) of every
-    long-running command: lab up, lab down, load, startup, sweep,
-    trace bio, sched record, record, explain, prefetch;
+    long-running command: lab up (throttled and device-model), lab down,
+    load, startup, sweep, trace bio, sched record, record, explain,
+    prefetch; and SIGKILL of a model lab's server in the middle of a load;
   * disk full during a load, during a startup, and under a results write;
   * two iolab processes writing one results database at once;
   * the lab's filesystem remounted read-only in the middle of a startup.
@@ -221,6 +222,7 @@ class Campaign:
         target = ["sh", "-c", f"cat {files}/* > /dev/null; sleep 0.3; : {MARK}"]
         scenarios = [
             ("lab up", lambda n: self.cmd("lab", "up", "--name", f"fck{n}", "--size", "256MiB", "--bw", "20MiB/s"), 3.0),
+            ("lab up (device model)", lambda n: self.cmd("lab", "up", "--name", f"fck{n}", "--size", "256MiB", "--device-model", "emmc"), 3.0),
             ("load", lambda n: self.cmd("load", "--directory", str(base), "--rw", "randrw", "--bs", "4k",
                                         "--size", "32m", "--runtime", "3", "--time-based",
                                         "--ioscheduler", "bfq"), 3.0),
@@ -236,6 +238,24 @@ class Campaign:
             for n in range(self.kills):
                 self.kill_at_random(argv(n), window)
                 self.check("SIGKILL", name, extra_cleanup=lambda n=n: self.lab_down(f"fck{n}"))
+        log(f"SIGKILL × {max(3, self.kills // 4)}: a model lab's server during a load")
+        for n in range(max(3, self.kills // 4)):
+            name = f"fcs{n}"
+            subprocess.run(self.cmd("lab", "up", "--name", name, "--size", "128MiB", "--device-model", "emmc"),
+                           check=True, capture_output=True)
+            mnt = f"/run/iolab/labs/{name}"
+            stats = json.loads(Path(f"/run/iolab/labs/{name}.model/stats.json").read_text())
+            load = subprocess.Popen(self.cmd("load", "--directory", mnt, "--rw", "randrw", "--bs", "4k",
+                                             "--size", "16m", "--direct", "--runtime", "60", "--time-based"),
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(self.rng.uniform(0.5, 2.5))
+            os.kill(stats["pid"], signal.SIGKILL)
+            try:
+                load.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                load.kill()
+                self.row("SIGKILL", "model server (during load)")["hangs"] += 1
+            self.check("SIGKILL", "model server (during load)", extra_cleanup=lambda name=name: self.lab_down(name))
         log(f"SIGKILL × {self.kills}: lab down")
         for n in range(self.kills):
             name = f"fcd{n}"

@@ -28,6 +28,18 @@ pub fn down(name: &str) -> Result<DownReport, LabError> {
     crate::spec::validate_name(name)?;
     let guard = match Guard::adopt_named("labs", name) {
         Ok(Some(g)) => g,
+        Ok(None) if meta::read(name).ok().flatten().is_none() => {
+            // No journal, no metadata: perhaps an image a reboot orphaned.
+            let restored = crate::orphans::remove(name)?;
+            if restored.is_empty() {
+                return Err(no_such_lab(name));
+            }
+            return Ok(DownReport {
+                name: name.to_string(),
+                restored,
+                failed: Vec::new(),
+            });
+        }
         Ok(None) => return Err(not_persisted(name)),
         Err(GuardError::Busy { .. }) => {
             let holder = meta::flock_holder(&meta::journal_path(name));

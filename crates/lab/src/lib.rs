@@ -34,6 +34,7 @@ mod error;
 mod image;
 pub mod meta;
 pub mod model;
+pub mod orphans;
 pub mod spec;
 mod status;
 mod throttle;

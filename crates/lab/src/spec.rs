@@ -199,7 +199,9 @@ impl LabSpec {
                 Some(m) => m.write_bw.min(1 << 40),
                 None => self.bw_bytes.or_else(|| self.iops.map(|i| i * 4096))?,
             };
-            Some((2 * bw).max(MIN))
+            // At most 1 GiB: more is no phone's cache, and the kernel
+            // refuses a bdi limit beyond the memory it could let dirty.
+            Some(bw.saturating_mul(2).clamp(MIN, 1 << 30))
         })
     }
 
@@ -479,6 +481,38 @@ pub fn validate_name(name: &str) -> Result<(), UsageError> {
     }
 }
 
+/// `--backend`, `--device-model` and the `--model-*` overrides, for a lab
+/// whose `--bw`/`--iops`/`--queue-depth` are already in `spec`: the backend
+/// asked for (`None`: chosen when the lab is made) and the model, if any.
+pub fn slowing_from_text(
+    spec: &LabSpec,
+    backend: Option<&str>,
+    device_model: Option<&str>,
+    overrides: &ModelText<'_>,
+) -> Result<(Option<crate::Backend>, Option<iolab_model::ModelParams>), UsageError> {
+    let backend = backend
+        .map(crate::Backend::parse)
+        .transpose()
+        .map_err(|e| UsageError::new(e.to_string()))?;
+    let base = match device_model {
+        Some(p) => Some(
+            iolab_model::ModelParams::profile(p)
+                .map_err(|e| UsageError::new(format!("--device-model: {e}")))?,
+        ),
+        None if overrides.any() => {
+            if !spec.throttled() {
+                return Err(UsageError::new(
+                    "the --model-* flags adjust a device model: give --device-model emmc|sd|ufs|hdd (or --bw) as well",
+                ));
+            }
+            Some(crate::backend::from_limits(spec).map_err(|e| UsageError::new(e.to_string()))?)
+        }
+        None => None,
+    };
+    let model = base.map(|b| overrides.apply(b)).transpose()?;
+    Ok((backend, model))
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -707,36 +741,4 @@ mod tests {
         .validate()
         .is_err());
     }
-}
-
-/// `--backend`, `--device-model` and the `--model-*` overrides, for a lab
-/// whose `--bw`/`--iops`/`--queue-depth` are already in `spec`: the backend
-/// asked for (`None`: chosen when the lab is made) and the model, if any.
-pub fn slowing_from_text(
-    spec: &LabSpec,
-    backend: Option<&str>,
-    device_model: Option<&str>,
-    overrides: &ModelText<'_>,
-) -> Result<(Option<crate::Backend>, Option<iolab_model::ModelParams>), UsageError> {
-    let backend = backend
-        .map(crate::Backend::parse)
-        .transpose()
-        .map_err(|e| UsageError::new(e.to_string()))?;
-    let base = match device_model {
-        Some(p) => Some(
-            iolab_model::ModelParams::profile(p)
-                .map_err(|e| UsageError::new(format!("--device-model: {e}")))?,
-        ),
-        None if overrides.any() => {
-            if !spec.throttled() {
-                return Err(UsageError::new(
-                    "the --model-* flags adjust a device model: give --device-model emmc|sd|ufs|hdd (or --bw) as well",
-                ));
-            }
-            Some(crate::backend::from_limits(spec).map_err(|e| UsageError::new(e.to_string()))?)
-        }
-        None => None,
-    };
-    let model = base.map(|b| overrides.apply(b)).transpose()?;
-    Ok((backend, model))
 }

@@ -121,7 +121,7 @@ pub fn status(name: &str) -> Result<LabStatus, LabError> {
 /// Every lab's state, sorted by name; a lab that cannot be read is listed
 /// with its problem rather than hiding the others.
 pub fn list() -> Result<Vec<LabStatus>, LabError> {
-    Ok(meta::names()?
+    let mut labs: Vec<LabStatus> = meta::names()?
         .into_iter()
         .map(|name| {
             status(&name).unwrap_or_else(|e| LabStatus {
@@ -130,7 +130,21 @@ pub fn list() -> Result<Vec<LabStatus>, LabError> {
                 ..LabStatus::default()
             })
         })
-        .collect())
+        .collect();
+    for name in crate::orphans::orphans_in(Path::new(crate::orphans::IMAGE_DIR)) {
+        let image = Path::new(crate::orphans::IMAGE_DIR).join(format!("{name}.img"));
+        labs.push(LabStatus {
+            problems: vec![format!(
+                "orphaned image {} (its lab is gone, e.g. after a reboot): `iolab lab down {name}` removes it",
+                image.display()
+            )],
+            size_bytes: std::fs::metadata(&image).ok().map(|m| m.len()),
+            image: Some(image),
+            name,
+            ..LabStatus::default()
+        });
+    }
+    Ok(labs)
 }
 
 fn from_meta(m: &LabMeta, persistent: bool) -> LabStatus {

@@ -60,7 +60,12 @@ pub fn resolve(
                 dev: lab.device().clone(),
                 dir: mnt.clone(),
                 mountpoint: mnt,
-                what: format!("temporary lab {} on {}", lab.name, lab.device().name),
+                what: format!(
+                    "temporary lab {} on {}{}",
+                    lab.name,
+                    lab.device().name,
+                    backend_words(&lab.spec)
+                ),
             })
         }
         Place::Lab { name } => {
@@ -115,5 +120,22 @@ pub fn resolve(
                 what: format!("device {device}"),
             })
         }
+    }
+}
+
+/// `, device model emmc (--device-model)` or `, throttle backend (...)`.
+pub fn backend_words(spec: &LabSpec) -> String {
+    match (&spec.backend, &spec.model) {
+        (_, Some(m)) => format!(
+            ", device model {} ({})",
+            m.profile,
+            spec.backend_reason.as_deref().unwrap_or("")
+        ),
+        (Some(b), None) => format!(
+            ", {} backend ({})",
+            b.name(),
+            spec.backend_reason.as_deref().unwrap_or("")
+        ),
+        (None, None) => String::new(),
     }
 }

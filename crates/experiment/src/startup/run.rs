@@ -134,6 +134,11 @@ pub fn run_startup(
         }
     }
     let cfg = cfg;
+    if opts.progress {
+        // Every check passed: say where the experiment runs (and, for a
+        // slow lab, which backend and why).
+        eprintln!("iolab: {}", place.what);
+    }
     limit_dirty(&guard, &place, &cfg)?;
     if let Some(ra) = cfg.read_ahead_kb {
         guard.set_queue_attr(&place.dev, "read_ahead_kb", &ra.to_string())?;

@@ -152,6 +152,8 @@ mod tests {
             place: SweepPlace::NewLab {
                 size_bytes: 1 << 30,
                 bw_bytes: Some(40 << 20),
+                backend: None,
+                model: None,
             },
             schedulers: vec![],
             kinds: Kind::ALL.to_vec(),

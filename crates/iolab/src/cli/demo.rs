@@ -110,9 +110,14 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         },
     };
     if !a.json {
+        let lab = match (&a.model.device_model, a.model.backend.as_deref()) {
+            (Some(p), _) => format!("{p} device-model"),
+            (None, Some(b)) => format!("{} ({b} backend)", a.bw),
+            (None, None) => a.bw.clone(),
+        };
         eprintln!(
-            "iolab demo: a {} lab, the synthetic app, every scheduler x idle/1r/1w/1r1w x {} starts (a few minutes)",
-            a.bw, a.reps
+            "iolab demo: a {lab} lab, the synthetic app, every scheduler x idle/1r/1w/1r1w x {} starts (a few minutes)",
+            a.reps
         );
     }
     let db = match a.db {
