@@ -291,6 +291,22 @@ fn undo_loop(backing: &Path, dev: Option<&str>) -> Result<String, GuardError> {
     for d in &devs {
         detach_loop(d)?;
     }
+    // The kernel defers a detach while the device is still open (the
+    // device stacked above it may be closing this very moment): wait for
+    // it, so what undo reports as done is done, and what comes next (the
+    // image's removal, a FUSE unmount under it) does not find it busy.
+    let until = std::time::Instant::now() + Duration::from_secs(5);
+    while !loops_backed_by(backing).is_empty() && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left = loops_backed_by(backing);
+    if !left.is_empty() {
+        return Ok(format!(
+            "detach of {} from {} deferred by the kernel: it is still open; it goes when closed",
+            left.join(","),
+            backing.display()
+        ));
+    }
     Ok(format!(
         "detached {} from {}",
         devs.join(","),

@@ -165,7 +165,8 @@ impl BlockDev {
     }
 }
 
-fn list_names(dir: &Path) -> Vec<String> {
+/// The entries of a sysfs directory, sorted (empty when unreadable).
+pub(crate) fn list_names(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
         .map(|r| {
             r.flatten()

@@ -60,7 +60,7 @@ pub fn users_of(dev: &BlockDev) -> Vec<String> {
         for m in mounts.iter().filter(|m| m.devno == devno.trim()) {
             users.push(format!("{name} mounted on {}", m.target.display()));
         }
-        let holders = list(&sysfs.join("holders"));
+        let holders = crate::block::list_names(&sysfs.join("holders"));
         if !holders.is_empty() {
             users.push(format!("{name} held by {}", holders.join(", ")));
         }
@@ -75,18 +75,6 @@ pub fn users_of(dev: &BlockDev) -> Vec<String> {
         ));
     }
     users
-}
-
-fn list(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .map(|r| {
-            r.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort();
-    v
 }
 
 /// True when an exclusive open fails with EBUSY (the kernel's own "in use").

@@ -44,43 +44,15 @@ pub fn render_background(cells: &[CellReport]) -> Option<String> {
     if loaded.is_empty() {
         return None;
     }
-    let mut schedulers: Vec<&str> = Vec::new();
-    let mut workloads: Vec<&str> = Vec::new();
-    for c in &loaded {
-        if !schedulers.contains(&c.scheduler.as_str()) {
-            schedulers.push(&c.scheduler);
-        }
-        if !workloads.contains(&c.workload.as_str()) {
-            workloads.push(&c.workload);
-        }
-    }
-    let mut rows = vec![std::iter::once("workload")
-        .chain(schedulers.iter().copied())
-        .map(str::to_string)
-        .collect::<Vec<_>>()];
-    for w in &workloads {
-        let mut row = vec![w.to_string()];
-        for s in &schedulers {
-            let text = loaded
-                .iter()
-                .find(|c| c.workload == *w && c.scheduler == *s)
-                .map_or_else(
-                    || "-".to_string(),
-                    |c| {
-                        format!(
-                            "{} / {}",
-                            format_rate(c.bg_read_bw_bytes.unwrap_or(0.0)),
-                            format_rate(c.bg_write_bw_bytes.unwrap_or(0.0))
-                        )
-                    },
-                );
-            row.push(text);
-        }
-        rows.push(row);
-    }
+    let grid = iolab_store::render::workload_grid(&loaded, |c| {
+        format!(
+            "{} / {}",
+            format_rate(c.bg_read_bw_bytes.unwrap_or(0.0)),
+            format_rate(c.bg_write_bw_bytes.unwrap_or(0.0))
+        )
+    });
     Some(format!(
-        "background throughput during the starts (read / write, device traffic less the target's own):\n{}",
-        iolab_store::render::align_columns(&rows)
+        "background throughput during the starts (read / write, device traffic less the target's own):\n{grid}"
     ))
 }
 

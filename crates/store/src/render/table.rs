@@ -98,6 +98,14 @@ fn not_samples(cell: &CellReport) -> String {
 }
 
 fn grid(cells: &[&CellReport]) -> String {
+    let d = table_decimals(cells.iter().copied());
+    workload_grid(cells, |c| cell_text(c, d))
+}
+
+/// One row per workload (the idle baseline last), one column per
+/// scheduler, each cell `text(cell)` (`-` where there is none): the layout
+/// of every per-cell table of a startup experiment.
+pub fn workload_grid(cells: &[&CellReport], text: impl Fn(&CellReport) -> String) -> String {
     let mut schedulers: Vec<&str> = Vec::new();
     let mut workloads: Vec<&str> = Vec::new();
     for c in cells {
@@ -110,7 +118,6 @@ fn grid(cells: &[&CellReport]) -> String {
     }
     // The baseline goes last, as the line every other row is read against.
     workloads.sort_by_key(|w| *w == IDLE_WORKLOAD);
-    let d = table_decimals(cells.iter().copied());
     let mut rows = vec![std::iter::once("workload")
         .chain(schedulers.iter().copied())
         .map(str::to_string)
@@ -119,7 +126,7 @@ fn grid(cells: &[&CellReport]) -> String {
         let mut row = vec![w.to_string()];
         for s in &schedulers {
             let cell = cells.iter().find(|c| c.workload == *w && c.scheduler == *s);
-            row.push(cell.map_or_else(|| "-".to_string(), |c| cell_text(c, d)));
+            row.push(cell.map_or_else(|| "-".to_string(), |c| text(c)));
         }
         rows.push(row);
     }
