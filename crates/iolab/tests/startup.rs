@@ -700,6 +700,60 @@ fn start_up_under_load_is_slower_than_idle_on_a_throttled_lab() {
     );
 }
 
+/// The same on a host without cgroup v1 (`IOLAB_NO_CGROUP_V1=1`): the
+/// `--bw` lab is served by the device model at that rate, and the
+/// phenomenon is there all the same.
+#[test]
+fn start_up_under_load_is_slower_than_idle_without_cgroup_v1() {
+    if !root_or_skip("start_up_under_load_is_slower_than_idle_without_cgroup_v1") {
+        return;
+    }
+    let _m = machine();
+    let b = Bench::new("st-slow-v2");
+    let out = b
+        .cmd()
+        .env("IOLAB_NO_CGROUP_V1", "1")
+        .arg("startup")
+        .args(["--lab-size", "256MiB", "--reps", "2", "--warmup", "0.5"])
+        .args(["--load-option", "size=32M", "--bw", "20MiB/s"])
+        .args([
+            "--schedulers",
+            "mq-deadline",
+            "--workloads",
+            "1r1w",
+            "--timeout",
+            "15",
+        ])
+        .args(["--prepare", PREPARE, "--json", "--db"])
+        .arg(&b.db)
+        .args(["--", "cat", "{dir}/f"])
+        .timeout(Duration::from_secs(180))
+        .output()
+        .unwrap();
+    ok(&out);
+    let report = json_of(&out.stdout);
+    assert!(
+        report["experiment"]["config"]["place"]
+            .as_str()
+            .unwrap()
+            .contains("device model rate"),
+        "{}",
+        report["experiment"]["config"]
+    );
+    let mean = |wl: &str| {
+        let cells = report["cells"].as_array().unwrap();
+        let c = cells.iter().find(|c| c["workload"] == wl).unwrap();
+        num(c, "mean")
+    };
+    let (idle, loaded) = (mean("idle"), mean("1r1w"));
+    // 8 MiB at 20 MiB/s: the idle start is the model's 0.4 s (wall clock).
+    assert!((0.3..1.5).contains(&idle), "idle {idle:.2} s");
+    assert!(
+        loaded > 1.5 * idle,
+        "under 1r1w {loaded:.2} s is not clearly slower than idle {idle:.2} s"
+    );
+}
+
 /// Runs `iolab startup ARGS` and checks it fails with one line and exit 2;
 /// returns that line.
 fn usage_error(b: &Bench, args: &[&str]) -> String {
