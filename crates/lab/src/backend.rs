@@ -144,5 +144,7 @@ pub fn from_limits(s: &LabSpec) -> Result<ModelParams, LabError> {
         seek_ns: 0,
         queue_depth: s.queue_depth.unwrap_or(DEFAULT_THROTTLED_DEPTH),
         flush_ns: 0,
+        // The throttle limits reads and writes with separate budgets.
+        duplex: true,
     })
 }

@@ -55,6 +55,8 @@ pub struct Device {
     params: ModelParams,
     free_at: Vec<u64>,
     channel_free: u64,
+    /// The write channel of a duplex model (`channel_free` is then reads').
+    write_channel_free: u64,
     last_end: Option<u64>,
     last_write: bool,
     busy_until: u64,
@@ -70,6 +72,7 @@ impl Device {
             params,
             free_at: vec![0; depth],
             channel_free: 0,
+            write_channel_free: 0,
             last_end: None,
             last_write: false,
             busy_until: 0,
@@ -92,6 +95,7 @@ impl Device {
                 let done = start + p.flush_ns;
                 self.free_at.iter_mut().for_each(|f| *f = done);
                 self.channel_free = self.channel_free.max(done);
+                self.write_channel_free = self.write_channel_free.max(done);
                 Slot {
                     start_ns: start,
                     done_ns: done,
@@ -107,8 +111,14 @@ impl Device {
                     .min_by_key(|&(_, f)| f)
                     .unwrap_or((0, 0));
                 let start = free.max(now_ns);
+                let duplex_write = p.duplex && write;
+                let channel = if duplex_write {
+                    self.write_channel_free
+                } else {
+                    self.channel_free
+                };
                 let continues = self.last_end == Some(offset) && self.last_write == write;
-                let continuation = continues && now_ns < self.channel_free;
+                let continuation = continues && now_ns < channel;
                 let seek = if p.seek_ns > 0 && !continues {
                     p.seek_ns
                 } else {
@@ -120,9 +130,13 @@ impl Device {
                     (p.read_latency_ns, p.read_bw)
                 };
                 let fixed = if continuation { 0 } else { fixed };
-                let transfer_start = (start + fixed + seek).max(self.channel_free);
+                let transfer_start = (start + fixed + seek).max(channel);
                 let done = transfer_start + transfer_ns(bytes, bw);
-                self.channel_free = done;
+                if duplex_write {
+                    self.write_channel_free = done;
+                } else {
+                    self.channel_free = done;
+                }
                 self.free_at[i] = done;
                 self.last_end = Some(offset + bytes);
                 self.last_write = write;
@@ -158,6 +172,7 @@ mod tests {
             seek_ns: 0,
             queue_depth: depth,
             flush_ns: 1_000_000,
+            duplex: false,
         }
     }
 
@@ -211,6 +226,51 @@ mod tests {
         assert!(slots.iter().all(|s| s.start_ns == 0));
         let done: Vec<u64> = slots.iter().map(|s| s.done_ns).collect();
         assert_eq!(done, vec![140_960, 181_920, 222_880, 263_840]);
+    }
+
+    #[test]
+    fn a_duplex_model_moves_reads_and_writes_at_once() {
+        let mut p = params(4);
+        p.duplex = true;
+        p.read_latency_ns = 0;
+        p.write_latency_ns = 0;
+        let mut d = Device::new(p);
+        // 1 MB each way at the same moment: each at its own rate.
+        let r = d.admit(
+            0,
+            Op::Read {
+                offset: 0,
+                bytes: 1_000_000,
+            },
+        );
+        let w = d.admit(
+            0,
+            Op::Write {
+                offset: 1 << 30,
+                bytes: 1_000_000,
+            },
+        );
+        assert_eq!((r.done_ns, w.done_ns), (10_000_000, 20_000_000));
+        // Shared (a real device): the write waits for the read's transfer.
+        let mut p = params(4);
+        p.read_latency_ns = 0;
+        p.write_latency_ns = 0;
+        let mut d = Device::new(p);
+        d.admit(
+            0,
+            Op::Read {
+                offset: 0,
+                bytes: 1_000_000,
+            },
+        );
+        let w = d.admit(
+            0,
+            Op::Write {
+                offset: 1 << 30,
+                bytes: 1_000_000,
+            },
+        );
+        assert_eq!(w.done_ns, 30_000_000);
     }
 
     #[test]

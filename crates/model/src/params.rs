@@ -29,6 +29,13 @@ pub struct ModelParams {
     pub queue_depth: u32,
     /// Cost of a cache flush (fsync, FUA), ns.
     pub flush_ns: u64,
+    /// Reads and writes transfer independently, each at its own rate (the
+    /// blkio throttle's semantics: separate read and write budgets), rather
+    /// than sharing one channel as a real device does. Set for the `rate`
+    /// model of `--bw`/`--iops`, so a lab falls back to the model with the
+    /// meaning `--bw` has on the throttle.
+    #[serde(default)]
+    pub duplex: bool,
 }
 
 const MB: u64 = 1_000_000;
@@ -50,6 +57,7 @@ impl ModelParams {
                 seek_ns: 0,
                 queue_depth: 1,
                 flush_ns: 5 * MS,
+                duplex: false,
             },
             // SD card, UHS-I, Application Performance Class A1 minimums
             // (1500 read / 500 write IOPS at 4 KiB, 10 MB/s sustained write).
@@ -62,6 +70,7 @@ impl ModelParams {
                 seek_ns: 0,
                 queue_depth: 1,
                 flush_ns: 10 * MS,
+                duplex: false,
             },
             // UFS 2.1 (a command queue of 32).
             "ufs" => ModelParams {
@@ -73,6 +82,7 @@ impl ModelParams {
                 seek_ns: 0,
                 queue_depth: 32,
                 flush_ns: MS,
+                duplex: false,
             },
             // A 7200 rpm disk, served one request at a time.
             "hdd" => ModelParams {
@@ -84,6 +94,7 @@ impl ModelParams {
                 seek_ns: 12_500 * US,
                 queue_depth: 1,
                 flush_ns: 10 * MS,
+                duplex: false,
             },
             other => {
                 return Err(UsageError::new(format!(
