@@ -173,15 +173,13 @@ impl ModelFs {
     }
 
     fn stats_json(&self) -> Vec<u8> {
-        let params = self
-            .device
-            .lock()
-            .map(|d| d.params().clone())
-            .unwrap_or_else(|p| p.into_inner().params().clone());
-        let mut snap = self
-            .stats
-            .snapshot(&params, (now_ns() - self.started_ns) as f64 / 1e9);
-        snap.busy_s = self.busy_ns() as f64 / 1e9;
+        let (params, busy_ns) = {
+            let d = self.device.lock().unwrap_or_else(|p| p.into_inner());
+            (d.params().clone(), d.busy_ns)
+        };
+        let mut snap =
+            self.stats
+                .snapshot(&params, (now_ns() - self.started_ns) as f64 / 1e9, busy_ns);
         snap.calibrated = !self.transport.calibrating();
         snap.transport_ns = self.transport.ns();
         let mut v = serde_json::to_vec_pretty(&snap).unwrap_or_default();
@@ -229,7 +227,7 @@ impl ModelFs {
             .unwrap_or_else(|p| p.into_inner())
             .admit(now, op);
         let depth = self.in_model.fetch_add(1, Ordering::Relaxed) + 1;
-        self.stats.admitted(op, now, slot, depth, self.busy_ns());
+        self.stats.admitted(op, now, slot, depth);
         let job = Job {
             reply,
             due_ns: slot.done_ns.saturating_sub(self.transport.ns()).max(now),
@@ -244,13 +242,6 @@ impl ModelFs {
             fail(job.reply, Errno::EIO);
         }
     }
-
-    fn busy_ns(&self) -> u64 {
-        self.device
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .busy_ns
-    }
 }
 
 struct Files {
@@ -261,15 +252,14 @@ struct Files {
 impl Files {
     /// O_DIRECT when the request is sector-aligned (it always is from a
     /// loop device), through an aligned bounce buffer; buffered otherwise.
-    fn read_at(&self, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
-        if let (Some(d), true) = (&self.direct, aligned(offset, len)) {
-            let mut buf = AlignedBuf::new(len);
-            read_full(d, buf.as_mut(), offset)?;
-            return Ok(buf.as_mut().to_vec());
-        }
-        let mut v = vec![0u8; len];
-        read_full(&self.buffered, &mut v, offset)?;
-        Ok(v)
+    fn read_at(&self, offset: u64, len: usize) -> std::io::Result<AlignedBuf> {
+        let mut buf = AlignedBuf::new(len);
+        let file = match (&self.direct, aligned(offset, len)) {
+            (Some(d), true) => d,
+            _ => &self.buffered,
+        };
+        read_full(file, buf.as_mut(), offset)?;
+        Ok(buf)
     }
 
     fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
@@ -372,7 +362,7 @@ fn worker(
         sleep_until(job.due_ns, oversleep);
         in_model.fetch_sub(1, Ordering::Relaxed);
         match (job.reply, io) {
-            (Reply::Data(r, _, _), Ok(Some(buf))) => r.data(&buf),
+            (Reply::Data(r, _, _), Ok(Some(mut buf))) => r.data(buf.as_mut()),
             (Reply::Write(r, _, data), Ok(_)) => r.written(data.len() as u32),
             (Reply::Empty(r), Ok(_)) => r.ok(),
             (reply, Err(e)) => {

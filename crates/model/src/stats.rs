@@ -20,7 +20,6 @@ pub struct Stats {
     flushes: AtomicU64,
     read_bytes: AtomicU64,
     write_bytes: AtomicU64,
-    busy_ns: AtomicU64,
     wait_ns: AtomicU64,
     max_depth: AtomicU64,
     overruns: AtomicU64,
@@ -68,7 +67,7 @@ pub struct ModelStats {
 
 impl Stats {
     /// Counts an admitted request.
-    pub fn admitted(&self, op: Op, now_ns: u64, slot: Slot, depth: u64, busy_ns: u64) {
+    pub fn admitted(&self, op: Op, now_ns: u64, slot: Slot, depth: u64) {
         match op {
             Op::Read { bytes, .. } => {
                 self.reads.fetch_add(1, Ordering::Relaxed);
@@ -84,7 +83,6 @@ impl Stats {
         }
         self.wait_ns
             .fetch_add(slot.start_ns.saturating_sub(now_ns), Ordering::Relaxed);
-        self.busy_ns.store(busy_ns, Ordering::Relaxed);
         self.max_depth.fetch_max(depth, Ordering::Relaxed);
     }
 
@@ -98,8 +96,9 @@ impl Stats {
         self.errors.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The counters now.
-    pub fn snapshot(&self, params: &ModelParams, uptime_s: f64) -> ModelStats {
+    /// The counters now, with the device's busy time (the device clock
+    /// keeps it).
+    pub fn snapshot(&self, params: &ModelParams, uptime_s: f64, busy_ns: u64) -> ModelStats {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         ModelStats {
             params: Some(params.clone()),
@@ -110,7 +109,7 @@ impl Stats {
             flushes: g(&self.flushes),
             read_bytes: g(&self.read_bytes),
             write_bytes: g(&self.write_bytes),
-            busy_s: g(&self.busy_ns) as f64 / 1e9,
+            busy_s: busy_ns as f64 / 1e9,
             queue_wait_s: g(&self.wait_ns) as f64 / 1e9,
             max_queue_depth: g(&self.max_depth),
             overruns: g(&self.overruns),
