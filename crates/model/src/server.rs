@@ -121,6 +121,11 @@ pub struct ModelFs {
     in_model: Arc<AtomicU64>,
     started_ns: u64,
     transport: Arc<Transport>,
+    /// `stats.json` as it was when each open handle opened it: a reader
+    /// reading it in several chunks must get one snapshot, not pieces of
+    /// several (the counters change between reads).
+    snapshots: Mutex<std::collections::HashMap<u64, Vec<u8>>>,
+    next_fh: AtomicU64,
 }
 
 impl ModelFs {
@@ -169,6 +174,8 @@ impl ModelFs {
             in_model,
             started_ns: now_ns(),
             transport,
+            snapshots: Mutex::default(),
+            next_fh: AtomicU64::new(1),
         })
     }
 
@@ -441,16 +448,43 @@ impl Filesystem for ModelFs {
         if ino == ROOT {
             return reply.error(Errno::EISDIR);
         }
+        let fh = if ino == STATS {
+            let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+            self.snapshots
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(fh, self.stats_json());
+            fh
+        } else {
+            0
+        };
         // No page cache between the loop device and the model: every
         // request the scheduler dispatches reaches the device.
-        reply.opened(FileHandle(0), FopenFlags::FOPEN_DIRECT_IO);
+        reply.opened(FileHandle(fh), FopenFlags::FOPEN_DIRECT_IO);
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        self.snapshots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&fh.0);
+        reply.ok();
     }
 
     fn read(
         &self,
         _req: &Request,
         ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         offset: u64,
         size: u32,
         _flags: OpenFlags,
@@ -458,7 +492,8 @@ impl Filesystem for ModelFs {
         reply: ReplyData,
     ) {
         if ino == STATS {
-            let json = self.stats_json();
+            let snapshots = self.snapshots.lock().unwrap_or_else(|p| p.into_inner());
+            let json = snapshots.get(&fh.0).map_or(&[][..], Vec::as_slice);
             let from = (offset as usize).min(json.len());
             let to = (from + size as usize).min(json.len());
             return reply.data(&json[from..to]);
