@@ -11,6 +11,7 @@
 //! beside another would measure it.
 #![allow(clippy::unwrap_used)]
 
+mod bench_env;
 mod lab_env;
 
 use std::collections::BTreeMap;
@@ -19,7 +20,8 @@ use std::process::{Output, Stdio};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use lab_env::{have, is_mounted, root_or_skip, Env};
+use bench_env::{json_of, ok, text, Bench};
+use lab_env::{have, is_mounted, root_or_skip};
 use serde_json::Value;
 
 static MACHINE: Mutex<()> = Mutex::new(());
@@ -31,24 +33,8 @@ fn machine() -> MutexGuard<'static, ()> {
 /// An 8 MiB file of random bytes in the lab: the cold read the targets time.
 const PREPARE: &str = "dd if=/dev/urandom of={dir}/f bs=1M count=8 status=none";
 
-/// A private run directory and database; restores whatever a killed iolab
-/// left in that run directory, then (through [`Env`]) takes its labs down.
-struct Bench {
-    env: Env,
-    db: PathBuf,
-}
-
+/// Runs of `iolab startup` share a [`Bench`]'s run directory and database.
 impl Bench {
-    fn new(test: &str) -> Bench {
-        let env = Env::new(test);
-        let db = env.run.path().join("results.db");
-        Bench { env, db }
-    }
-
-    fn cmd(&self) -> assert_cmd::Command {
-        self.env.cmd()
-    }
-
     /// `iolab startup` on a small temporary lab with short defaults, then
     /// `args`, the database and the target after `--`.
     fn startup(&self, args: &[&str], target: &[&str]) -> Output {
@@ -65,56 +51,6 @@ impl Bench {
             .output()
             .unwrap()
     }
-
-    fn export(&self, id: u64) -> Value {
-        let out = self
-            .cmd()
-            .args(["results", "export", &id.to_string(), "--format", "json"])
-            .arg("--db")
-            .arg(&self.db)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", text(&out.stderr));
-        json_of(&out.stdout)
-    }
-
-    fn list(&self) -> Value {
-        let out = self
-            .cmd()
-            .args(["results", "list", "--json", "--db"])
-            .arg(&self.db)
-            .output()
-            .unwrap();
-        if out.status.success() {
-            json_of(&out.stdout)
-        } else {
-            Value::Null
-        }
-    }
-}
-
-impl Drop for Bench {
-    fn drop(&mut self) {
-        let _ = self.cmd().arg("restore").output();
-    }
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn json_of(b: &[u8]) -> Value {
-    serde_json::from_slice(b).unwrap_or_else(|e| panic!("{e}: {}", text(b)))
-}
-
-fn ok(out: &Output) {
-    assert!(
-        out.status.success(),
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status.code(),
-        text(&out.stdout),
-        text(&out.stderr)
-    );
 }
 
 fn id_of(report: &Value) -> u64 {

@@ -6,34 +6,21 @@
 //! refused with one line and exit 2 before anything runs.
 #![allow(clippy::unwrap_used)]
 
+mod bench_env;
 mod lab_env;
 
-use std::path::PathBuf;
 use std::process::Output;
 use std::time::Duration;
 
-use lab_env::{root_or_skip, Env};
+use bench_env::{text, Bench};
+use lab_env::root_or_skip;
 use serde_json::Value;
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-struct Bench {
-    env: Env,
-    db: PathBuf,
-}
-
 impl Bench {
-    fn new(test: &str) -> Bench {
-        let env = Env::new(test);
-        let db = env.run.path().join("results.db");
-        Bench { env, db }
-    }
-
+    /// `iolab startup` on a small temporary lab under `none`, then `args`,
+    /// the database and the target after `--`.
     fn startup(&self, args: &[&str], target: &[&str]) -> Output {
-        self.env
-            .cmd()
+        self.cmd()
             .arg("startup")
             .args(["--lab-size", "256MiB", "--schedulers", "none"])
             .args(args)
@@ -44,24 +31,6 @@ impl Bench {
             .timeout(Duration::from_secs(180))
             .output()
             .unwrap()
-    }
-
-    fn export(&self) -> Value {
-        let out = self
-            .env
-            .cmd()
-            .args(["results", "export", "1", "--format", "json", "--db"])
-            .arg(&self.db)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", text(&out.stderr));
-        serde_json::from_slice(&out.stdout).unwrap()
-    }
-}
-
-impl Drop for Bench {
-    fn drop(&mut self) {
-        let _ = self.env.cmd().arg("restore").output();
     }
 }
 
@@ -106,7 +75,7 @@ fn failed_starts_are_stored_excluded_and_reported() {
         "{stdout}"
     );
 
-    let e = b.export();
+    let e = b.export(1);
     let runs = e["runs"].as_array().unwrap();
     let outcome: Vec<&str> = runs
         .iter()
@@ -157,7 +126,7 @@ fn a_load_that_ends_mid_cell_stops_the_cell() {
         err.contains("stopped running") && err.contains("time_based"),
         "{err}"
     );
-    let e = b.export();
+    let e = b.export(1);
     let loaded: Vec<&Value> = e["runs"]
         .as_array()
         .unwrap()

@@ -10,6 +10,7 @@
 //! never share one. Sweeps hold [`MACHINE`]: they drop caches machine-wide.
 #![allow(clippy::unwrap_used)]
 
+mod bench_env;
 mod lab_env;
 
 use std::path::PathBuf;
@@ -17,8 +18,8 @@ use std::process::{Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use lab_env::{root_or_skip, Env};
-use serde_json::Value;
+use bench_env::{json_of, ok, text, Bench};
+use lab_env::root_or_skip;
 
 static MACHINE: Mutex<()> = Mutex::new(());
 
@@ -26,21 +27,10 @@ fn machine() -> MutexGuard<'static, ()> {
     MACHINE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-struct Bench {
-    env: Env,
-    db: PathBuf,
-}
-
+/// Sweeps share a [`Bench`]'s run directory and database.
 impl Bench {
-    fn new(test: &str) -> Bench {
-        let env = Env::new(test);
-        let db = env.run.path().join("results.db");
-        Bench { env, db }
-    }
-
     fn sweep(&self, args: &[&str]) -> Output {
-        self.env
-            .cmd()
+        self.cmd()
             .arg("sweep")
             .args(args)
             .arg("--db")
@@ -49,47 +39,6 @@ impl Bench {
             .output()
             .unwrap()
     }
-
-    fn results(&self, args: &[&str]) -> Output {
-        self.env
-            .cmd()
-            .arg("results")
-            .args(args)
-            .arg("--db")
-            .arg(&self.db)
-            .output()
-            .unwrap()
-    }
-
-    fn export(&self, id: u64) -> Value {
-        let out = self.results(&["export", &id.to_string(), "--format", "json"]);
-        ok(&out);
-        json_of(&out.stdout)
-    }
-}
-
-impl Drop for Bench {
-    fn drop(&mut self) {
-        let _ = self.env.cmd().arg("restore").output();
-    }
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn json_of(b: &[u8]) -> Value {
-    serde_json::from_slice(b).unwrap_or_else(|e| panic!("{e}: {}", text(b)))
-}
-
-fn ok(out: &Output) {
-    assert!(
-        out.status.success(),
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status.code(),
-        text(&out.stdout),
-        text(&out.stderr)
-    );
 }
 
 /// A refusal: exit 2 and exactly one line on stderr.
