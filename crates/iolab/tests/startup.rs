@@ -178,6 +178,13 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1e-9)
 }
 
+/// The mean start-up of `workload`'s cell in a startup report.
+fn mean_of(report: &Value, workload: &str) -> f64 {
+    let cells = report["cells"].as_array().unwrap();
+    let c = cells.iter().find(|c| c["workload"] == workload).unwrap();
+    num(c, "mean")
+}
+
 fn num(v: &Value, k: &str) -> f64 {
     v[k].as_f64()
         .unwrap_or_else(|| panic!("no number {k} in {v}"))
@@ -622,12 +629,7 @@ fn start_up_under_load_is_slower_than_idle_on_a_throttled_lab() {
     );
     ok(&out);
     let report = json_of(&out.stdout);
-    let mean = |wl: &str| {
-        let cells = report["cells"].as_array().unwrap();
-        let c = cells.iter().find(|c| c["workload"] == wl).unwrap();
-        num(c, "mean")
-    };
-    let (idle, loaded) = (mean("idle"), mean("1r1w"));
+    let (idle, loaded) = (mean_of(&report, "idle"), mean_of(&report, "1r1w"));
     eprintln!("cold 8 MiB read at 20 MiB/s, mq-deadline: idle {idle:.2} s, 1r1w {loaded:.2} s");
     // A censored 1r1w start only makes its mean a lower bound: still valid.
     assert!(
@@ -676,12 +678,7 @@ fn start_up_under_load_is_slower_than_idle_without_cgroup_v1() {
         "{}",
         report["experiment"]["config"]
     );
-    let mean = |wl: &str| {
-        let cells = report["cells"].as_array().unwrap();
-        let c = cells.iter().find(|c| c["workload"] == wl).unwrap();
-        num(c, "mean")
-    };
-    let (idle, loaded) = (mean("idle"), mean("1r1w"));
+    let (idle, loaded) = (mean_of(&report, "idle"), mean_of(&report, "1r1w"));
     // 8 MiB at 20 MiB/s: the idle start is the model's 0.4 s (wall clock).
     assert!((0.3..1.5).contains(&idle), "idle {idle:.2} s");
     assert!(
