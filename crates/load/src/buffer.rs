@@ -61,6 +61,26 @@ impl Drop for AlignedBuf {
     }
 }
 
+/// Fills a write buffer as `how` says (`refill_buffers`, `zero_buffers`,
+/// `buffer_pattern`, `buffer_compress_percentage`).
+pub fn fill(buf: &mut [u8], how: &crate::extra::BufferFill, rng: &mut impl Rng) {
+    use crate::extra::BufferFill;
+    match how {
+        BufferFill::Random => rng.fill(buf),
+        BufferFill::Zero => buf.fill(0),
+        BufferFill::Pattern(p) => crate::verify::fill_pattern(buf, p),
+        BufferFill::Compressible { percent, chunk } => {
+            // Each chunk: the random part first, zeros after, so a
+            // compressor saves about `percent` of it (fio does the same).
+            for c in buf.chunks_mut((*chunk).max(1)) {
+                let random = c.len() * (100 - usize::from(*percent)) / 100;
+                rng.fill(&mut c[..random]);
+                c[random..].fill(0);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

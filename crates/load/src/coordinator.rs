@@ -5,7 +5,6 @@
 //! a setup failure closes the gate instead and is reported (by `start`
 //! for the first group, as a warning for later ones).
 
-use std::sync::atomic::AtomicBool;
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -26,6 +25,7 @@ pub(crate) struct Coordinator {
     pub(crate) late_failures: Arc<Mutex<Vec<String>>>,
     pub(crate) guard: Option<Guard>,
     pub(crate) ioprio: Option<IoPrio>,
+    pub(crate) shared: Arc<crate::shared::Shared>,
 }
 
 type Handles = Vec<JoinHandle<CloneResult>>;
@@ -108,17 +108,22 @@ impl Coordinator {
         let mut handles = Vec::new();
         for &i in &members {
             let pj = &self.plan.jobs[i];
-            let job_stop = Arc::new(AtomicBool::new(false));
+            let first_number: usize = self.plan.jobs[..i]
+                .iter()
+                .map(|p| p.job.numjobs as usize)
+                .sum();
             for clone in 0..pj.job.numjobs {
                 let spec = CloneSpec {
                     job_idx: i,
                     clone,
                     job: pj.job.clone(),
                     size: pj.size,
+                    io_size: pj.io_size,
+                    number: first_number + clone as usize + 1,
                     target: pj.targets.get(clone as usize).map(|t| t.path.clone()),
                     ioprio: self.ioprio,
                     ctl: self.ctl.clone(),
-                    job_stop: job_stop.clone(),
+                    shared: self.shared.clone(),
                     live: self.per_job[i][clone as usize].clone(),
                     gate: gate.clone(),
                     ready: tx.clone(),

@@ -6,6 +6,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use crate::extra::Extra;
+use crate::sizes::BlockSizes;
+
 /// One job. `numjobs` clones of it run as threads, each on its own file
 /// unless `filename` names a shared one.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -24,8 +27,11 @@ pub struct Job {
     pub rw: Rw,
     /// `rwmixread`: percentage of reads in mixed patterns (default 50).
     pub rwmixread: u8,
-    /// `bs`: block size in bytes (default 4 KiB).
+    /// `bs`: the largest block size in bytes (default 4 KiB); buffers are
+    /// this big. `sizes` says how each I/O picks its size.
     pub bs: u64,
+    /// `bs=R,W`, `bssplit`, `bsrange`, `blockalign`, `blocksize_unaligned`.
+    pub sizes: BlockSizes,
     /// `size`: bytes per loop and per file; `None` means the existing file
     /// or device size.
     pub size: Option<u64>,
@@ -76,6 +82,9 @@ pub struct Job {
     /// iolab: when `size` is unset and the file does not exist yet, derive
     /// a size that fits the directory's free space (named workloads).
     pub auto_size: bool,
+    /// Everything else fio job files say (offsets, randomness, verify,
+    /// logs, flow, stop conditions ...): see [`Extra`].
+    pub x: Extra,
     /// The options as written (`key`, `value`), reported as fio's
     /// `job options`.
     pub options: Vec<(String, String)>,
@@ -92,6 +101,7 @@ impl Job {
             rw: Rw::Read,
             rwmixread: 50,
             bs: 4096,
+            sizes: BlockSizes::fixed(4096),
             size: None,
             numjobs: 1,
             iodepth: 1,
@@ -114,6 +124,7 @@ impl Job {
             stonewall: false,
             randrepeat: true,
             auto_size: false,
+            x: Extra::default(),
             options: Vec::new(),
         }
     }
@@ -146,6 +157,48 @@ impl Job {
                 "direct=1 needs bs to be a multiple of 512 (the logical block size), got {}",
                 self.bs
             ));
+        }
+        if self.direct {
+            self.sizes.check_direct(512)?;
+        }
+        let x = &self.x;
+        let e = self.ioengine;
+        if e == IoEngine::Mmap && self.direct {
+            return Err("ioengine=mmap with direct=1: a mapping always goes through the page cache; use direct=0".into());
+        }
+        for (on, name) in [
+            (x.hipri, "hipri"),
+            (x.nowait, "nowait"),
+            (x.uncached, "uncached"),
+        ] {
+            let ok = match name {
+                "hipri" => matches!(e, IoEngine::Pvsync2 | IoEngine::IoUring),
+                _ => e == IoEngine::Pvsync2,
+            };
+            if on && !ok {
+                return Err(format!(
+                    "{name}=1 applies to ioengine=pvsync2{}; this job uses ioengine={}",
+                    if name == "hipri" { " or io_uring" } else { "" },
+                    e.as_str()
+                ));
+            }
+        }
+        if x.userspace_reap && e != IoEngine::Libaio {
+            return Err(format!(
+                "userspace_reap=1 applies to ioengine=libaio; this job uses ioengine={}",
+                e.as_str()
+            ));
+        }
+        if let Some(v) = &x.verify {
+            if v.kind == crate::verify::VerifyKind::Pattern && v.pattern.is_none() {
+                return Err(
+                    "verify=pattern needs verify_pattern=..., e.g. verify_pattern=0xdeadbeef"
+                        .into(),
+                );
+            }
+            if !self.writes() && !v.do_verify {
+                return Err("verify with do_verify=0 on a job that only reads checks nothing: drop verify or set do_verify=1".into());
+            }
         }
         if let Some(size) = self.size {
             if size < self.bs {
@@ -236,23 +289,53 @@ pub enum IoEngine {
     Psync,
     /// io_uring with `iodepth` I/Os in flight.
     IoUring,
+    /// Linux native AIO (io_submit/io_getevents) with `iodepth` in flight.
+    Libaio,
+    /// preadv(2)/pwritev(2).
+    Pvsync,
+    /// preadv2(2)/pwritev2(2), with `hipri`, `nowait`, `uncached` flags.
+    Pvsync2,
+    /// POSIX aio_read/aio_write (glibc's thread-based AIO).
+    Posixaio,
+    /// The file mapped into memory; I/O is memcpy (plus msync for writes
+    /// when `sync` options ask).
+    Mmap,
+    /// No I/O at all: measures the engine loop's own cost.
+    Null,
     /// No I/O: burns `cpuload` percent of a CPU.
     CpuIo,
 }
 
 impl IoEngine {
     /// Every accepted spelling, for error messages.
-    pub const NAMES: &'static str = "sync, psync, io_uring, cpuio";
+    pub const NAMES: &'static str =
+        "sync, psync, vsync, pvsync, pvsync2, libaio, io_uring, posixaio, mmap, null, cpuio";
 
     /// Parses fio's spelling.
     pub fn parse(s: &str) -> Option<IoEngine> {
         Some(match s {
             "sync" => IoEngine::Sync,
             "psync" => IoEngine::Psync,
+            // readv/writev of one buffer is read/write: same engine.
+            "vsync" => IoEngine::Sync,
             "io_uring" => IoEngine::IoUring,
+            "libaio" => IoEngine::Libaio,
+            "pvsync" => IoEngine::Pvsync,
+            "pvsync2" => IoEngine::Pvsync2,
+            "posixaio" => IoEngine::Posixaio,
+            "mmap" => IoEngine::Mmap,
+            "null" => IoEngine::Null,
             "cpuio" => IoEngine::CpuIo,
             _ => return None,
         })
+    }
+
+    /// True for engines that keep `iodepth` I/Os in flight.
+    pub fn queues(self) -> bool {
+        matches!(
+            self,
+            IoEngine::IoUring | IoEngine::Libaio | IoEngine::Posixaio
+        )
     }
 
     /// fio's spelling.
@@ -261,6 +344,12 @@ impl IoEngine {
             IoEngine::Sync => "sync",
             IoEngine::Psync => "psync",
             IoEngine::IoUring => "io_uring",
+            IoEngine::Libaio => "libaio",
+            IoEngine::Pvsync => "pvsync",
+            IoEngine::Pvsync2 => "pvsync2",
+            IoEngine::Posixaio => "posixaio",
+            IoEngine::Mmap => "mmap",
+            IoEngine::Null => "null",
             IoEngine::CpuIo => "cpuio",
         }
     }

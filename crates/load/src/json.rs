@@ -60,6 +60,10 @@ pub struct FioJob {
     pub write: FioDir,
     /// Always empty: iolab does not trim.
     pub trim: FioDir,
+    /// `unified_rw_reporting`: reads and writes together (fio's `mixed`;
+    /// `read` then holds the same).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mixed: Option<FioDir>,
     /// fsync/fdatasync calls.
     pub sync: FioSync,
     /// Measured time, milliseconds, summed over the job's clones as fio
@@ -125,6 +129,9 @@ pub struct FioLat {
     /// fio).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub percentile: Option<Percentiles>,
+    /// json+: `"bin value ns": I/Os` for every non-empty fio latency bin.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bins: Option<BTreeMap<u64, u64>>,
 }
 
 /// Percentile keys and values, serialised as a map in ascending order.
@@ -173,6 +180,18 @@ pub struct FioDisk {
 
 /// Builds the document.
 pub fn to_fio_json(r: &LoadReport) -> FioJson {
+    build(r, false)
+}
+
+/// Builds the json+ document: the JSON document plus fio's latency bins
+/// under `clat_ns.bins` and `lat_ns.bins` (what `fio_jsonplus_clat2csv`
+/// reads).
+pub fn to_fio_json_plus(r: &LoadReport) -> FioJson {
+    build(r, true)
+}
+
+fn build(r: &LoadReport, plus: bool) -> FioJson {
+    let job = |j: &JobReport| job(j, plus);
     let since = r
         .started_at
         .duration_since(std::time::UNIX_EPOCH)
@@ -224,7 +243,8 @@ fn ctime(secs: i64) -> String {
     }
 }
 
-fn job(j: &JobReport) -> FioJob {
+fn job(j: &JobReport, plus: bool) -> FioJob {
+    let dir = |d: &DirReport| dir(d, plus);
     FioJob {
         jobname: j.name.clone(),
         groupid: j.group,
@@ -236,6 +256,7 @@ fn job(j: &JobReport) -> FioJob {
         read: dir(&j.read),
         write: dir(&j.write),
         trim: dir(&DirReport::default()),
+        mixed: j.unified.then(|| dir(&j.read)),
         sync: FioSync { total_ios: j.syncs },
         job_runtime: j.thread_time.as_millis() as u64,
         usr_cpu: j.usr_cpu(),
@@ -246,7 +267,7 @@ fn job(j: &JobReport) -> FioJob {
     }
 }
 
-fn dir(d: &DirReport) -> FioDir {
+fn dir(d: &DirReport, plus: bool) -> FioDir {
     let lat = match &d.lat {
         Some(l) => FioLat {
             min: l.min_ns,
@@ -260,6 +281,7 @@ fn dir(d: &DirReport) -> FioDir {
                     .map(|(p, v)| (format!("{p:.6}"), *v))
                     .collect(),
             )),
+            bins: plus.then(|| d.bins.iter().copied().collect()),
         },
         None => FioLat::default(),
     };
@@ -298,8 +320,18 @@ mod tests {
             short_ios: 0,
             runtime: Duration::from_millis(500),
             lat: acc.latency(),
+            bins: acc
+                .plat
+                .as_ref()
+                .unwrap()
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| **c > 0)
+                .map(|(i, c)| (crate::plat::val(i), *c))
+                .collect(),
         };
         let j = JobReport {
+            unified: false,
             name: "r".into(),
             group: 0,
             options: vec![("rw".into(), "randread".into())],
@@ -322,6 +354,23 @@ mod tests {
             warnings: vec![],
             started_at: SystemTime::now(),
         }
+    }
+
+    #[test]
+    fn json_plus_bins_hold_every_io() {
+        let doc = serde_json::to_value(to_fio_json_plus(&report())).unwrap();
+        let bins = doc["jobs"][0]["read"]["clat_ns"]["bins"]
+            .as_object()
+            .unwrap();
+        let n: u64 = bins.values().map(|v| v.as_u64().unwrap()).sum();
+        assert_eq!(n, 100);
+        // 1..100 us: every bin value lies within 1/64 of an I/O's latency.
+        for k in bins.keys() {
+            let v: f64 = k.parse().unwrap();
+            assert!((990.0..=101_600.0).contains(&v), "{k}");
+        }
+        let plain = serde_json::to_value(to_fio_json(&report())).unwrap();
+        assert!(plain["jobs"][0]["read"]["clat_ns"].get("bins").is_none());
     }
 
     #[test]

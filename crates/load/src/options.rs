@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use crate::job::{CpuMode, DirPair, IoEngine, Job, Rw};
 
-/// Every option iolab understands, for "supported are ..." messages.
-pub const SUPPORTED: &[&str] = &[
+/// The core options iolab understands (see also [`crate::options_more`]).
+pub const CORE: &[&str] = &[
     "name",
     "description",
     "filename",
@@ -28,6 +28,7 @@ pub const SUPPORTED: &[&str] = &[
     "direct",
     "buffered",
     "runtime",
+    "timeout",
     "time_based",
     "ramp_time",
     "rate",
@@ -36,8 +37,6 @@ pub const SUPPORTED: &[&str] = &[
     "fdatasync",
     "end_fsync",
     "loops",
-    "thread",
-    "group_reporting",
     "invalidate",
     "ioscheduler",
     "cpuload",
@@ -46,8 +45,14 @@ pub const SUPPORTED: &[&str] = &[
     "stonewall",
     "wait_for_previous",
     "randrepeat",
+    "allrandrepeat",
     "scramble_buffers",
 ];
+
+/// Every option iolab understands, for "did you mean" and help.
+pub fn supported() -> impl Iterator<Item = &'static str> {
+    CORE.iter().chain(crate::options_more::MORE).copied()
+}
 
 /// Applies one option. `value` is `None` for a bare option (`time_based`).
 /// The error says what the value should look like; the caller adds where.
@@ -79,28 +84,59 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
         }
         "rw" | "readwrite" => {
             let v = need()?;
-            if v.contains(':') {
+            let (pat, modifier) = match v.split_once(':') {
+                Some((p, m)) => (p.trim(), Some(m.trim())),
+                None => (v, None),
+            };
+            if matches!(pat, "trim" | "randtrim" | "trimwrite" | "randtrimwrite") {
                 return Err(format!(
-                    "rw={v}: offset modifiers (':N') are not supported; expected one of {}",
+                    "rw={pat}: trims are not supported (discards on files and devices are not one of iolab's loads); expected one of {}",
                     Rw::NAMES
                 ));
             }
             job.rw =
-                Rw::parse(v).ok_or_else(|| format!("rw={v}: expected one of {}", Rw::NAMES))?;
+                Rw::parse(pat).ok_or_else(|| format!("rw={v}: expected one of {}", Rw::NAMES))?;
+            job.x.seq_add = 0;
+            job.x.rand_every = 1;
+            if let Some(m) = modifier {
+                if job.rw.random() {
+                    job.x.rand_every = m.parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                        format!("rw={v}: after a random pattern ':N' is a count of I/Os >= 1 (a new random offset every N)")
+                    })?;
+                } else {
+                    let (neg, mag) = match m.strip_prefix('-') {
+                        Some(r) => (true, r),
+                        None => (false, m),
+                    };
+                    let n = i64::try_from(size(key, mag)?)
+                        .map_err(|_| format!("rw={v}: the offset modifier is too large"))?;
+                    job.x.seq_add = if neg { -n } else { n };
+                }
+            }
         }
         "rwmixread" => job.rwmixread = percent(key, need()?)?,
         "rwmixwrite" => job.rwmixread = 100 - percent(key, need()?)?,
         "bs" | "blocksize" => {
             let v = need()?;
-            if v.contains(',') || v.contains('-') || v.contains(':') {
+            if v.contains('-') || v.contains(':') {
                 return Err(format!(
-                    "{key}={v}: per-direction or ranged block sizes are not supported; give one size, e.g. 4k"
+                    "{key}={v}: a range or split is bsrange=LOW-HIGH or bssplit=SIZE/PCT:...; bs takes one size, or READ,WRITE"
                 ));
             }
-            job.bs = size(key, v)?;
-            if job.bs == 0 {
-                return Err(format!("{key}=0: the block size must be at least 1 byte"));
-            }
+            let (r, w) = crate::sizes::per_dir(key, v)?;
+            let one = |x: &str| -> Result<u64, String> {
+                if x.trim().is_empty() {
+                    return Ok(4096);
+                }
+                let b = size(key, x)?;
+                if b == 0 {
+                    return Err(format!("{key}={v}: the block size must be at least 1 byte"));
+                }
+                Ok(b)
+            };
+            job.sizes.read = crate::sizes::SizeDist::Fixed(one(r)?);
+            job.sizes.write = crate::sizes::SizeDist::Fixed(one(w)?);
+            job.bs = job.sizes.max();
         }
         "size" => {
             let v = need()?;
@@ -135,18 +171,12 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
             let v = need()?;
             job.ioengine = match IoEngine::parse(v) {
                 Some(e) => e,
-                None if v == "libaio" => {
-                    return Err(
-                        "ioengine=libaio is not supported: use ioengine=io_uring (same iodepth semantics)"
-                            .into(),
-                    )
-                }
-                None => return Err(format!("ioengine={v}: expected one of {}", IoEngine::NAMES)),
+                None => return Err(crate::options_more::unknown_engine(v)),
             };
         }
         "direct" => job.direct = boolean(key, value)?,
         "buffered" => job.direct = !boolean(key, value)?,
-        "runtime" => {
+        "runtime" | "timeout" => {
             let t = time(key, need()?)?;
             job.runtime = (!t.is_zero()).then_some(t);
         }
@@ -158,11 +188,6 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
         "fdatasync" => job.fdatasync = count(key, need()?, 0)?,
         "end_fsync" => job.end_fsync = boolean(key, value)?,
         "loops" => job.loops = count(key, need()?, 1)?,
-        // iolab always runs clones as threads of one process, and always
-        // reports a job's clones merged: both options ask for what is done.
-        "thread" | "group_reporting" => {
-            boolean(key, value)?;
-        }
         "invalidate" => job.invalidate = boolean(key, value)?,
         "ioscheduler" => job.ioscheduler = Some(need()?.to_string()),
         "cpuload" => {
@@ -189,7 +214,7 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
             job.cpuchunks = Duration::from_micros(us);
         }
         "stonewall" | "wait_for_previous" => job.stonewall = boolean(key, value)?,
-        "randrepeat" => job.randrepeat = boolean(key, value)?,
+        "randrepeat" | "allrandrepeat" => job.randrepeat = boolean(key, value)?,
         // Write buffers are random bytes filled once and never scrambled
         // (fio's default scramble_buffers=1 stamps offsets and times into
         // every 512 bytes, which makes the data slightly compressible and
@@ -202,12 +227,10 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
                 ));
             }
         }
-        _ => {
-            return Err(format!(
-                "unknown option {key:?}: supported are {}",
-                SUPPORTED.join(", ")
-            ))
-        }
+        _ => match crate::options_more::apply(job, key, value) {
+            Some(r) => r?,
+            None => return Err(crate::options_more::unknown(key)),
+        },
     }
     let shown = value.unwrap_or("1").to_string();
     match job.options.iter_mut().find(|(k, _)| k == key) {
@@ -226,13 +249,13 @@ pub fn boolean(key: &str, value: Option<&str>) -> Result<bool, String> {
     }
 }
 
-fn size(key: &str, v: &str) -> Result<u64, String> {
+pub(crate) fn size(key: &str, v: &str) -> Result<u64, String> {
     iolab_sys::units::parse_size(v).map_err(|_| {
         format!("{key}={v}: expected a size with an optional binary unit, e.g. 4k, 1m, 512MiB, 4g")
     })
 }
 
-fn number(key: &str, v: &str) -> Result<u64, String> {
+pub(crate) fn number(key: &str, v: &str) -> Result<u64, String> {
     v.trim()
         .parse()
         .map_err(|_| format!("{key}={v}: expected a whole number"))
@@ -244,14 +267,14 @@ const MAX_NUMJOBS: u32 = 4096;
 /// Deepest queue: io_uring's largest submission queue (IORING_MAX_ENTRIES).
 const MAX_IODEPTH: u32 = 32_768;
 
-fn at_most(key: &str, n: u32, max: u32, why: &str) -> Result<u32, String> {
+pub(crate) fn at_most(key: &str, n: u32, max: u32, why: &str) -> Result<u32, String> {
     if n > max {
         return Err(format!("{key}={n}: expected at most {max} ({why})"));
     }
     Ok(n)
 }
 
-fn count(key: &str, v: &str, min: u32) -> Result<u32, String> {
+pub(crate) fn count(key: &str, v: &str, min: u32) -> Result<u32, String> {
     let n: u32 = v
         .trim()
         .parse()
@@ -262,7 +285,7 @@ fn count(key: &str, v: &str, min: u32) -> Result<u32, String> {
     Ok(n)
 }
 
-fn percent(key: &str, v: &str) -> Result<u8, String> {
+pub(crate) fn percent(key: &str, v: &str) -> Result<u8, String> {
     match v.trim().parse::<u8>() {
         Ok(p) if p <= 100 => Ok(p),
         _ => Err(format!("{key}={v}: expected a percentage from 0 to 100")),
@@ -285,7 +308,7 @@ pub fn time(key: &str, v: &str) -> Result<Duration, String> {
 
 /// `X` (both directions), `X,Y` (read, write), `,Y` (write only), `X,`
 /// (read only).
-fn pair(
+pub(crate) fn pair(
     key: &str,
     v: &str,
     parse: impl Fn(&str) -> Result<u64, String>,
@@ -381,20 +404,39 @@ mod tests {
     fn values_are_required_where_meaningful() {
         let e = job_with(&[("bs", None)]).unwrap_err();
         assert!(e.contains("needs a value"), "{e}");
-        assert!(job_with(&[("bs", Some("4k,8k"))])
+        let j = job_with(&[("bs", Some("4k,8k"))]).unwrap();
+        assert_eq!(
+            (j.sizes.read.max(), j.sizes.write.max(), j.bs),
+            (4096, 8192, 8192)
+        );
+        assert!(job_with(&[("bs", Some("4k-8k"))])
             .unwrap_err()
-            .contains("one size"));
+            .contains("bsrange"));
         assert!(job_with(&[("size", Some("50%"))]).is_err());
         assert!(job_with(&[("numjobs", Some("0"))]).is_err());
         assert!(job_with(&[("rwmixread", Some("101"))]).is_err());
     }
 
     #[test]
-    fn unknown_options_list_the_supported_ones() {
-        let e = job_with(&[("nrfiles", Some("2"))]).unwrap_err();
-        assert!(e.contains("\"nrfiles\"") && e.contains("rwmixread"), "{e}");
-        let e = job_with(&[("ioengine", Some("libaio"))]).unwrap_err();
-        assert!(e.contains("io_uring"), "{e}");
+    fn unknown_options_suggest_the_nearest() {
+        let e = job_with(&[("norandmap", None)]).unwrap_err();
+        assert!(e.contains("did you mean norandommap"), "{e}");
+        let e = job_with(&[("ioengine", Some("libaoi"))]).unwrap_err();
+        assert!(e.contains("did you mean libaio"), "{e}");
+        let e = job_with(&[("ioengine", Some("rdma"))]).unwrap_err();
+        assert!(e.contains("rdma") && e.contains("network"), "{e}");
+    }
+
+    #[test]
+    fn offset_modifiers_parse() {
+        let j = job_with(&[("rw", Some("read:-8k"))]).unwrap();
+        assert_eq!(j.x.seq_add, -8192);
+        let j = job_with(&[("rw", Some("randread:8"))]).unwrap();
+        assert_eq!(j.x.rand_every, 8);
+        assert!(job_with(&[("rw", Some("randread:0"))]).is_err());
+        assert!(job_with(&[("rw", Some("randtrim"))])
+            .unwrap_err()
+            .contains("trim"));
     }
 
     #[test]

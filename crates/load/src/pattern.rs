@@ -1,27 +1,81 @@
-//! Offsets and directions, one pass at a time.
+//! Offsets, sizes and directions, one pass at a time.
 //!
-//! A pass is `size / bs` I/Os. Sequential patterns walk the file block by
-//! block (a separate position per direction for `rw`, as fio keeps one per
-//! data direction). Random patterns visit every block exactly once per
-//! pass in a random order, like fio's default random map, but without a
-//! bitmap: the order is a keyed permutation of `0..n` (a four-round Feistel
-//! network over the next power of four, cycle-walking values that fall
-//! outside `0..n`), so it needs no memory and no allocation per I/O. A new
-//! key per pass gives a new order. Mixed patterns pick the direction of
-//! each I/O at random with probability `rwmixread`.
+//! A pass moves `io_size` bytes (default: the region's size) within the
+//! region `[0, size)` (the caller adds the file offset). Sequential
+//! patterns walk the region (a separate position per direction for `rw`,
+//! as fio keeps one per data direction); `rw=read:8k` skips 8 KiB after
+//! each I/O and `rw=read:-8k` walks backwards (fio's offset modifiers,
+//! wrapping as fio's `get_next_seq_offset` does). Random patterns with one
+//! block size visit every block exactly once per pass in a random order,
+//! like fio's default random map, but without a bitmap: the order is a
+//! keyed permutation of `0..n` (a four-round Feistel network over the
+//! next power of four, cycle-walking values that fall outside `0..n`), so
+//! it needs no memory and no allocation per I/O. With `norandommap`, a
+//! non-uniform `random_distribution` or several block sizes, offsets are
+//! drawn independently (fio turns its map off for distributions too).
+//! `rw=randread:N` draws a new random offset every N I/Os and goes on
+//! sequentially (or, with `rw_sequencer=identical`, repeats it) in
+//! between. Mixed patterns pick each I/O's direction with probability
+//! `rwmixread`.
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use crate::distribution::{Distribution, Sampler};
 use crate::job::{Dir, Rw};
+use crate::sizes::BlockSizes;
 
 /// What to do next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Next {
-    /// One I/O at this byte offset.
-    Io(Dir, u64),
+    /// One I/O of `len` bytes at this byte offset.
+    Io(Dir, u64, u64),
     /// The pass is complete.
     PassEnd,
+}
+
+/// What shapes a pattern (from the job).
+#[derive(Debug, Clone)]
+pub struct Shape {
+    /// `rw`.
+    pub rw: Rw,
+    /// `rwmixread`.
+    pub rwmixread: u8,
+    /// Block sizes.
+    pub sizes: BlockSizes,
+    /// Bytes of the region.
+    pub size: u64,
+    /// Bytes per pass (`io_size`, default `size`).
+    pub io_size: u64,
+    /// Sequential offset modifier (`rw=read:-8k`).
+    pub seq_add: i64,
+    /// Random: a new offset every this many I/Os (`rw=randread:N`).
+    pub rand_every: u32,
+    /// `rw_sequencer=identical`.
+    pub identical: bool,
+    /// `norandommap`.
+    pub norandommap: bool,
+    /// `random_distribution`.
+    pub distribution: Distribution,
+}
+
+impl Shape {
+    /// A plain shape: one block size, every block once.
+    #[cfg(test)]
+    pub fn simple(rw: Rw, rwmixread: u8, bs: u64, size: u64) -> Shape {
+        Shape {
+            rw,
+            rwmixread,
+            sizes: BlockSizes::fixed(bs),
+            size,
+            io_size: size,
+            seq_add: 0,
+            rand_every: 1,
+            identical: false,
+            norandommap: false,
+            distribution: Distribution::Uniform,
+        }
+    }
 }
 
 /// The I/O sequence of one clone.
@@ -29,10 +83,22 @@ pub enum Next {
 pub struct Pattern {
     rw: Rw,
     mix_read: u32,
-    bs: u64,
+    sizes: BlockSizes,
+    fixed: Option<u64>,
+    size: u64,
+    io_size: u64,
+    align: u64,
     blocks: u64,
+    units: u64,
+    issued_bytes: u64,
     issued: u64,
     seq: [u64; 2],
+    seq_add: i64,
+    rand_every: u32,
+    identical: bool,
+    /// Offsets are drawn independently rather than from the permutation.
+    draw: Option<Sampler>,
+    last: Option<(u64, u64)>,
     perm: Permutation,
     rng: SmallRng,
 }
@@ -40,17 +106,44 @@ pub struct Pattern {
 impl Pattern {
     /// A pattern over `size` bytes in blocks of `bs`; `seed` makes runs
     /// reproducible per clone.
+    #[cfg(test)]
     pub fn new(rw: Rw, rwmixread: u8, bs: u64, size: u64, seed: u64) -> Pattern {
-        let blocks = (size / bs).max(1);
+        Pattern::shaped(&Shape::simple(rw, rwmixread, bs, size), seed)
+    }
+
+    /// A pattern of any shape.
+    pub fn shaped(s: &Shape, seed: u64) -> Pattern {
+        let fixed = s.sizes.is_fixed().then(|| s.sizes.max());
+        let bs = fixed.unwrap_or_else(|| s.sizes.min()).max(1);
+        let blocks = (s.size / bs).max(1);
+        let align = s.sizes.alignment();
+        let units = (s.size.saturating_sub(s.sizes.min()) / align + 1).max(1);
         let mut rng = SmallRng::seed_from_u64(seed);
         let perm = Permutation::new(blocks, rng.random());
+        let independent = s.norandommap || !s.distribution.is_uniform() || fixed.is_none();
+        let draw = independent.then(|| Sampler::new(&s.distribution, units, align, seed));
         Pattern {
-            rw,
-            mix_read: u32::from(rwmixread),
-            bs,
+            rw: s.rw,
+            mix_read: u32::from(s.rwmixread),
+            sizes: s.sizes.clone(),
+            fixed,
+            size: s.size,
+            // A pass of one block size ends at the last whole block.
+            io_size: match fixed {
+                Some(b) if b > 0 => (s.io_size / b * b).max(b),
+                _ => s.io_size.max(1),
+            },
+            align,
             blocks,
+            units,
+            issued_bytes: 0,
             issued: 0,
             seq: [0; 2],
+            seq_add: s.seq_add,
+            rand_every: s.rand_every.max(1),
+            identical: s.identical,
+            draw,
+            last: None,
             perm,
             rng,
         }
@@ -59,7 +152,7 @@ impl Pattern {
     /// The next I/O, or the end of the pass.
     #[inline]
     pub fn next(&mut self) -> Next {
-        if self.issued == self.blocks {
+        if self.issued_bytes >= self.io_size {
             return Next::PassEnd;
         }
         let dir = match self.rw {
@@ -73,22 +166,76 @@ impl Pattern {
                 }
             }
         };
-        let block = if self.rw.random() {
-            self.perm.at(self.issued)
+        let len = match self.fixed {
+            Some(b) => b,
+            None => self.sizes.draw(dir, &mut self.rng),
+        }
+        .min(self.size);
+        let offset = if self.rw.random() {
+            self.random_offset(len)
         } else {
-            let pos = &mut self.seq[dir as usize];
-            let b = *pos;
-            *pos = (*pos + 1) % self.blocks;
-            b
+            self.seq_offset(dir, len)
         };
         self.issued += 1;
-        Next::Io(dir, block * self.bs)
+        self.issued_bytes += len;
+        self.last = Some((offset, len));
+        Next::Io(dir, offset, len)
+    }
+
+    fn seq_offset(&mut self, dir: Dir, len: u64) -> u64 {
+        let pos = &mut self.seq[dir as usize];
+        let mut off = *pos;
+        if off + len > self.size {
+            off = 0;
+        }
+        // Where the next I/O of this direction goes.
+        let after = off + len;
+        let next = if self.seq_add == 0 {
+            after
+        } else {
+            let n = after as i128 + i128::from(self.seq_add);
+            if n < 0 || n as u64 + len > self.size {
+                if self.seq_add > 0 {
+                    0
+                } else {
+                    (self.size as i128 + i128::from(self.seq_add)).max(0) as u64
+                }
+            } else {
+                n as u64
+            }
+        };
+        *pos = if next >= self.size { 0 } else { next };
+        off
+    }
+
+    fn random_offset(&mut self, len: u64) -> u64 {
+        if self.rand_every > 1 && self.issued % u64::from(self.rand_every) != 0 {
+            if let Some((o, l)) = self.last {
+                let next = if self.identical { o } else { o + l };
+                if next + len <= self.size {
+                    return next;
+                }
+            }
+        }
+        match &self.draw {
+            None => {
+                let n = self.issued / u64::from(self.rand_every) % self.blocks;
+                self.perm.at(n) * self.fixed.unwrap_or(self.align)
+            }
+            Some(s) => {
+                let unit = s.draw(&mut self.rng).min(self.units - 1);
+                let max_start = self.size.saturating_sub(len) / self.align * self.align;
+                (unit * self.align).min(max_start)
+            }
+        }
     }
 
     /// Starts a new pass from the beginning (a new random order).
     pub fn new_pass(&mut self) {
         self.issued = 0;
+        self.issued_bytes = 0;
         self.seq = [0; 2];
+        self.last = None;
         self.perm = Permutation::new(self.blocks, self.rng.random());
     }
 }
@@ -154,7 +301,7 @@ mod tests {
 
     fn pass(p: &mut Pattern) -> Vec<(Dir, u64)> {
         let mut v = Vec::new();
-        while let Next::Io(d, o) = p.next() {
+        while let Next::Io(d, o, _) = p.next() {
             v.push((d, o));
         }
         v
@@ -177,7 +324,7 @@ mod tests {
         assert_eq!(offs, [0, 4096, 8192, 12288]);
         assert_eq!(p.next(), Next::PassEnd);
         p.new_pass();
-        assert_eq!(p.next(), Next::Io(Dir::Read, 0));
+        assert_eq!(p.next(), Next::Io(Dir::Read, 0, 4096));
     }
 
     #[test]
@@ -203,5 +350,70 @@ mod tests {
         assert!((6500..7500).contains(&reads), "{reads}");
         let mut seq = Pattern::new(Rw::ReadWrite, 0, 4096, 4096 * 8, 3);
         assert!(pass(&mut seq).iter().all(|(d, _)| *d == Dir::Write));
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod shape_tests {
+    use super::*;
+
+    fn offsets(s: &Shape, n: usize) -> Vec<u64> {
+        let mut p = Pattern::shaped(s, 9);
+        (0..n)
+            .map(|_| match p.next() {
+                Next::Io(_, o, _) => o,
+                Next::PassEnd => {
+                    p.new_pass();
+                    u64::MAX
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn backwards_reads_as_fio() {
+        // fio's examples/backwards-read.fio: bs=4k rw=read:-8k.
+        let mut s = Shape::simple(Rw::Read, 50, 4096, 16 * 4096);
+        s.seq_add = -8192;
+        assert_eq!(offsets(&s, 4), [0, 14 * 4096, 13 * 4096, 12 * 4096]);
+    }
+
+    #[test]
+    fn holes_skip_and_wrap() {
+        let mut s = Shape::simple(Rw::Write, 50, 16384, 1 << 20);
+        s.seq_add = 112 * 1024;
+        let o = offsets(&s, 3);
+        assert_eq!(o, [0, 128 * 1024, 256 * 1024]);
+    }
+
+    #[test]
+    fn random_every_n_goes_on_sequentially_or_repeats() {
+        let mut s = Shape::simple(Rw::RandRead, 50, 4096, 4096 * 1024);
+        s.rand_every = 4;
+        let o = offsets(&s, 8);
+        assert_eq!(o[1], o[0] + 4096);
+        assert_eq!(o[3], o[0] + 3 * 4096);
+        s.identical = true;
+        let o = offsets(&s, 4);
+        assert!(o.iter().all(|x| *x == o[0]));
+    }
+
+    #[test]
+    fn varying_sizes_stay_inside_and_end_the_pass_by_bytes() {
+        let mut s = Shape::simple(Rw::RandWrite, 50, 4096, 1 << 20);
+        s.sizes = BlockSizes {
+            read: crate::sizes::SizeDist::Split(vec![(4096, 50), (65536, 50)]),
+            write: crate::sizes::SizeDist::Split(vec![(4096, 50), (65536, 50)]),
+            align: None,
+            unaligned: false,
+        };
+        let mut p = Pattern::shaped(&s, 1);
+        let mut bytes = 0;
+        while let Next::Io(_, o, l) = p.next() {
+            assert!(o + l <= 1 << 20 && o % 4096 == 0);
+            bytes += l;
+        }
+        assert!((1 << 20..(1 << 20) + 65536).contains(&bytes));
     }
 }

@@ -28,8 +28,10 @@ pub struct PlannedJob {
     pub job: Arc<Job>,
     /// Its stonewall group, from 0.
     pub group: usize,
-    /// Bytes per pass and per clone (0 for cpuio).
+    /// Bytes of each clone's region (0 for cpuio).
     pub size: u64,
+    /// Bytes per pass (`io_size`; default the region).
+    pub io_size: u64,
     /// One target per clone (empty for cpuio).
     pub targets: Vec<Target>,
     /// The device whose scheduler `ioscheduler` switches.
@@ -72,8 +74,17 @@ pub fn plan(jobs: &[Job], force: bool) -> Result<Plan, LoadError> {
         if job.stonewall && i > 0 {
             group += 1;
         }
+        if let Some(w) = &job.x.wait_for {
+            if !jobs[..i].iter().any(|j| &j.name == w) {
+                return Err(LoadError::usage(format!(
+                    "job {}: wait_for={w}: no job of that name comes before it (wait_for names an earlier job)",
+                    job.name
+                )));
+            }
+        }
+        out.warnings.extend(job.x.notes.iter().cloned());
         let mut targets = Vec::new();
-        if job.ioengine != IoEngine::CpuIo {
+        if !matches!(job.ioengine, IoEngine::CpuIo | IoEngine::Null) {
             for clone in 0..job.numjobs {
                 let path = target::clone_path(job, clone);
                 let t = match seen.get(&path) {
@@ -95,6 +106,7 @@ pub fn plan(jobs: &[Job], force: bool) -> Result<Plan, LoadError> {
             job: Arc::new(job.clone()),
             group,
             size: 0,
+            io_size: 0,
             targets,
             scheduler_dev: None,
         });
@@ -102,6 +114,10 @@ pub fn plan(jobs: &[Job], force: bool) -> Result<Plan, LoadError> {
     auto_sizes(&mut out.jobs)?;
     for pj in &mut out.jobs {
         pj.size = job_size(pj)?;
+        pj.io_size = pj.job.x.io_size.unwrap_or(match pj.job.x.filesize {
+            Some(_) => pj.job.size.unwrap_or(pj.size),
+            None => pj.size,
+        });
         check_device(pj)?;
     }
     out.layout = layout_items(&out.jobs);
@@ -119,9 +135,15 @@ pub fn plan(jobs: &[Job], force: bool) -> Result<Plan, LoadError> {
 }
 
 fn warn_about(job: &Job, warnings: &mut Vec<String>) {
-    if job.iodepth > 1 && matches!(job.ioengine, IoEngine::Sync | IoEngine::Psync) {
+    if job.ioengine == IoEngine::Libaio && !job.direct && job.ioengine != IoEngine::CpuIo {
         warnings.push(format!(
-            "job {}: iodepth={} has no effect with ioengine={} (one I/O at a time); use ioengine=io_uring for a queue",
+            "job {}: ioengine=libaio without direct=1: Linux AIO on buffered files completes inside io_submit (as with fio), so the queue does not fill; use direct=1 or io_uring",
+            job.name
+        ));
+    }
+    if job.iodepth > 1 && !job.ioengine.queues() && job.ioengine != IoEngine::CpuIo {
+        warnings.push(format!(
+            "job {}: iodepth={} has no effect with ioengine={} (one I/O at a time); use ioengine=libaio or io_uring for a queue",
             job.name,
             job.iodepth,
             job.ioengine.as_str()
@@ -182,6 +204,30 @@ fn job_size(pj: &PlannedJob) -> Result<u64, LoadError> {
     let job = &pj.job;
     if job.ioengine == IoEngine::CpuIo {
         return Ok(0);
+    }
+    if job.ioengine == IoEngine::Null {
+        return job.size.ok_or_else(|| {
+            LoadError::usage(format!(
+                "job {}: ioengine=null needs size (how many bytes the pretend I/O covers), e.g. size=1g",
+                job.name
+            ))
+        });
+    }
+    if let Some((lo, hi)) = job.x.filesize {
+        // One size for the job's files, drawn from the range by name (the
+        // same on every run, like fio with randrepeat).
+        let h = job
+            .name
+            .bytes()
+            .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+        let span = (hi - lo) / job.bs.max(1);
+        return Ok(lo + if span > 0 { h % (span + 1) * job.bs } else { 0 });
+    }
+    if job.x.fill_device && job.size.is_none() {
+        if let Some(t) = pj.targets.first().filter(|t| t.kind == TargetKind::File) {
+            let free = target::free_bytes(&target::parent_dir(&t.path))? + t.existing;
+            return Ok(free / job.bs.max(1) * job.bs.max(1));
+        }
     }
     let mut size = job.size;
     for t in &pj.targets {
@@ -271,16 +317,20 @@ fn check_device(pj: &mut PlannedJob) -> Result<(), LoadError> {
 fn layout_items(jobs: &[PlannedJob]) -> Vec<LayoutItem> {
     let mut items: Vec<LayoutItem> = Vec::new();
     for pj in jobs.iter().filter(|pj| pj.job.reads()) {
-        for t in pj.targets.iter().filter(|t| t.kind == TargetKind::File) {
-            if t.existing >= pj.size {
+        for (c, t) in pj.targets.iter().enumerate() {
+            if t.kind != TargetKind::File {
+                continue;
+            }
+            let end = region_end(pj, c);
+            if t.existing >= end {
                 continue;
             }
             match items.iter_mut().find(|i| i.path == t.path) {
-                Some(i) => i.to = i.to.max(pj.size),
+                Some(i) => i.to = i.to.max(end),
                 None => items.push(LayoutItem {
                     path: t.path.clone(),
                     from: t.existing,
-                    to: pj.size,
+                    to: end,
                 }),
             }
         }
@@ -288,14 +338,28 @@ fn layout_items(jobs: &[PlannedJob]) -> Vec<LayoutItem> {
     items
 }
 
+/// Where clone `c`'s region ends in its file (`offset`,
+/// `offset_increment`).
+fn region_end(pj: &PlannedJob, c: usize) -> u64 {
+    let x = &pj.job.x;
+    x.offset + x.offset_increment * c as u64 + pj.size
+}
+
 /// Refuses a plan whose files would grow beyond the free space: layout
 /// for readers, and the size writers will extend their files to.
 fn check_free_space(jobs: &[PlannedJob]) -> Result<(), LoadError> {
     let mut need: HashMap<PathBuf, (u64, u64)> = HashMap::new(); // path -> (existing, size)
     for pj in jobs {
-        for t in pj.targets.iter().filter(|t| t.kind == TargetKind::File) {
+        if pj.job.x.fill_device {
+            // Filling the filesystem is the point; a full disk ends it.
+            continue;
+        }
+        for (c, t) in pj.targets.iter().enumerate() {
+            if t.kind != TargetKind::File {
+                continue;
+            }
             let e = need.entry(t.path.clone()).or_insert((t.existing, 0));
-            e.1 = e.1.max(pj.size);
+            e.1 = e.1.max(region_end(pj, c));
         }
     }
     let mut per_fs: BTreeMap<u64, (PathBuf, u64, usize)> = BTreeMap::new();

@@ -25,16 +25,33 @@ pub struct DirReport {
     pub runtime: Duration,
     /// Latency from submission to completion; `None` without I/O.
     pub lat: Option<Latency>,
+    /// fio's latency bins with I/Os in them: `(bin value ns, count)`
+    /// (json+).
+    pub bins: Vec<(u64, u64)>,
 }
 
 impl DirReport {
-    fn from_acc(acc: &DirAcc, runtime: Duration) -> DirReport {
+    fn from_acc(acc: &DirAcc, runtime: Duration, list: Option<&[f64]>) -> DirReport {
         DirReport {
             io_bytes: acc.bytes,
             total_ios: acc.ios,
             short_ios: acc.short_ios,
             runtime: if acc.ios > 0 { runtime } else { Duration::ZERO },
-            lat: acc.latency(),
+            lat: match list {
+                Some(l) => acc.latency_with(l),
+                None => acc.latency(),
+            },
+            bins: acc
+                .plat
+                .as_ref()
+                .map(|p| {
+                    p.iter()
+                        .enumerate()
+                        .filter(|(_, c)| **c > 0)
+                        .map(|(i, c)| (crate::plat::val(i), *c))
+                        .collect()
+                })
+                .unwrap_or_default(),
         }
     }
 
@@ -84,6 +101,9 @@ pub struct JobReport {
     pub error: Option<Failure>,
     /// Kernel thread ids of the clones.
     pub thread_ids: Vec<i32>,
+    /// `unified_rw_reporting`: `read` holds reads and writes together
+    /// (fio's `mixed`).
+    pub unified: bool,
 }
 
 impl JobReport {
@@ -174,8 +194,31 @@ impl LoadReport {
 pub fn assemble(jobs: &[PlannedJob], results: &[CloneResult]) -> (Vec<JobReport>, JobReport) {
     let mut reports = Vec::new();
     let mut all = Merge::default();
-    for (idx, pj) in jobs.iter().enumerate() {
-        let mine: Vec<&CloneResult> = results.iter().filter(|r| r.job_idx == idx).collect();
+    // fio's reporting groups: a stonewall or new_group starts one; with
+    // group_reporting a group's jobs are reported as one, under the name
+    // of its first job.
+    let mut rgroup = 0;
+    let mut rgroups = Vec::with_capacity(jobs.len());
+    for (i, pj) in jobs.iter().enumerate() {
+        if i > 0 && (pj.job.stonewall || pj.job.x.new_group) {
+            rgroup += 1;
+        }
+        rgroups.push(rgroup);
+    }
+    let mut idx = 0;
+    while idx < jobs.len() {
+        let pj = &jobs[idx];
+        let mut members = vec![idx];
+        if pj.job.x.group_reporting {
+            while idx + members.len() < jobs.len() && rgroups[idx + members.len()] == rgroups[idx] {
+                members.push(idx + members.len());
+            }
+        }
+        idx += members.len();
+        let mine: Vec<&CloneResult> = results
+            .iter()
+            .filter(|r| members.contains(&r.job_idx))
+            .collect();
         if mine.is_empty() {
             continue;
         }
@@ -184,7 +227,11 @@ pub fn assemble(jobs: &[PlannedJob], results: &[CloneResult]) -> (Vec<JobReport>
             m.add(r);
             all.add(r);
         }
-        reports.push(m.report(&pj.job, pj.group, m.longest));
+        let mut rep = m.report(&pj.job, pj.group, m.longest);
+        if members.len() > 1 {
+            rep.options = Vec::new();
+        }
+        reports.push(rep);
     }
     let window = all.window();
     let mut total = all.report(&Job::new("total"), 0, window);
@@ -241,13 +288,25 @@ impl Merge {
     fn report(&self, job: &Job, group: usize, runtime: Duration) -> JobReport {
         let empty = [DirAcc::new(false), DirAcc::new(false)];
         let dirs = self.dirs.as_ref().unwrap_or(&empty);
+        let list = job.x.percentile_list.as_deref();
+        let unified = job.x.unified_rw_reporting;
+        let mixed;
+        let dirs = if unified {
+            let mut m = dirs[0].clone();
+            m.merge(&dirs[1]);
+            mixed = [m, DirAcc::new(false)];
+            &mixed
+        } else {
+            dirs
+        };
         JobReport {
+            unified,
             name: job.name.clone(),
             group,
             options: job.options.clone(),
             clones: self.clones,
-            read: DirReport::from_acc(&dirs[0], runtime),
-            write: DirReport::from_acc(&dirs[1], runtime),
+            read: DirReport::from_acc(&dirs[0], runtime, list),
+            write: DirReport::from_acc(&dirs[1], runtime, list),
             runtime,
             thread_time: self.thread_time,
             cpu: self.cpu,

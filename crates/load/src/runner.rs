@@ -118,6 +118,7 @@ pub fn start(jobs: Vec<Job>, opts: StartOptions) -> Result<RunningLoad, LoadErro
             late_failures: late_failures.clone(),
             guard: opts.guard.clone(),
             ioprio: opts.ioprio,
+            shared: Arc::new(crate::shared::Shared::new(&plan.jobs)),
         };
         std::thread::Builder::new()
             .name("iolab-load".into())

@@ -22,11 +22,15 @@ pub struct DirAcc {
     pub bytes: u64,
     /// I/Os that moved fewer bytes than asked.
     pub short_ios: u64,
+    /// I/Os without a latency (`gtod_reduce`).
+    pub untimed: u64,
     sum_ns: u128,
     sumsq_ns: u128,
     min_ns: u64,
     max_ns: u64,
     hist: Option<Histogram<u64>>,
+    /// fio's bins (for json+ and histogram logs).
+    pub plat: Option<Box<[u64]>>,
 }
 
 /// Latency summary of one direction, in nanoseconds.
@@ -62,11 +66,13 @@ impl DirAcc {
             ios: 0,
             bytes: 0,
             short_ios: 0,
+            untimed: 0,
             sum_ns: 0,
             sumsq_ns: 0,
             min_ns: u64::MAX,
             max_ns: 0,
             hist: used.then(new_hist),
+            plat: used.then(|| vec![0u64; crate::plat::NR].into_boxed_slice()),
         }
     }
 
@@ -86,6 +92,21 @@ impl DirAcc {
         self.hist
             .get_or_insert_with(new_hist)
             .saturating_record(lat_ns.max(1));
+        self.plat
+            .get_or_insert_with(|| vec![0u64; crate::plat::NR].into_boxed_slice())
+            [crate::plat::idx(lat_ns)] += 1;
+    }
+
+    /// Records one completed I/O whose latency was not measured
+    /// (`gtod_reduce`).
+    #[inline]
+    pub fn record_untimed(&mut self, bytes: u64, asked: u64) {
+        self.ios += 1;
+        self.bytes += bytes;
+        if bytes < asked {
+            self.short_ios += 1;
+        }
+        self.untimed += 1;
     }
 
     /// Adds another accumulator (another clone) into this one.
@@ -93,6 +114,15 @@ impl DirAcc {
         self.ios += other.ios;
         self.bytes += other.bytes;
         self.short_ios += other.short_ios;
+        self.untimed += other.untimed;
+        if let Some(p) = &other.plat {
+            let mine = self
+                .plat
+                .get_or_insert_with(|| vec![0u64; crate::plat::NR].into_boxed_slice());
+            for (a, b) in mine.iter_mut().zip(p.iter()) {
+                *a += b;
+            }
+        }
         self.sum_ns += other.sum_ns;
         self.sumsq_ns += other.sumsq_ns;
         self.min_ns = self.min_ns.min(other.min_ns);
@@ -107,19 +137,25 @@ impl DirAcc {
 
     /// The latency summary, `None` without I/O.
     pub fn latency(&self) -> Option<Latency> {
-        if self.ios == 0 {
+        self.latency_with(&PERCENTILES)
+    }
+
+    /// The latency summary at these percentiles (`percentile_list`).
+    pub fn latency_with(&self, list: &[f64]) -> Option<Latency> {
+        let timed = self.ios - self.untimed;
+        if timed == 0 {
             return None;
         }
-        let n = self.ios as f64;
+        let n = timed as f64;
         let mean = self.sum_ns as f64 / n;
-        let stddev = if self.ios < 2 {
+        let stddev = if timed < 2 {
             0.0
         } else {
             let var = (self.sumsq_ns as f64 - self.sum_ns as f64 * mean) / (n - 1.0);
             var.max(0.0).sqrt()
         };
         let percentiles = match &self.hist {
-            Some(h) => PERCENTILES
+            Some(h) => list
                 .iter()
                 .map(|&p| (p, h.value_at_percentile(p).min(self.max_ns)))
                 .collect(),

@@ -6,9 +6,9 @@
 //! accumulators and fsync counting. Engines only move bytes.
 
 use std::fs::File;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -16,12 +16,17 @@ use iolab_sys::ioprio::IoPrio;
 
 use crate::cpu::CpuUse;
 use crate::engine::{self, Engine};
+use crate::extra::BufferFill;
+use crate::fiolog::CloneLogs;
 use crate::job::{Dir, IoEngine, Job};
 use crate::live::{Control, Gate, LiveCounters};
-use crate::pattern::{Next, Pattern};
+use crate::pattern::{Next, Pattern, Shape};
 use crate::rate::Pacer;
+use crate::shared::Shared;
 use crate::stats::DirAcc;
+use crate::steady::Steady;
 use crate::timeline::Timeline;
+use crate::verify::VerifyOpts;
 
 /// Everything a clone thread needs.
 pub struct CloneSpec {
@@ -31,16 +36,20 @@ pub struct CloneSpec {
     pub clone: u32,
     /// The job.
     pub job: Arc<Job>,
-    /// Bytes per pass.
+    /// Bytes of the region the clone works in.
     pub size: u64,
+    /// Bytes per pass (`io_size`, default `size`).
+    pub io_size: u64,
+    /// The clone's number across the load, from 1 (names fio's logs).
+    pub number: usize,
     /// The file or device (None for cpuio).
     pub target: Option<PathBuf>,
     /// I/O priority for this thread.
     pub ioprio: Option<IoPrio>,
     /// Load-wide stop.
     pub ctl: Arc<Control>,
-    /// Set when any clone of the job fails, to stop its siblings.
-    pub job_stop: Arc<AtomicBool>,
+    /// What the load's jobs share (stop flags, flow, steadystate).
+    pub shared: Arc<Shared>,
     /// Live counters of this clone.
     pub live: Arc<LiveCounters>,
     /// Start gate of the clone's group.
@@ -110,6 +119,19 @@ pub fn run_clone(spec: CloneSpec) -> CloneResult {
     // (`iolab startup` checks it before and after every start).
     spec.live
         .end(result.failure.as_ref().map(|f| f.message.clone()));
+    let me = &spec.shared.jobs[spec.job_idx];
+    let ended = me.ended.fetch_add(1, Ordering::AcqRel) + 1;
+    if spec.job.x.exitall && ended == 1 && spec.shared.exit_all(spec.job_idx, spec.job.x.exit_what)
+    {
+        spec.ctl.stop.store(true, Ordering::Relaxed);
+    }
+    if spec.job.x.unlink && ended >= me.numjobs {
+        if let Some(p) = &spec.target {
+            if !p.starts_with("/dev") {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+    }
     result
 }
 
@@ -140,15 +162,28 @@ fn run_clone_inner(spec: &CloneSpec) -> CloneResult {
     if !spec.gate.wait() {
         return result;
     }
-    let mut run = Run::new(spec, Instant::now());
+    if !wait_to_start(spec) {
+        return result;
+    }
+    let mut run = match Run::new(spec, Instant::now()) {
+        Ok(r) => r,
+        Err(why) => {
+            result.failure = Some(Failure {
+                errno: 0,
+                message: format!("job {}: {why}", spec.job.name),
+            });
+            return result;
+        }
+    };
     match (&mut eng, &file) {
         (Engine::Cpu, _) => engine::cpuio::run(&mut run),
-        (Engine::Sync(e), Some(f)) => engine::run_blocking(e, &mut run, f),
-        (Engine::Psync(e), Some(f)) => engine::run_blocking(e, &mut run, f),
-        (Engine::Uring(u), Some(f)) => u.run(&mut run, f),
+        (e, Some(f)) => engine::run(e, &mut run, f),
         _ => {}
     }
     if let Some(f) = &file {
+        if run.failure.is_none() {
+            run.verify_all(f);
+        }
         if spec.job.end_fsync && run.failure.is_none() && !spec.ctl.stopping() {
             if let Err(e) = f.sync_all() {
                 run.failure = Some(Failure {
@@ -163,9 +198,41 @@ fn run_clone_inner(spec: &CloneSpec) -> CloneResult {
     result
 }
 
+/// `startdelay` and `wait_for`: false when the load stopped meanwhile.
+fn wait_to_start(spec: &CloneSpec) -> bool {
+    let (lo, hi) = spec.job.x.startdelay;
+    let delay = if hi > lo {
+        use rand::Rng;
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(seed_for(spec));
+        lo + (hi - lo).mul_f64(rng.random::<f64>())
+    } else {
+        lo
+    };
+    let until = Instant::now() + delay;
+    let waited_job = spec
+        .job
+        .x
+        .wait_for
+        .as_ref()
+        .and_then(|n| spec.shared.jobs.iter().position(|j| &j.name == n));
+    loop {
+        if spec.ctl.stopping() || spec.shared.jobs[spec.job_idx].stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        let waiting =
+            Instant::now() < until || waited_job.is_some_and(|w| !spec.shared.job_done(w));
+        if !waiting {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+use rand::SeedableRng;
+
 fn setup(spec: &CloneSpec) -> Result<(Option<File>, Engine), String> {
     let job = &spec.job;
-    if let Some(p) = spec.ioprio {
+    if let Some(p) = job.x.prio.or(spec.ioprio) {
         p.set_for(0).map_err(|e| {
             let hint = if matches!(p, IoPrio::RealTime(_)) {
                 " (the real-time class needs root)"
@@ -176,6 +243,13 @@ fn setup(spec: &CloneSpec) -> Result<(Option<File>, Engine), String> {
         })?;
     }
     let Some(path) = &spec.target else {
+        if job.ioengine == IoEngine::Null {
+            // The null engine moves nothing; /dev/null stands in for the
+            // file the loop's bookkeeping expects.
+            let f = File::open("/dev/null").map_err(|e| format!("cannot open /dev/null: {e}"))?;
+            let eng = engine::setup(job, &f, 0, spec.size, seed_for(spec))?;
+            return Ok((Some(f), eng));
+        }
         return Ok((None, Engine::Cpu));
     };
     let file = open(job, path)?;
@@ -183,7 +257,8 @@ fn setup(spec: &CloneSpec) -> Result<(Option<File>, Engine), String> {
         drop_cache(&file);
     }
     let seed = seed_for(spec);
-    let eng = engine::setup(job, &file, seed).map_err(|e| {
+    let base = job.x.offset + job.x.offset_increment * u64::from(spec.clone);
+    let eng = engine::setup(job, &file, base, spec.size, seed).map_err(|e| {
         format!(
             "{} engine on {}: {e}",
             job.ioengine.as_str(),
@@ -198,7 +273,10 @@ fn open(job: &Job, path: &Path) -> Result<File, String> {
     let mut o = std::fs::OpenOptions::new();
     o.read(true);
     if job.writes() {
-        o.write(true).create(!path.starts_with("/dev"));
+        o.write(true)
+            .create(!path.starts_with("/dev") && !job.x.no_create);
+    } else if job.x.create_on_open && !path.starts_with("/dev") {
+        o.write(true).create(true);
     }
     if job.direct {
         o.custom_flags(libc::O_DIRECT);
@@ -206,6 +284,8 @@ fn open(job: &Job, path: &Path) -> Result<File, String> {
     o.open(path).map_err(|e| {
         let hint = if job.direct && e.raw_os_error() == Some(libc::EINVAL) {
             " (this filesystem does not support O_DIRECT: use direct=0)"
+        } else if job.x.no_create && e.kind() == std::io::ErrorKind::NotFound {
+            " (allow_file_create=0 forbids creating it)"
         } else {
             ""
         };
@@ -220,10 +300,13 @@ pub fn drop_cache(file: &File) {
     let _ = rustix::fs::fadvise(file.as_fd(), 0, None, rustix::fs::Advice::DontNeed);
 }
 
-/// The clone's random seed: fixed per job name and clone with
-/// `randrepeat` (runs repeat their offsets), else from the clock.
+/// The clone's random seed: `randseed` if given, else fixed per job name
+/// and clone with `randrepeat` (runs repeat their offsets), else from the
+/// clock.
 fn seed_for(spec: &CloneSpec) -> u64 {
-    let base = if spec.job.randrepeat {
+    let base = if let Some(s) = spec.job.x.randseed {
+        s
+    } else if spec.job.randrepeat {
         // FNV-1a of the name: stable across runs and builds.
         spec.job
             .name
@@ -238,6 +321,18 @@ fn seed_for(spec: &CloneSpec) -> u64 {
             .unwrap_or(0)
     };
     base ^ (u64::from(spec.clone) << 32)
+}
+
+/// Verify bookkeeping of a writing clone.
+struct VerifyState {
+    opts: VerifyOpts,
+    /// Written and not yet checked: offset -> length (later writes replace
+    /// the blocks they overlap).
+    written: std::collections::BTreeMap<u64, u64>,
+    since_check: u64,
+    bad: u64,
+    checked: u64,
+    first_bad: Option<String>,
 }
 
 /// The state an engine's loop drives.
@@ -257,14 +352,28 @@ pub struct Run<'a> {
     /// Set when the clone failed.
     pub failure: Option<Failure>,
     /// An I/O drawn from the pattern but not yet due (rate limit).
-    pending: Option<(Dir, u64)>,
+    pending: Option<(Dir, u64, u64)>,
+    /// Where the region starts in the file.
+    base: u64,
+    issued: u64,
+    verify: Option<VerifyState>,
+    /// Write buffers need preparing before each write.
+    prepare: bool,
+    rng: rand::rngs::SmallRng,
+    logs: Option<CloneLogs>,
+    steady: Option<Steady>,
+    /// `ratemin`/`rate_iops_min` window: start, bytes and I/Os at start.
+    min_window: Option<(Instant, [u64; 2], [u64; 2])>,
+    /// Extra per-I/O work (flow, steadystate sharing, logs).
+    slow_path: bool,
+    timed: bool,
 }
 
 /// What an engine should do next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
-    /// Issue this I/O.
-    Io(Dir, u64),
+    /// Issue this I/O: direction, offset, length.
+    Io(Dir, u64, u64),
     /// The rate limit wants this long before the next I/O.
     Wait(Duration),
     /// The clone is done.
@@ -272,19 +381,49 @@ pub enum Step {
 }
 
 impl<'a> Run<'a> {
-    fn new(spec: &'a CloneSpec, go: Instant) -> Run<'a> {
+    fn new(spec: &'a CloneSpec, go: Instant) -> Result<Run<'a>, String> {
         let job = &*spec.job;
         let io = job.ioengine != IoEngine::CpuIo;
-        Run {
+        let shape = Shape {
+            rw: job.rw,
+            rwmixread: job.rwmixread,
+            sizes: job.sizes.clone(),
+            size: spec.size.max(job.sizes.min()),
+            io_size: spec.io_size.max(job.sizes.min()),
+            seq_add: job.x.seq_add,
+            rand_every: job.x.rand_every,
+            identical: job.x.identical,
+            norandommap: job.x.norandommap,
+            distribution: job.x.distribution.clone(),
+        };
+        let seed = seed_for(spec);
+        let verify = job.x.verify.clone().map(|opts| VerifyState {
+            opts,
+            written: Default::default(),
+            since_check: 0,
+            bad: 0,
+            checked: 0,
+            first_bad: None,
+        });
+        let prepare = job.writes()
+            && (verify.is_some() || job.x.refill_buffers || job.x.buffer != BufferFill::Random);
+        let prio_bits = job
+            .x
+            .prio
+            .map_or(0, |p| u32::from(matches!(p, IoPrio::RealTime(_))));
+        let logs = CloneLogs::open(&job.x.logs, spec.number, go, prio_bits)?;
+        let steady = job.x.steadystate.clone().map(|s| Steady::new(s, go));
+        let min_window = (job.x.ratemin.read.is_some()
+            || job.x.ratemin.write.is_some()
+            || job.x.rate_iops_min.read.is_some()
+            || job.x.rate_iops_min.write.is_some())
+        .then_some((go, [0; 2], [0; 2]));
+        let slow_path =
+            logs.is_some() || steady.is_some() || job.x.flow != 0 || min_window.is_some();
+        Ok(Run {
             spec,
             job,
-            pattern: Pattern::new(
-                job.rw,
-                job.rwmixread,
-                job.bs,
-                spec.size.max(job.bs),
-                seed_for(spec),
-            ),
+            pattern: Pattern::shaped(&shape, seed),
             pacer: Pacer::for_job(job),
             time: Timeline::new(job, go),
             dirs: [
@@ -297,12 +436,28 @@ impl<'a> Run<'a> {
             syncs: 0,
             failure: None,
             pending: None,
-        }
+            base: job.x.offset + job.x.offset_increment * u64::from(spec.clone),
+            issued: 0,
+            verify,
+            prepare,
+            rng: rand::rngs::SmallRng::seed_from_u64(seed ^ 0x5eed),
+            logs,
+            steady,
+            min_window,
+            slow_path,
+            timed: !job.x.no_latency,
+        })
     }
 
     /// The target path, for messages.
     pub fn path(&self) -> &Path {
         self.spec.target.as_deref().unwrap_or(Path::new("-"))
+    }
+
+    /// True when I/O latencies are measured (not `gtod_reduce`).
+    #[inline]
+    pub fn timed(&self) -> bool {
+        self.timed
     }
 
     /// True when the clone must stop issuing I/O.
@@ -311,15 +466,18 @@ impl<'a> Run<'a> {
         self.failure.is_some()
             || self.time.past_deadline()
             || self.spec.ctl.stopping()
-            || self.spec.job_stop.load(Ordering::Relaxed)
+            || self.spec.shared.jobs[self.spec.job_idx]
+                .stop
+                .load(Ordering::Relaxed)
     }
 
     /// The next I/O to issue, or `None` when the clone is done. Sleeps for
-    /// rate limits; starts new passes (dropping the cache if asked).
-    pub fn next(&mut self, file: &File) -> Option<(Dir, u64)> {
+    /// rate limits and think time; starts new passes (dropping the cache
+    /// if asked).
+    pub fn next(&mut self, file: &File) -> Option<(Dir, u64, u64)> {
         loop {
             match self.step(file) {
-                Step::Io(dir, offset) => return Some((dir, offset)),
+                Step::Io(dir, offset, len) => return Some((dir, offset, len)),
                 Step::Done => return None,
                 Step::Wait(w) => {
                     // Short naps keep stop() responsive.
@@ -331,18 +489,21 @@ impl<'a> Run<'a> {
     }
 
     /// Like [`Run::next`] but returns [`Step::Wait`] instead of sleeping
-    /// when the rate limit says the next I/O is not due yet, so a queueing
-    /// engine can reap completions meanwhile; the I/O is kept for the next
-    /// call.
+    /// when the rate limit (or flow control, or think time) says the next
+    /// I/O is not due yet, so a queueing engine can reap completions
+    /// meanwhile; the I/O is kept for the next call.
     pub fn step(&mut self, file: &File) -> Step {
         loop {
             if self.stopped() {
                 return Step::Done;
             }
-            let (dir, offset) = match self.pending.take() {
+            if self.job.x.number_ios.is_some_and(|n| self.issued >= n) {
+                return Step::Done;
+            }
+            let (dir, offset, len) = match self.pending.take() {
                 Some(io) => io,
                 None => match self.pattern.next() {
-                    Next::Io(dir, offset) => (dir, offset),
+                    Next::Io(dir, offset, len) => (dir, offset, len),
                     Next::PassEnd => {
                         if !self.job.time_based {
                             self.loops_left -= 1;
@@ -358,20 +519,51 @@ impl<'a> Run<'a> {
                     }
                 },
             };
+            if self.job.x.flow != 0 {
+                let w = self
+                    .spec
+                    .shared
+                    .flow_wait(self.spec.job_idx, self.job.x.flow_sleep);
+                if !w.is_zero() {
+                    self.pending = Some((dir, offset, len));
+                    return Step::Wait(w);
+                }
+            }
             if self.pacer.is_some() {
                 self.time.tick(Instant::now());
                 let elapsed = self.time.now.saturating_duration_since(self.time.go);
                 if let Some(p) = self.pacer.as_mut() {
                     let wait = p.delay(dir, elapsed);
                     if !wait.is_zero() {
-                        self.pending = Some((dir, offset));
+                        self.pending = Some((dir, offset, len));
                         return Step::Wait(wait);
                     }
-                    p.issued(dir, self.job.bs);
+                    p.issued(dir, len);
                 }
             }
-            return Step::Io(dir, offset);
+            self.issued += 1;
+            if !self.job.x.thinktime.is_zero()
+                && self.issued % u64::from(self.job.x.thinktime_blocks.max(1)) == 0
+            {
+                self.think();
+            }
+            return Step::Io(dir, self.base + offset, len);
         }
+    }
+
+    /// `thinktime`: spin for `thinktime_spin`, sleep the rest.
+    fn think(&mut self) {
+        let x = &self.job.x;
+        let spin = x.thinktime_spin.min(x.thinktime);
+        let t0 = Instant::now();
+        while t0.elapsed() < spin {
+            std::hint::spin_loop();
+        }
+        let rest = x.thinktime - spin;
+        if !rest.is_zero() {
+            std::thread::sleep(rest);
+        }
+        self.time.tick(Instant::now());
     }
 
     /// True when a rate limit applies.
@@ -379,23 +571,167 @@ impl<'a> Run<'a> {
         self.pacer.is_some()
     }
 
-    /// Records a completed I/O.
+    /// Fills a write buffer for `offset` (verify headers, patterns, fresh
+    /// contents) when the job asks for any of that.
     #[inline]
-    pub fn complete(&mut self, dir: Dir, bytes: u64, lat: Duration, now: Instant) {
+    pub fn prepare_write(&mut self, buf: &mut [u8], offset: u64) {
+        if !self.prepare {
+            return;
+        }
+        if self.job.x.refill_buffers || self.job.x.buffer != BufferFill::Random {
+            crate::buffer::fill(buf, &self.job.x.buffer, &mut self.rng);
+        }
+        if let Some(v) = &self.verify {
+            v.opts.stamp(buf, offset);
+        }
+    }
+
+    /// True when reads must be checked ([`Run::check_read`]).
+    #[inline]
+    pub fn checks_reads(&self) -> bool {
+        self.verify.as_ref().is_some_and(|v| v.opts.do_verify) && self.job.reads()
+    }
+
+    /// Checks a block read at `offset` (read jobs with `verify`).
+    pub fn check_read(&mut self, buf: &[u8], offset: u64) {
+        let path = self.path().to_path_buf();
+        let Some(v) = &mut self.verify else { return };
+        v.checked += 1;
+        if let Err(why) = v.opts.check(buf, offset) {
+            record_bad(v, &path, buf, offset, why);
+            if v.opts.fatal {
+                let f = verify_failure(self.job, v);
+                self.fail(f);
+            }
+        }
+    }
+
+    /// Records a completed I/O at `offset` (for logs).
+    #[inline]
+    pub fn complete_at(&mut self, dir: Dir, bytes: u64, lat: Duration, now: Instant, offset: u64) {
         self.time.tick(now);
         let d = dir as usize;
         let t = &mut self.live_totals[d];
         t.0 += bytes;
         t.1 += 1;
         self.spec.live.publish(dir, t.0, t.1);
-        if self.time.measuring() {
-            self.dirs[d].record(bytes, self.job.bs, lat.as_nanos() as u64);
+        let measuring = self.time.measuring();
+        let asked = bytes.max(1);
+        if measuring {
+            if self.timed {
+                self.dirs[d].record(bytes, asked, lat.as_nanos() as u64);
+            } else {
+                self.dirs[d].record_untimed(bytes, asked);
+            }
+        }
+        if self.slow_path {
+            self.slow_complete(d, bytes, lat, now, offset, measuring);
         }
     }
 
-    /// Counts a completed write and syncs when `fsync`/`fdatasync` ask.
-    pub fn after_write(&mut self, file: &File) {
+    #[cold]
+    fn slow_complete(
+        &mut self,
+        d: usize,
+        bytes: u64,
+        lat: Duration,
+        now: Instant,
+        offset: u64,
+        measuring: bool,
+    ) {
+        let shared = &self.spec.shared.jobs[self.spec.job_idx];
+        if self.job.x.flow != 0 {
+            shared.flow_ios.fetch_add(1, Ordering::Relaxed);
+        }
+        if !measuring {
+            return;
+        }
+        let lat_ns = lat.as_nanos() as u64;
+        if let Some(l) = &mut self.logs {
+            l.record(d, lat_ns, bytes, offset, now);
+        }
+        if self.steady.is_some() {
+            shared.ss[0].fetch_add(1, Ordering::Relaxed);
+            shared.ss[1].fetch_add(bytes, Ordering::Relaxed);
+            shared.ss[2].fetch_add(lat_ns, Ordering::Relaxed);
+            // Clone 0 judges for the whole job.
+            if self.spec.clone == 0 {
+                let totals = [0, 1, 2].map(|i| shared.ss[i].load(Ordering::Relaxed));
+                if let Some(s) = &mut self.steady {
+                    if s.sample(now, totals) {
+                        for j in &self.spec.shared.jobs {
+                            if j.name == self.job.name {
+                                j.stop.store(true, Ordering::Relaxed);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if let Some((start, bytes0, ios0)) = self.min_window {
+            let cycle = self.job.x.ratecycle;
+            let el = now.saturating_duration_since(start);
+            if el >= cycle {
+                let totals = [self.live_totals[0], self.live_totals[1]];
+                for (i, dir) in [(0, Dir::Read), (1, Dir::Write)] {
+                    let secs = el.as_secs_f64();
+                    let bw = (totals[i].0 - bytes0[i]) as f64 / secs;
+                    let iops = (totals[i].1 - ios0[i]) as f64 / secs;
+                    let uses = if i == 0 {
+                        self.job.reads()
+                    } else {
+                        self.job.writes()
+                    };
+                    if !uses {
+                        continue;
+                    }
+                    let low_bw = self.job.x.ratemin.get(dir).filter(|m| bw < *m as f64);
+                    let low_iops = self
+                        .job
+                        .x
+                        .rate_iops_min
+                        .get(dir)
+                        .filter(|m| iops < *m as f64);
+                    if low_bw.is_some() || low_iops.is_some() {
+                        let what = match (low_bw, low_iops) {
+                            (Some(m), _) => format!("{:.0} B/s, below ratemin={m}", bw),
+                            (_, Some(m)) => format!("{iops:.0} IOPS, below rate_iops_min={m}"),
+                            _ => String::new(),
+                        };
+                        let f = Failure {
+                            errno: 0,
+                            message: format!(
+                                "job {}: {} ran at {what} over the last {} ms (ratecycle); the job stopped, results so far are kept",
+                                self.job.name,
+                                if i == 0 { "reading" } else { "writing" },
+                                el.as_millis()
+                            ),
+                        };
+                        self.fail(f);
+                        return;
+                    }
+                }
+                self.min_window =
+                    Some((now, [totals[0].0, totals[1].0], [totals[0].1, totals[1].1]));
+            }
+        }
+    }
+
+    /// Counts a completed write, remembers it for verify, and syncs when
+    /// `fsync`/`fdatasync`/`sync_file_range` ask.
+    pub fn after_write_at(&mut self, file: &File, offset: u64, len: u64) {
         self.writes += 1;
+        if offset != u64::MAX {
+            if let Some(v) = &mut self.verify {
+                if v.opts.do_verify {
+                    remember(&mut v.written, offset, len);
+                    v.since_check += 1;
+                    if v.opts.backlog > 0 && v.since_check >= v.opts.backlog {
+                        self.verify_written(file);
+                    }
+                }
+            }
+        }
         let every = |n: u32| n > 0 && self.writes % u64::from(n) == 0;
         let r = if every(self.job.fsync) {
             self.syncs += 1;
@@ -403,6 +739,16 @@ impl<'a> Run<'a> {
         } else if every(self.job.fdatasync) {
             self.syncs += 1;
             file.sync_data()
+        } else if let Some((flags, n)) = self.job.x.sync_file_range.filter(|(_, n)| every(*n)) {
+            self.syncs += 1;
+            let _ = n;
+            // SAFETY: plain syscall on an open fd; 0/0 means the whole file.
+            let r = unsafe { libc::sync_file_range(file.as_raw_fd(), 0, 0, flags) };
+            if r == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
         } else {
             return;
         };
@@ -418,23 +764,148 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// Reads back and checks every block written since the last check.
+    fn verify_written(&mut self, file: &File) {
+        let path = self.path().to_path_buf();
+        let Some(v) = &mut self.verify else { return };
+        v.since_check = 0;
+        let blocks = std::mem::take(&mut v.written);
+        let mut buf = crate::buffer::AlignedBuf::zeroed(self.job.bs as usize);
+        for (off, len) in blocks {
+            let b = &mut buf.as_mut_slice()[..len as usize];
+            match rustix::io::pread(file.as_fd(), &mut *b, off) {
+                Ok(n) if n as u64 == len => {}
+                Ok(n) => {
+                    record_bad(
+                        v,
+                        &path,
+                        &b[..n],
+                        off,
+                        format!("verify: short read of {n} of {len} bytes at offset {off}"),
+                    );
+                    continue;
+                }
+                Err(e) => {
+                    record_bad(
+                        v,
+                        &path,
+                        &[],
+                        off,
+                        format!("verify: reading back offset {off} failed: {e}"),
+                    );
+                    continue;
+                }
+            }
+            v.checked += 1;
+            if let Err(why) = v.opts.check(b, off) {
+                record_bad(v, &path, b, off, why);
+                if v.opts.fatal {
+                    break;
+                }
+            }
+        }
+        if v.bad > 0 && (v.opts.fatal || v.opts.backlog > 0) {
+            let f = verify_failure(self.job, v);
+            self.fail(f);
+        }
+    }
+
+    /// The verify pass at the end of the job (`do_verify`).
+    fn verify_all(&mut self, file: &File) {
+        if self.verify.is_none() || self.spec.ctl.stopping() {
+            return;
+        }
+        if self.verify.as_ref().is_some_and(|v| !v.written.is_empty()) {
+            self.verify_written(file);
+        }
+        if let Some(v) = &self.verify {
+            if v.bad > 0 && self.failure.is_none() {
+                let f = verify_failure(self.job, v);
+                self.fail(f);
+            }
+        }
+    }
+
     /// Stops the clone (and its siblings) with a failure; the first one
     /// is kept.
     pub fn fail(&mut self, f: Failure) {
         if self.failure.is_none() {
             self.failure = Some(f);
         }
-        self.spec.job_stop.store(true, Ordering::Relaxed);
+        self.spec.shared.jobs[self.spec.job_idx]
+            .stop
+            .store(true, Ordering::Relaxed);
     }
 
-    fn finish(self, out: &mut CloneResult) {
+    /// A full disk while `fill_device` fills it: the pass is over, not an
+    /// error.
+    pub fn fill_done(&self, err: &std::io::Error) -> bool {
+        self.job.x.fill_device && err.raw_os_error() == Some(libc::ENOSPC)
+    }
+
+    fn finish(mut self, out: &mut CloneResult) {
         let end = Instant::now();
         if let Some(start) = self.time.measure_start {
             out.measured = Some((start, end));
             out.cpu = CpuUse::this_thread().since(&self.time.cpu_start);
         }
+        if let Some(l) = self.logs.take() {
+            if let Err(e) = l.finish(end) {
+                self.failure.get_or_insert(Failure {
+                    errno: 0,
+                    message: format!("job {}: {e}", self.job.name),
+                });
+            }
+        }
         out.dirs = self.dirs;
         out.syncs = self.syncs;
         out.failure = self.failure;
+    }
+}
+
+/// Remembers a written block, dropping older blocks it overlaps.
+fn remember(map: &mut std::collections::BTreeMap<u64, u64>, off: u64, len: u64) {
+    let end = off + len;
+    let overlapping: Vec<u64> = map
+        .range(..end)
+        .rev()
+        .take_while(|(o, l)| *o + **l > off)
+        .map(|(o, _)| *o)
+        .collect();
+    for o in overlapping {
+        map.remove(&o);
+    }
+    map.insert(off, len);
+}
+
+fn record_bad(v: &mut VerifyState, path: &Path, buf: &[u8], off: u64, why: String) {
+    v.bad += 1;
+    if v.first_bad.is_none() {
+        let mut msg = why;
+        if v.opts.dump && !buf.is_empty() {
+            let name = format!(
+                "{}.{off}.received",
+                path.file_name()
+                    .map_or("block".into(), |n| n.to_string_lossy())
+            );
+            msg.push_str(&match std::fs::write(&name, buf) {
+                Ok(()) => format!(" (block saved to {name})"),
+                Err(e) => format!(" (could not save the block to {name}: {e})"),
+            });
+        }
+        v.first_bad = Some(msg);
+    }
+}
+
+fn verify_failure(job: &Job, v: &VerifyState) -> Failure {
+    Failure {
+        errno: libc::EILSEQ,
+        message: format!(
+            "job {}: {} of {} checked blocks failed verification; first: {}",
+            job.name,
+            v.bad,
+            v.checked.max(v.bad),
+            v.first_bad.as_deref().unwrap_or("?")
+        ),
     }
 }

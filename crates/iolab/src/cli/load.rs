@@ -51,9 +51,19 @@ pub struct LoadArgs {
     #[arg(long, value_name = "CLASS:LEVEL")]
     pub ioprio: Option<String>,
 
-    /// Print fio-style JSON (jobs[].read.bw_bytes ...) instead of tables.
+    /// Print fio-style JSON (jobs[].read.bw_bytes ...) instead of tables
+    /// (the same as --output-format json).
     #[arg(long)]
     pub json: bool,
+
+    /// normal (tables), terse (fio's terse v3), json, json+ (with fio's
+    /// latency bins); several separated by commas.
+    #[arg(long = "output-format", value_name = "FORMAT")]
+    pub output_format: Option<String>,
+
+    /// Write the report to FILE instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
 
     /// Allow writing to block devices (destroys their contents).
     #[arg(long)]
@@ -172,6 +182,11 @@ pub struct JobFlags {
     /// cpuio: cycle length in microseconds.
     #[arg(long)]
     pub cpuchunks: Option<String>,
+    /// Any other fio option as KEY=VALUE (repeatable); `--KEY=VALUE` and a
+    /// bare `--KEY` for fio options without a flag of their own are
+    /// turned into this, e.g. --norandommap --bssplit=4k/50:64k/50.
+    #[arg(long = "opt", value_name = "KEY=VALUE")]
+    pub opt: Vec<String>,
 }
 
 impl JobFlags {
@@ -210,12 +225,72 @@ impl JobFlags {
         if self.time_based {
             v.push(("time_based".into(), "1".into()));
         }
+        for o in &self.opt {
+            let (k, val) = o.split_once('=').unwrap_or((o.as_str(), "1"));
+            v.push((k.trim().to_string(), val.to_string()));
+        }
         v
     }
 }
 
+/// fio's command-line form: `iolab load --norandommap --bssplit=4k/50:8k/50`.
+/// A `--KEY[=VALUE]` after `load` whose KEY is a fio option iolab knows and
+/// not one of `load`'s own flags becomes `--opt KEY=VALUE`, so every option
+/// of the job-file table is a flag too; anything else is left to clap,
+/// which rejects unknown flags with a suggestion.
+pub fn fio_flags(argv: Vec<std::ffi::OsString>, cmd: &clap::Command) -> Vec<std::ffi::OsString> {
+    let Some(at) = argv.iter().position(|a| a == "load") else {
+        return argv;
+    };
+    let Some(load) = cmd.find_subcommand("load") else {
+        return argv;
+    };
+    let own: Vec<String> = load
+        .get_arguments()
+        .flat_map(|a| {
+            a.get_long()
+                .into_iter()
+                .chain(a.get_all_aliases().into_iter().flatten())
+                .map(str::to_string)
+        })
+        .collect();
+    let known: Vec<&str> = iolab_load::supported_options().collect();
+    let mut out: Vec<std::ffi::OsString> = argv[..=at].to_vec();
+    for a in &argv[at + 1..] {
+        let s = a.to_string_lossy();
+        if let Some(flag) = s.strip_prefix("--") {
+            let (k, v) = flag.split_once('=').unwrap_or((flag, "1"));
+            // Every `--KEY` that is not one of load's own flags goes to the
+            // option table, which knows fio's names and suggests the
+            // nearest for a misspelled one.
+            if !own.iter().any(|o| o == k)
+                && !k.is_empty()
+                && (known.contains(&k) || !k.contains('-'))
+            {
+                out.push("--opt".into());
+                out.push(format!("{k}={v}").into());
+                continue;
+            }
+        }
+        out.push(a.clone());
+    }
+    out
+}
+
 /// Runs a load and prints its report.
 pub fn run(a: LoadArgs) -> anyhow::Result<()> {
+    // Formats and the output file are checked before anything runs, so a
+    // long run never ends with nowhere to put its report.
+    let formats = output_formats(&a)?;
+    let output = match &a.output {
+        Some(p) => Some((
+            p.clone(),
+            std::fs::File::create(p).map_err(|e| {
+                UsageError::new(format!("--output {}: cannot create it: {e}", p.display()))
+            })?,
+        )),
+        None => None,
+    };
     let lab_dir = a.lab.as_deref().map(lab_directory).transpose()?;
     let jobs = build_jobs(&a, lab_dir.as_deref()).map_err(usage_aware)?;
     let ioprio = a.ioprio.as_deref().map(str::parse::<IoPrio>).transpose()?;
@@ -242,12 +317,62 @@ pub fn run(a: LoadArgs) -> anyhow::Result<()> {
     let cpu = monitor.map(CpuMonitor::stop);
     let bio = bio.map(super::trace::BioAttachment::stop).transpose()?;
     let report = report?;
-    let text = if a.json {
+    let mut text = String::new();
+    for f in &formats {
+        text.push_str(&render(f, &report, cpu.as_ref(), bio.as_ref())?);
+    }
+    match output {
+        Some((path, mut f)) => f
+            .write_all(text.as_bytes())
+            .with_context(|| format!("writing the report to {}", path.display()))?,
+        // Errors (a closed pipe included) propagate; exit.rs ends quietly
+        // on BrokenPipe.
+        None => std::io::stdout().lock().write_all(text.as_bytes())?,
+    }
+    drop(guard);
+    if let Some(f) = report.failures().next() {
+        anyhow::bail!("{}", f.message);
+    }
+    Ok(())
+}
+
+/// The report formats asked for, checked before anything runs.
+fn output_formats(a: &LoadArgs) -> anyhow::Result<Vec<String>> {
+    let spec = match (&a.output_format, a.json) {
+        (Some(f), _) => f.clone(),
+        (None, true) => "json".into(),
+        (None, false) => "normal".into(),
+    };
+    let mut v = Vec::new();
+    for f in spec.split(',') {
+        let f = f.trim();
+        if !matches!(f, "normal" | "terse" | "json" | "json+") {
+            return Err(UsageError::new(format!(
+                "--output-format {f}: expected normal, terse, json or json+ (several separated by commas)"
+            ))
+            .into());
+        }
+        v.push(f.to_string());
+    }
+    Ok(v)
+}
+
+fn render(
+    format: &str,
+    report: &iolab_load::LoadReport,
+    cpu: Option<&iolab_sys::cpustat::CpuSeries>,
+    bio: Option<&iolab_bio::BioHistograms>,
+) -> anyhow::Result<String> {
+    let text = if format.starts_with("json") {
         for w in &report.warnings {
             eprintln!("iolab: note: {w}");
         }
-        let mut doc = serde_json::to_value(iolab_load::json::to_fio_json(&report))
-            .context("serialising the report")?;
+        let doc = if format == "json+" {
+            iolab_load::json::to_fio_json_plus(report)
+        } else {
+            iolab_load::json::to_fio_json(report)
+        };
+        let mut doc = serde_json::to_value(doc).context("serialising the report")?;
         if let Some(cpu) = &cpu {
             doc["cpu"] = serde_json::to_value(cpu).context("serialising the CPU series")?;
         }
@@ -255,8 +380,10 @@ pub fn run(a: LoadArgs) -> anyhow::Result<()> {
             doc["bio"] = serde_json::to_value(bio).context("serialising the block trace")?;
         }
         serde_json::to_string_pretty(&doc).context("serialising the report")? + "\n"
+    } else if format == "terse" {
+        iolab_load::terse::render(report)
     } else {
-        let mut t = iolab_load::table::render(&report);
+        let mut t = iolab_load::table::render(report);
         if let Some(cpu) = &cpu {
             t.push('\n');
             t.push_str(&cpu.summary_line());
@@ -268,14 +395,7 @@ pub fn run(a: LoadArgs) -> anyhow::Result<()> {
         }
         t
     };
-    // Errors (a closed pipe included) propagate; exit.rs ends quietly on
-    // BrokenPipe.
-    std::io::stdout().lock().write_all(text.as_bytes())?;
-    drop(guard);
-    if let Some(f) = report.failures().next() {
-        anyhow::bail!("{}", f.message);
-    }
-    Ok(())
+    Ok(text)
 }
 
 /// What each job reads or writes (a file, its directory, or a device).

@@ -90,7 +90,11 @@ enum Command {
 /// Parses arguments, recovers any state a killed run left behind, installs
 /// the signal handlers and dispatches.
 pub fn run() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+    let argv = load::fio_flags(
+        std::env::args_os().collect(),
+        &<Cli as clap::CommandFactory>::command(),
+    );
+    let cli = Cli::parse_from(argv);
     if let Command::ModelServer(a) = cli.command {
         // A lab's server: no recovery of other runs, no signal handlers of
         // a foreground command; it ends when its FUSE mount goes away.

@@ -1,7 +1,9 @@
-//! I/O engines. `sync` and `psync` are blocking engines behind the
-//! [`Blocking`] trait and share one loop ([`run_blocking`]), monomorphised
-//! per engine so the hot path has no dynamic dispatch; `io_uring` keeps
-//! `iodepth` I/Os in flight with its own loop; `cpuio` burns CPU.
+//! I/O engines. The blocking engines (`sync`, `psync`, `pvsync`,
+//! `pvsync2`, `mmap`, `null`) sit behind [`Blocking`] and share one loop
+//! ([`run_blocking`]), monomorphised per engine so the hot path has no
+//! dynamic dispatch. The queueing engines (`io_uring`, `libaio`,
+//! `posixaio`) sit behind [`queue::Queue`] and share [`queue::run`], which
+//! keeps `iodepth` I/Os in flight; `cpuio` burns CPU.
 
 use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -12,7 +14,12 @@ use crate::job::{Dir, IoEngine, Job};
 use crate::worker::{Failure, Run};
 
 pub mod cpuio;
+pub mod libaio;
+pub mod mmap;
+pub mod posixaio;
 pub mod psync;
+pub mod pvsync;
+pub mod queue;
 pub mod sync;
 pub mod uring;
 
@@ -22,9 +29,19 @@ pub enum Engine {
     Sync(BlockingEngine<sync::SyncIo>),
     /// pread/pwrite.
     Psync(BlockingEngine<psync::PsyncIo>),
-    /// io_uring.
-    Uring(Box<uring::Uring>),
+    /// preadv/pwritev (and preadv2/pwritev2 with flags).
+    Pvsync(BlockingEngine<pvsync::PvsyncIo>),
+    /// memcpy to and from a mapping.
+    Mmap(BlockingEngine<mmap::MmapIo>),
     /// No I/O.
+    Null(BlockingEngine<NullIo>),
+    /// io_uring.
+    Uring(Box<queue::Queued<uring::Uring>>),
+    /// Linux native AIO.
+    Libaio(Box<queue::Queued<libaio::Libaio>>),
+    /// POSIX AIO.
+    Posixaio(Box<queue::Queued<posixaio::PosixAio>>),
+    /// No I/O: burns CPU.
     Cpu,
 }
 
@@ -46,33 +63,93 @@ pub trait Blocking {
     ) -> std::io::Result<usize>;
 }
 
-/// Opens the engine for a job on an open file. Buffers are allocated here,
-/// once, aligned for O_DIRECT and filled with random data.
-pub fn setup(job: &Job, file: &File, seed: u64) -> Result<Engine, String> {
+/// The `null` engine: every I/O completes at once, moving nothing
+/// (measures the loop's own cost per I/O).
+#[derive(Debug, Default)]
+pub struct NullIo;
+
+impl Blocking for NullIo {
+    #[inline]
+    fn io(&mut self, _: BorrowedFd<'_>, _: Dir, _: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+        Ok(buf.len())
+    }
+}
+
+fn blocking<E>(io: E, job: &Job, seed: u64) -> Result<BlockingEngine<E>, String> {
     let bs = usize::try_from(job.bs).map_err(|_| "bs too large".to_string())?;
+    let mut buf = AlignedBuf::random(bs, seed);
+    if job.x.buffer != crate::extra::BufferFill::Random {
+        use rand::SeedableRng;
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+        crate::buffer::fill(buf.as_mut_slice(), &job.x.buffer, &mut rng);
+    }
+    Ok(BlockingEngine { io, buf })
+}
+
+/// Opens the engine for a job on an open file (`region` bytes from the
+/// job's offset `base`). Buffers are allocated here, once, aligned for O_DIRECT
+/// and filled with random data (or as the buffer options say).
+pub fn setup(job: &Job, file: &File, base: u64, region: u64, seed: u64) -> Result<Engine, String> {
+    let bs = usize::try_from(job.bs).map_err(|_| "bs too large".to_string())?;
+    let x = &job.x;
     Ok(match job.ioengine {
-        IoEngine::Sync => Engine::Sync(BlockingEngine {
-            io: sync::SyncIo::default(),
-            buf: AlignedBuf::random(bs, seed),
-        }),
-        IoEngine::Psync => Engine::Psync(BlockingEngine {
-            io: psync::PsyncIo,
-            buf: AlignedBuf::random(bs, seed),
-        }),
-        IoEngine::IoUring => {
-            Engine::Uring(Box::new(uring::Uring::new(file, job.iodepth, bs, seed)?))
-        }
+        IoEngine::Sync => Engine::Sync(blocking(sync::SyncIo::default(), job, seed)?),
+        IoEngine::Psync => Engine::Psync(blocking(psync::PsyncIo, job, seed)?),
+        IoEngine::Pvsync => Engine::Pvsync(blocking(pvsync::PvsyncIo::plain(), job, seed)?),
+        IoEngine::Pvsync2 => Engine::Pvsync(blocking(
+            pvsync::PvsyncIo::with_flags(x.hipri, x.nowait, x.uncached)?,
+            job,
+            seed,
+        )?),
+        IoEngine::Mmap => Engine::Mmap(blocking(
+            mmap::MmapIo::new(file, job, base + region)?,
+            job,
+            seed,
+        )?),
+        IoEngine::Null => Engine::Null(blocking(NullIo, job, seed)?),
+        IoEngine::IoUring => Engine::Uring(Box::new(queue::Queued::new(
+            uring::Uring::new(file, job.iodepth, bs, seed, x.hipri)?,
+            job,
+        ))),
+        IoEngine::Libaio => Engine::Libaio(Box::new(queue::Queued::new(
+            libaio::Libaio::new(file, job.iodepth, bs, seed, x.userspace_reap)?,
+            job,
+        ))),
+        IoEngine::Posixaio => Engine::Posixaio(Box::new(queue::Queued::new(
+            posixaio::PosixAio::new(file, job.iodepth, bs, seed)?,
+            job,
+        ))),
         IoEngine::CpuIo => Engine::Cpu,
     })
 }
 
+/// Runs a clone's I/O on its engine.
+pub fn run(eng: &mut Engine, run: &mut Run<'_>, file: &File) {
+    match eng {
+        Engine::Sync(e) => run_blocking(e, run, file),
+        Engine::Psync(e) => run_blocking(e, run, file),
+        Engine::Pvsync(e) => run_blocking(e, run, file),
+        Engine::Mmap(e) => run_blocking(e, run, file),
+        Engine::Null(e) => run_blocking(e, run, file),
+        Engine::Uring(q) => q.run(run, file),
+        Engine::Libaio(q) => q.run(run, file),
+        Engine::Posixaio(q) => q.run(run, file),
+        Engine::Cpu => cpuio::run(run),
+    }
+}
+
 /// The loop of the blocking engines: next I/O, time it, record it.
 pub fn run_blocking<E: Blocking>(eng: &mut BlockingEngine<E>, run: &mut Run<'_>, file: &File) {
-    let bs = run.job.bs as usize;
-    let buf = &mut eng.buf.as_mut_slice()[..bs];
+    let whole = eng.buf.as_mut_slice();
     let fd = file.as_fd();
-    while let Some((dir, offset)) = run.next(file) {
-        let t0 = Instant::now();
+    let checks = run.checks_reads();
+    let timed = run.timed();
+    while let Some((dir, offset, len)) = run.next(file) {
+        let buf = &mut whole[..len as usize];
+        if dir == Dir::Write {
+            run.prepare_write(buf, offset);
+        }
+        let t0 = if timed { Instant::now() } else { run.time.now };
         let r = eng.io.io(fd, dir, offset, buf);
         let t1 = Instant::now();
         match r {
@@ -81,12 +158,16 @@ pub fn run_blocking<E: Blocking>(eng: &mut BlockingEngine<E>, run: &mut Run<'_>,
                 run.fail(f);
             }
             Ok(n) => {
-                run.complete(dir, n as u64, t1 - t0, t1);
+                if checks && dir == Dir::Read {
+                    run.check_read(&buf[..n], offset);
+                }
+                run.complete_at(dir, n as u64, t1 - t0, t1, offset);
                 if dir == Dir::Write {
-                    run.after_write(file);
+                    run.after_write_at(file, offset, n as u64);
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if run.fill_done(&e) => return,
             Err(e) => {
                 let f = Failure::io(run.job, &e, dir, run.path(), offset);
                 run.fail(f);

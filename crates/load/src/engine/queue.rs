@@ -1,0 +1,206 @@
+//! The loop of the queueing engines (io_uring, libaio, posixaio): keep up
+//! to `iodepth` I/Os in flight, submit what is queued (in batches of
+//! `iodepth_batch_submit`), wait for at least `iodepth_batch_complete_min`
+//! completions (at most `iodepth_batch_complete_max` per reap), handle
+//! them, refill. A rate-limited I/O goes out when it is due rather than
+//! when the queue is full. Latency runs from just before the submit that
+//! carried an I/O to the reap that saw it complete: fio's `lat`.
+
+use std::fs::File;
+use std::time::{Duration, Instant};
+
+use crate::job::{Dir, Job};
+use crate::worker::{Failure, Run, Step};
+
+/// What a queueing engine provides.
+pub trait Queue {
+    /// Slots (the queue depth).
+    fn depth(&self) -> usize;
+    /// Slot `i`'s buffer (the job's largest block size).
+    fn buf(&mut self, slot: usize) -> &mut [u8];
+    /// Queues an I/O in `slot`; it goes out with the next submit.
+    fn prep(&mut self, slot: usize, dir: Dir, offset: u64, len: usize);
+    /// Submits what is queued and reaps at least `min` completions (waiting
+    /// at most `timeout`, when given), at most `max`; appends `(slot,
+    /// result)` (bytes, or -errno).
+    fn submit_and_reap(
+        &mut self,
+        min: usize,
+        max: usize,
+        timeout: Option<Duration>,
+        out: &mut Vec<(usize, i64)>,
+    ) -> std::io::Result<()>;
+    /// Called when the loop gives up with I/O possibly in flight.
+    fn poison(&mut self);
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    dir: Dir,
+    offset: u64,
+    len: u64,
+    start: Instant,
+}
+
+/// A queueing engine and its bookkeeping.
+pub struct Queued<Q> {
+    q: Q,
+    slots: Vec<Slot>,
+    free: Vec<usize>,
+    fresh: Vec<usize>,
+    done: Vec<(usize, i64)>,
+    batch_submit: usize,
+    complete_min: usize,
+    complete_max: usize,
+}
+
+impl<Q: Queue> Queued<Q> {
+    /// Wraps an engine for a job.
+    pub fn new(q: Q, job: &Job) -> Queued<Q> {
+        let depth = q.depth();
+        let now = Instant::now();
+        let x = &job.x;
+        Queued {
+            slots: vec![
+                Slot {
+                    dir: Dir::Read,
+                    offset: 0,
+                    len: 0,
+                    start: now,
+                };
+                depth
+            ],
+            free: (0..depth).rev().collect(),
+            fresh: Vec::with_capacity(depth),
+            done: Vec::with_capacity(depth),
+            batch_submit: (x.batch_submit as usize).clamp(1, depth),
+            complete_min: (x.batch_complete_min as usize).min(depth),
+            complete_max: if x.batch_complete_max == 0 {
+                depth
+            } else {
+                (x.batch_complete_max as usize).clamp(1, depth)
+            },
+            q,
+        }
+    }
+
+    /// Runs the clone's I/O until it is done, then drains the queue.
+    pub fn run(&mut self, run: &mut Run<'_>, file: &File) {
+        let depth = self.slots.len();
+        let checks = run.checks_reads();
+        let mut inflight = 0usize;
+        let mut done = false;
+        loop {
+            let mut due_in: Option<Duration> = None;
+            while !done && inflight < depth {
+                match run.step(file) {
+                    Step::Io(dir, offset, len) => {
+                        let Some(slot) = self.free.pop() else { break };
+                        if dir == Dir::Write {
+                            run.prepare_write(&mut self.q.buf(slot)[..len as usize], offset);
+                        }
+                        self.q.prep(slot, dir, offset, len as usize);
+                        self.slots[slot] = Slot {
+                            dir,
+                            offset,
+                            len,
+                            start: run.time.now,
+                        };
+                        self.fresh.push(slot);
+                        inflight += 1;
+                        if run.paced() {
+                            break;
+                        }
+                        if self.fresh.len() >= self.batch_submit
+                            && inflight < depth
+                            && self.batch_submit > 1
+                        {
+                            break;
+                        }
+                    }
+                    Step::Wait(w) => {
+                        due_in = Some(w.min(Duration::from_millis(50)));
+                        break;
+                    }
+                    Step::Done => done = true,
+                }
+            }
+            if inflight == 0 {
+                match due_in {
+                    Some(w) if !done => {
+                        std::thread::sleep(w);
+                        run.time.tick(Instant::now());
+                        continue;
+                    }
+                    _ => return,
+                }
+            }
+            // A paced I/O, or a batch with room for more, goes out without
+            // waiting; otherwise wait for completions.
+            let room = !done && inflight < depth && due_in.is_none();
+            let min = if room {
+                0
+            } else {
+                self.complete_min.clamp(1, inflight)
+            };
+            let t = Instant::now();
+            for &s in &self.fresh {
+                self.slots[s].start = t;
+            }
+            self.fresh.clear();
+            if let Err(e) = self
+                .q
+                .submit_and_reap(min, self.complete_max, due_in, &mut self.done)
+            {
+                self.q.poison();
+                run.fail(Failure {
+                    errno: e.raw_os_error().unwrap_or(0),
+                    message: format!(
+                        "job {}: {} submit failed: {e}",
+                        run.job.name,
+                        run.job.ioengine.as_str()
+                    ),
+                });
+                return;
+            }
+            if self.done.is_empty() {
+                run.time.tick(Instant::now());
+                continue;
+            }
+            let t_done = Instant::now();
+            run.time.tick(t_done);
+            let mut reaped = std::mem::take(&mut self.done);
+            for &(slot, res) in &reaped {
+                let s = self.slots[slot];
+                self.free.push(slot);
+                inflight -= 1;
+                if res < 0 {
+                    let err = std::io::Error::from_raw_os_error(-res as i32);
+                    if run.fill_done(&err) {
+                        done = true;
+                        continue;
+                    }
+                    let f = Failure::io(run.job, &err, s.dir, run.path(), s.offset);
+                    run.fail(f);
+                    done = true;
+                } else if res == 0 {
+                    let f = super::eof(run, s.dir, s.offset);
+                    run.fail(f);
+                    done = true;
+                } else {
+                    let n = (res as u64).min(s.len);
+                    if checks && s.dir == Dir::Read {
+                        let b = &self.q.buf(slot)[..n as usize];
+                        run.check_read(b, s.offset);
+                    }
+                    run.complete_at(s.dir, n, t_done - s.start, t_done, s.offset);
+                    if s.dir == Dir::Write {
+                        run.after_write_at(file, s.offset, n);
+                    }
+                }
+            }
+            reaped.clear();
+            self.done = reaped;
+        }
+    }
+}

@@ -1,0 +1,318 @@
+//! fio's log files (`write_lat_log`, `write_bw_log`, `write_iops_log`,
+//! `write_hist_log`), in fio 3.x's format so fio's plotting tools
+//! (fio_generate_plots, fiologparser.py, fiologparser_hist.py, fio-plot)
+//! read them:
+//!
+//! ```text
+//! time (ms), value, direction (0 read, 1 write), block size[, offset], priority
+//! ```
+//!
+//! Latency logs hold nanoseconds (`PREFIX_lat.N.log`, and the same values
+//! in `PREFIX_clat.N.log`: iolab measures from submission, so its
+//! completion latency is the whole latency; no `slat` log is written),
+//! bandwidth logs KiB/s, IOPS logs I/Os per second. With `log_avg_msec`
+//! each line is a window's mean (or maximum, `log_max_value`) per
+//! direction, with block size 0 as fio writes it. Histogram logs
+//! (`PREFIX_clat_hist.N.log`) hold, every `log_hist_msec`, the fio latency
+//! bins (see `plat`) of the I/Os completed in that interval:
+//! `time, direction, block size, bin0, ..., bin1855`. N numbers clones
+//! across the load from 1, as fio numbers its threads. Files are streamed
+//! through a buffer, so long runs use no memory for them.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use crate::extra::LogOpts;
+use crate::plat;
+
+struct Sink {
+    w: BufWriter<File>,
+    path: PathBuf,
+}
+
+impl Sink {
+    fn create(path: PathBuf) -> Result<Sink, String> {
+        let f = File::create(&path)
+            .map_err(|e| format!("cannot create log {}: {e}", path.display()))?;
+        Ok(Sink {
+            w: BufWriter::with_capacity(1 << 16, f),
+            path,
+        })
+    }
+}
+
+#[derive(Default, Clone, Copy)]
+struct Window {
+    n: u64,
+    bytes: u64,
+    lat_sum: u128,
+    lat_max: u64,
+}
+
+/// The logs of one clone.
+pub struct CloneLogs {
+    opts: LogOpts,
+    start: Instant,
+    prio: u32,
+    lat: Option<(Sink, Sink)>,
+    bw: Option<Sink>,
+    iops: Option<Sink>,
+    hist: Option<Sink>,
+    last: [Option<Instant>; 2],
+    window_start: u64,
+    window: [Window; 2],
+    hist_start: u64,
+    hist_now: [Vec<u64>; 2],
+    hist_bs: [u64; 2],
+    error: Option<String>,
+}
+
+impl CloneLogs {
+    /// Opens the files a job asks for; `n` is the clone's number in the
+    /// load (from 1).
+    pub fn open(
+        opts: &LogOpts,
+        n: usize,
+        start: Instant,
+        prio: u32,
+    ) -> Result<Option<CloneLogs>, String> {
+        if !opts.any() {
+            return Ok(None);
+        }
+        let name = |prefix: &str, kind: &str| PathBuf::from(format!("{prefix}_{kind}.{n}.log"));
+        let lat = match &opts.lat {
+            Some(p) => Some((
+                Sink::create(name(p, "lat"))?,
+                Sink::create(name(p, "clat"))?,
+            )),
+            None => None,
+        };
+        Ok(Some(CloneLogs {
+            opts: opts.clone(),
+            start,
+            prio,
+            lat,
+            bw: opts
+                .bw
+                .as_deref()
+                .map(|p| Sink::create(name(p, "bw")))
+                .transpose()?,
+            iops: opts
+                .iops
+                .as_deref()
+                .map(|p| Sink::create(name(p, "iops")))
+                .transpose()?,
+            hist: opts
+                .hist
+                .as_deref()
+                .map(|p| Sink::create(name(p, "clat_hist")))
+                .transpose()?,
+            last: [None; 2],
+            window_start: 0,
+            window: [Window::default(); 2],
+            hist_start: 0,
+            hist_now: [vec![0; plat::NR], vec![0; plat::NR]],
+            hist_bs: [0; 2],
+            error: None,
+        }))
+    }
+
+    fn ms(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.start).as_millis() as u64
+    }
+
+    /// Records one completed I/O.
+    pub fn record(&mut self, dir: usize, lat_ns: u64, bytes: u64, offset: u64, now: Instant) {
+        let t = self.ms(now);
+        if self.hist.is_some() {
+            let every = self.opts.hist_msec;
+            if every > 0 && t >= self.hist_start + every {
+                self.flush_hist(t);
+            }
+            self.hist_now[dir][plat::idx(lat_ns)] += 1;
+            self.hist_bs[dir] = bytes;
+        }
+        let avg = self.opts.avg_msec;
+        if avg == 0 {
+            let prev = self.last[dir].replace(now);
+            let dt = prev
+                .map(|p| now.saturating_duration_since(p).as_nanos() as u64)
+                .unwrap_or(lat_ns)
+                .max(1);
+            let bw = bytes * 1_000_000_000 / 1024 / dt;
+            let iops = 1_000_000_000 / dt;
+            let off = self.opts.offset.then_some(offset);
+            let prio = self.prio;
+            let mut err = None;
+            if let Some((l, c)) = &mut self.lat {
+                err = err.or(line(l, t, lat_ns, dir, bytes, off, prio).err());
+                err = err.or(line(c, t, lat_ns, dir, bytes, off, prio).err());
+            }
+            if let Some(s) = &mut self.bw {
+                err = err.or(line(s, t, bw, dir, bytes, off, prio).err());
+            }
+            if let Some(s) = &mut self.iops {
+                err = err.or(line(s, t, iops, dir, bytes, off, prio).err());
+            }
+            if let Some(e) = err {
+                self.error.get_or_insert(e);
+            }
+            return;
+        }
+        if t >= self.window_start + avg {
+            self.flush_window(self.window_start + avg);
+            // Idle windows are skipped, as in fio.
+            self.window_start = t / avg * avg;
+        }
+        let w = &mut self.window[dir];
+        w.n += 1;
+        w.bytes += bytes;
+        w.lat_sum += u128::from(lat_ns);
+        w.lat_max = w.lat_max.max(lat_ns);
+    }
+
+    fn flush_window(&mut self, t: u64) {
+        let avg = self.opts.avg_msec.max(1);
+        let prio = self.prio;
+        let off = self.opts.offset.then_some(0);
+        let mut err = None;
+        for d in 0..2 {
+            let w = std::mem::take(&mut self.window[d]);
+            if w.n == 0 {
+                continue;
+            }
+            let lat = if self.opts.max_value {
+                w.lat_max
+            } else {
+                (w.lat_sum / u128::from(w.n)) as u64
+            };
+            let bw = w.bytes * 1000 / 1024 / avg;
+            let iops = w.n * 1000 / avg;
+            if let Some((l, c)) = &mut self.lat {
+                err = err.or(line(l, t, lat, d, 0, off, prio).err());
+                err = err.or(line(c, t, lat, d, 0, off, prio).err());
+            }
+            if let Some(s) = &mut self.bw {
+                err = err.or(line(s, t, bw, d, 0, off, prio).err());
+            }
+            if let Some(s) = &mut self.iops {
+                err = err.or(line(s, t, iops, d, 0, off, prio).err());
+            }
+        }
+        if let Some(e) = err {
+            self.error.get_or_insert(e);
+        }
+    }
+
+    fn flush_hist(&mut self, t: u64) {
+        let Some(s) = &mut self.hist else { return };
+        for d in 0..2 {
+            if self.hist_now[d].iter().all(|c| *c == 0) {
+                continue;
+            }
+            let mut text = format!("{t}, {d}, {}", self.hist_bs[d]);
+            for c in &self.hist_now[d] {
+                text.push_str(", ");
+                text.push_str(&c.to_string());
+            }
+            text.push('\n');
+            if let Err(e) = s.w.write_all(text.as_bytes()) {
+                self.error
+                    .get_or_insert(format!("writing {}: {e}", s.path.display()));
+            }
+            self.hist_now[d].iter_mut().for_each(|c| *c = 0);
+        }
+        self.hist_start = t;
+    }
+
+    /// Flushes what is pending; the error names the file that failed.
+    pub fn finish(mut self, end: Instant) -> Result<(), String> {
+        let t = self.ms(end);
+        if self.opts.avg_msec > 0 {
+            self.flush_window(t);
+        }
+        if self.hist.is_some() {
+            self.flush_hist(t);
+        }
+        for s in self
+            .lat
+            .iter_mut()
+            .flat_map(|(a, b)| [a, b])
+            .chain(self.bw.iter_mut())
+            .chain(self.iops.iter_mut())
+            .chain(self.hist.iter_mut())
+        {
+            if let Err(e) = s.w.flush() {
+                self.error
+                    .get_or_insert(format!("writing {}: {e}", s.path.display()));
+            }
+        }
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+fn line(
+    s: &mut Sink,
+    t: u64,
+    v: u64,
+    dir: usize,
+    bs: u64,
+    off: Option<u64>,
+    prio: u32,
+) -> Result<(), String> {
+    let r = match off {
+        Some(o) => writeln!(s.w, "{t}, {v}, {dir}, {bs}, {o}, {prio}"),
+        None => writeln!(s.w, "{t}, {v}, {dir}, {bs}, {prio}"),
+    };
+    r.map_err(|e| format!("writing {}: {e}", s.path.display()))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn per_io_and_windowed_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = dir.path().join("x").to_string_lossy().into_owned();
+        let t0 = Instant::now();
+        let opts = LogOpts {
+            lat: Some(prefix.clone()),
+            iops: Some(prefix.clone()),
+            ..Default::default()
+        };
+        let mut l = CloneLogs::open(&opts, 3, t0, 0).unwrap().unwrap();
+        l.record(1, 5000, 4096, 0, t0 + Duration::from_millis(2));
+        l.record(0, 7000, 4096, 8192, t0 + Duration::from_millis(5));
+        l.finish(t0 + Duration::from_millis(6)).unwrap();
+        let text = std::fs::read_to_string(format!("{prefix}_lat.3.log")).unwrap();
+        assert_eq!(text, "2, 5000, 1, 4096, 0\n5, 7000, 0, 4096, 0\n");
+        assert_eq!(
+            text,
+            std::fs::read_to_string(format!("{prefix}_clat.3.log")).unwrap()
+        );
+
+        let opts = LogOpts {
+            bw: Some(prefix.clone()),
+            avg_msec: 100,
+            ..Default::default()
+        };
+        let mut l = CloneLogs::open(&opts, 1, t0, 0).unwrap().unwrap();
+        for i in 0..10 {
+            l.record(0, 1000, 102_400, 0, t0 + Duration::from_millis(10 * i));
+        }
+        l.record(0, 1000, 102_400, 0, t0 + Duration::from_millis(150));
+        l.finish(t0 + Duration::from_millis(200)).unwrap();
+        let text = std::fs::read_to_string(format!("{prefix}_bw.1.log")).unwrap();
+        // 10 x 100 KiB in the first 100 ms window: 10,000 KiB/s.
+        assert_eq!(text.lines().next().unwrap(), "100, 10000, 0, 0, 0");
+        assert_eq!(text.lines().count(), 2);
+    }
+}

@@ -1,0 +1,128 @@
+//! `--output-format=terse`: fio's semicolon-separated terse format,
+//! version 3 (fio(1), "TERSE OUTPUT"), one line per job, for scripts
+//! that cut fields by position. Latencies are in microseconds as fio
+//! writes them; iolab measures submission to completion, so `clat` and
+//! `lat` hold the same values and `slat` is zero; the bandwidth sample
+//! statistics (min/max/agg/mean/dev) and the iodepth distribution are
+//! not measured and print as zeros; the latency distribution (2 us ...
+//! >=2000 ms) is computed from fio's latency bins of every I/O.
+
+use std::fmt::Write as _;
+
+use crate::report::{DirReport, JobReport, LoadReport};
+
+const LAT_U: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
+const LAT_M: [u64; 11] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000, 2000];
+
+/// Renders every job, then the devices, as fio does.
+pub fn render(r: &LoadReport) -> String {
+    let mut out = String::new();
+    for j in &r.jobs {
+        job(&mut out, j);
+        for d in &r.disks {
+            let s = &d.delta;
+            let _ = write!(
+                out,
+                ";{};{};{};{};{};{};{};{};{:.2}%",
+                d.name,
+                s.reads,
+                s.writes,
+                s.reads_merged,
+                s.writes_merged,
+                s.read_ms,
+                s.write_ms,
+                s.weighted_io_ms,
+                d.util()
+            );
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn job(out: &mut String, j: &JobReport) {
+    let _ = write!(
+        out,
+        "3;iolab-{};{};{};{}",
+        env!("CARGO_PKG_VERSION"),
+        j.name,
+        j.group,
+        j.error.as_ref().map_or(0, |e| e.errno)
+    );
+    dir(out, &j.read);
+    dir(out, &j.write);
+    let _ = write!(
+        out,
+        ";{:.6}%;{:.6}%;{};{};{}",
+        j.usr_cpu(),
+        j.sys_cpu(),
+        j.cpu.ctx,
+        j.cpu.majf,
+        j.cpu.minf
+    );
+    for _ in 0..7 {
+        out.push_str(";0.0%");
+    }
+    let total = (j.read.total_ios + j.write.total_ios).max(1) as f64;
+    let bins: Vec<(u64, u64)> = j.read.bins.iter().chain(&j.write.bins).copied().collect();
+    let share = |lo: u64, hi: u64| -> f64 {
+        let n: u64 = bins
+            .iter()
+            .filter(|(v, _)| *v > lo && *v <= hi)
+            .map(|b| b.1)
+            .sum();
+        100.0 * n as f64 / total
+    };
+    let mut lo = 0;
+    for us in LAT_U {
+        let _ = write!(out, ";{:.2}%", share(lo, us * 1000));
+        lo = us * 1000;
+    }
+    for ms in LAT_M {
+        let _ = write!(out, ";{:.2}%", share(lo, ms * 1_000_000));
+        lo = ms * 1_000_000;
+    }
+    let _ = write!(out, ";{:.2}%", share(lo, u64::MAX));
+}
+
+fn dir(out: &mut String, d: &DirReport) {
+    let bw = d.bw_bytes().round() as u64 / 1024;
+    let _ = write!(
+        out,
+        ";{};{};{};{}",
+        d.io_bytes / 1024,
+        bw,
+        d.iops().round() as u64,
+        d.runtime.as_millis()
+    );
+    out.push_str(";0;0;0.000000;0.000000");
+    let lat = |out: &mut String| match &d.lat {
+        Some(l) => {
+            let _ = write!(
+                out,
+                ";{};{};{:.6};{:.6}",
+                l.min_ns / 1000,
+                l.max_ns / 1000,
+                l.mean_ns / 1000.0,
+                l.stddev_ns / 1000.0
+            );
+        }
+        None => out.push_str(";0;0;0.000000;0.000000"),
+    };
+    lat(out);
+    let pcts = d
+        .lat
+        .as_ref()
+        .map(|l| l.percentiles.clone())
+        .unwrap_or_default();
+    for i in 0..20 {
+        match pcts.get(i) {
+            Some((p, v)) => {
+                let _ = write!(out, ";{p:.6}%={}", v / 1000);
+            }
+            None => out.push_str(";0%=0"),
+        }
+    }
+    lat(out);
+    out.push_str(";0;0;0.000000%;0.000000;0.000000");
+}
