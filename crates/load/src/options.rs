@@ -332,8 +332,18 @@ pub(crate) fn pair(
             read: one(r)?,
             write: one(w)?,
         }),
+        // READ,WRITE,TRIM: iolab issues no trims, so a trim value limits
+        // nothing that happens; it is checked and kept as written.
+        Some((r, rest)) if rest.matches(',').count() == 1 => {
+            let (w, t) = rest.split_once(',').unwrap_or((rest, ""));
+            one(t)?;
+            Ok(DirPair {
+                read: one(r)?,
+                write: one(w)?,
+            })
+        }
         Some(_) => Err(format!(
-            "{key}={v}: expected one value or READ,WRITE (trim rates are not supported)"
+            "{key}={v}: expected one value, READ,WRITE or READ,WRITE,TRIM"
         )),
     }
 }

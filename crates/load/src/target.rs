@@ -54,9 +54,21 @@ pub fn inspect(path: &Path) -> Result<Target, LoadError> {
                 TargetKind::BlockDevice
             } else if ft.is_file() {
                 TargetKind::File
+            } else if ft.is_char_device()
+                && (path == Path::new("/dev/null") || path == Path::new("/dev/zero"))
+            {
+                // fio's examples read /dev/zero and write /dev/null to
+                // measure the I/O path without a device: endless, so
+                // never laid out and any size fits.
+                return Ok(Target {
+                    path: path.to_path_buf(),
+                    kind: TargetKind::File,
+                    existing: 1 << 62,
+                    exists: true,
+                });
             } else {
                 return Err(LoadError::usage(format!(
-                    "{} is neither a regular file nor a block device: expected a file path or e.g. /dev/loop3",
+                    "{} is neither a regular file nor a block device (nor /dev/null, /dev/zero): expected a file path or e.g. /dev/loop3",
                     path.display()
                 )));
             };

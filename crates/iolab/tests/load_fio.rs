@@ -1,0 +1,201 @@
+//! fio job files and fio's outputs through the real binary: verify
+//! catching a corrupted block, fio's latency logs against the run's own
+//! totals, terse output against fio's own field layout, libaio moving the
+//! bytes asked for, and misspelled options refused before anything runs.
+#![allow(clippy::unwrap_used)]
+
+mod load_env;
+
+use load_env::{json, stderr, Env};
+
+fn write_job(env: &Env, name: &str, text: &str) -> String {
+    let p = env.dir().join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+#[test]
+fn verify_catches_a_byte_flipped_between_write_and_verify() {
+    let env = Env::new();
+    let data = env.dir().join("data");
+    let d = data.to_str().unwrap();
+    let common =
+        format!("bs=4k\nsize=1m\nverify=crc32c\nioengine=libaio\niodepth=8\nfilename={d}\n");
+    let w = write_job(
+        &env,
+        "w.fio",
+        &format!("[w]\nrw=randwrite\ndo_verify=0\n{common}"),
+    );
+    let r = write_job(&env, "r.fio", &format!("[r]\nrw=read\n{common}"));
+    let out = env.run(&[&w]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(std::fs::metadata(&data).unwrap().len(), 1 << 20);
+    // Untouched, the verify pass is clean.
+    let out = env.run(&[&r]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // One byte flipped on disk, behind iolab's back.
+    let pos = 300_001u64;
+    let mut bytes = std::fs::read(&data).unwrap();
+    bytes[pos as usize] ^= 0x40;
+    std::fs::write(&data, &bytes).unwrap();
+    let out = env.run(&[&r]);
+    assert!(
+        !out.status.success(),
+        "a corrupted block passed verification"
+    );
+    let e = stderr(&out);
+    let block = pos / 4096 * 4096;
+    assert!(
+        e.contains("1 of 256 checked blocks failed verification")
+            && e.contains(&format!("offset {block}")),
+        "{e}"
+    );
+}
+
+#[test]
+fn verify_backlog_checks_every_block_while_writing() {
+    // A write job whose blocks are checked while it runs: nothing to
+    // corrupt from outside, so check the count of blocks read back
+    // against the file: every written block is checked exactly once.
+    let env = Env::new();
+    let d = env.dir().join("wb");
+    let job = write_job(
+        &env,
+        "b.fio",
+        &format!(
+            "[b]\nrw=write\nbs=8k\nsize=2m\nverify=md5\nverify_backlog=16\nfilename={}\n",
+            d.display()
+        ),
+    );
+    let out = env.run(&[&job, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    assert_eq!(v["jobs"][0]["write"]["total_ios"], 256);
+}
+
+#[test]
+fn a_latency_log_agrees_with_the_runs_totals() {
+    let env = Env::new();
+    let dir = env.dir().to_str().unwrap();
+    let t0 = std::time::Instant::now();
+    let out = env
+        .cmd(&[
+            "--name",
+            "lj",
+            "--rw",
+            "randread",
+            "--bs",
+            "4k",
+            "--size",
+            "4m",
+            "--directory",
+            dir,
+            "--write_lat_log=lj",
+            "--json",
+        ])
+        .current_dir(env.dir())
+        .output()
+        .unwrap();
+    let wall_ms = t0.elapsed().as_millis() as u64;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    let lat = &v["jobs"][0]["read"]["lat_ns"];
+    let ios = v["jobs"][0]["read"]["total_ios"].as_u64().unwrap();
+    // The outside truth: 4 MiB of 4 KiB reads.
+    assert_eq!(ios, 1024);
+    let text = std::fs::read_to_string(env.dir().join("lj_lat.1.log")).unwrap();
+    let rows: Vec<Vec<u64>> = text
+        .lines()
+        .map(|l| l.split(", ").map(|f| f.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(rows.len() as u64, ios);
+    assert!(rows
+        .iter()
+        .all(|r| r.len() == 5 && r[2] == 0 && r[3] == 4096 && r[0] <= wall_ms));
+    let vals: Vec<u64> = rows.iter().map(|r| r[1]).collect();
+    assert_eq!(*vals.iter().max().unwrap(), lat["max"].as_u64().unwrap());
+    assert_eq!(*vals.iter().min().unwrap(), lat["min"].as_u64().unwrap());
+    let mean = vals.iter().sum::<u64>() as f64 / vals.len() as f64;
+    let reported = lat["mean"].as_f64().unwrap();
+    assert!(
+        (mean - reported).abs() <= reported * 1e-6 + 1.0,
+        "{mean} vs {reported}"
+    );
+    assert_eq!(
+        text,
+        std::fs::read_to_string(env.dir().join("lj_clat.1.log")).unwrap()
+    );
+}
+
+#[test]
+fn terse_lines_have_fios_field_layout() {
+    let env = Env::new();
+    let dir = env.dir().to_str().unwrap();
+    let args = [
+        "--name",
+        "t",
+        "--rw",
+        "randrw",
+        "--bs",
+        "4k",
+        "--size",
+        "2m",
+        "--directory",
+        dir,
+    ];
+    let out = env.run(&[&args[..], &["--output-format", "terse"]].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ours = String::from_utf8(out.stdout).unwrap();
+    let fio = std::process::Command::new("fio")
+        .args([
+            "--name=t",
+            "--rw=randrw",
+            "--bs=4k",
+            "--size=2m",
+            "--output-format=terse",
+        ])
+        .arg(format!("--directory={dir}"))
+        .output();
+    let Ok(fio) = fio else {
+        iolab_testkit::skip(
+            "terse_lines_have_fios_field_layout",
+            "fio is not installed (apt install fio)",
+        );
+        return;
+    };
+    let theirs = String::from_utf8(fio.stdout).unwrap();
+    let fields = |s: &str| s.lines().next().unwrap().split(';').count();
+    assert_eq!(
+        fields(&ours),
+        fields(&theirs),
+        "ours: {ours}\nfio: {theirs}"
+    );
+    let f: Vec<&str> = ours.lines().next().unwrap().split(';').collect();
+    // Field 6 is KiB read, 47 KiB written (fio's v3 positions, from 1).
+    let kib = f[5].parse::<u64>().unwrap() + f[46].parse::<u64>().unwrap();
+    assert_eq!(kib, 2048);
+}
+
+#[test]
+fn misspelled_options_are_refused_before_anything_is_written() {
+    let env = Env::new();
+    let job = write_job(
+        &env,
+        "m.fio",
+        &format!("[global]\ndirectory={}\n\n[a]\nrw=read\nsize=1m\n\n[b]\nrw=randread\nsize=1m\nnorandmap\n", env.dir().display()),
+    );
+    let out = env.run(&[&job]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = stderr(&out);
+    assert!(
+        e.contains("m.fio:11:") && e.contains("did you mean norandommap"),
+        "{e}"
+    );
+    assert!(
+        !env.dir().join("a.0.0").exists(),
+        "job a's file was laid out before the error"
+    );
+    let out = env.run(&["--rw", "read", "--size", "1m", "--bssplit=4k/60:8k/60"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("add up to 120"), "{}", stderr(&out));
+}
