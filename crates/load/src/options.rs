@@ -391,7 +391,8 @@ mod tests {
         assert_eq!(j.rate_iops.write, Some(100));
         let both = job_with(&[("rate", Some("2m"))]).unwrap();
         assert_eq!(both.rate.read, both.rate.write);
-        assert!(job_with(&[("rate", Some("1m,1m,1m"))]).is_err());
+        assert!(job_with(&[("rate", Some("1m,1m,1m"))]).is_ok());
+        assert!(job_with(&[("rate", Some("1m,1m,1m,1m"))]).is_err());
     }
 
     #[test]

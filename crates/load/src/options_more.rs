@@ -498,7 +498,11 @@ fn apply_known(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), Stri
         "rate_process" => {
             x.poisson = match need(key, value)? {
                 "linear" => false,
-                "poisson" => true,
+                "poisson" => {
+                    return Err(
+                        "rate_process=poisson is not supported yet: iolab spaces rate-limited I/Os evenly; use rate_process=linear".into(),
+                    )
+                }
                 v => return Err(format!("rate_process={v}: expected linear or poisson")),
             }
         }

@@ -248,7 +248,11 @@ mod tests {
             e.is_usage() && e.to_string().contains("does not exist"),
             "{e}"
         );
-        assert!(inspect(Path::new("/dev/null")).unwrap_err().is_usage());
+        assert!(inspect(Path::new("/dev/full")).unwrap_err().is_usage());
+        assert_eq!(
+            inspect(Path::new("/dev/zero")).unwrap().kind,
+            TargetKind::File
+        );
         assert!(inspect(Path::new("/dev/iolab-no-such-dev"))
             .unwrap_err()
             .is_usage());
