@@ -48,6 +48,12 @@ impl AlignedBuf {
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.layout.size()) }
     }
 
+    /// Slot `i` of a buffer cut into slots of `bs` bytes (the queueing
+    /// engines keep one slot per I/O in flight).
+    pub fn slot(&mut self, i: usize, bs: usize) -> &mut [u8] {
+        &mut self.as_mut_slice()[i * bs..(i + 1) * bs]
+    }
+
     /// Start of the buffer, for io_uring registration.
     pub fn as_mut_ptr(&mut self) -> *mut u8 {
         self.ptr.as_ptr()

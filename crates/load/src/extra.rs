@@ -62,8 +62,6 @@ pub struct Extra {
     pub rate_iops_min: DirPair<Option<u64>>,
     /// `ratecycle`: the window over which `ratemin` is checked.
     pub ratecycle: Duration,
-    /// `rate_process=poisson`: exponential gaps between I/Os.
-    pub poisson: bool,
     /// `flow`: this job's weight against other jobs with the same
     /// `flow_id` (0 = no flow control).
     pub flow: i64,
@@ -109,8 +107,6 @@ pub struct Extra {
     pub batch_complete_min: u32,
     /// `iodepth_batch_complete_max`: reap at most this many per call.
     pub batch_complete_max: u32,
-    /// `iodepth_low`: refill the queue when it drains to this.
-    pub iodepth_low: Option<u32>,
     /// `userspace_reap` (libaio): read completions from the ring mapped
     /// into user space.
     pub userspace_reap: bool,
@@ -155,7 +151,6 @@ impl Default for Extra {
             ratemin: DirPair::default(),
             rate_iops_min: DirPair::default(),
             ratecycle: Duration::from_millis(1000),
-            poisson: false,
             flow: 0,
             flow_id: 0,
             flow_sleep: Duration::ZERO,
@@ -177,7 +172,6 @@ impl Default for Extra {
             batch_submit: 1,
             batch_complete_min: 1,
             batch_complete_max: 0,
-            iodepth_low: None,
             userspace_reap: false,
             hipri: false,
             nowait: false,

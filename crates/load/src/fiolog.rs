@@ -55,7 +55,8 @@ struct Window {
 pub struct CloneLogs {
     opts: LogOpts,
     start: Instant,
-    prio: u32,
+    /// The priority column, already formatted.
+    prio: String,
     lat: Option<(Sink, Sink)>,
     bw: Option<Sink>,
     iops: Option<Sink>,
@@ -76,7 +77,7 @@ impl CloneLogs {
         opts: &LogOpts,
         n: usize,
         start: Instant,
-        prio: u32,
+        prio: String,
     ) -> Result<Option<CloneLogs>, String> {
         if !opts.any() {
             return Ok(None);
@@ -144,7 +145,7 @@ impl CloneLogs {
             let bw = bytes * 1_000_000_000 / 1024 / dt;
             let iops = 1_000_000_000 / dt;
             let off = self.opts.offset.then_some(offset);
-            let prio = self.prio;
+            let prio = self.prio.as_str();
             let mut err = None;
             if let Some((l, c)) = &mut self.lat {
                 err = err.or(line(l, t, lat_ns, dir, bytes, off, prio).err());
@@ -175,7 +176,7 @@ impl CloneLogs {
 
     fn flush_window(&mut self, t: u64) {
         let avg = self.opts.avg_msec.max(1);
-        let prio = self.prio;
+        let prio = self.prio.as_str();
         let off = self.opts.offset.then_some(0);
         let mut err = None;
         for d in 0..2 {
@@ -263,7 +264,7 @@ fn line(
     dir: usize,
     bs: u64,
     off: Option<u64>,
-    prio: u32,
+    prio: &str,
 ) -> Result<(), String> {
     let r = match off {
         Some(o) => writeln!(s.w, "{t}, {v}, {dir}, {bs}, {o}, {prio}"),
@@ -288,7 +289,7 @@ mod tests {
             iops: Some(prefix.clone()),
             ..Default::default()
         };
-        let mut l = CloneLogs::open(&opts, 3, t0, 0).unwrap().unwrap();
+        let mut l = CloneLogs::open(&opts, 3, t0, "0".into()).unwrap().unwrap();
         l.record(1, 5000, 4096, 0, t0 + Duration::from_millis(2));
         l.record(0, 7000, 4096, 8192, t0 + Duration::from_millis(5));
         l.finish(t0 + Duration::from_millis(6)).unwrap();
@@ -304,7 +305,7 @@ mod tests {
             avg_msec: 100,
             ..Default::default()
         };
-        let mut l = CloneLogs::open(&opts, 1, t0, 0).unwrap().unwrap();
+        let mut l = CloneLogs::open(&opts, 1, t0, "0".into()).unwrap().unwrap();
         for i in 0..10 {
             l.record(0, 1000, 102_400, 0, t0 + Duration::from_millis(10 * i));
         }

@@ -496,8 +496,8 @@ fn apply_known(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), Stri
             x.ratecycle = Duration::from_millis(ms);
         }
         "rate_process" => {
-            x.poisson = match need(key, value)? {
-                "linear" => false,
+            match need(key, value)? {
+                "linear" => {}
                 "poisson" => {
                     return Err(
                         "rate_process=poisson is not supported yet: iolab spaces rate-limited I/Os evenly; use rate_process=linear".into(),
@@ -513,6 +513,10 @@ fn apply_known(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), Stri
         "flow_id" => x.flow_id = count(key, need(key, value)?, 0)?,
         "flow_watermark" => {
             count(key, need(key, value)?, 0)?;
+            note(job, format!(
+                "job {}: flow_watermark: iolab keeps each flow job within 8 I/Os of its share; the watermark sets nothing else",
+                job.name
+            ));
         }
         "flow_sleep" => {
             x.flow_sleep = Duration::from_micros(number(key, need(key, value)?)?);
@@ -640,7 +644,13 @@ fn apply_known(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), Stri
             x.batch_complete_min = count(key, need(key, value)?, 0)?;
         }
         "iodepth_batch_complete_max" => x.batch_complete_max = count(key, need(key, value)?, 0)?,
-        "iodepth_low" => x.iodepth_low = Some(count(key, need(key, value)?, 0)?),
+        "iodepth_low" => {
+            count(key, need(key, value)?, 0)?;
+            note(job, format!(
+                "job {}: iodepth_low: iolab refills the queue as soon as an I/O completes (iodepth_low=iodepth-1)",
+                job.name
+            ));
+        }
         "userspace_reap" => x.userspace_reap = boolean(key, value)?,
         "hipri" => x.hipri = boolean(key, value)?,
         "nowait" => x.nowait = boolean(key, value)?,

@@ -13,6 +13,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use iolab_sys::ioprio::IoPrio;
+use rand::SeedableRng;
 
 use crate::cpu::CpuUse;
 use crate::engine::{self, Engine};
@@ -22,7 +23,7 @@ use crate::job::{Dir, IoEngine, Job};
 use crate::live::{Control, Gate, LiveCounters};
 use crate::pattern::{Next, Pattern, Shape};
 use crate::rate::Pacer;
-use crate::shared::Shared;
+use crate::shared::{JobShared, Shared};
 use crate::stats::DirAcc;
 use crate::steady::Steady;
 use crate::timeline::Timeline;
@@ -228,8 +229,6 @@ fn wait_to_start(spec: &CloneSpec) -> bool {
     }
 }
 
-use rand::SeedableRng;
-
 fn setup(spec: &CloneSpec) -> Result<(Option<File>, Engine), String> {
     let job = &spec.job;
     if let Some(p) = job.x.prio.or(spec.ioprio) {
@@ -338,6 +337,8 @@ struct VerifyState {
 /// The state an engine's loop drives.
 pub struct Run<'a> {
     spec: &'a CloneSpec,
+    /// This job's shared state (stop flag, flow and steadystate totals).
+    me: &'a JobShared,
     /// The job.
     pub job: &'a Job,
     pattern: Pattern,
@@ -407,11 +408,15 @@ impl<'a> Run<'a> {
         });
         let prepare = job.writes()
             && (verify.is_some() || job.x.refill_buffers || job.x.buffer != BufferFill::Random);
-        let prio_bits = job
-            .x
-            .prio
-            .map_or(0, |p| u32::from(matches!(p, IoPrio::RealTime(_))));
-        let logs = CloneLogs::open(&job.x.logs, spec.number, go, prio_bits)?;
+        // fio's priority column: with log_prio the ioprio value in hex
+        // (class << 13 | level), else 1 for the real-time class, 0 otherwise.
+        let prio = job.x.prio.or(spec.ioprio);
+        let prio_col = if job.x.logs.prio {
+            format!("0x{:04x}", prio.map_or(0, IoPrio::raw))
+        } else {
+            u32::from(matches!(prio, Some(IoPrio::RealTime(_)))).to_string()
+        };
+        let logs = CloneLogs::open(&job.x.logs, spec.number, go, prio_col)?;
         let steady = job.x.steadystate.clone().map(|s| Steady::new(s, go));
         let min_window = (job.x.ratemin.read.is_some()
             || job.x.ratemin.write.is_some()
@@ -422,6 +427,7 @@ impl<'a> Run<'a> {
             logs.is_some() || steady.is_some() || job.x.flow != 0 || min_window.is_some();
         Ok(Run {
             spec,
+            me: &spec.shared.jobs[spec.job_idx],
             job,
             pattern: Pattern::shaped(&shape, seed),
             pacer: Pacer::for_job(job),
@@ -466,9 +472,7 @@ impl<'a> Run<'a> {
         self.failure.is_some()
             || self.time.past_deadline()
             || self.spec.ctl.stopping()
-            || self.spec.shared.jobs[self.spec.job_idx]
-                .stop
-                .load(Ordering::Relaxed)
+            || self.me.stop.load(Ordering::Relaxed)
     }
 
     /// The next I/O to issue, or `None` when the clone is done. Sleeps for
@@ -594,11 +598,11 @@ impl<'a> Run<'a> {
 
     /// Checks a block read at `offset` (read jobs with `verify`).
     pub fn check_read(&mut self, buf: &[u8], offset: u64) {
-        let path = self.path().to_path_buf();
+        let path = self.spec.target.as_deref().unwrap_or(Path::new("-"));
         let Some(v) = &mut self.verify else { return };
         v.checked += 1;
         if let Err(why) = v.opts.check(buf, offset) {
-            record_bad(v, &path, buf, offset, why);
+            record_bad(v, path, buf, offset, why);
             if v.opts.fatal {
                 let f = verify_failure(self.job, v);
                 self.fail(f);
@@ -639,7 +643,7 @@ impl<'a> Run<'a> {
         offset: u64,
         measuring: bool,
     ) {
-        let shared = &self.spec.shared.jobs[self.spec.job_idx];
+        let shared = self.me;
         if self.job.x.flow != 0 {
             shared.flow_ios.fetch_add(1, Ordering::Relaxed);
         }
@@ -659,11 +663,7 @@ impl<'a> Run<'a> {
                 let totals = [0, 1, 2].map(|i| shared.ss[i].load(Ordering::Relaxed));
                 if let Some(s) = &mut self.steady {
                     if s.sample(now, totals) {
-                        for j in &self.spec.shared.jobs {
-                            if j.name == self.job.name {
-                                j.stop.store(true, Ordering::Relaxed);
-                            }
-                        }
+                        shared.stop.store(true, Ordering::Relaxed);
                     }
                 }
             }
@@ -832,9 +832,7 @@ impl<'a> Run<'a> {
         if self.failure.is_none() {
             self.failure = Some(f);
         }
-        self.spec.shared.jobs[self.spec.job_idx]
-            .stop
-            .store(true, Ordering::Relaxed);
+        self.me.stop.store(true, Ordering::Relaxed);
     }
 
     /// A full disk while `fill_device` fills it: the pass is over, not an
@@ -866,13 +864,11 @@ impl<'a> Run<'a> {
 /// Remembers a written block, dropping older blocks it overlaps.
 fn remember(map: &mut std::collections::BTreeMap<u64, u64>, off: u64, len: u64) {
     let end = off + len;
-    let overlapping: Vec<u64> = map
+    while let Some((&o, _)) = map
         .range(..end)
-        .rev()
-        .take_while(|(o, l)| *o + **l > off)
-        .map(|(o, _)| *o)
-        .collect();
-    for o in overlapping {
+        .next_back()
+        .filter(|(o, l)| **o + **l > off)
+    {
         map.remove(&o);
     }
     map.insert(off, len);

@@ -119,8 +119,7 @@ impl Queue for Uring {
     }
 
     fn buf(&mut self, slot: usize) -> &mut [u8] {
-        let bs = self.bs;
-        &mut self.buf.as_mut_slice()[slot * bs..(slot + 1) * bs]
+        self.buf.slot(slot, self.bs)
     }
 
     fn prep(&mut self, slot: usize, dir: Dir, offset: u64, len: usize) {
