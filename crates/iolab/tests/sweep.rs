@@ -478,3 +478,135 @@ fn bad_flags_are_usage_errors() {
         assert!(err.contains(want), "{args:?}: {err}");
     }
 }
+
+/// `--max` (seed 003's IOSpeed) on its tmpfs-backed loop device: every
+/// point's I/O count is what the device's /proc/diskstats counted; the
+/// kernel time it charges per I/O (all CPUs, /proc/stat) covers at least
+/// the job threads' own system time (getrusage) and at most every CPU for
+/// the point's wall time, which the test's own clock bounds; `results
+/// show` prints the maxima; the tmpfs, image and loop device are gone.
+#[test]
+fn max_sweep_counts_match_diskstats_and_cpu_is_bounded() {
+    if !root_or_skip("max_sweep_counts_match_diskstats_and_cpu_is_bounded") {
+        return;
+    }
+    let _m = machine();
+    let b = Bench::new("sw-max");
+    let t0 = Instant::now();
+    let out = b.sweep(&[
+        "--max",
+        "--schedulers",
+        "none,bfq",
+        "--threads",
+        "1,2",
+        "--rw",
+        "randread,write",
+        "--reps",
+        "1",
+        "--runtime",
+        "300ms",
+        "--lab-size",
+        "128MiB",
+        "--json",
+    ]);
+    let elapsed = t0.elapsed();
+    ok(&out);
+    let doc = json_of(&out.stdout);
+    assert_eq!(doc["status"], "done");
+    assert_eq!(
+        doc["runs_recorded"], 8,
+        "2 schedulers x 2 kinds x 2 thread counts"
+    );
+    let cpus = std::thread::available_parallelism().unwrap().get() as f64;
+    let mut wall_sum = 0.0;
+    for c in doc["tables"]["cells"].as_array().unwrap() {
+        let p = &c["samples"][0];
+        let ios = p["total_ios"].as_f64().unwrap();
+        assert!(ios > 100.0, "{c}");
+        let disk = p["disk_ios"].as_f64().unwrap();
+        assert!(
+            (disk - ios).abs() <= ios * 0.01,
+            "engine {ios}, /proc/diskstats {disk}: {c}"
+        );
+        let bytes = p["io_bytes"].as_f64().unwrap();
+        assert_eq!(bytes, ios * 4096.0, "4 KiB blocks: {c}");
+        assert_eq!(p["disk_bytes"].as_f64().unwrap(), bytes, "{c}");
+        let wall = p["wall_ns"].as_f64().unwrap();
+        let kernel = p["kernel_ns"].as_f64().unwrap();
+        let job_sys = p["job_sys_ns"].as_f64().unwrap();
+        // One tick (10 ms at USER_HZ 100) of slack per CPU each side.
+        let tick = 1e9 / 100.0;
+        assert!(
+            kernel + 2.0 * tick * cpus >= 0.8 * job_sys,
+            "kernel {kernel} < threads' sys {job_sys}: {c}"
+        );
+        assert!(
+            kernel <= wall * cpus + 2.0 * tick * cpus,
+            "kernel {kernel} > {cpus} CPUs x wall {wall}: {c}"
+        );
+        let per_io = p["kernel_us_per_io"].as_f64().unwrap();
+        assert!((per_io - kernel / ios / 1e3).abs() < 1e-6, "{c}");
+        wall_sum += wall;
+    }
+    assert!(
+        wall_sum / 1e9 <= elapsed.as_secs_f64(),
+        "points' wall {wall_sum} ns > the test's {elapsed:?}"
+    );
+    let best = doc["tables"]["best"].as_array().unwrap();
+    assert_eq!(best.len(), 4, "a maximum per kind and scheduler");
+    assert_eq!(best[0]["iops_vs_first"], 1.0);
+
+    let id = doc["experiment"].as_u64().unwrap();
+    let show = b.results(&["show", &id.to_string()]);
+    ok(&show);
+    let s = text(&show.stdout);
+    assert!(s.contains("random read, bs 4KiB, psync: IOPS"), "{s}");
+    assert!(
+        s.contains("kernel µs/IO") && s.contains("IOPS vs 1st"),
+        "{s}"
+    );
+
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    let run = b.env.run.path().to_string_lossy().into_owned();
+    assert!(
+        !mounts.contains(&run),
+        "a mount under {run} is left: {mounts}"
+    );
+    let left: Vec<String> = std::fs::read_dir(b.env.run.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("max-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    let loops = std::process::Command::new("losetup")
+        .arg("-l")
+        .output()
+        .unwrap();
+    assert!(
+        !text(&loops.stdout).contains(&run),
+        "{}",
+        text(&loops.stdout)
+    );
+}
+
+/// `--max` refuses what cannot apply, before making anything.
+#[test]
+fn max_sweep_bad_flags_are_usage_errors() {
+    let b = Bench::new("sw-maxflags");
+    for (args, want) in [
+        (vec!["--max", "--patterns", "1/1"], "--patterns"),
+        (vec!["--threads", "2"], "--max"),
+        (vec!["--max", "--threads", "0"], "--threads 0"),
+        (vec!["--max", "--bs", "1000"], "multiple of 512"),
+        (vec!["--max", "--lab-size", "100TiB"], "lives in RAM"),
+    ] {
+        let out = b.sweep(&args);
+        if !iolab_sys::is_root() {
+            assert_eq!(out.status.code(), Some(2), "{args:?}");
+            continue;
+        }
+        let err = refused(&out);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}

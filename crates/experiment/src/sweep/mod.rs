@@ -11,6 +11,7 @@
 //! [`sizing::scale`]), so the default sweep on the default lab takes minutes.
 
 pub mod config;
+pub mod max;
 mod measure;
 pub mod place;
 pub mod plan;

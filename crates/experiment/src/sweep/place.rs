@@ -68,7 +68,11 @@ pub fn resolve(guard: &Guard, place: &SweepPlace, force: bool) -> Result<Resolve
             })
         }
         SweepPlace::Device { device } => {
-            let dev = check_device(device, force)?;
+            let dev = check_device(
+                device,
+                force,
+                "iolab sweep runs mkfs on the whole device before every run",
+            )?;
             Ok(Resolved {
                 mountpoint: iolab_guard::run_dir().join(format!("sweep-{}", std::process::id())),
                 what: format!("device {}", dev.dev_path().display()),
@@ -83,17 +87,19 @@ pub fn resolve(guard: &Guard, place: &SweepPlace, force: bool) -> Result<Resolve
 /// Resolves `spec` to a whole disk and refuses it, unless `force`, while
 /// anything uses it or it holds anything libblkid recognises (see
 /// `iolab_sys::device_safety`).
-pub fn check_device(spec: &str, force: bool) -> Result<BlockDev, SweepError> {
+pub fn check_device(spec: &str, force: bool, why: &str) -> Result<BlockDev, SweepError> {
+    let dev = whole_disk(spec)?;
+    iolab_sys::device_safety::check_before_writing(&dev, why, force)?;
+    Ok(dev)
+}
+
+/// Resolves `spec` to a device, refusing a partition: a scheduler belongs
+/// to the whole disk.
+pub fn whole_disk(spec: &str) -> Result<BlockDev, SweepError> {
     if is_partition(Path::new("/sys/class/block"), spec) {
         return Err(partition_error(spec).into());
     }
-    let dev = BlockDev::resolve(spec)?;
-    iolab_sys::device_safety::check_before_writing(
-        &dev,
-        "iolab sweep runs mkfs on the whole device before every run",
-        force,
-    )?;
-    Ok(dev)
+    Ok(BlockDev::resolve(spec)?)
 }
 
 /// True when `spec` (`sdb1` or `/dev/sdb1`) names a partition in the

@@ -6,8 +6,6 @@ use std::io::IsTerminal;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::plan::RunPlan;
-
 /// The sweep's progress bar.
 pub struct Progress {
     bar: ProgressBar,
@@ -34,15 +32,9 @@ impl Progress {
         }
     }
 
-    /// A run begins.
-    pub fn start(&self, run: &RunPlan) {
-        self.bar.set_message(format!(
-            "rep {} {} {}{}",
-            run.rep,
-            run.scheduler,
-            run.workload(),
-            self.last
-        ));
+    /// A run begins: `what` names it (repetition, scheduler, workload).
+    pub fn start(&self, what: &str) {
+        self.bar.set_message(format!("{what}{}", self.last));
     }
 
     /// A run finished at `bw_bytes` per second.

@@ -131,7 +131,12 @@ pub fn run_sweep(
             interrupted = true;
             break;
         }
-        progress.start(run);
+        progress.start(&format!(
+            "rep {} {} {}",
+            run.rep,
+            run.scheduler,
+            run.workload()
+        ));
         let measured = match one_run(&guard, &place, &cfg, &sizing, run) {
             Ok(Some(m)) => m,
             Ok(None) | Err(SweepError::Interrupted) => {

@@ -87,6 +87,32 @@ enum Command {
     ModelServer(model_server::ModelServerArgs),
 }
 
+/// A clap error as one line, like every other usage error: its message,
+/// then its tips ("a similar argument exists: '--bs'"), then where help is;
+/// clap's own rendering spans five lines with a usage block.
+fn clap_one_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let mut msg = String::new();
+    // The first paragraph holds the message, what it lists ("the following
+    // required arguments were not provided:\n  --max") and the tips.
+    for line in text.lines().map(str::trim).take_while(|l| !l.is_empty()) {
+        if let Some(m) = line.strip_prefix("error: ") {
+            msg.push_str(m);
+        } else if let Some(tip) = line.strip_prefix("tip: ") {
+            msg.push_str("; ");
+            msg.push_str(tip);
+        } else {
+            msg.push(' ');
+            msg.push_str(line);
+        }
+    }
+    if msg.is_empty() {
+        msg = text.lines().next().unwrap_or("bad arguments").to_string();
+    }
+    msg.push_str(" (see --help)");
+    msg
+}
+
 /// Parses arguments, recovers any state a killed run left behind, installs
 /// the signal handlers and dispatches.
 pub fn run() -> anyhow::Result<()> {
@@ -94,7 +120,16 @@ pub fn run() -> anyhow::Result<()> {
         std::env::args_os().collect(),
         &<Cli as clap::CommandFactory>::command(),
     );
-    let cli = Cli::parse_from(argv);
+    let cli = match Cli::try_parse_from(argv) {
+        Ok(cli) => cli,
+        Err(e)
+            if !e.use_stderr()
+                || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
+        {
+            e.exit()
+        }
+        Err(e) => return Err(iolab_sys::UsageError::new(clap_one_line(&e)).into()),
+    };
     if let Command::ModelServer(a) = cli.command {
         // A lab's server: no recovery of other runs, no signal handlers of
         // a foreground command; it ends when its FUSE mount goes away.

@@ -161,6 +161,8 @@ fn show_text(report: &ExperimentReport, store: &Store) -> String {
         out.push_str("no runs recorded yet\n");
     } else if e.kind == "sweep" {
         out.push_str(&sweep_tables(report));
+    } else if e.kind == iolab_experiment::sweep::max::KIND {
+        out.push_str(&max_tables(report));
     } else if e.kind == "startup" {
         out.push_str(&iolab_experiment::startup::summary::render(report));
     } else {
@@ -176,6 +178,19 @@ fn sweep_tables(report: &ExperimentReport) -> String {
         .as_u64()
         .map_or_else(|| "?".to_string(), iolab_sys::units::format_bytes);
     SweepTable::from_runs(&report.runs).render(Metric::Bw, &bs)
+}
+
+/// A max sweep's cells are IOPS maxima with CPU per I/O: its own tables.
+fn max_tables(report: &ExperimentReport) -> String {
+    use iolab_experiment::sweep::max::{MaxConfig, MaxTable};
+    let cfg: Option<MaxConfig> =
+        serde_json::from_value(report.experiment.config["max"].clone()).ok();
+    let bs = cfg.as_ref().map_or_else(
+        || "?".to_string(),
+        |c| iolab_sys::units::format_bytes(c.bs_bytes),
+    );
+    let engine = cfg.as_ref().map_or("?", |c| c.engine());
+    MaxTable::from_runs(&report.runs).render(&bs, engine)
 }
 
 /// `2025-11-22T03:04:05.678Z` → `2025-11-22T03:04:05Z`: seconds are enough

@@ -6,6 +6,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
+use iolab_experiment::sweep::max::{self, MaxConfig, MaxPlace};
 use iolab_experiment::sweep::{
     self, Kind, Metric, Pattern, SweepConfig, SweepFinished, SweepOptions, SweepPlace,
 };
@@ -35,36 +36,47 @@ pub struct SweepArgs {
         value_delimiter = ','
     )]
     pub schedulers: Vec<String>,
-    /// Access kinds, one table each: read, randread, write, randwrite.
-    #[arg(
-        long,
-        default_value = "read,randread,write,randwrite",
-        value_name = "LIST",
-        value_delimiter = ','
-    )]
+    /// Access kinds, one table each: read, randread, write, randwrite
+    /// [default: all four; read,randread with --max].
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub rw: Vec<String>,
     /// numjobs/iodepth patterns, the rows of every table (seed 002's four).
     #[arg(
         long,
         default_value = "1/1,4/1,1/4,4/4",
         value_name = "J/QD,...",
-        value_delimiter = ','
+        value_delimiter = ',',
+        conflicts_with = "max"
     )]
     pub patterns: Vec<String>,
+    /// Seed 003's IOSpeed instead of seed 002's matrix: per scheduler, the
+    /// highest IOPS and bandwidth the device sustains with N = 1, 2, 4 ...
+    /// threads on the raw device, and the kernel CPU per I/O there. Runs on
+    /// a loop device over tmpfs (fast, with a scheduler) unless --device.
+    #[arg(long)]
+    pub max: bool,
+    /// --max: thread counts [default: 1, 2, 4 ... up to 2 × CPUs, at least 8].
+    #[arg(long, value_name = "LIST", value_delimiter = ',', requires = "max")]
+    pub threads: Vec<u32>,
+    /// --max: I/Os in flight per thread (1: blocking psync, as IOSpeed;
+    /// more: io_uring).
+    #[arg(long, default_value_t = 1, value_name = "N", requires = "max")]
+    pub iodepth: u32,
     /// Repetitions of every cell.
     #[arg(long, default_value_t = 3)]
     pub reps: u32,
     /// Bytes every run moves, all jobs together [default: what the device
     /// does in --runtime, at most half of it].
-    #[arg(long, value_name = "SIZE")]
+    #[arg(long, value_name = "SIZE", conflicts_with = "max")]
     pub size: Option<String>,
     /// How long a run should take at the device's bandwidth: scales the
-    /// bytes per run (seconds, or 500ms, 2s ...).
-    #[arg(long, default_value = "1s", value_name = "TIME")]
-    pub runtime: String,
-    /// Block size.
-    #[arg(long, default_value = "1M", value_name = "SIZE")]
-    pub bs: String,
+    /// bytes per run (seconds, or 500ms, 2s ...); with --max, how long
+    /// every point runs [default: 1s; 2s with --max].
+    #[arg(long, value_name = "TIME")]
+    pub runtime: Option<String>,
+    /// Block size [default: 1M; 4k with --max].
+    #[arg(long, value_name = "SIZE")]
+    pub bs: Option<String>,
     /// Run on this whole device instead of a temporary lab. It is
     /// formatted before every run: everything on it is destroyed.
     #[arg(long, value_name = "DEV")]
@@ -78,7 +90,7 @@ pub struct SweepArgs {
         long,
         default_value = "40MiB/s",
         value_name = "RATE|none",
-        conflicts_with = "device"
+        conflicts_with_all = ["device", "max"]
     )]
     pub bw: String,
     /// Size of the temporary lab.
@@ -92,10 +104,15 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub model: super::model_args::ModelArgs,
     /// Filesystem made before every run: ext4, xfs or btrfs.
-    #[arg(long, default_value = "ext4", value_name = "FS")]
+    #[arg(
+        long,
+        default_value = "ext4",
+        value_name = "FS",
+        conflicts_with = "max"
+    )]
     pub fs: String,
     /// What the table cells show.
-    #[arg(long, value_enum, default_value = "bw")]
+    #[arg(long, value_enum, default_value = "bw", conflicts_with = "max")]
     pub metric: Metric,
     /// Results database (default: ~/.local/share/iolab/results.db).
     #[arg(long, value_name = "PATH")]
@@ -114,6 +131,9 @@ pub struct SweepArgs {
 /// Runs `iolab sweep`.
 pub fn run(a: SweepArgs) -> anyhow::Result<()> {
     super::require_root("iolab sweep")?;
+    if a.max {
+        return run_max(&a);
+    }
     let cfg = if a.resume.is_some() {
         None
     } else {
@@ -213,28 +233,145 @@ fn config(a: &SweepArgs) -> anyhow::Result<SweepConfig> {
     } else {
         a.schedulers.clone()
     };
-    let runtime_s = match a.runtime.trim().parse::<f64>() {
-        Ok(s) => s,
-        Err(_) => parse_duration(&a.runtime)?.as_secs_f64(),
-    };
+    let runtime_s = seconds(a.runtime.as_deref().unwrap_or("1s"))?;
     let cfg = SweepConfig {
         place,
         schedulers,
-        kinds: a
-            .rw
-            .iter()
-            .map(|k| Kind::parse(k.trim()))
-            .collect::<Result<_, _>>()?,
+        kinds: kinds(&a.rw, &["read", "randread", "write", "randwrite"])?,
         patterns: a
             .patterns
             .iter()
             .map(|p| Pattern::parse(p))
             .collect::<Result<_, _>>()?,
         reps: a.reps,
-        bs_bytes: parse_size(&a.bs)?,
+        bs_bytes: parse_size(a.bs.as_deref().unwrap_or("1M"))?,
         size_bytes: a.size.as_deref().map(parse_size).transpose()?,
         runtime_s,
         fs: a.fs.clone(),
+    };
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+/// `2`, `2s`, `500ms` → seconds.
+fn seconds(text: &str) -> anyhow::Result<f64> {
+    Ok(match text.trim().parse::<f64>() {
+        Ok(s) => s,
+        Err(_) => parse_duration(text)?.as_secs_f64(),
+    })
+}
+
+/// `--rw` as given, or `default`.
+fn kinds(given: &[String], default: &[&str]) -> anyhow::Result<Vec<Kind>> {
+    let list: Vec<&str> = if given.is_empty() {
+        default.to_vec()
+    } else {
+        given.iter().map(|k| k.trim()).collect()
+    };
+    Ok(list
+        .into_iter()
+        .map(Kind::parse)
+        .collect::<Result<_, _>>()?)
+}
+
+/// Runs `iolab sweep --max`.
+fn run_max(a: &SweepArgs) -> anyhow::Result<()> {
+    let cfg = if a.resume.is_some() {
+        None
+    } else {
+        Some(max_config(a)?)
+    };
+    let db = match &a.db {
+        Some(p) => p.clone(),
+        None => iolab_store::default_db_path()?,
+    };
+    let opts = SweepOptions {
+        db,
+        resume: a.resume,
+        force: a.force,
+        progress: !(a.json || a.csv),
+        command_line: std::env::args().collect::<Vec<_>>().join(" "),
+    };
+    let announce = |line: &str| eprintln!("iolab sweep --max: {line}");
+    let fin = max::run_max(cfg, &opts, &announce)?;
+    let mut out = std::io::stdout().lock();
+    let bs = format_bytes(fin.config.bs_bytes);
+    if a.json {
+        let doc = serde_json::json!({
+            "experiment": fin.id,
+            "db": fin.db,
+            "status": if fin.interrupted { "interrupted" } else { "done" },
+            "place": fin.place,
+            "config": fin.config,
+            "elapsed_s": fin.elapsed.as_secs_f64(),
+            "runs_recorded": fin.recorded,
+            "tables": fin.table,
+        });
+        serde_json::to_writer_pretty(&mut out, &doc)?;
+        writeln!(out)?;
+    } else if a.csv {
+        out.write_all(fin.table.csv().as_bytes())?;
+    } else {
+        writeln!(
+            out,
+            "maximum sustainable throughput on {}; O_DIRECT on the raw device, {} s per point\n\
+             kernel µs/IO: system + irq + softirq time of all CPUs (/proc/stat) per I/O completed\n",
+            fin.place, fin.config.runtime_s
+        )?;
+        let engine = match fin.config.iodepth {
+            1 => "psync".to_string(),
+            d => format!("io_uring qd {d} per thread"),
+        };
+        out.write_all(fin.table.render(&bs, &engine).as_bytes())?;
+        writeln!(
+            out,
+            "{} point(s) in {:.0} s; stored as experiment {} in {}",
+            fin.recorded,
+            fin.elapsed.as_secs_f64(),
+            fin.id,
+            fin.db.display()
+        )?;
+    }
+    if fin.interrupted {
+        eprintln!(
+            "iolab sweep --max: interrupted: continue with `iolab sweep --max --resume {} --db {}`",
+            fin.id,
+            fin.db.display()
+        );
+    }
+    Ok(())
+}
+
+fn max_config(a: &SweepArgs) -> anyhow::Result<MaxConfig> {
+    if a.model.any() {
+        anyhow::bail!(iolab_sys::UsageError::new(
+            "--backend, --device-model and --model-* slow a lab down; --max measures how fast a fast device can go: drop one of them"
+        ));
+    }
+    let place = match &a.device {
+        Some(d) => MaxPlace::Device { device: d.clone() },
+        None => MaxPlace::TmpfsLab {
+            size_bytes: parse_size(&a.lab_size)?,
+        },
+    };
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cfg = MaxConfig {
+        place,
+        schedulers: if a.schedulers.iter().any(|s| s == "all") {
+            Vec::new()
+        } else {
+            a.schedulers.clone()
+        },
+        kinds: kinds(&a.rw, &["read", "randread"])?,
+        threads: if a.threads.is_empty() {
+            max::default_threads(cpus)
+        } else {
+            a.threads.clone()
+        },
+        iodepth: a.iodepth,
+        reps: a.reps,
+        bs_bytes: parse_size(a.bs.as_deref().unwrap_or("4k"))?,
+        runtime_s: seconds(a.runtime.as_deref().unwrap_or("2s"))?,
     };
     cfg.validate()?;
     Ok(cfg)

@@ -1,0 +1,223 @@
+//! One point of the maximum-throughput sweep: N threads of one access
+//! kind on the raw device for a fixed time, with the whole machine's CPU
+//! time around it. Seed 003 measured the scheduler's overhead as the
+//! throughput a fast device stops at; the CPU the kernel spends per I/O
+//! (system + irq + softirq of every CPU, /proc/stat) says why: BFQ's extra
+//! cost per request shows there before the IOPS ceiling does.
+
+use serde::{Deserialize, Serialize};
+
+use iolab_load::{job_from_options, run_to_completion, Job, LoadError, LoadReport, StartOptions};
+use iolab_sys::block::BlockDev;
+use iolab_sys::cpustat::{self, CpuDelta};
+use std::path::Path;
+
+use super::config::MaxConfig;
+use crate::sweep::plan::Kind;
+use crate::sweep::SweepError;
+
+/// What one point measured; stored as the run's `extra` (fio's names
+/// where fio has one).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MaxPoint {
+    /// I/Os completed by the job (all threads).
+    pub total_ios: u64,
+    /// Bytes moved by the job.
+    pub io_bytes: u64,
+    /// The job's measured time, seconds.
+    pub runtime_s: f64,
+    /// I/Os per second.
+    pub iops: f64,
+    /// Bytes per second.
+    pub bw_bytes: f64,
+    /// Wall time between the two /proc/stat readings, ns.
+    pub wall_ns: u64,
+    /// CPU time in the kernel on all CPUs over that window (system + irq
+    /// + softirq), ns: the submitting threads, the loop driver's workers
+    ///   and the completion interrupts together.
+    pub kernel_ns: u64,
+    /// `kernel_ns` per I/O, µs.
+    pub kernel_us_per_io: f64,
+    /// User CPU time on all CPUs over the window, ns.
+    pub user_ns: u64,
+    /// Share of all CPUs' time not idle (and not iowait), percent: near
+    /// 100 the CPUs, not the device, set the ceiling.
+    pub busy_pct: f64,
+    /// System time of the job's own threads (getrusage), ns.
+    pub job_sys_ns: u64,
+    /// I/Os the device counted over the job's window (/proc/diskstats:
+    /// reads + writes + merges), the independent check of `total_ios`.
+    pub disk_ios: Option<u64>,
+    /// Bytes the device counted over the window.
+    pub disk_bytes: Option<u64>,
+}
+
+/// The job of one point, through the load engine's option table (fio's
+/// names): `threads` clones on the raw device, sequential ones each on
+/// their own slice (as IOSpeed spread its threads), O_DIRECT so every I/O
+/// is a request the scheduler sees, `norandommap` as fio users set it for
+/// peak-IOPS runs (the map's cost is not the scheduler's).
+pub fn job(
+    dev: &Path,
+    dev_size: u64,
+    cfg: &MaxConfig,
+    kind: Kind,
+    threads: u32,
+) -> Result<Job, LoadError> {
+    let slice = dev_size / u64::from(threads) / cfg.bs_bytes * cfg.bs_bytes;
+    let ms = (cfg.runtime_s * 1000.0).round().max(1.0) as u64;
+    let opts: Vec<(String, String)> = [
+        ("filename", dev.to_string_lossy().into_owned()),
+        ("rw", kind.rw().as_str().to_string()),
+        ("bs", cfg.bs_bytes.to_string()),
+        ("direct", "1".to_string()),
+        ("ioengine", cfg.engine().to_string()),
+        ("iodepth", cfg.iodepth.to_string()),
+        ("numjobs", threads.to_string()),
+        ("size", slice.to_string()),
+        ("offset_increment", slice.to_string()),
+        ("norandommap", "1".to_string()),
+        ("runtime", format!("{ms}ms")),
+        ("time_based", "1".to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    job_from_options(&format!("{}-{threads}t", kind.label()), &opts)
+}
+
+/// Runs one point; `None` when Ctrl-C/SIGTERM stopped it.
+pub fn measure(
+    dev: &BlockDev,
+    cfg: &MaxConfig,
+    kind: Kind,
+    threads: u32,
+    force: bool,
+) -> Result<Option<(MaxPoint, LoadReport)>, SweepError> {
+    let size = dev.size_bytes()?;
+    let job = job(&dev.dev_path(), size, cfg, kind, threads)?;
+    if size / u64::from(threads) < cfg.bs_bytes {
+        return Err(iolab_sys::UsageError::new(format!(
+            "{} is too small for {threads} threads of {} blocks",
+            dev.name, cfg.bs_bytes
+        ))
+        .into());
+    }
+    let proc = Path::new("/proc");
+    let t0 = std::time::Instant::now();
+    let before = cpustat::read(proc)?;
+    let report = run_to_completion(
+        vec![job],
+        StartOptions {
+            force,
+            ..StartOptions::default()
+        },
+    );
+    let after = cpustat::read(proc)?;
+    let wall = t0.elapsed();
+    let report = match report {
+        Ok(r) => r,
+        Err(LoadError::Interrupted { .. }) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    if iolab_guard::stop_requested() {
+        return Ok(None);
+    }
+    if let Some(f) = report.failures().next() {
+        return Err(SweepError::RunFailed {
+            run: format!("{} with {threads} threads", kind.title()),
+            why: f.message.clone(),
+        });
+    }
+    let d = CpuDelta::between(&before.all, &after.all);
+    Ok(Some((point(&report, &d, wall), report)))
+}
+
+/// The point's numbers from the job's report and the CPU deltas.
+fn point(report: &LoadReport, d: &CpuDelta, wall: std::time::Duration) -> MaxPoint {
+    let tick_ns = 1e9 / cpustat::user_hz().max(1) as f64;
+    let t = &report.total;
+    let total_ios = t.read.total_ios + t.write.total_ios;
+    let io_bytes = t.read.io_bytes + t.write.io_bytes;
+    let runtime_s = t.read.runtime.max(t.write.runtime).as_secs_f64();
+    let kernel_ns = ((d.sys + d.irq + d.soft) as f64 * tick_ns) as u64;
+    let busy = d.total().saturating_sub(d.idle + d.iowait);
+    let disk = report.disks.first();
+    MaxPoint {
+        total_ios,
+        io_bytes,
+        runtime_s,
+        iops: if runtime_s > 0.0 {
+            total_ios as f64 / runtime_s
+        } else {
+            0.0
+        },
+        bw_bytes: if runtime_s > 0.0 {
+            io_bytes as f64 / runtime_s
+        } else {
+            0.0
+        },
+        wall_ns: u64::try_from(wall.as_nanos()).unwrap_or(u64::MAX),
+        kernel_ns,
+        kernel_us_per_io: if total_ios > 0 {
+            kernel_ns as f64 / total_ios as f64 / 1e3
+        } else {
+            0.0
+        },
+        user_ns: ((d.usr + d.nice) as f64 * tick_ns) as u64,
+        busy_pct: if d.total() > 0 {
+            100.0 * busy as f64 / d.total() as f64
+        } else {
+            0.0
+        },
+        job_sys_ns: u64::try_from(t.cpu.sys.as_nanos()).unwrap_or(u64::MAX),
+        disk_ios: disk.map(|u| {
+            let s = &u.delta;
+            s.reads + s.reads_merged + s.writes + s.writes_merged
+        }),
+        disk_bytes: disk.map(|u| u.delta.read_bytes() + u.delta.write_bytes()),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::sweep::max::config::{MaxConfig, MaxPlace};
+
+    fn cfg(iodepth: u32) -> MaxConfig {
+        MaxConfig {
+            place: MaxPlace::TmpfsLab {
+                size_bytes: 1 << 30,
+            },
+            schedulers: vec![],
+            kinds: vec![Kind::Read],
+            threads: vec![1, 4],
+            iodepth,
+            reps: 1,
+            bs_bytes: 4096,
+            runtime_s: 1.5,
+        }
+    }
+
+    #[test]
+    fn threads_get_their_own_slices() {
+        let j = job(Path::new("/dev/loop9"), 1 << 30, &cfg(1), Kind::Read, 4).unwrap();
+        assert_eq!(j.numjobs, 4);
+        assert_eq!(j.size, Some(256 << 20));
+        assert_eq!(j.x.offset_increment, 256 << 20);
+        assert_eq!(j.ioengine, iolab_load::IoEngine::Psync);
+        assert!(j.direct && j.time_based);
+        assert_eq!(j.runtime, Some(std::time::Duration::from_millis(1500)));
+        let j = job(
+            Path::new("/dev/loop9"),
+            1 << 30,
+            &cfg(16),
+            Kind::RandRead,
+            1,
+        )
+        .unwrap();
+        assert_eq!((j.ioengine, j.iodepth), (iolab_load::IoEngine::IoUring, 16));
+        assert_eq!(j.name, "rand-read-1t");
+    }
+}
