@@ -199,3 +199,70 @@ fn misspelled_options_are_refused_before_anything_is_written() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("add up to 120"), "{}", stderr(&out));
 }
+
+/// `rate_process=poisson` against `linear` at the same `rate_iops`: both
+/// keep the long-run rate (I/O count against the test's own clock), but
+/// only Poisson arrivals vary like independent clients. Counted in 10 ms
+/// windows from fio's latency log, a Poisson process has a variance equal
+/// to its mean (index of dispersion 1); evenly spaced I/Os have almost none.
+#[test]
+fn poisson_arrivals_keep_the_rate_and_vary_as_a_poisson_process() {
+    let env = Env::new();
+    let dispersion = |process: &str| {
+        let t0 = std::time::Instant::now();
+        let out = env
+            .cmd(&[
+                "--name",
+                process,
+                "--rw",
+                "read",
+                "--bs",
+                "4k",
+                "--filename",
+                "/dev/zero",
+                "--size",
+                "1g",
+                "--rate_iops=1000",
+                &format!("--rate_process={process}"),
+                "--runtime=2",
+                "--time_based",
+                &format!("--write_lat_log={process}"),
+                "--json",
+            ])
+            .current_dir(env.dir())
+            .output()
+            .unwrap();
+        let wall = t0.elapsed().as_secs_f64();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let ios = json(&out)["jobs"][0]["read"]["total_ios"].as_f64().unwrap();
+        assert!(
+            ios <= 1000.0 * wall * 1.02 + 5.0,
+            "{process}: {ios} I/Os in {wall} s"
+        );
+        assert!(
+            (ios - 2000.0).abs() < 2000.0 * 0.1,
+            "{process}: {ios} I/Os in 2 s at 1000/s"
+        );
+        let text = std::fs::read_to_string(env.dir().join(format!("{process}_lat.1.log"))).unwrap();
+        let mut windows = vec![0f64; 200];
+        for l in text.lines() {
+            let ms: usize = l.split(", ").next().unwrap().parse().unwrap();
+            if let Some(w) = windows.get_mut(ms / 10) {
+                *w += 1.0;
+            }
+        }
+        // The first and last windows are partial.
+        let w = &windows[1..199];
+        let mean = w.iter().sum::<f64>() / w.len() as f64;
+        let var = w.iter().map(|c| (c - mean).powi(2)).sum::<f64>() / (w.len() - 1) as f64;
+        var / mean
+    };
+    let poisson = dispersion("poisson");
+    let linear = dispersion("linear");
+    eprintln!("index of dispersion: poisson {poisson:.2}, linear {linear:.2}");
+    assert!(
+        (0.6..1.5).contains(&poisson),
+        "poisson dispersion {poisson}"
+    );
+    assert!(linear < 0.3, "linear dispersion {linear}");
+}

@@ -62,6 +62,9 @@ pub struct Extra {
     pub rate_iops_min: DirPair<Option<u64>>,
     /// `ratecycle`: the window over which `ratemin` is checked.
     pub ratecycle: Duration,
+    /// `rate_process=poisson`: rate-limited I/Os arrive as a Poisson
+    /// process (exponential gaps with the rate's mean) instead of evenly.
+    pub rate_poisson: bool,
     /// `flow`: this job's weight against other jobs with the same
     /// `flow_id` (0 = no flow control).
     pub flow: i64,
@@ -151,6 +154,7 @@ impl Default for Extra {
             ratemin: DirPair::default(),
             rate_iops_min: DirPair::default(),
             ratecycle: Duration::from_millis(1000),
+            rate_poisson: false,
             flow: 0,
             flow_id: 0,
             flow_sleep: Duration::ZERO,

@@ -496,13 +496,9 @@ fn apply_known(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), Stri
             x.ratecycle = Duration::from_millis(ms);
         }
         "rate_process" => {
-            match need(key, value)? {
-                "linear" => {}
-                "poisson" => {
-                    return Err(
-                        "rate_process=poisson is not supported yet: iolab spaces rate-limited I/Os evenly; use rate_process=linear".into(),
-                    )
-                }
+            x.rate_poisson = match need(key, value)? {
+                "linear" => false,
+                "poisson" => true,
                 v => return Err(format!("rate_process={v}: expected linear or poisson")),
             }
         }

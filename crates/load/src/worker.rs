@@ -430,7 +430,7 @@ impl<'a> Run<'a> {
             me: &spec.shared.jobs[spec.job_idx],
             job,
             pattern: Pattern::shaped(&shape, seed),
-            pacer: Pacer::for_job(job),
+            pacer: Pacer::for_job(job, seed),
             time: Timeline::new(job, go),
             dirs: [
                 DirAcc::new(io && job.reads()),
