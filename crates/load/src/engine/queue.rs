@@ -111,10 +111,13 @@ impl<Q: Queue> Queued<Q> {
                         if run.paced() {
                             break;
                         }
-                        if self.fresh.len() >= self.batch_submit
-                            && inflight < depth
-                            && self.batch_submit > 1
-                        {
+                        // fio's iodepth_batch_submit: submit every
+                        // `batch_submit` I/Os (each one as it is ready by
+                        // default) instead of all of a refill at once, so
+                        // the device starts on the first while the rest
+                        // are prepared (4 KiB QD32 on virtio: 0.82× fio's
+                        // IOPS when one submit carried the whole refill).
+                        if self.fresh.len() >= self.batch_submit && inflight < depth {
                             break;
                         }
                     }

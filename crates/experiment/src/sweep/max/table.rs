@@ -196,6 +196,21 @@ impl MaxTable {
                 rows.push(row);
             }
             out.push_str(&iolab_sys::text::align_columns(&rows, 1));
+            if let Some(&top) = self.threads.last() {
+                let at_top: Vec<&str> = self
+                    .best
+                    .iter()
+                    .filter(|b| b.rw == kind && b.threads == top && self.threads.len() > 1)
+                    .map(|b| b.scheduler.as_str())
+                    .collect();
+                if !at_top.is_empty() {
+                    out.push_str(&format!(
+                        "note: the maximum of {} is at the most threads tried ({top}): the device may sustain more with --threads ...,{}\n",
+                        at_top.join(", "),
+                        top * 2
+                    ));
+                }
+            }
             out.push('\n');
         }
         out
