@@ -12,6 +12,31 @@ expect (FIO_BS, FIO_RW, FIO_IODEPTH) are set, as their comments ask."""
 
 import argparse, os, re, subprocess, sys, tempfile, time
 
+FOOTER = """
+## fio's log tools on iolab's logs
+
+`FIO_SRC=FIO_SOURCE_TREE bench/fio_logs_check.py` runs one rate-limited
+randrw job in iolab and in fio with bw and clat-histogram logs and json+
+output, then fio's own tools on both (fio commit f5344384):
+`fio_jsonplus_clat2csv` on iolab's json+ gives cumulative counts equal to
+total_ios per direction (1936 and 2000); `fiologparser.py` gives 3872 KiB/s
+from iolab's bw log and 4004 from fio's (the first 100 ms window of
+iolab's reads is short, 2800 instead of 4000); `fiologparser_hist.py`
+reads iolab's histogram log (1999 samples in the last interval, fio's 2000).
+`fiologparser.py -A` fails on fio's own logs as on iolab's (a Python 3
+division in its median).
+
+## Not like fio
+
+- Clones (`numjobs`) are threads of one process, as with fio's `thread`;
+  fio's default is a process per clone. Under BFQ the two are served
+  differently (docs/PERFORMANCE.md, sweep --max against fio): compare with
+  fio jobs that set `thread`.
+- The normal output is iolab's table, not fio's layout; terse and JSON
+  follow fio 3.33's. Submission latency (slat) is not measured: no
+  `_slat` log, `slat_ns` zeros.
+"""
+
 ENGINES = {"sync", "psync", "pvsync", "pvsync2", "libaio", "io_uring",
            "posixaio", "mmap", "null", "cpuio"}
 
@@ -76,6 +101,7 @@ def main():
         o.write("| file | result | reason |\n|---|---|---|\n")
         for f, r, why, _ in rows:
             o.write(f"| {f} | {r} | {why.replace('|', '/')} |\n")
+        o.write(FOOTER)
     return 0 if counts["FAILED"] == 0 else 1
 
 
