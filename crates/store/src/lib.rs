@@ -12,6 +12,7 @@
 //! [`render`] (the workload × scheduler table).
 #![deny(missing_docs)]
 
+pub mod compare;
 mod error;
 pub mod export;
 mod model;

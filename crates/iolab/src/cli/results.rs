@@ -49,6 +49,36 @@ enum ResultsCommand {
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// Compare two experiments of the same kind cell by cell (or two
+    /// cells): A, B, seed 004's table (average, median, min, max, stddev,
+    /// diff %), the ratio B/A with its 95 % interval and a verdict.
+    #[command(after_help = "\
+The metric is the one the experiment kind is judged by (start-up time,
+sweep throughput, --max IOPS) unless --metric names another: `duration`
+or any numeric field of the runs' `extra` (`results show ID --json`), e.g.
+`clat_ns.percentile.99.000000`. The verdict is Welch's test at 95 %, read
+off Fieller's interval of the ratio of means: significant when it excludes 1.
+
+Examples:
+  iolab results compare 3 4
+  iolab results compare 3 4 --cells bfq/seq-write,mq-deadline/seq-write
+  iolab results compare 7 7 --cells bfq/seq-read-4j-1qd,none/seq-read-4j-1qd --json")]
+    Compare {
+        /// A, the reference experiment.
+        a: ExperimentId,
+        /// B, the experiment compared with A.
+        b: ExperimentId,
+        /// The metric: `duration` or a field of the runs' `extra`.
+        #[arg(long, value_name = "NAME")]
+        metric: Option<String>,
+        /// Compare these two cells only: A's and B's, each
+        /// SCHEDULER/WORKLOAD or TARGET/SCHEDULER/WORKLOAD.
+        #[arg(long, value_name = "A_CELL,B_CELL", value_delimiter = ',')]
+        cells: Vec<String>,
+        /// Output JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -97,6 +127,34 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<()> {
                 out.write_all(&JsonExporter.serialize(&report)?)?;
             } else {
                 out.write_all(show_text(&report, &store).as_bytes())?;
+            }
+        }
+        ResultsCommand::Compare {
+            a,
+            b,
+            metric,
+            cells,
+            json,
+        } => {
+            let (ra, rb) = (store.report(a)?, store.report(b)?);
+            let cells = match cells.as_slice() {
+                [] => None,
+                [x, y] => Some((x.as_str(), y.as_str())),
+                _ => {
+                    return Err(UsageError::new(format!(
+                        "--cells {}: expected two cells, A's and B's, e.g. --cells bfq/seq-write,mq-deadline/seq-write",
+                        cells.join(",")
+                    ))
+                    .into())
+                }
+            };
+            let c = iolab_store::compare::compare(&ra, &rb, metric.as_deref(), cells)
+                .map_err(UsageError::new)?;
+            if json {
+                serde_json::to_writer_pretty(&mut out, &c)?;
+                writeln!(out)?;
+            } else {
+                out.write_all(c.render(a.0, b.0).as_bytes())?;
             }
         }
         ResultsCommand::Export { id, format, output } => {
