@@ -54,7 +54,7 @@ pub use spec::{slowing_from_text, Fs, LabSpec, ModelText, SpecText};
 pub use status::{list, status, LabStatus};
 pub use throttle::{cgroup_warning, read_throttle, ThrottleValues};
 pub use up::{format_and_mount, up};
-pub use zram::ZramStatus;
+pub use zram::{mem_available, ZramStatus};
 
 /// A lab that is up: its devices and where its filesystem is.
 #[derive(Debug, Clone, PartialEq, Eq)]

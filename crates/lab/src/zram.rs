@@ -30,8 +30,9 @@ pub(crate) fn make(guard: &Guard, size_bytes: u64) -> Result<BlockDev, LabError>
     Ok(guard.add_zram(size_bytes, None)?)
 }
 
-/// `MemAvailable` from a meminfo file, in bytes.
-fn mem_available(meminfo: &Path) -> Option<u64> {
+/// `MemAvailable` from a meminfo file (`/proc/meminfo`), in bytes: how
+/// much a RAM-backed lab (zram, a tmpfs image) may take.
+pub fn mem_available(meminfo: &Path) -> Option<u64> {
     let text = std::fs::read_to_string(meminfo).ok()?;
     let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;

@@ -60,6 +60,20 @@ pub struct SweepConfig {
     pub fs: String,
 }
 
+/// Refuses a `--schedulers` list naming one scheduler twice.
+pub(crate) fn unique_schedulers(list: &[String]) -> Result<(), UsageError> {
+    let mut seen = Vec::new();
+    for s in list {
+        if seen.contains(&s) {
+            return Err(UsageError::new(format!(
+                "--schedulers lists {s} twice: give each scheduler once"
+            )));
+        }
+        seen.push(s);
+    }
+    Ok(())
+}
+
 impl SweepConfig {
     /// Checks what needs no system access.
     pub fn validate(&self) -> Result<(), UsageError> {
@@ -94,16 +108,7 @@ impl SweepConfig {
                 self.fs
             )));
         }
-        let mut seen = Vec::new();
-        for s in &self.schedulers {
-            if seen.contains(&s) {
-                return Err(UsageError::new(format!(
-                    "--schedulers lists {s} twice: give each scheduler once"
-                )));
-            }
-            seen.push(s);
-        }
-        Ok(())
+        unique_schedulers(&self.schedulers)
     }
 
     /// How long a run may take before it is stopped: generous, because

@@ -12,6 +12,7 @@ use serde_json::json;
 
 use iolab_guard::Guard;
 use iolab_store::{ExperimentId, RunKey, Status, Store};
+use iolab_sys::block::BlockDev;
 use iolab_sys::UsageError;
 
 use super::config::SweepConfig;
@@ -94,7 +95,7 @@ pub fn run_sweep(
     if cfg.schedulers.is_empty() {
         cfg.schedulers = place.dev.schedulers()?.available;
     }
-    check_schedulers(&place, &cfg.schedulers)?;
+    check_schedulers(&place.dev, &cfg.schedulers)?;
     let capacity = place.dev.size_bytes()?;
     let sizing = match &resumed {
         Some(r) => r.sizing.clone(),
@@ -213,20 +214,7 @@ struct Resumable {
 }
 
 fn load_resumable(store: &Store, id: ExperimentId) -> Result<Resumable, SweepError> {
-    let exp = store.experiment(id)?;
-    if exp.kind != "sweep" {
-        return Err(UsageError::new(format!(
-            "experiment {id} is a {} experiment, not a sweep: resume it with `iolab {}`",
-            exp.kind, exp.kind
-        ))
-        .into());
-    }
-    if exp.status == Status::Done {
-        return Err(UsageError::new(format!(
-            "experiment {id} is already complete: nothing to resume"
-        ))
-        .into());
-    }
+    let exp = resumable(store, id, "sweep")?;
     let field = |k: &str| exp.config.get(k).cloned().unwrap_or_default();
     let bad = |e: serde_json::Error| {
         UsageError::new(format!(
@@ -240,17 +228,47 @@ fn load_resumable(store: &Store, id: ExperimentId) -> Result<Resumable, SweepErr
     })
 }
 
-fn check_schedulers(place: &Resolved, wanted: &[String]) -> Result<(), SweepError> {
-    let avail = place.dev.schedulers()?.available;
+/// Refuses a scheduler `dev` does not offer, naming those it does.
+pub(crate) fn check_schedulers(dev: &BlockDev, wanted: &[String]) -> Result<(), SweepError> {
+    let avail = dev.schedulers()?.available;
     if let Some(s) = wanted.iter().find(|s| !avail.contains(s)) {
         return Err(UsageError::new(format!(
             "scheduler {s:?} is not offered by {}: available are {}",
-            place.dev.name,
+            dev.name,
             avail.join(", ")
         ))
         .into());
     }
     Ok(())
+}
+
+/// Experiment `id` if it is a `kind` experiment that can be resumed; the
+/// refusal of another kind names the command that resumes it.
+pub(crate) fn resumable(
+    store: &Store,
+    id: ExperimentId,
+    kind: &str,
+) -> Result<iolab_store::Experiment, SweepError> {
+    let exp = store.experiment(id)?;
+    if exp.kind != kind {
+        let how = match exp.kind.as_str() {
+            "sweep" => "sweep --resume ID",
+            super::max::KIND => "sweep --max --resume ID",
+            k => k,
+        };
+        return Err(UsageError::new(format!(
+            "experiment {id} is a {} experiment, not a {kind}: resume it with `iolab {how}`",
+            exp.kind
+        ))
+        .into());
+    }
+    if exp.status == Status::Done {
+        return Err(UsageError::new(format!(
+            "experiment {id} is already complete: nothing to resume"
+        ))
+        .into());
+    }
+    Ok(exp)
 }
 
 fn size_for(

@@ -139,17 +139,7 @@ pub fn run(a: SweepArgs) -> anyhow::Result<()> {
     } else {
         Some(config(&a)?)
     };
-    let db = match &a.db {
-        Some(p) => p.clone(),
-        None => iolab_store::default_db_path()?,
-    };
-    let opts = SweepOptions {
-        db,
-        resume: a.resume,
-        force: a.force,
-        progress: !(a.json || a.csv),
-        command_line: std::env::args().collect::<Vec<_>>().join(" "),
-    };
+    let opts = options(&a)?;
     let announce = |line: &str| eprintln!("iolab sweep: {line}");
     let fin = sweep::run_sweep(cfg, &opts, &announce)?;
     print_finished(&fin, &a)
@@ -228,11 +218,7 @@ fn config(a: &SweepArgs) -> anyhow::Result<SweepConfig> {
             }
         }
     };
-    let schedulers = if a.schedulers.iter().any(|s| s == "all") {
-        Vec::new()
-    } else {
-        a.schedulers.clone()
-    };
+    let schedulers = schedulers(a);
     let runtime_s = seconds(a.runtime.as_deref().unwrap_or("1s"))?;
     let cfg = SweepConfig {
         place,
@@ -251,6 +237,29 @@ fn config(a: &SweepArgs) -> anyhow::Result<SweepConfig> {
     };
     cfg.validate()?;
     Ok(cfg)
+}
+
+/// How to run, from the flags both modes share.
+fn options(a: &SweepArgs) -> anyhow::Result<SweepOptions> {
+    Ok(SweepOptions {
+        db: match &a.db {
+            Some(p) => p.clone(),
+            None => iolab_store::default_db_path()?,
+        },
+        resume: a.resume,
+        force: a.force,
+        progress: !(a.json || a.csv),
+        command_line: std::env::args().collect::<Vec<_>>().join(" "),
+    })
+}
+
+/// `--schedulers`: empty for `all` (resolved on the device).
+fn schedulers(a: &SweepArgs) -> Vec<String> {
+    if a.schedulers.iter().any(|s| s == "all") {
+        Vec::new()
+    } else {
+        a.schedulers.clone()
+    }
 }
 
 /// `2`, `2s`, `500ms` → seconds.
@@ -281,17 +290,7 @@ fn run_max(a: &SweepArgs) -> anyhow::Result<()> {
     } else {
         Some(max_config(a)?)
     };
-    let db = match &a.db {
-        Some(p) => p.clone(),
-        None => iolab_store::default_db_path()?,
-    };
-    let opts = SweepOptions {
-        db,
-        resume: a.resume,
-        force: a.force,
-        progress: !(a.json || a.csv),
-        command_line: std::env::args().collect::<Vec<_>>().join(" "),
-    };
+    let opts = options(a)?;
     let announce = |line: &str| eprintln!("iolab sweep --max: {line}");
     let fin = max::run_max(cfg, &opts, &announce)?;
     let mut out = std::io::stdout().lock();
@@ -357,11 +356,7 @@ fn max_config(a: &SweepArgs) -> anyhow::Result<MaxConfig> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let cfg = MaxConfig {
         place,
-        schedulers: if a.schedulers.iter().any(|s| s == "all") {
-            Vec::new()
-        } else {
-            a.schedulers.clone()
-        },
+        schedulers: schedulers(a),
         kinds: kinds(&a.rw, &["read", "randread"])?,
         threads: if a.threads.is_empty() {
             max::default_threads(cpus)

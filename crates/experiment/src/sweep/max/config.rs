@@ -99,16 +99,7 @@ impl MaxConfig {
                 self.bs_bytes
             )));
         }
-        let mut seen = Vec::new();
-        for s in &self.schedulers {
-            if seen.contains(&s) {
-                return Err(UsageError::new(format!(
-                    "--schedulers lists {s} twice: give each scheduler once"
-                )));
-            }
-            seen.push(s);
-        }
-        Ok(())
+        crate::sweep::config::unique_schedulers(&self.schedulers)
     }
 
     /// True when any kind writes (the device's contents are destroyed).

@@ -97,15 +97,7 @@ pub fn run_max(
     if cfg.schedulers.is_empty() {
         cfg.schedulers = dev.schedulers()?.available;
     }
-    let avail = dev.schedulers()?.available;
-    if let Some(s) = cfg.schedulers.iter().find(|s| !avail.contains(s)) {
-        return Err(UsageError::new(format!(
-            "scheduler {s:?} is not offered by {}: available are {}",
-            dev.name,
-            avail.join(", ")
-        ))
-        .into());
-    }
+    super::run::check_schedulers(&dev, &cfg.schedulers)?;
     announce(&format!(
         "on {what}: {} × {} thread counts × {} kind(s) × {} rep(s), {:.1} s each",
         cfg.schedulers.len(),
@@ -272,14 +264,7 @@ fn resolve(
 /// The tmpfs lab lives in RAM: refuse one that would leave the machine
 /// short (more than half of what is available).
 fn check_memory(size_bytes: u64) -> Result<(), SweepError> {
-    let text = std::fs::read_to_string("/proc/meminfo")
-        .map_err(|e| iolab_sys::SysError::io("/proc/meminfo", e))?;
-    let avail = text
-        .lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map(|kib| kib * 1024);
-    if let Some(avail) = avail {
+    if let Some(avail) = iolab_lab::mem_available(std::path::Path::new("/proc/meminfo")) {
         if size_bytes + TMPFS_SPARE > avail / 2 {
             return Err(UsageError::new(format!(
                 "--lab-size {}: the lab lives in RAM and only {} is available; use at most {} (half), or --device",
@@ -336,25 +321,7 @@ fn record(
 }
 
 fn load_resumable(store: &Store, id: ExperimentId) -> Result<MaxConfig, SweepError> {
-    let exp = store.experiment(id)?;
-    if exp.kind != KIND {
-        return Err(UsageError::new(format!(
-            "experiment {id} is a {} experiment, not a max sweep: resume it with `iolab {}`",
-            exp.kind,
-            if exp.kind == "sweep" {
-                "sweep --resume ID (without --max)"
-            } else {
-                &exp.kind
-            }
-        ))
-        .into());
-    }
-    if exp.status == Status::Done {
-        return Err(UsageError::new(format!(
-            "experiment {id} is already complete: nothing to resume"
-        ))
-        .into());
-    }
+    let exp = super::run::resumable(store, id, KIND)?;
     serde_json::from_value(exp.config.get("max").cloned().unwrap_or_default()).map_err(|e| {
         UsageError::new(format!(
             "experiment {id} was stored by another iolab version and cannot be resumed: {e}"
