@@ -13,8 +13,9 @@ measured beside it, because BFQ treats the two differently.
 
   bench/max_vs_fio.py [--schedulers none,bfq] [--threads 1,4] [--secs 2] [--rounds 2]
 
-The lab is made and removed with `iolab lab up/down` (its scheduler goes
-with the device)."""
+One lab per scheduler, made with `iolab lab up --scheduler S` and removed
+with `iolab lab down`: the scheduler is set and put back through iolab's
+guard (a loop device outlives its detach, and keeps its scheduler)."""
 
 import argparse, json, os, statistics, subprocess
 
@@ -55,18 +56,16 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--iolab", default="target/release/iolab")
     a = ap.parse_args()
-    name = f"maxb-{os.getpid()}"
-    st = json.loads(subprocess.run([a.iolab, "lab", "up", "--name", name, "--size", "1GiB", "--fs", "none",
-                                    "--dir", "/dev/shm", "--json"], capture_output=True, text=True,
-                                   check=True).stdout)
-    dev = os.path.basename(st["device"])
-    size = st["size_bytes"]
     summary = []
-    try:
-        print(f"{'sched':12} {'N':>2} {'tool':6} {'IOPS':>9} {'CPU us/IO':>10} {'ios':>9} {'diskstats':>9}")
-        for s in a.schedulers.split(","):
-            with open(f"/sys/block/{dev}/queue/scheduler", "w") as f:
-                f.write(s)
+    print(f"{'sched':12} {'N':>2} {'tool':6} {'IOPS':>9} {'CPU us/IO':>10} {'ios':>9} {'diskstats':>9}")
+    for s in a.schedulers.split(","):
+        name = f"maxb-{os.getpid()}-{s}"
+        st = json.loads(subprocess.run([a.iolab, "lab", "up", "--name", name, "--size", "1GiB", "--fs", "none",
+                                        "--dir", "/dev/shm", "--scheduler", s, "--json"],
+                                       capture_output=True, text=True, check=True).stdout)
+        dev = os.path.basename(st["device"])
+        size = st["size_bytes"]
+        try:
             for n in map(int, a.threads.split(",")):
                 res = {"iolab": [], "fio-t": [], "fio-p": []}
                 for _ in range(a.rounds):
@@ -80,8 +79,8 @@ def main():
                                f"({mi['iolab']:.0f} vs {mi['fio-t']:.0f}), CPU per I/O iolab/fio-t = "
                                f"{mc['iolab'] / mc['fio-t']:.2f}x; fio-p {mi['fio-p']:.0f} IOPS "
                                f"({mi['iolab'] / mi['fio-p']:.2f}x)")
-    finally:
-        subprocess.run([a.iolab, "lab", "down", name], capture_output=True)
+        finally:
+            subprocess.run([a.iolab, "lab", "down", name], capture_output=True)
     print("\n".join(summary))
 
 
