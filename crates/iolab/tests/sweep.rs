@@ -631,7 +631,7 @@ fn results_compare_finds_a_real_difference_between_cells() {
         "--rw",
         "randread",
         "--reps",
-        "3",
+        "4",
         "--runtime",
         "300ms",
         "--lab-size",

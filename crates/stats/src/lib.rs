@@ -13,6 +13,8 @@
 //!   module docs for the arithmetic).
 //! - [`ratio`]: ratio of a cell's mean to the idle baseline's mean with
 //!   Fieller's confidence interval (Fieller, 1954).
+//! - [`welch`]: Welch's t-test of two means with unequal variances (Welch,
+//!   1947), the verdict of `results compare`.
 //! - [`outliers`]: modified z-scores from the median absolute deviation,
 //!   |M| > 3.5 flags an outlier (Iglewicz & Hoaglin, 1993), as hyperfine does.
 //!
@@ -28,9 +30,11 @@ pub mod ratio;
 pub mod sample;
 pub mod student_t;
 pub mod summary;
+pub mod welch;
 
 pub use interval::{mean_ci, ConfidenceInterval, LEVEL_95};
 pub use outliers::{modified_z_scores, outlier_indices, OUTLIER_THRESHOLD};
 pub use ratio::{ratio_of_means, Bound, Ratio};
 pub use sample::Sample;
 pub use summary::{summarize, Summary};
+pub use welch::{welch_test, WelchTest};

@@ -7,15 +7,19 @@
 //! throughput, IOPS, or any numeric field of the runs' `extra`). Per pair:
 //! seed 004's table (average, median, min, max, stddev, diff %), the ratio
 //! B/A of the means with Fieller's 95 % interval (the same estimator the
-//! start-up tables use against idle), and a verdict: when the interval
-//! excludes 1 the difference is significant at 95 %, better or worse
-//! by the metric's direction. Fieller's pivot `x̄ − ρȳ` with Welch–
-//! Satterthwaite degrees of freedom is Welch's t-test at ρ = 1, so the
-//! verdict is Welch's test for unequal variances, stated as a ratio.
+//! start-up tables use against idle), and a verdict from Welch's t-test at
+//! 95 % (better or worse by the metric's direction). The verdict does not
+//! come from the ratio's interval: where that interval is bounded the two
+//! agree (Fieller's pivot at ρ = 1 is Welch's statistic), but a noisy
+//! baseline makes Fieller's interval unbounded while the difference of
+//! means can still be plain (CI once saw a 3.5× IOPS gain called
+//! "undecided" because one of three baseline runs was slow).
 
 use serde::Serialize;
 
-use iolab_stats::{ratio_of_means, summarize, Ratio, Sample, Summary};
+use std::cmp::Ordering;
+
+use iolab_stats::{ratio_of_means, summarize, welch_test, Ratio, Sample, Summary, LEVEL_95};
 
 use crate::model::{RunOutcome, RunRecord};
 use crate::report::ExperimentReport;
@@ -127,9 +131,9 @@ pub enum Verdict {
     Better,
     /// Significantly worse at 95 %.
     Worse,
-    /// The 95 % interval of the ratio includes 1.
+    /// Welch's test does not reject equal means at 95 %.
     NoSignificantDifference,
-    /// Too few samples, censored runs or a baseline too noisy to divide by.
+    /// Fewer than two samples a side, or censored runs.
     Undecided,
 }
 
@@ -269,23 +273,16 @@ pub fn pair(key: String, a: Side, b: Side, m: &MetricSpec) -> PairComparison {
         (Some(x), Some(d)) if x != 0.0 => Some(100.0 * d / x),
         _ => None,
     };
-    let verdict = match ratio.as_ref().and_then(|r| r.ci95.as_ref()) {
+    let verdict = match welch_test(&b.stats, &a.stats, LEVEL_95).map(|w| w.direction) {
         None => Verdict::Undecided,
-        Some(ci) if ci.low > 1.0 => {
-            if m.higher_is_better {
+        Some(Ordering::Equal) => Verdict::NoSignificantDifference,
+        Some(up) => {
+            if (up == Ordering::Greater) == m.higher_is_better {
                 Verdict::Better
             } else {
                 Verdict::Worse
             }
         }
-        Some(ci) if ci.high < 1.0 => {
-            if m.higher_is_better {
-                Verdict::Worse
-            } else {
-                Verdict::Better
-            }
-        }
-        Some(_) => Verdict::NoSignificantDifference,
     };
     PairComparison {
         key,
