@@ -14,12 +14,12 @@
 
 pub mod compare;
 mod error;
-pub mod export;
 mod model;
-pub mod render;
 mod report;
 pub mod schema;
 mod store;
+#[cfg(any(test, feature = "test-util"))]
+pub mod testutil;
 mod time;
 
 pub use error::StoreError;

@@ -223,35 +223,9 @@ pub(crate) fn sample_of(run: &RunRecord) -> Sample {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-    use serde_json::json;
-
-    /// A run for tests: `secs` seconds, censored when ≥ 60.
-    pub fn run(scheduler: &str, workload: &str, rep: u32, secs: f64) -> RunRecord {
-        RunRecord {
-            scheduler: scheduler.into(),
-            workload: workload.into(),
-            rep,
-            target: "app".into(),
-            started_at: "2025-11-22T03:04:05.000Z".into(),
-            duration_ns: (secs * 1e9) as u64,
-            censored: secs >= 60.0,
-            timeout_ns: 60_000_000_000,
-            exit_code: if secs >= 60.0 { None } else { Some(0) },
-            signal: if secs >= 60.0 { Some(9) } else { None },
-            overhead_ns: Some(150_000),
-            background: None,
-            config: json!({"scheduler": scheduler}),
-            extra: json!({}),
-            outcome: if secs >= 60.0 {
-                RunOutcome::Censored
-            } else {
-                RunOutcome::Ok
-            },
-            reason: None,
-        }
-    }
+    use crate::testutil::run;
 
     #[test]
     fn failed_and_invalid_runs_are_counted_not_sampled() {

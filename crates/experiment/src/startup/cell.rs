@@ -363,7 +363,7 @@ pub(super) fn sleep_unless_stopped(d: Duration) -> bool {
 }
 
 /// The last `n` lines of `text`.
-pub(super) fn last_lines(text: &str, n: usize) -> String {
+pub fn last_lines(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.trim_end().lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
 }

@@ -12,8 +12,8 @@ pub mod prefetch;
 mod progress;
 pub mod run;
 mod setup;
-pub mod summary;
 
+pub use cell::last_lines;
 pub use config::{Cold, Place, ReadyWhen, StartupConfig};
 pub use observe::Observe;
 pub use prefetch::{PrefetchConfig, PrefetchMode, PrefetchSource};

@@ -30,7 +30,7 @@ use iolab_cache::prefetch::{
 };
 use iolab_guard::Guard;
 use iolab_record::{DevNo, RecordOptions, Recorder, Recording, ResolveOptions};
-use iolab_store::{ExperimentId, ExperimentReport, Store};
+use iolab_store::{ExperimentId, Store};
 use iolab_sys::UsageError;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -107,6 +107,11 @@ pub fn variant_target(target: &str, mode: PrefetchMode) -> String {
 /// True for the target label of runs with prefetch.
 pub fn is_variant(target: &str) -> bool {
     target.contains(VARIANT_MARK)
+}
+
+/// `T +prefetch:MODE` → (`T`, `MODE`); `None` for a plain target.
+pub fn split_variant(target: &str) -> Option<(&str, &str)> {
+    target.rsplit_once(VARIANT_MARK)
 }
 
 const VARIANT_MARK: &str = " +prefetch:";
@@ -359,143 +364,6 @@ pub(super) fn rep_done(
     })
 }
 
-/// The side-by-side comparison: per workload (and mode) a row, per
-/// scheduler `without → with (×with/without)`; `None` when the experiment
-/// has no prefetch runs.
-pub fn render_comparison(report: &ExperimentReport) -> Option<String> {
-    use iolab_store::render::{align_columns, table_decimals};
-    let pairs: Vec<(&str, &iolab_store::CellReport, &iolab_store::CellReport)> = report
-        .cells
-        .iter()
-        .filter_map(|with| {
-            let (base, mode) = with.target.rsplit_once(VARIANT_MARK)?;
-            let without = report.cells.iter().find(|c| {
-                c.target == base && c.scheduler == with.scheduler && c.workload == with.workload
-            })?;
-            Some((mode, without, with))
-        })
-        .collect();
-    if pairs.is_empty() {
-        return None;
-    }
-    let d = table_decimals(pairs.iter().flat_map(|p| [p.1, p.2]));
-    let mut schedulers: Vec<&str> = Vec::new();
-    let mut rows_keys: Vec<(&str, &str)> = Vec::new();
-    for (mode, _, with) in &pairs {
-        if !schedulers.contains(&with.scheduler.as_str()) {
-            schedulers.push(&with.scheduler);
-        }
-        if !rows_keys.contains(&(with.workload.as_str(), *mode)) {
-            rows_keys.push((&with.workload, mode));
-        }
-    }
-    let mut rows = vec![std::iter::once("workload")
-        .chain(std::iter::once("prefetch"))
-        .chain(schedulers.iter().copied())
-        .map(str::to_string)
-        .collect::<Vec<_>>()];
-    for (w, mode) in &rows_keys {
-        let mut row = vec![w.to_string(), mode.to_string()];
-        for s in &schedulers {
-            let cell = pairs
-                .iter()
-                .find(|p| p.0 == *mode && p.2.workload == *w && p.2.scheduler == *s);
-            row.push(cell.map_or_else(
-                || "-".into(),
-                |(_, a, b)| pair_text(a, b, prefetch_seconds(report, b), d),
-            ));
-        }
-        rows.push(row);
-    }
-    let mut out = String::from(
-        "prefetch: start-up [s] without → with (×with/without) +seconds the prefetch took\n",
-    );
-    out.push_str(&align_columns(&rows));
-    if pairs
-        .iter()
-        .any(|p| p.1.stats.censored + p.2.stats.censored > 0)
-    {
-        out.push_str("[censored]: some starts timed out; ×≤ or ×≥: the ratio is a bound\n");
-    }
-    for mode in ["before", "parallel"] {
-        let docs: Vec<&Value> = report
-            .artifacts
-            .iter()
-            .filter(|a| a.kind == "prefetch" && a.json["mode"] == mode)
-            .map(|a| &a.json)
-            .collect();
-        if let Some(first) = docs.first() {
-            let mean = |k: &str| {
-                docs.iter()
-                    .filter_map(|j| j["report"][k].as_f64())
-                    .sum::<f64>()
-                    / docs.len() as f64
-            };
-            let what = if mode == "before" {
-                "read in completely before the start, not counted in it"
-            } else {
-                "a helper reading it alongside the start"
-            };
-            out.push_str(&format!(
-                "{mode} ({what}): list of {} files, {}, {:.0}% resident after\n",
-                first["list_files"],
-                iolab_sys::units::format_bytes(first["list_bytes"].as_u64().unwrap_or(0)),
-                mean("residency_percent"),
-            ));
-        }
-    }
-    Some(out)
-}
-
-/// Mean duration of the prefetches of `cell`'s runs, s.
-fn prefetch_seconds(report: &ExperimentReport, cell: &iolab_store::CellReport) -> Option<f64> {
-    let v: Vec<f64> = report
-        .artifacts
-        .iter()
-        .filter(|a| {
-            a.kind == "prefetch"
-                && a.target == cell.target
-                && a.scheduler == cell.scheduler
-                && a.workload == cell.workload
-        })
-        .filter_map(|a| a.json["report"]["duration_s"].as_f64())
-        .collect();
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-}
-
-fn pair_text(
-    without: &iolab_store::CellReport,
-    with: &iolab_store::CellReport,
-    took: Option<f64>,
-    d: usize,
-) -> String {
-    let (Some(a), Some(b)) = (without.stats.mean, with.stats.mean) else {
-        return "-".into();
-    };
-    // A mean over censored starts is only a lower bound.
-    let gt = |lower: bool| if lower { ">" } else { "" };
-    let mut s = format!(
-        "{}{a:.d$} → {}{b:.d$}",
-        gt(without.stats.mean_is_lower_bound),
-        gt(with.stats.mean_is_lower_bound)
-    );
-    if let Some(r) = iolab_stats::ratio_of_means(&with.stats, &without.stats) {
-        let sign = match r.bound {
-            iolab_stats::Bound::Exact => "",
-            iolab_stats::Bound::Lower => "≥",
-            iolab_stats::Bound::Upper => "≤",
-        };
-        s.push_str(&format!(" (×{sign}{:.2})", r.value));
-    }
-    if let Some(t) = took {
-        s.push_str(&format!(" +{t:.2}"));
-    }
-    if without.stats.censored + with.stats.censored > 0 {
-        s.push_str(" [censored]");
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -533,85 +401,6 @@ mod tests {
         assert!(rep_done(Some(&c), &done, "app", "bfq", "idle", 1));
         assert!(rep_done(None, &done, "app", "bfq", "idle", 1));
         assert!(!rep_done(None, &done, "app", "bfq", "idle", 2));
-    }
-
-    fn run(
-        target: &str,
-        workload: &str,
-        rep: u32,
-        secs: f64,
-        censored: bool,
-    ) -> iolab_store::RunRecord {
-        iolab_store::RunRecord {
-            scheduler: "bfq".into(),
-            workload: workload.into(),
-            rep,
-            target: target.into(),
-            started_at: String::new(),
-            duration_ns: (secs * 1e9) as u64,
-            censored,
-            timeout_ns: 10_000_000_000,
-            exit_code: Some(0),
-            signal: None,
-            overhead_ns: None,
-            background: None,
-            config: Value::Null,
-            extra: Value::Null,
-            outcome: if censored {
-                iolab_store::RunOutcome::Censored
-            } else {
-                iolab_store::RunOutcome::Ok
-            },
-            reason: None,
-        }
-    }
-
-    #[test]
-    fn comparison_pairs_each_variant_with_its_plain_cell() {
-        let exp = iolab_store::Experiment {
-            id: ExperimentId(1),
-            created: String::new(),
-            kind: "startup".into(),
-            command_line: String::new(),
-            status: iolab_store::Status::Done,
-            config: Value::Null,
-            environment: Value::Null,
-        };
-        let before = variant_target("app", PrefetchMode::Before);
-        let runs = vec![
-            run("app", "idle", 1, 1.0, false),
-            run("app", "idle", 2, 1.2, false),
-            run(&before, "idle", 1, 0.2, false),
-            run(&before, "idle", 2, 0.3, false),
-            run("app", "1r", 1, 10.0, true),
-            run("app", "1r", 2, 10.0, true),
-            run(&before, "1r", 1, 0.5, false),
-            run(&before, "1r", 2, 0.7, false),
-        ];
-        let mut report = ExperimentReport::new(exp, runs);
-        report.artifacts = (1..=2)
-            .map(|rep| iolab_store::Artifact {
-                run_id: iolab_store::RunId(rep.into()),
-                scheduler: "bfq".into(),
-                workload: "idle".into(),
-                target: before.clone(),
-                rep,
-                kind: "prefetch".into(),
-                json: json!({"mode": "before", "list_files": 3, "list_bytes": 4096,
-                             "report": {"duration_s": 0.5 * f64::from(rep), "residency_percent": 100.0}}),
-            })
-            .collect();
-        let text = render_comparison(&report).unwrap();
-        let idle = text.lines().find(|l| l.starts_with("idle")).unwrap();
-        assert!(idle.contains("1.100 → 0.250 (×0.23) +0.75"), "{text}");
-        let load = text.lines().find(|l| l.starts_with("1r")).unwrap();
-        assert!(
-            load.contains(">10.000 → 0.600 (×≤0.06) [censored]"),
-            "{text}"
-        );
-        assert!(text.contains("list of 3 files"), "{text}");
-        let plain = ExperimentReport::new(report.experiment.clone(), report.runs[..2].to_vec());
-        assert!(render_comparison(&plain).is_none());
     }
 
     #[test]

@@ -103,10 +103,13 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
             modes: vec![PrefetchMode::Before],
             workloads: vec!["idle".into()],
         }),
-        // Seed 000's other half: where each start's extra time went.
+        // Seed 000's other half: where each start's extra time went; and
+        // for the report's charts, every block request's latency (seed
+        // 002's histograms) and CPU/pressure over each start.
         observe: startup::Observe {
             explain: true,
-            ..Default::default()
+            trace_bio: true,
+            cpu: true,
         },
     };
     if !a.json {

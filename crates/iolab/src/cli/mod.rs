@@ -19,6 +19,7 @@ mod probe;
 #[cfg(feature = "test-seams")]
 mod read_ranges;
 mod record;
+mod report;
 mod restore;
 mod results;
 mod sched;
@@ -52,6 +53,8 @@ enum Command {
     App(app::AppArgs),
     /// List, show and export stored experiments.
     Results(results::ResultsArgs),
+    /// One self-contained HTML file of stored experiments: charts, flame graphs, A/B comparison.
+    Report(report::ReportArgs),
     /// mpstat-like CPU utilisation per interval, with io/cpu/memory pressure stalls.
     Cpu(cpu::CpuArgs),
     /// Compare I/O schedulers' throughput and latency (seed 002): patterns x seq/rand x read/write.
@@ -149,6 +152,7 @@ pub fn run() -> anyhow::Result<()> {
         Command::Probe(a) => probe::run(a),
         Command::App(a) => app::run(a),
         Command::Results(a) => results::run(a),
+        Command::Report(a) => report::run(a),
         Command::Cpu(a) => cpu::run(a),
         Command::Sweep(a) => sweep::run(a),
         Command::Demo(a) => demo::run(a),

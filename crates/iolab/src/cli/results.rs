@@ -6,8 +6,8 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
-use iolab_store::export::{ExportFormat, Exporter, JsonExporter};
-use iolab_store::render::{render_key_values, render_matrix, title_for_kind};
+use iolab_report::export::{ExportFormat, Exporter, JsonExporter};
+use iolab_report::text::render_key_values;
 use iolab_store::{ExperimentId, ExperimentReport, ExperimentSummary, Store};
 use iolab_sys::UsageError;
 
@@ -154,7 +154,7 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<()> {
                 serde_json::to_writer_pretty(&mut out, &c)?;
                 writeln!(out)?;
             } else {
-                out.write_all(c.render(a.0, b.0).as_bytes())?;
+                out.write_all(iolab_report::text::compare::render(&c, a.0, b.0).as_bytes())?;
             }
         }
         ResultsCommand::Export { id, format, output } => {
@@ -196,7 +196,7 @@ fn list_table(list: &[ExperimentSummary]) -> String {
             e.command_line.clone(),
         ]);
     }
-    iolab_store::render::align_columns(&rows)
+    iolab_report::text::align_columns(&rows)
 }
 
 fn show_text(report: &ExperimentReport, store: &Store) -> String {
@@ -215,40 +215,8 @@ fn show_text(report: &ExperimentReport, store: &Store) -> String {
     out.push_str("\nenvironment:\n");
     out.push_str(&render_key_values(&e.environment, "  "));
     out.push('\n');
-    if report.cells.is_empty() {
-        out.push_str("no runs recorded yet\n");
-    } else if e.kind == "sweep" {
-        out.push_str(&sweep_tables(report));
-    } else if e.kind == iolab_experiment::sweep::max::KIND {
-        out.push_str(&max_tables(report));
-    } else if e.kind == "startup" {
-        out.push_str(&iolab_experiment::startup::summary::render(report));
-    } else {
-        out.push_str(&render_matrix(&report.cells, &title_for_kind(&e.kind)));
-    }
+    out.push_str(&iolab_report::text::tables(report));
     out
-}
-
-/// A sweep's cells are throughputs, not times: its own tables.
-fn sweep_tables(report: &ExperimentReport) -> String {
-    use iolab_experiment::sweep::{Metric, SweepTable};
-    let bs = report.experiment.config["sweep"]["bs_bytes"]
-        .as_u64()
-        .map_or_else(|| "?".to_string(), iolab_sys::units::format_bytes);
-    SweepTable::from_runs(&report.runs).render(Metric::Bw, &bs)
-}
-
-/// A max sweep's cells are IOPS maxima with CPU per I/O: its own tables.
-fn max_tables(report: &ExperimentReport) -> String {
-    use iolab_experiment::sweep::max::{MaxConfig, MaxTable};
-    let cfg: Option<MaxConfig> =
-        serde_json::from_value(report.experiment.config["max"].clone()).ok();
-    let bs = cfg.as_ref().map_or_else(
-        || "?".to_string(),
-        |c| iolab_sys::units::format_bytes(c.bs_bytes),
-    );
-    let engine = cfg.as_ref().map_or("?", |c| c.engine());
-    MaxTable::from_runs(&report.runs).render(&bs, engine)
 }
 
 /// `2025-11-22T03:04:05.678Z` → `2025-11-22T03:04:05Z`: seconds are enough

@@ -190,13 +190,14 @@ pub fn run(a: StartupArgs) -> anyhow::Result<()> {
 
 /// Prints the matrix table (or JSON) and where the results are.
 pub fn print_finished(fin: &startup::Finished, json: bool) -> anyhow::Result<()> {
-    use iolab_store::export::{Exporter, JsonExporter};
+    use iolab_report::export::{Exporter, JsonExporter};
     if json {
         let bytes = JsonExporter.serialize(&fin.report)?;
         println!("{}", String::from_utf8_lossy(&bytes));
+        super::report::write_and_say(&fin.db, fin.id, true);
         return stopped_cells(fin);
     }
-    print!("{}", startup::summary::render(&fin.report));
+    print!("{}", iolab_report::text::startup::render(&fin.report));
     let ov = &fin.overhead_ns;
     if !ov.is_empty() {
         let s = iolab_stats::summarize(&iolab_stats::Sample::all_exact(
@@ -211,6 +212,7 @@ pub fn print_finished(fin: &startup::Finished, json: bool) -> anyhow::Result<()>
         );
     }
     println!("stored as experiment {} in {}", fin.id, fin.db.display());
+    super::report::write_and_say(&fin.db, fin.id, false);
     if fin.interrupted {
         println!(
             "interrupted: continue with `iolab startup --resume {} --db {}`",

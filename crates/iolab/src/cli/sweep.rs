@@ -163,14 +163,17 @@ fn print_finished(fin: &SweepFinished, a: &SweepArgs) -> anyhow::Result<()> {
         serde_json::to_writer_pretty(&mut out, &doc)?;
         writeln!(out)?;
     } else if a.csv {
-        out.write_all(fin.table.csv().as_bytes())?;
+        out.write_all(iolab_report::text::sweep::csv(&fin.table).as_bytes())?;
     } else {
         writeln!(out, "scheduler sweep on {}; {ENGINE}", fin.place)?;
         writeln!(out, "{}\n", fin.sizing.note)?;
         out.write_all(
-            fin.table
-                .render(a.metric, &format_bytes(fin.config.bs_bytes))
-                .as_bytes(),
+            iolab_report::text::sweep::render(
+                &fin.table,
+                a.metric,
+                &format_bytes(fin.config.bs_bytes),
+            )
+            .as_bytes(),
         )?;
         writeln!(
             out,
@@ -181,6 +184,7 @@ fn print_finished(fin: &SweepFinished, a: &SweepArgs) -> anyhow::Result<()> {
             fin.db.display()
         )?;
     }
+    super::report::write_and_say(&fin.db, fin.id, a.json || a.csv);
     for w in &fin.warnings {
         eprintln!("iolab sweep: note: {w}");
     }
@@ -309,7 +313,7 @@ fn run_max(a: &SweepArgs) -> anyhow::Result<()> {
         serde_json::to_writer_pretty(&mut out, &doc)?;
         writeln!(out)?;
     } else if a.csv {
-        out.write_all(fin.table.csv().as_bytes())?;
+        out.write_all(iolab_report::text::max::csv(&fin.table).as_bytes())?;
     } else {
         writeln!(
             out,
@@ -321,7 +325,7 @@ fn run_max(a: &SweepArgs) -> anyhow::Result<()> {
             1 => "psync".to_string(),
             d => format!("io_uring qd {d} per thread"),
         };
-        out.write_all(fin.table.render(&bs, &engine).as_bytes())?;
+        out.write_all(iolab_report::text::max::render(&fin.table, &bs, &engine).as_bytes())?;
         writeln!(
             out,
             "{} point(s) in {:.0} s; stored as experiment {} in {}",
@@ -331,6 +335,7 @@ fn run_max(a: &SweepArgs) -> anyhow::Result<()> {
             fin.db.display()
         )?;
     }
+    super::report::write_and_say(&fin.db, fin.id, a.json || a.csv);
     if fin.interrupted {
         eprintln!(
             "iolab sweep --max: interrupted: continue with `iolab sweep --max --resume {} --db {}`",

@@ -76,9 +76,6 @@ pub struct MaxTable {
 
 const MIB: f64 = 1_048_576.0;
 
-/// How one line of the maxima prints a scheduler's [`MaxBest`].
-type BestText = fn(&MaxBest) -> String;
-
 fn stat(points: &[MaxPoint], f: impl Fn(&MaxPoint) -> f64) -> Summary {
     let s: Vec<Sample> = points.iter().map(|p| Sample::exact(f(p))).collect();
     summarize(&s)
@@ -139,105 +136,16 @@ impl MaxTable {
         }
     }
 
-    fn cell(&self, kind: Kind, threads: u32, s: &str) -> Option<&MaxCell> {
+    /// The cell of (kind, threads, scheduler).
+    pub fn cell(&self, kind: Kind, threads: u32, s: &str) -> Option<&MaxCell> {
         self.cells
             .iter()
             .find(|c| c.rw == kind && c.threads == threads && c.scheduler == s)
     }
 
-    fn best(&self, kind: Kind, s: &str) -> Option<&MaxBest> {
+    /// A scheduler's maximum for one kind.
+    pub fn best(&self, kind: Kind, s: &str) -> Option<&MaxBest> {
         self.best.iter().find(|b| b.rw == kind && b.scheduler == s)
-    }
-
-    /// The text tables, one per kind.
-    pub fn render(&self, bs_label: &str, engine: &str) -> String {
-        let mut out = String::new();
-        for &kind in &self.kinds {
-            let n = self
-                .cells
-                .iter()
-                .filter(|c| c.rw == kind)
-                .map(|c| c.samples.len())
-                .max()
-                .unwrap_or(0);
-            out.push_str(&format!(
-                "{}, bs {bs_label}, {engine}: IOPS, median of {n} run{}\n",
-                kind.title(),
-                if n == 1 { "" } else { "s" }
-            ));
-            let head =
-                std::iter::once("threads".to_string()).chain(self.schedulers.iter().cloned());
-            let mut rows = vec![head.collect::<Vec<_>>()];
-            for &t in &self.threads {
-                let mut row = vec![t.to_string()];
-                for s in &self.schedulers {
-                    row.push(
-                        self.cell(kind, t, s)
-                            .and_then(|c| c.iops.median)
-                            .map_or_else(|| "-".to_string(), iops_text),
-                    );
-                }
-                rows.push(row);
-            }
-            let lines: [(&str, BestText); 7] = [
-                ("max IOPS", |b| iops_text(b.iops)),
-                ("at threads", |b| b.threads.to_string()),
-                ("MiB/s", |b| format!("{:.1}", b.bw_mib_s)),
-                ("kernel µs/IO", |b| format!("{:.2}", b.kernel_us_per_io)),
-                ("CPU busy %", |b| format!("{:.0}", b.busy_pct)),
-                ("IOPS vs 1st", |b| ratio_text(b.iops_vs_first)),
-                ("µs/IO vs 1st", |b| ratio_text(b.cpu_vs_first)),
-            ];
-            for (label, f) in lines {
-                let mut row = vec![label.to_string()];
-                for s in &self.schedulers {
-                    row.push(self.best(kind, s).map_or_else(|| "-".to_string(), f));
-                }
-                rows.push(row);
-            }
-            out.push_str(&iolab_sys::text::align_columns(&rows, 1));
-            if let Some(&top) = self.threads.last() {
-                let at_top: Vec<&str> = self
-                    .best
-                    .iter()
-                    .filter(|b| b.rw == kind && b.threads == top && self.threads.len() > 1)
-                    .map(|b| b.scheduler.as_str())
-                    .collect();
-                if !at_top.is_empty() {
-                    out.push_str(&format!(
-                        "note: the maximum of {} is at the most threads tried ({top}): the device may sustain more with --threads ...,{}\n",
-                        at_top.join(", "),
-                        top * 2
-                    ));
-                }
-            }
-            out.push('\n');
-        }
-        out
-    }
-
-    /// One CSV row per cell.
-    pub fn csv(&self) -> String {
-        let mut out = String::from(
-            "rw,threads,scheduler,n,iops_median,iops_min,iops_max,bw_mib_s_median,kernel_us_per_io_median,busy_pct_median\n",
-        );
-        let f = |v: Option<f64>| v.map_or_else(String::new, |x| format!("{x:.3}"));
-        for c in &self.cells {
-            out.push_str(&format!(
-                "{},{},{},{},{},{},{},{},{},{}\n",
-                c.rw.rw().as_str(),
-                c.threads,
-                c.scheduler,
-                c.iops.n,
-                f(c.iops.median),
-                f(c.iops.min),
-                f(c.iops.max),
-                f(c.bw_mib_s.median),
-                f(c.kernel_us_per_io.median),
-                f(c.busy_pct.median),
-            ));
-        }
-        out
     }
 }
 
@@ -274,88 +182,4 @@ fn best_of(cells: &[MaxCell], kinds: &[Kind], schedulers: &[String]) -> Vec<MaxB
         }
     }
     best
-}
-
-/// `35.0k`, `1.23M`, `812`.
-fn iops_text(v: f64) -> String {
-    if v >= 1e6 {
-        format!("{:.2}M", v / 1e6)
-    } else if v >= 1e4 {
-        format!("{:.1}k", v / 1e3)
-    } else {
-        format!("{v:.0}")
-    }
-}
-
-fn ratio_text(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".to_string(), |r| format!("{r:.2}×"))
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn run(s: &str, w: &str, rep: u32, iops: f64, us: f64) -> RunRecord {
-        let p = MaxPoint {
-            total_ios: (iops * 2.0) as u64,
-            io_bytes: (iops * 2.0 * 4096.0) as u64,
-            runtime_s: 2.0,
-            iops,
-            bw_bytes: iops * 4096.0,
-            wall_ns: 2_000_000_000,
-            kernel_ns: (iops * 2.0 * us * 1e3) as u64,
-            kernel_us_per_io: us,
-            user_ns: 0,
-            busy_pct: 90.0,
-            job_sys_ns: 0,
-            disk_ios: None,
-            disk_bytes: None,
-        };
-        RunRecord {
-            scheduler: s.into(),
-            workload: w.into(),
-            rep,
-            target: "loop9".into(),
-            started_at: String::new(),
-            duration_ns: 2_000_000_000,
-            censored: false,
-            timeout_ns: 0,
-            exit_code: None,
-            signal: None,
-            overhead_ns: None,
-            background: None,
-            config: json!({}),
-            extra: serde_json::to_value(p).unwrap(),
-            outcome: iolab_store::RunOutcome::Ok,
-            reason: None,
-        }
-    }
-
-    #[test]
-    fn maximum_is_the_best_median_and_ratios_use_the_first_column() {
-        let runs = vec![
-            run("none", "rand-read-1j-1qd", 1, 30_000.0, 10.0),
-            run("none", "rand-read-2j-1qd", 1, 100_000.0, 8.0),
-            run("none", "rand-read-2j-1qd", 2, 110_000.0, 8.0),
-            run("none", "rand-read-2j-1qd", 3, 90_000.0, 8.0),
-            run("bfq", "rand-read-1j-1qd", 1, 25_000.0, 12.0),
-            run("bfq", "rand-read-2j-1qd", 1, 60_000.0, 16.0),
-            run("bfq", "startup-ish", 1, 1e9, 1.0),
-        ];
-        let t = MaxTable::from_runs(&runs);
-        assert_eq!(t.schedulers, vec!["none", "bfq"]);
-        assert_eq!(t.threads, vec![1, 2]);
-        let none = t.best(Kind::RandRead, "none").unwrap();
-        assert_eq!((none.threads, none.iops), (2, 100_000.0));
-        let bfq = t.best(Kind::RandRead, "bfq").unwrap();
-        assert!((bfq.iops_vs_first.unwrap() - 0.6).abs() < 1e-9);
-        assert!((bfq.cpu_vs_first.unwrap() - 2.0).abs() < 1e-9);
-        let text = t.render("4KiB", "psync");
-        assert!(text.contains("random read, bs 4KiB, psync"), "{text}");
-        assert!(text.contains("100.0k"), "{text}");
-        assert!(text.contains("0.60×"), "{text}");
-        assert_eq!(t.csv().lines().count(), 1 + 4);
-    }
 }

@@ -7,22 +7,24 @@
 use iolab_store::{CellReport, ExperimentReport, RunOutcome};
 use iolab_sys::units::format_rate;
 
-use super::{observe, prefetch};
+use super::matrix::{render_matrix, title_for_kind, workload_grid};
+use crate::view::startup::StartupView;
+use crate::view::ExperimentView;
 
 /// Every table of a startup experiment, in reading order.
 pub fn render(report: &ExperimentReport) -> String {
-    let cells: Vec<CellReport> = report
-        .cells
-        .iter()
-        .filter(|c| !prefetch::is_variant(&c.target))
-        .cloned()
-        .collect();
-    let mut out =
-        iolab_store::render::render_matrix(&cells, &iolab_store::render::title_for_kind("startup"));
+    let view = ExperimentView::of(report);
+    let cells: Vec<CellReport> = view
+        .startup
+        .as_ref()
+        .map_or_else(Vec::new, |s: &StartupView| {
+            s.cells.iter().map(|c| c.cell.clone()).collect()
+        });
+    let mut out = render_matrix(&cells, &title_for_kind("startup"));
     for t in [
         render_background(&cells),
-        prefetch::render_comparison(report),
-        observe::render_causes(report),
+        super::prefetch::render(&view.prefetch),
+        super::explain::render_causes(&view.causes),
         render_not_samples(report),
     ]
     .into_iter()
@@ -44,7 +46,7 @@ pub fn render_background(cells: &[CellReport]) -> Option<String> {
     if loaded.is_empty() {
         return None;
     }
-    let grid = iolab_store::render::workload_grid(&loaded, |c| {
+    let grid = workload_grid(&loaded, |c| {
         format!(
             "{} / {}",
             format_rate(c.bg_read_bw_bytes.unwrap_or(0.0)),
@@ -89,7 +91,7 @@ pub fn render_not_samples(report: &ExperimentReport) -> Option<String> {
         ));
         if r.outcome == RunOutcome::Failed {
             let tail = r.extra["output_tail"].as_str().unwrap_or("");
-            let tail = super::cell::last_lines(tail, 3);
+            let tail = iolab_experiment::startup::last_lines(tail, 3);
             for line in tail.lines().filter(|l| !l.trim().is_empty()) {
                 out.push_str(&format!("      | {line}\n"));
             }

@@ -11,8 +11,7 @@
 //!
 //! One table per target when an experiment timed several.
 
-use crate::report::{CellReport, IDLE_WORKLOAD};
-use iolab_stats::Bound;
+use iolab_store::{CellReport, IDLE_WORKLOAD};
 
 /// The table title for an experiment kind: `startup` → `start-up time [s]`.
 pub fn title_for_kind(kind: &str) -> String {
@@ -64,11 +63,7 @@ pub fn cell_text(cell: &CellReport, d: usize) -> String {
         }
     };
     if let Some(r) = &cell.ratio_to_idle {
-        let sign = match r.bound {
-            Bound::Exact => "",
-            Bound::Lower => "≥",
-            Bound::Upper => "≤",
-        };
+        let sign = super::bound_sign(r.bound);
         text.push_str(&format!(" (×{sign}{:.2})", r.value));
     }
     if s.censored > 0 {
@@ -196,8 +191,8 @@ fn trimmed(x: f64, d: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::cells_from_runs;
-    use crate::report::tests::run;
+    use iolab_store::cells_from_runs;
+    use iolab_store::testutil::run;
 
     fn table() -> String {
         let mut runs = Vec::new();

@@ -7,9 +7,7 @@
 use std::fmt::Write as _;
 
 use super::Exporter;
-use crate::error::StoreError;
-use crate::model::RunRecord;
-use crate::report::ExperimentReport;
+use iolab_store::{ExperimentReport, RunRecord, StoreError};
 
 /// The header row.
 pub const HEADER: &str = "experiment_id,scheduler,workload,target,rep,started_at,duration_s,\
@@ -96,7 +94,7 @@ mod tests {
 
     #[test]
     fn header_has_one_name_per_field() {
-        let r = crate::report::tests::run("bfq", "1r", 0, 6.5);
+        let r = iolab_store::testutil::run("bfq", "1r", 0, 6.5);
         assert_eq!(row(1, &r).split(',').count(), HEADER.split(',').count());
     }
 }

@@ -3,8 +3,7 @@
 //! Field meanings are the `///` comments on the serialized structs.
 
 use super::Exporter;
-use crate::error::StoreError;
-use crate::report::ExperimentReport;
+use iolab_store::{ExperimentReport, StoreError};
 
 /// Exports a report as pretty-printed JSON.
 #[derive(Debug, Clone, Copy, Default)]

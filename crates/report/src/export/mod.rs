@@ -12,8 +12,7 @@ use iolab_sys::UsageError;
 
 pub use self::csv::CsvExporter;
 pub use self::json::JsonExporter;
-use crate::error::StoreError;
-use crate::report::ExperimentReport;
+use iolab_store::{ExperimentReport, StoreError};
 
 /// Serializes a report in one format.
 pub trait Exporter {

@@ -2,10 +2,11 @@
 //! samples; CSV has one documented row per run.
 #![allow(clippy::unwrap_used)]
 
+#[path = "../../store/tests/common/mod.rs"]
 mod common;
 
+use iolab_report::export::{ExportFormat, Exporter, JsonExporter};
 use iolab_stats::{ratio_of_means, summarize, Sample};
-use iolab_store::export::{ExportFormat, Exporter, JsonExporter};
 use iolab_store::{CellReport, RunRecord, Store};
 use serde_json::Value;
 

@@ -1,0 +1,85 @@
+//! Per-request block latency (issue → complete) from the runs'
+//! `latency_hist` artifacts: the log2 buckets of every traced run of a
+//! cell, summed per scheduler, workload and direction.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use iolab_bio::BioHistograms;
+use iolab_experiment::startup::prefetch::is_variant;
+use iolab_store::ExperimentReport;
+
+use super::first_seen;
+
+/// One scheduler's distribution in a (workload, direction).
+#[derive(Debug, Clone, Serialize)]
+pub struct LatencySeries {
+    /// Scheduler.
+    pub scheduler: String,
+    /// Requests counted.
+    pub count: u64,
+    /// Runs whose traces were summed.
+    pub runs: usize,
+    /// `[low_us, high_us, count]` per log2 bucket, in order.
+    pub buckets: Vec<(u64, u64, u64)>,
+}
+
+/// Every scheduler's distribution for one workload and direction.
+#[derive(Debug, Clone, Serialize)]
+pub struct LatencyView {
+    /// Workload (startup) or pattern (sweep).
+    pub workload: String,
+    /// `R`, `W`, `D`, `F`, `N` (biosnoop's T column).
+    pub op: String,
+    /// One series per scheduler, in run order.
+    pub series: Vec<LatencySeries>,
+}
+
+/// Sums the traced runs' histograms.
+pub fn latency_views(r: &ExperimentReport) -> Vec<LatencyView> {
+    type Key = (String, String);
+    /// Summed bucket counts and the number of runs summed.
+    type Sum = (BTreeMap<(u64, u64), u64>, usize);
+    let mut sums: BTreeMap<(Key, String), Sum> = BTreeMap::new();
+    let mut order: Vec<Key> = Vec::new();
+    for a in r.artifacts.iter().filter(|a| a.kind == "latency_hist") {
+        if is_variant(&a.target) {
+            continue;
+        }
+        let Ok(doc) = serde_json::from_value::<BioHistograms>(a.json.clone()) else {
+            continue;
+        };
+        for h in doc.histograms {
+            let key = (a.workload.clone(), h.op.clone());
+            if !order.contains(&key) {
+                order.push(key.clone());
+            }
+            let slot = sums.entry((key, a.scheduler.clone())).or_default();
+            slot.1 += 1;
+            for b in &h.buckets {
+                *slot.0.entry((b.low_us, b.high_us)).or_default() += b.count;
+            }
+        }
+    }
+    let schedulers = first_seen(r.runs.iter().map(|x| x.scheduler.as_str()));
+    order
+        .into_iter()
+        .map(|key| LatencyView {
+            series: schedulers
+                .iter()
+                .filter_map(|s| {
+                    let (b, runs) = sums.get(&(key.clone(), s.clone()))?;
+                    Some(LatencySeries {
+                        scheduler: s.clone(),
+                        count: b.values().sum(),
+                        runs: *runs,
+                        buckets: b.iter().map(|((l, h), c)| (*l, *h, *c)).collect(),
+                    })
+                })
+                .collect(),
+            workload: key.0,
+            op: key.1,
+        })
+        .collect()
+}

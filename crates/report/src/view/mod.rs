@@ -1,0 +1,116 @@
+//! Views: what each stored experiment shows, as data. Nothing here makes a
+//! string for a person; the renderers (`text`, `html`, JSON by serde) do.
+//!
+//! One [`ExperimentView`] per experiment, whatever its kind: the sections
+//! that kind has data for are `Some`/non-empty, the rest are empty, so a
+//! renderer walks one structure and a new kind adds a section here.
+
+pub mod bio;
+pub mod cpu;
+pub mod explain;
+pub mod prefetch;
+pub mod startup;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use iolab_experiment::sweep::max::{MaxTable, KIND as MAX_KIND};
+use iolab_experiment::sweep::SweepTable;
+use iolab_store::ExperimentReport;
+
+/// Everything the report shows of one experiment.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExperimentView {
+    /// Experiment id.
+    pub id: i64,
+    /// `startup`, `sweep`, `sweep-max`.
+    pub kind: String,
+    /// Lifecycle status.
+    pub status: String,
+    /// Creation time, RFC 3339.
+    pub created: String,
+    /// The command line that made it (rerun it to reproduce).
+    pub command_line: String,
+    /// Kernel, CPU, device, scheduler tunables, lab backend.
+    pub environment: Value,
+    /// The experiment's configuration as stored.
+    pub config: Value,
+    /// Start-up cells (plain starts, no prefetch).
+    pub startup: Option<startup::StartupView>,
+    /// Sweep cells (`sweep`).
+    pub sweep: Option<SweepTable>,
+    /// Maximum-throughput points (`sweep --max`).
+    pub max: Option<MaxTable>,
+    /// Start-up with and without prefetch.
+    pub prefetch: Vec<prefetch::PrefetchPair>,
+    /// Where the time of the starts went, per cell (explain).
+    pub causes: Vec<explain::CauseStack>,
+    /// Flame graphs' folded stacks, per cell (explain).
+    pub flames: Vec<explain::FlameCell>,
+    /// Per-request block latency distributions, per scheduler and direction.
+    pub latency: Vec<bio::LatencyView>,
+    /// CPU utilisation and pressure over time, per run.
+    pub cpu: Vec<cpu::CpuRun>,
+    /// Runs that are not samples, with their reasons.
+    pub not_samples: Vec<NotSample>,
+}
+
+/// A run that is not part of any statistic.
+#[derive(Debug, Clone, Serialize)]
+pub struct NotSample {
+    /// Cell key `scheduler/workload`.
+    pub cell: String,
+    /// Repetition.
+    pub rep: u32,
+    /// `failed` or `invalid`.
+    pub outcome: String,
+    /// Why.
+    pub reason: String,
+}
+
+impl ExperimentView {
+    /// The view of one stored experiment.
+    pub fn of(r: &ExperimentReport) -> ExperimentView {
+        let e = &r.experiment;
+        let kind = e.kind.as_str();
+        ExperimentView {
+            id: e.id.0,
+            kind: e.kind.clone(),
+            status: e.status.as_str().to_string(),
+            created: e.created.clone(),
+            command_line: e.command_line.clone(),
+            environment: e.environment.clone(),
+            config: e.config.clone(),
+            startup: (kind == "startup").then(|| startup::StartupView::of(r)),
+            sweep: (kind == "sweep").then(|| SweepTable::from_runs(&r.runs)),
+            max: (kind == MAX_KIND).then(|| MaxTable::from_runs(&r.runs)),
+            prefetch: prefetch::pairs(r),
+            causes: explain::cause_stacks(r),
+            flames: explain::flame_cells(r),
+            latency: bio::latency_views(r),
+            cpu: cpu::cpu_runs(r),
+            not_samples: r
+                .runs
+                .iter()
+                .filter(|x| !x.outcome.is_sample())
+                .map(|x| NotSample {
+                    cell: format!("{}/{}", x.scheduler, x.workload),
+                    rep: x.rep,
+                    outcome: x.outcome.as_str().to_string(),
+                    reason: x.reason.clone().unwrap_or_default(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Order of first appearance, without repeats.
+pub(crate) fn first_seen<'a>(it: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for s in it {
+        if !out.iter().any(|o| o == s) {
+            out.push(s.to_string());
+        }
+    }
+    out
+}
