@@ -52,6 +52,9 @@ pub struct Artifact {
     pub target: String,
     /// Repetition of that run.
     pub rep: u32,
+    /// Variant of that run (see [`RunRecord::variant`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
     /// What the document is: `latency_hist`, `cpu`, `psi`, `explain`, ...
     pub kind: String,
     /// The document, raw samples included.
@@ -153,6 +156,11 @@ pub struct RunRecord {
     /// missing ready line, load that ended); `None` otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// What else this run did differently from the plain runs of its cell,
+    /// e.g. `prefetch:before` (the app's files read in first); `None` for
+    /// a plain run. Runs of one variant form their own cell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
 }
 
 /// The outcome of one run, as stored (column `run.outcome`).

@@ -28,6 +28,9 @@ pub const FAILED_SHARE_FLAG: f64 = 0.2;
 pub struct CellReport {
     /// What was timed.
     pub target: String,
+    /// The runs' variant (e.g. `prefetch:before`); `None` for plain runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
     /// I/O scheduler.
     pub scheduler: String,
     /// Background workload.
@@ -113,21 +116,23 @@ impl Store {
 /// Groups runs into cells (in order of first appearance; within a cell by
 /// repetition) and computes each cell's statistics and ratio to idle.
 pub fn cells_from_runs(runs: &[RunRecord]) -> Vec<CellReport> {
-    let mut groups: Vec<(&str, &str, &str, Vec<&RunRecord>)> = Vec::new();
+    type Key<'r> = (&'r str, Option<&'r str>, &'r str, &'r str);
+    let mut groups: Vec<(Key, Vec<&RunRecord>)> = Vec::new();
     for run in runs {
         let key = (
             run.target.as_str(),
+            run.variant.as_deref(),
             run.scheduler.as_str(),
             run.workload.as_str(),
         );
-        match groups.iter_mut().find(|g| (g.0, g.1, g.2) == key) {
-            Some(g) => g.3.push(run),
-            None => groups.push((key.0, key.1, key.2, vec![run])),
+        match groups.iter_mut().find(|g| g.0 == key) {
+            Some(g) => g.1.push(run),
+            None => groups.push((key, vec![run])),
         }
     }
     let mut cells: Vec<CellReport> = groups
         .into_iter()
-        .map(|(target, scheduler, workload, mut group)| {
+        .map(|((target, variant, scheduler, workload), mut group)| {
             group.sort_by_key(|r| r.rep);
             let all = group.len();
             let (valid, rejected): (Vec<&RunRecord>, Vec<&RunRecord>) =
@@ -137,6 +142,7 @@ pub fn cells_from_runs(runs: &[RunRecord]) -> Vec<CellReport> {
             let (bg_read_bw_bytes, bg_write_bw_bytes) = background_rates(&valid);
             CellReport {
                 target: target.to_string(),
+                variant: variant.map(str::to_string),
                 scheduler: scheduler.to_string(),
                 workload: workload.to_string(),
                 unit: "s".to_string(),
@@ -168,7 +174,10 @@ pub fn cells_from_runs(runs: &[RunRecord]) -> Vec<CellReport> {
                 return None;
             }
             let idle = cells.iter().find(|b| {
-                b.workload == IDLE_WORKLOAD && b.target == c.target && b.scheduler == c.scheduler
+                b.workload == IDLE_WORKLOAD
+                    && b.target == c.target
+                    && b.variant == c.variant
+                    && b.scheduler == c.scheduler
             })?;
             ratio_of_means(&c.stats, &idle.stats)
         })

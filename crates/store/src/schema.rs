@@ -79,6 +79,46 @@ pub const MIGRATIONS: &[&str] = &[
           AND json_extract(extra_json, '$.exit_ns') IS NOT NULL
           AND json_extract(extra_json, '$.ready_ns') IS NULL
           AND (signal IS NOT NULL OR (exit_code IS NOT NULL AND exit_code != 0));",
+    // A run's variant (e.g. `prefetch:before`) gets its own column; it was
+    // appended to the target (`app +prefetch:before`). The uniqueness of a
+    // run must include it, and SQLite cannot change a table's UNIQUE, so
+    // the table is rebuilt (foreign keys are off around migrations, see
+    // `migrate`, so the artifacts that reference runs by id stay).
+    "CREATE TABLE run_v4 (
+        id             INTEGER PRIMARY KEY,
+        experiment_id  INTEGER NOT NULL REFERENCES experiment(id) ON DELETE CASCADE,
+        scheduler      TEXT    NOT NULL,
+        workload       TEXT    NOT NULL,
+        rep            INTEGER NOT NULL,
+        target         TEXT    NOT NULL,
+        started_at     TEXT    NOT NULL,
+        duration_ns    INTEGER NOT NULL,
+        censored       INTEGER NOT NULL CHECK (censored IN (0, 1)),
+        timeout_ns     INTEGER NOT NULL,
+        exit_code      INTEGER,
+        signal         INTEGER,
+        overhead_ns    INTEGER,
+        bg_read_bytes  INTEGER,
+        bg_write_bytes INTEGER,
+        bg_seconds     REAL,
+        config_json    TEXT    NOT NULL,
+        extra_json     TEXT    NOT NULL,
+        outcome        TEXT    NOT NULL DEFAULT 'ok'
+                       CHECK (outcome IN ('ok', 'censored', 'failed', 'invalid')),
+        reason         TEXT,
+        variant        TEXT    NOT NULL DEFAULT '',
+        UNIQUE (experiment_id, scheduler, workload, target, variant, rep)
+    );
+    INSERT INTO run_v4 SELECT id, experiment_id, scheduler, workload, rep,
+        CASE WHEN instr(target, ' +prefetch:') > 0
+             THEN substr(target, 1, instr(target, ' +prefetch:') - 1) ELSE target END,
+        started_at, duration_ns, censored, timeout_ns, exit_code, signal, overhead_ns,
+        bg_read_bytes, bg_write_bytes, bg_seconds, config_json, extra_json, outcome, reason,
+        CASE WHEN instr(target, ' +prefetch:') > 0
+             THEN substr(target, instr(target, ' +prefetch:') + 2) ELSE '' END
+        FROM run;
+    DROP TABLE run;
+    ALTER TABLE run_v4 RENAME TO run;",
 ];
 
 /// The schema version this build writes.

@@ -39,7 +39,7 @@ const EXPERIMENT_COLUMNS: &str =
 
 const RUN_COLUMNS: &str = "scheduler, workload, rep, target, started_at, duration_ns, censored, \
      timeout_ns, exit_code, signal, overhead_ns, bg_read_bytes, bg_write_bytes, bg_seconds, \
-     config_json, extra_json, outcome, reason";
+     config_json, extra_json, outcome, reason, variant";
 
 /// How long opening waits for other processes creating the same database.
 const OPEN_BUSY_LIMIT: Duration = Duration::from_secs(30);
@@ -50,8 +50,13 @@ fn configure(path: &Path) -> rusqlite::Result<(Connection, Migrated)> {
     conn.busy_timeout(Duration::from_secs(10))?;
     conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))?;
     conn.pragma_update(None, "synchronous", "FULL")?;
-    conn.pragma_update(None, "foreign_keys", true)?;
+    // Foreign keys are enforced only after the migrations: one rebuilds
+    // the run table, and dropping the old one with them on would delete
+    // every artifact by cascade. (SQLite ignores this pragma inside a
+    // transaction, so it cannot be switched per migration.)
+    conn.pragma_update(None, "foreign_keys", false)?;
     let migrated = schema::migrate(&mut conn)?;
+    conn.pragma_update(None, "foreign_keys", true)?;
     Ok((conn, migrated))
 }
 
@@ -142,7 +147,7 @@ impl Store {
         let result = self.conn.execute(
             &format!(
                 "INSERT INTO run (experiment_id, {RUN_COLUMNS}) VALUES
-                 (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"
+                 (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)"
             ),
             params![
                 id.0,
@@ -164,6 +169,7 @@ impl Store {
                 run.extra.to_string(),
                 run.outcome.as_str(),
                 run.reason,
+                run.variant.as_deref().unwrap_or(""),
             ],
         );
         match result {
@@ -210,7 +216,7 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT a.run_id, r.scheduler, r.workload, r.target, r.rep, a.kind, a.json
+                "SELECT a.run_id, r.scheduler, r.workload, r.target, r.rep, a.kind, a.json, r.variant
                  FROM run_artifact a JOIN run r ON r.id = a.run_id
                  WHERE r.experiment_id = ?1 AND (?2 IS NULL OR a.kind = ?2)
                  ORDER BY a.run_id, a.kind",
@@ -226,12 +232,13 @@ impl Store {
                     r.get::<_, u32>(4)?,
                     r.get::<_, String>(5)?,
                     r.get::<_, String>(6)?,
+                    r.get::<_, String>(7)?,
                 ))
             })
             .map_err(|e| self.sql(e))?;
         let mut out = Vec::new();
         for row in rows {
-            let (run_id, scheduler, workload, target, rep, kind, json) =
+            let (run_id, scheduler, workload, target, rep, kind, json, variant) =
                 row.map_err(|e| self.sql(e))?;
             let json = self.json(&json, "run artifact")?;
             out.push(Artifact {
@@ -240,6 +247,7 @@ impl Store {
                 workload,
                 target,
                 rep,
+                variant: Some(variant).filter(|v| !v.is_empty()),
                 kind,
                 json,
             });
@@ -457,6 +465,7 @@ fn raw_run(r: &Row<'_>) -> rusqlite::Result<(RunRecord, String, String)> {
             })?
         },
         reason: r.get(17)?,
+        variant: Some(r.get::<_, String>(18)?).filter(|v| !v.is_empty()),
     };
     Ok((run, r.get(14)?, r.get(15)?))
 }

@@ -28,5 +28,6 @@ pub fn run(scheduler: &str, workload: &str, rep: u32, secs: f64) -> RunRecord {
             RunOutcome::Ok
         },
         reason: None,
+        variant: None,
     }
 }

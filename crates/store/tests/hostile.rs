@@ -81,6 +81,69 @@ fn a_v2_database_is_upgraded_and_its_failures_classified() {
     assert_eq!((report.cells[0].stats.n, report.cells[0].failed), (3, 3));
 }
 
+/// A v3 database stored prefetch runs under the target `T +prefetch:MODE`;
+/// the upgrade moves the mode to the run's variant, keeps every run's id
+/// and therefore every artifact, and the plain and prefetch runs of one
+/// repetition stay separate cells.
+#[test]
+fn a_v3_database_gets_variants_and_keeps_its_artifacts() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("v3.db");
+    {
+        let c = Connection::open(&p).unwrap();
+        for sql in &iolab_store::schema::MIGRATIONS[..3] {
+            c.execute_batch(sql).unwrap();
+        }
+        c.pragma_update(None, "user_version", 3).unwrap();
+        c.execute_batch(
+            "INSERT INTO experiment VALUES (1, '2026-01-01T00:00:00Z', 'startup', 'iolab startup', '{}', '{}', 'done', 1, 1);
+             INSERT INTO run (id, experiment_id, scheduler, workload, rep, target, started_at, duration_ns, censored, timeout_ns, config_json, extra_json) VALUES
+              (7, 1, 'bfq', 'idle', 1, 'app --dir x', 't', 500000000, 0, 60000000000, '{}', '{}'),
+              (8, 1, 'bfq', 'idle', 1, 'app --dir x +prefetch:before', 't', 100000000, 0, 60000000000, '{}', '{}');
+             INSERT INTO run_artifact (run_id, kind, json) VALUES (8, 'prefetch', '{\"mode\": \"before\"}');",
+        )
+        .unwrap();
+    }
+    let store = Store::open(&p).unwrap();
+    let report = store.report(iolab_store::ExperimentId(1)).unwrap();
+    let v: Vec<(&str, Option<&str>)> = report
+        .runs
+        .iter()
+        .map(|r| (r.target.as_str(), r.variant.as_deref()))
+        .collect();
+    assert_eq!(
+        v,
+        [
+            ("app --dir x", None),
+            ("app --dir x", Some("prefetch:before"))
+        ]
+    );
+    assert_eq!(report.cells.len(), 2);
+    assert_eq!(report.artifacts.len(), 1);
+    assert_eq!(
+        report.artifacts[0].variant.as_deref(),
+        Some("prefetch:before")
+    );
+    assert_eq!(report.artifacts[0].run_id, iolab_store::RunId(8));
+    // A new plain run of another rep still goes in; a second plain rep 1 not.
+    let mut again = report.runs[0].clone();
+    assert!(store
+        .record_run(iolab_store::ExperimentId(1), &again)
+        .is_err());
+    again.rep = 2;
+    store
+        .record_run(iolab_store::ExperimentId(1), &again)
+        .unwrap();
+    // Every artifact still points at a run of the rebuilt table.
+    let fk: i64 = Connection::open(&p)
+        .unwrap()
+        .query_row("SELECT COUNT(*) FROM pragma_foreign_key_check", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(fk, 0);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
     #[test]

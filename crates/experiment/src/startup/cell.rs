@@ -16,7 +16,7 @@ use super::config::{Cold, ReadyWhen, StartupConfig};
 use super::observe::{self, Observers};
 use super::place::Resolved;
 use super::plan::CellPlan;
-use super::prefetch::{variant_target, DoneRuns, PrefetchMode, Prefetcher};
+use super::prefetch::{variant_of, DoneRuns, PrefetchMode, Prefetcher};
 use super::progress::Progress;
 use super::StartupError;
 use crate::launch::{self, LaunchSpec, Ready};
@@ -121,8 +121,13 @@ pub(super) fn run_cell(
             None => vec![None],
         };
         for mode in variants {
-            let label = mode.map_or_else(|| target.to_string(), |m| variant_target(target, m));
-            let key = (label, cell.scheduler.clone(), cell.workload.clone(), rep);
+            let key = (
+                target.to_string(),
+                mode.map(variant_of),
+                cell.scheduler.clone(),
+                cell.workload.clone(),
+                rep,
+            );
             if done.contains(&key) {
                 continue;
             }
@@ -290,6 +295,7 @@ impl Start<'_> {
             }),
             outcome: run_outcome,
             reason: reason.clone(),
+            variant: prefetch.map(|(_, m)| variant_of(m)),
         };
         if let Some((_, m)) = prefetch {
             record.config["prefetch"] = json!(m);

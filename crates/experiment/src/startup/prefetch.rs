@@ -11,9 +11,9 @@
 //!   just before the target starts, like seed 001's treadahead at boot;
 //!   the start-up time includes the competition between the two.
 //!
-//! Runs with prefetch are stored with the target `T +prefetch:MODE`, so
-//! each gets its own cells (and table) while the workload keeps meaning
-//! the background load; each such run carries a `prefetch` artifact (the
+//! Runs with prefetch are stored with the variant `prefetch:MODE` (the
+//! run's own column), so each gets its own cells (and table) while the
+//! target and workload keep their meaning; each such run carries a `prefetch` artifact (the
 //! prefetch report). `LIST` is a prefetch list file (`{dir}` in it is the
 //! lab directory) or `record`: the target is recorded once, cold, before
 //! the matrix, with every task's page-cache insertions on the lab's
@@ -99,32 +99,30 @@ pub struct PrefetchConfig {
     pub workloads: Vec<String>,
 }
 
-/// The target label of runs with prefetch: `T +prefetch:MODE`.
-pub fn variant_target(target: &str, mode: PrefetchMode) -> String {
-    format!("{target}{VARIANT_MARK}{}", mode.as_str())
+/// The variant of runs with prefetch (their cells' own dimension, beside
+/// target, scheduler and workload): `prefetch:MODE`.
+pub fn variant_of(mode: PrefetchMode) -> String {
+    format!("{VARIANT_PREFIX}{}", mode.as_str())
 }
 
-/// True for the target label of runs with prefetch.
-pub fn is_variant(target: &str) -> bool {
-    target.contains(VARIANT_MARK)
+/// The prefetch mode of a run's variant, e.g. `before`; `None` for a plain
+/// run (or another kind of variant).
+pub fn mode_of(variant: Option<&str>) -> Option<&str> {
+    variant?.strip_prefix(VARIANT_PREFIX)
 }
 
-/// `T +prefetch:MODE` → (`T`, `MODE`); `None` for a plain target.
-pub fn split_variant(target: &str) -> Option<(&str, &str)> {
-    target.rsplit_once(VARIANT_MARK)
-}
+const VARIANT_PREFIX: &str = "prefetch:";
 
-const VARIANT_MARK: &str = " +prefetch:";
-
-/// Which runs of an experiment exist: (target, scheduler, workload, rep).
-pub(super) type DoneRuns = HashSet<(String, String, String, u32)>;
+/// Which runs of an experiment exist: (target, variant, scheduler,
+/// workload, rep).
+pub(super) type DoneRuns = HashSet<(String, Option<String>, String, String, u32)>;
 
 /// The runs already stored (for `--resume`).
 pub(super) fn done_runs(store: &Store, id: ExperimentId) -> Result<DoneRuns, StartupError> {
     Ok(store
         .runs(id)?
         .into_iter()
-        .map(|r| (r.target, r.scheduler, r.workload, r.rep))
+        .map(|r| (r.target, r.variant, r.scheduler, r.workload, r.rep))
         .collect())
 }
 
@@ -359,8 +357,13 @@ pub(super) fn rep_done(
     rep: u32,
 ) -> bool {
     variants(cfg, workload, rep).into_iter().all(|v| {
-        let t = v.map_or_else(|| target.to_string(), |m| variant_target(target, m));
-        done.contains(&(t, scheduler.to_string(), workload.to_string(), rep))
+        done.contains(&(
+            target.to_string(),
+            v.map(variant_of),
+            scheduler.to_string(),
+            workload.to_string(),
+            rep,
+        ))
     })
 }
 
@@ -393,11 +396,20 @@ mod tests {
     fn a_rep_is_done_only_with_every_variant() {
         let c = cfg(&[]);
         let mut done = DoneRuns::new();
-        let key = |t: &str| (t.to_string(), "bfq".to_string(), "idle".to_string(), 1);
-        done.insert(key("app"));
-        done.insert(key("app +prefetch:before"));
+        let key = |v: Option<&str>| {
+            let v = v.map(str::to_string);
+            (
+                "app".to_string(),
+                v,
+                "bfq".to_string(),
+                "idle".to_string(),
+                1,
+            )
+        };
+        done.insert(key(None));
+        done.insert(key(Some("prefetch:before")));
         assert!(!rep_done(Some(&c), &done, "app", "bfq", "idle", 1));
-        done.insert(key("app +prefetch:parallel"));
+        done.insert(key(Some("prefetch:parallel")));
         assert!(rep_done(Some(&c), &done, "app", "bfq", "idle", 1));
         assert!(rep_done(None, &done, "app", "bfq", "idle", 1));
         assert!(!rep_done(None, &done, "app", "bfq", "idle", 2));
@@ -412,9 +424,8 @@ mod tests {
                 path: "./record".into()
             }
         );
-        assert_eq!(
-            variant_target("app --dir {dir}", PrefetchMode::Parallel),
-            "app --dir {dir} +prefetch:parallel"
-        );
+        assert_eq!(variant_of(PrefetchMode::Parallel), "prefetch:parallel");
+        assert_eq!(mode_of(Some("prefetch:before")), Some("before"));
+        assert_eq!(mode_of(None), None);
     }
 }

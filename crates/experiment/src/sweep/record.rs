@@ -95,6 +95,7 @@ pub fn record(
         extra,
         outcome: iolab_store::RunOutcome::Ok,
         reason: None,
+        variant: None,
     };
     let mut docs = vec![("load", serde_json::to_value(&fio).unwrap_or_default())];
     if let Some(s) = &m.cpu {

@@ -38,7 +38,7 @@ enum ResultsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Export one experiment: JSON (everything) or CSV (one row per run).
+    /// Export one experiment: JSON (everything), CSV (one row per run) or HTML.
     Export {
         /// Experiment id (see `iolab results list`).
         id: ExperimentId,
@@ -87,6 +87,8 @@ enum Format {
     Json,
     /// One row per run (fio/S-style column names).
     Csv,
+    /// The self-contained HTML report, as `iolab report ID`.
+    Html,
 }
 
 impl From<Format> for ExportFormat {
@@ -94,6 +96,7 @@ impl From<Format> for ExportFormat {
         match f {
             Format::Json => ExportFormat::Json,
             Format::Csv => ExportFormat::Csv,
+            Format::Html => ExportFormat::Html,
         }
     }
 }

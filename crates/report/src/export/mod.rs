@@ -20,6 +20,16 @@ pub trait Exporter {
     fn serialize(&self, report: &ExperimentReport) -> Result<Vec<u8>, StoreError>;
 }
 
+/// The HTML report of one experiment.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HtmlExporter;
+
+impl Exporter for HtmlExporter {
+    fn serialize(&self, report: &ExperimentReport) -> Result<Vec<u8>, StoreError> {
+        Ok(crate::html_report(std::slice::from_ref(report), None).into_bytes())
+    }
+}
+
 /// The export formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExportFormat {
@@ -27,17 +37,20 @@ pub enum ExportFormat {
     Json,
     /// One row per run.
     Csv,
+    /// The self-contained HTML report (`iolab report ID`).
+    Html,
 }
 
 impl ExportFormat {
     /// Every format, for help texts.
-    pub const ALL: [ExportFormat; 2] = [ExportFormat::Json, ExportFormat::Csv];
+    pub const ALL: [ExportFormat; 3] = [ExportFormat::Json, ExportFormat::Csv, ExportFormat::Html];
 
     /// The format's exporter.
     pub fn exporter(self) -> Box<dyn Exporter> {
         match self {
             ExportFormat::Json => Box::new(JsonExporter),
             ExportFormat::Csv => Box::new(CsvExporter),
+            ExportFormat::Html => Box::new(HtmlExporter),
         }
     }
 
@@ -46,6 +59,7 @@ impl ExportFormat {
         match self {
             ExportFormat::Json => "json",
             ExportFormat::Csv => "csv",
+            ExportFormat::Html => "html",
         }
     }
 }
@@ -63,7 +77,11 @@ impl FromStr for ExportFormat {
         Self::ALL
             .into_iter()
             .find(|f| f.name().eq_ignore_ascii_case(s))
-            .ok_or_else(|| UsageError::new(format!("unknown export format {s:?}: use json or csv")))
+            .ok_or_else(|| {
+                UsageError::new(format!(
+                    "unknown export format {s:?}: use json, csv or html"
+                ))
+            })
     }
 }
 
@@ -76,6 +94,6 @@ mod tests {
         assert_eq!("json".parse::<ExportFormat>(), Ok(ExportFormat::Json));
         assert_eq!("CSV".parse::<ExportFormat>(), Ok(ExportFormat::Csv));
         let err = "xml".parse::<ExportFormat>().expect_err("unknown");
-        assert!(err.0.contains("json or csv"));
+        assert!(err.0.contains("json, csv or html"));
     }
 }

@@ -151,6 +151,7 @@ mod tests {
             extra: serde_json::to_value(p).unwrap(),
             outcome: iolab_store::RunOutcome::Ok,
             reason: None,
+            variant: None,
         }
     }
 

@@ -97,13 +97,13 @@ fn pair_text(p: &PrefetchPair, d: usize) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use iolab_experiment::startup::prefetch::variant_target;
+    use iolab_experiment::startup::prefetch::variant_of;
     use iolab_experiment::startup::PrefetchMode;
     use iolab_store::{ExperimentId, ExperimentReport};
     use serde_json::{json, Value};
 
     fn run(
-        target: &str,
+        variant: Option<&str>,
         workload: &str,
         rep: u32,
         secs: f64,
@@ -113,7 +113,7 @@ mod tests {
             scheduler: "bfq".into(),
             workload: workload.into(),
             rep,
-            target: target.into(),
+            target: "app".into(),
             started_at: String::new(),
             duration_ns: (secs * 1e9) as u64,
             censored,
@@ -130,6 +130,7 @@ mod tests {
                 iolab_store::RunOutcome::Ok
             },
             reason: None,
+            variant: variant.map(str::to_string),
         }
     }
 
@@ -144,16 +145,17 @@ mod tests {
             config: Value::Null,
             environment: Value::Null,
         };
-        let before = variant_target("app", PrefetchMode::Before);
+        let before = variant_of(PrefetchMode::Before);
+        let b = Some(before.as_str());
         let runs = vec![
-            run("app", "idle", 1, 1.0, false),
-            run("app", "idle", 2, 1.2, false),
-            run(&before, "idle", 1, 0.2, false),
-            run(&before, "idle", 2, 0.3, false),
-            run("app", "1r", 1, 10.0, true),
-            run("app", "1r", 2, 10.0, true),
-            run(&before, "1r", 1, 0.5, false),
-            run(&before, "1r", 2, 0.7, false),
+            run(None, "idle", 1, 1.0, false),
+            run(None, "idle", 2, 1.2, false),
+            run(b, "idle", 1, 0.2, false),
+            run(b, "idle", 2, 0.3, false),
+            run(None, "1r", 1, 10.0, true),
+            run(None, "1r", 2, 10.0, true),
+            run(b, "1r", 1, 0.5, false),
+            run(b, "1r", 2, 0.7, false),
         ];
         let mut report = ExperimentReport::new(exp, runs);
         report.artifacts = (1..=2)
@@ -161,7 +163,8 @@ mod tests {
                 run_id: iolab_store::RunId(rep.into()),
                 scheduler: "bfq".into(),
                 workload: "idle".into(),
-                target: before.clone(),
+                target: "app".into(),
+                variant: Some(before.clone()),
                 rep,
                 kind: "prefetch".into(),
                 json: json!({"mode": "before", "list_files": 3, "list_bytes": 4096,

@@ -114,6 +114,7 @@ mod tests {
             }),
             outcome: iolab_store::RunOutcome::Ok,
             reason: None,
+            variant: None,
         }
     }
 

@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use iolab_bio::BioHistograms;
-use iolab_experiment::startup::prefetch::is_variant;
 use iolab_store::ExperimentReport;
 
 use super::first_seen;
@@ -44,7 +43,7 @@ pub fn latency_views(r: &ExperimentReport) -> Vec<LatencyView> {
     let mut sums: BTreeMap<(Key, String), Sum> = BTreeMap::new();
     let mut order: Vec<Key> = Vec::new();
     for a in r.artifacts.iter().filter(|a| a.kind == "latency_hist") {
-        if is_variant(&a.target) {
+        if a.variant.is_some() {
             continue;
         }
         let Ok(doc) = serde_json::from_value::<BioHistograms>(a.json.clone()) else {

@@ -4,7 +4,6 @@
 
 use serde::Serialize;
 
-use iolab_experiment::startup::prefetch::is_variant;
 use iolab_store::ExperimentReport;
 use iolab_sys::cpustat::{CpuTrack, PsiTrack};
 
@@ -42,7 +41,7 @@ pub fn cpu_runs(r: &ExperimentReport) -> Vec<CpuRun> {
     let mut out: Vec<CpuRun> = Vec::new();
     for a in r.artifacts.iter().filter(|a| a.kind == "cpu") {
         let cell = format!("{}/{}", a.scheduler, a.workload);
-        if is_variant(&a.target) || out.iter().any(|c| c.cell == cell) {
+        if a.variant.is_some() || out.iter().any(|c| c.cell == cell) {
             continue;
         }
         let Ok(track) = serde_json::from_value::<CpuTrack>(a.json.clone()) else {

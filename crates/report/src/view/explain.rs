@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use iolab_experiment::startup::prefetch::is_variant;
 use iolab_explain::{Attribution, Totals};
 use iolab_store::ExperimentReport;
 
@@ -45,7 +44,7 @@ pub struct FlameCell {
 fn attributions(r: &ExperimentReport) -> Vec<((String, String), Vec<Attribution>)> {
     let mut by: Vec<((String, String), Vec<Attribution>)> = Vec::new();
     for a in r.artifacts.iter().filter(|a| a.kind == "explain") {
-        if is_variant(&a.target) {
+        if a.variant.is_some() {
             continue;
         }
         let Ok(attr) = serde_json::from_value::<Attribution>(a.json.clone()) else {
@@ -76,7 +75,7 @@ pub fn cause_stacks(r: &ExperimentReport) -> Vec<CauseStack> {
                 .runs
                 .iter()
                 .filter(|x| x.scheduler == scheduler && x.workload == workload && x.censored)
-                .filter(|x| !is_variant(&x.target))
+                .filter(|x| x.variant.is_none())
                 .count();
             causes.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
             CauseStack {

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use iolab_experiment::startup::prefetch::split_variant;
+use iolab_experiment::startup::prefetch::mode_of;
 use iolab_stats::{ratio_of_means, Ratio};
 use iolab_store::{CellReport, ExperimentReport};
 
@@ -38,15 +38,19 @@ pub fn pairs(r: &ExperimentReport) -> Vec<PrefetchPair> {
     r.cells
         .iter()
         .filter_map(|with| {
-            let (base, mode) = split_variant(&with.target)?;
+            let mode = mode_of(with.variant.as_deref())?;
             let without = r.cells.iter().find(|c| {
-                c.target == base && c.scheduler == with.scheduler && c.workload == with.workload
+                c.variant.is_none()
+                    && c.target == with.target
+                    && c.scheduler == with.scheduler
+                    && c.workload == with.workload
             })?;
             let docs: Vec<&serde_json::Value> = r
                 .artifacts
                 .iter()
                 .filter(|a| {
                     a.kind == "prefetch"
+                        && a.variant == with.variant
                         && a.target == with.target
                         && a.scheduler == with.scheduler
                         && a.workload == with.workload

@@ -3,7 +3,6 @@
 
 use serde::Serialize;
 
-use iolab_experiment::startup::prefetch::is_variant;
 use iolab_store::{CellReport, ExperimentReport};
 
 use super::first_seen;
@@ -44,7 +43,7 @@ pub struct StartupView {
 impl StartupView {
     /// The view of `r`'s plain starts.
     pub fn of(r: &ExperimentReport) -> StartupView {
-        let cells: Vec<&CellReport> = r.cells.iter().filter(|c| !is_variant(&c.target)).collect();
+        let cells: Vec<&CellReport> = r.cells.iter().filter(|c| c.variant.is_none()).collect();
         StartupView {
             schedulers: first_seen(cells.iter().map(|c| c.scheduler.as_str())),
             workloads: first_seen(cells.iter().map(|c| c.workload.as_str())),

@@ -32,6 +32,7 @@ pub fn run(scheduler: &str, workload: &str, rep: u32, secs: f64) -> RunRecord {
             iolab_store::RunOutcome::Ok
         },
         reason: None,
+        variant: None,
     }
 }
 

@@ -317,6 +317,7 @@ fn record(
         extra: serde_json::to_value(pt).unwrap_or_default(),
         outcome: iolab_store::RunOutcome::Ok,
         reason: None,
+        variant: None,
     }
 }
 
