@@ -11,6 +11,7 @@ report/export are printed, ready for docs/PERFORMANCE.md.
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -53,6 +54,7 @@ def main():
     check = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__),
                             "report_check.py"), html], capture_output=True, text=True)
     print(check.stdout.strip())
+    shutil.rmtree(tmp, ignore_errors=True)
     return check.returncode
 
 

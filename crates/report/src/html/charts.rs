@@ -2,7 +2,7 @@
 //! Every mark carries a `<title>` with its exact number and `data-*`
 //! attributes (the test reads them back against `results show --json`).
 
-use super::svg::{decades, esc, nice_max, num, ticks, Linear, Log, Mark, Svg};
+use super::svg::{decades, esc, nice_max, num, tick, ticks, Linear, Log, Mark, Svg};
 
 const W: f64 = 760.0;
 const LEFT: f64 = 64.0;
@@ -59,7 +59,7 @@ fn y_axis_linear(svg: &mut Svg, y: &Linear, top: f64, label: &str, w: f64) {
                 ..Default::default()
             },
         );
-        svg.text(LEFT - 6.0, py + 4.0, "end", "tick", &num(t));
+        svg.text(LEFT - 6.0, py + 4.0, "end", "tick", &tick(t));
     }
     svg.vtext(14.0, TOP + PLOT_H / 2.0, "axis", label);
 }

@@ -379,7 +379,7 @@ fn max(t: &iolab_experiment::sweep::max::MaxTable) -> String {
                 format!("{} {label}", kind.label()),
                 &t.schedulers,
                 &t.threads,
-                |n| format!("{n} threads"),
+                |n| format!("{n} thread{}", if *n == 1 { "" } else { "s" }),
                 |n, sc| {
                     t.cell(*kind, *n, sc)
                         .map(|c| (c, format!("{}-{n}j", kind.label())))
@@ -590,14 +590,20 @@ pub fn comparison(c: &Comparison, views: &[ExperimentView]) -> String {
             Verdict::Worse => "worse",
             _ => "same",
         };
+        // `≥`: a bound, from starts cut off at the timeout.
+        let v = |x: Option<f64>, lower: bool| {
+            x.map_or("-".into(), |x| {
+                format!("{}{}", if lower { "≥" } else { "" }, num(x))
+            })
+        };
         let st = |s: &iolab_stats::Summary| {
             format!(
                 "<td class=num>{}</td><td class=num>{}</td><td class=num>{}</td><td class=num>{}</td><td class=num>{}</td>",
-                s.mean.map_or("-".into(), num),
-                s.median.map_or("-".into(), num),
-                s.min.map_or("-".into(), num),
-                s.max.map_or("-".into(), num),
-                s.stddev.map_or("-".into(), num)
+                v(s.mean, s.mean_is_lower_bound),
+                v(s.median, s.median_is_lower_bound),
+                v(s.min, s.min_is_lower_bound),
+                v(s.max, s.max_is_lower_bound),
+                v(s.stddev, false)
             )
         };
         let _ = write!(

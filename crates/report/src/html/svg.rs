@@ -253,7 +253,18 @@ pub fn decades(lo: f64, hi: f64) -> Vec<f64> {
     (a..=b).map(|e| 10f64.powi(e)).collect()
 }
 
-/// A tick label: few digits, no float noise.
+/// An axis tick: `150k`, `1.5M` (a y axis has room for few characters).
+pub fn tick(v: f64) -> String {
+    if v.abs() >= 1e6 {
+        format!("{}M", num(v / 1e6))
+    } else if v.abs() >= 1e4 {
+        format!("{}k", num(v / 1e3))
+    } else {
+        num(v)
+    }
+}
+
+/// A number for a label: few digits, no float noise.
 pub fn num(v: f64) -> String {
     let a = v.abs();
     if v == 0.0 {

@@ -21,7 +21,13 @@ pub fn render(c: &Comparison, a: i64, b: i64) -> String {
         "{}{unit} of experiment {b} (B) against {a} (A), {dir}; ratio B/A with Fieller's 95 % interval (Welch)\n",
         c.metric.name
     );
-    let f = |v: Option<f64>| v.map_or_else(|| "-".to_string(), number);
+    // `≥`: a bound, from runs cut off at the timeout.
+    let f = |v: Option<f64>, lower: bool| {
+        v.map_or_else(
+            || "-".to_string(),
+            |x| format!("{}{}", if lower { "≥" } else { "" }, number(x)),
+        )
+    };
     let mut rows = vec![[
         "cell",
         "",
@@ -45,11 +51,11 @@ pub fn render(c: &Comparison, a: i64, b: i64) -> String {
                 if last { String::new() } else { p.key.clone() },
                 label.to_string(),
                 st.n.to_string(),
-                f(st.mean),
-                f(st.median),
-                f(st.min),
-                f(st.max),
-                f(st.stddev),
+                f(st.mean, st.mean_is_lower_bound),
+                f(st.median, st.median_is_lower_bound),
+                f(st.min, st.min_is_lower_bound),
+                f(st.max, st.max_is_lower_bound),
+                f(st.stddev, false),
                 if last {
                     p.diff_pct
                         .map_or_else(|| "-".into(), |d| format!("{d:+.1}"))
