@@ -362,32 +362,35 @@ fn remove_left_dir(dir: &Path) {
 /// while the returned file is open; `None` (no lock) when the lock file
 /// cannot be opened, which only loses this protection.
 pub(crate) fn tracefs_lock() -> Option<std::fs::File> {
-    let _ = std::fs::create_dir_all("/run/iolab/locks");
+    let locks = iolab_sys::paths::machine_dir().join("locks");
+    let _ = std::fs::create_dir_all(&locks);
     let f = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open("/run/iolab/locks/tracefs.lock")
+        .open(locks.join("tracefs.lock"))
         .ok()?;
     rustix::fs::flock(&f, rustix::fs::FlockOperation::LockExclusive).ok()?;
     Some(f)
 }
 
 /// Marks a tracefs mount an iolab guard made and had to leave for other
-/// instances. One fixed path for every run directory: the processes
+/// instances. One path per machine, not per run directory: the processes
 /// sharing tracefs need not share a run directory (tests do not).
-const TRACEFS_LEFT: &str = "/run/iolab/tracefs-left-mounted";
+fn tracefs_left() -> PathBuf {
+    iolab_sys::paths::machine_dir().join("tracefs-left-mounted")
+}
 
 /// After an instance is removed: when an iolab guard left its tracefs
 /// mount at `root` for others and no instance remains, unmounts it.
 /// Returns what it did, if anything.
 pub(crate) fn unmount_left_tracefs(root: &Path) -> Option<String> {
-    let left = std::fs::read_to_string(TRACEFS_LEFT).ok()?;
+    let left = std::fs::read_to_string(tracefs_left()).ok()?;
     if Path::new(left.trim()) != root {
         return None;
     }
     if !is_mounted(root) {
-        let _ = std::fs::remove_file(TRACEFS_LEFT);
+        let _ = std::fs::remove_file(tracefs_left());
         return None;
     }
     if tracefs_in_use(root, "tracefs") {
@@ -395,7 +398,7 @@ pub(crate) fn unmount_left_tracefs(root: &Path) -> Option<String> {
     }
     match rustix::mount::unmount(root, rustix::mount::UnmountFlags::empty()) {
         Ok(()) => {
-            let _ = std::fs::remove_file(TRACEFS_LEFT);
+            let _ = std::fs::remove_file(tracefs_left());
             Some(format!("unmounted tracefs from {}", root.display()))
         }
         // Someone has a tracefs file open: left for the next one.
@@ -411,8 +414,8 @@ fn undo_mount(target: &Path, source: &str) -> Result<String, GuardError> {
     if tracefs_in_use(target, source) {
         // Whoever removes the last instance unmounts it (see
         // `unmount_left_tracefs`), so the machine ends as it began.
-        let _ = std::fs::create_dir_all("/run/iolab");
-        let _ = std::fs::write(TRACEFS_LEFT, target.to_string_lossy().as_bytes());
+        let _ = std::fs::create_dir_all(iolab_sys::paths::machine_dir());
+        let _ = std::fs::write(tracefs_left(), target.to_string_lossy().as_bytes());
         return Ok(format!(
             "left {source} mounted on {}: other trace instances still use it; the last of them unmounts it",
             target.display()

@@ -37,11 +37,13 @@ pub use guard::{read_throttle, Guard, Recorded, Throttle, BLKIO_ROOT};
 pub use journal::Journal;
 pub use signals::{install_signal_handlers, request_stop, stop_requested, stop_signal};
 
-/// The directory holding journals and locks.
+/// The directory holding journals and locks: `IOLAB_RUN_DIR`, else the
+/// system's machine directory (`/run/iolab`; on Android
+/// `/data/local/tmp/iolab/run`, see `iolab_sys::paths`).
 pub fn run_dir() -> PathBuf {
     std::env::var_os("IOLAB_RUN_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/run/iolab"))
+        .unwrap_or_else(iolab_sys::paths::machine_dir)
 }
 
 static INSTANCE: AtomicU64 = AtomicU64::new(0);

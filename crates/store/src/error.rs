@@ -27,9 +27,6 @@ pub enum StoreError {
         /// The underlying error.
         source: std::io::Error,
     },
-    /// No user data directory is known.
-    #[error("no data directory for the results database ($HOME is unset): pass --db PATH")]
-    NoDataDir,
     /// The database was written by a newer iolab.
     #[error(
         "{path} has schema version {found} but this iolab knows only up to {known}: \
@@ -104,7 +101,6 @@ impl StoreError {
             self,
             StoreError::Open { .. }
                 | StoreError::CreateDir { .. }
-                | StoreError::NoDataDir
                 | StoreError::NewerSchema { .. }
                 | StoreError::NoSuchExperiment { .. }
         )

@@ -21,10 +21,11 @@ use crate::model::{
 use crate::schema::{self, Migrated};
 use crate::time::rfc3339_now;
 
-/// `dirs::data_dir()/iolab/results.db`, e.g. `~/.local/share/iolab/results.db`.
+/// `results.db` in the system's data directory: `~/.local/share/iolab`,
+/// `/var/lib/iolab` without `HOME`, `/data/local/tmp/iolab` on Android
+/// (see `iolab_sys::paths`).
 pub fn default_db_path() -> Result<PathBuf, StoreError> {
-    let dir = dirs::data_dir().ok_or(StoreError::NoDataDir)?;
-    Ok(dir.join("iolab").join("results.db"))
+    Ok(iolab_sys::paths::data_dir().join("results.db"))
 }
 
 /// An open results database.

@@ -15,6 +15,7 @@ pub mod error;
 pub mod ioprio;
 pub mod mounts;
 pub mod pagecache;
+pub mod paths;
 pub mod pressure;
 pub mod process;
 pub mod text;
