@@ -38,7 +38,7 @@ enum ResultsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Export one experiment: JSON (everything), CSV (one row per run) or HTML.
+    /// Export one experiment: JSON (everything), CSV (one row per run), HTML or LAVA lines.
     Export {
         /// Experiment id (see `iolab results list`).
         id: ExperimentId,
@@ -89,6 +89,8 @@ enum Format {
     Csv,
     /// The self-contained HTML report, as `iolab report ID`.
     Html,
+    /// LAVA test-case lines (`<LAVA_SIGNAL_TESTCASE ...>`), one per cell and metric.
+    Lava,
 }
 
 impl From<Format> for ExportFormat {
@@ -97,6 +99,7 @@ impl From<Format> for ExportFormat {
             Format::Json => ExportFormat::Json,
             Format::Csv => ExportFormat::Csv,
             Format::Html => ExportFormat::Html,
+            Format::Lava => ExportFormat::Lava,
         }
     }
 }

@@ -4,6 +4,7 @@
 
 mod csv;
 mod json;
+pub mod lava;
 
 use std::fmt;
 use std::str::FromStr;
@@ -12,6 +13,7 @@ use iolab_sys::UsageError;
 
 pub use self::csv::CsvExporter;
 pub use self::json::JsonExporter;
+pub use self::lava::LavaExporter;
 use iolab_store::{ExperimentReport, StoreError};
 
 /// Serializes a report in one format.
@@ -39,11 +41,18 @@ pub enum ExportFormat {
     Csv,
     /// The self-contained HTML report (`iolab report ID`).
     Html,
+    /// LAVA test-case signal lines, one per cell and metric.
+    Lava,
 }
 
 impl ExportFormat {
     /// Every format, for help texts.
-    pub const ALL: [ExportFormat; 3] = [ExportFormat::Json, ExportFormat::Csv, ExportFormat::Html];
+    pub const ALL: [ExportFormat; 4] = [
+        ExportFormat::Json,
+        ExportFormat::Csv,
+        ExportFormat::Html,
+        ExportFormat::Lava,
+    ];
 
     /// The format's exporter.
     pub fn exporter(self) -> Box<dyn Exporter> {
@@ -51,6 +60,7 @@ impl ExportFormat {
             ExportFormat::Json => Box::new(JsonExporter),
             ExportFormat::Csv => Box::new(CsvExporter),
             ExportFormat::Html => Box::new(HtmlExporter),
+            ExportFormat::Lava => Box::new(LavaExporter),
         }
     }
 
@@ -60,6 +70,7 @@ impl ExportFormat {
             ExportFormat::Json => "json",
             ExportFormat::Csv => "csv",
             ExportFormat::Html => "html",
+            ExportFormat::Lava => "lava",
         }
     }
 }
@@ -79,7 +90,7 @@ impl FromStr for ExportFormat {
             .find(|f| f.name().eq_ignore_ascii_case(s))
             .ok_or_else(|| {
                 UsageError::new(format!(
-                    "unknown export format {s:?}: use json, csv or html"
+                    "unknown export format {s:?}: use json, csv, html or lava"
                 ))
             })
     }
@@ -94,6 +105,6 @@ mod tests {
         assert_eq!("json".parse::<ExportFormat>(), Ok(ExportFormat::Json));
         assert_eq!("CSV".parse::<ExportFormat>(), Ok(ExportFormat::Csv));
         let err = "xml".parse::<ExportFormat>().expect_err("unknown");
-        assert!(err.0.contains("json, csv or html"));
+        assert!(err.0.contains("json, csv, html or lava"));
     }
 }
