@@ -93,7 +93,10 @@ def main():
          "--disable-sync", "--disable-extensions",
          "--remote-debugging-port=0", f"--user-data-dir={profile}",
          "--window-size=1280,900", "about:blank"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        # Chromium's own temp dirs (org.chromium.*) go in the profile,
+        # removed below, not in /tmp.
+        env={**os.environ, "TMPDIR": profile})
     try:
         port_file = os.path.join(profile, "DevToolsActivePort")
         for _ in range(200):
