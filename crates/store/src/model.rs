@@ -83,6 +83,15 @@ impl Status {
         }
     }
 
+    /// How an experiment ended: `Interrupted` when it was stopped early.
+    pub fn ended(interrupted: bool) -> Status {
+        if interrupted {
+            Status::Interrupted
+        } else {
+            Status::Done
+        }
+    }
+
     /// Parses the stored word.
     pub fn parse(s: &str) -> Option<Status> {
         [Status::Running, Status::Done, Status::Interrupted]

@@ -221,14 +221,7 @@ pub fn run_startup(
         }
     }
     progress.finish();
-    store.set_status(
-        id,
-        if interrupted {
-            Status::Interrupted
-        } else {
-            Status::Done
-        },
-    )?;
+    store.set_status(id, Status::ended(interrupted))?;
     let report = store.report(id)?;
     Ok(Finished {
         id,

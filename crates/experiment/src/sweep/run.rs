@@ -78,15 +78,7 @@ pub fn run_sweep(
         Some(id) => Some(load_resumable(&store, id)?),
         None => None,
     };
-    let cfg = match (&resumed, cfg) {
-        (Some(r), _) => r.cfg.clone(),
-        (None, Some(c)) => c,
-        (None, None) => {
-            return Err(
-                UsageError::new("nothing to run: no configuration and no --resume ID").into(),
-            )
-        }
-    };
+    let cfg = config_or_resumed(resumed.as_ref().map(|r| &r.cfg), cfg)?;
     cfg.validate()?;
 
     let guard = Guard::new();
@@ -178,14 +170,7 @@ pub fn run_sweep(
         );
     }
     progress.finish();
-    store.set_status(
-        id,
-        if interrupted {
-            Status::Interrupted
-        } else {
-            Status::Done
-        },
-    )?;
+    store.set_status(id, Status::ended(interrupted))?;
     if lost.0 > 0 {
         warnings.push(format!(
             "the block trace lost {} events in {} run(s): their latency_hist is incomplete",
@@ -244,6 +229,20 @@ pub(crate) fn check_schedulers(dev: &BlockDev, wanted: &[String]) -> Result<(), 
 
 /// Experiment `id` if it is a `kind` experiment that can be resumed; the
 /// refusal of another kind names the command that resumes it.
+/// The configuration to run: the resumed experiment's, else the one given.
+pub(crate) fn config_or_resumed<C: Clone>(
+    resumed: Option<&C>,
+    given: Option<C>,
+) -> Result<C, UsageError> {
+    match (resumed, given) {
+        (Some(c), _) => Ok(c.clone()),
+        (None, Some(c)) => Ok(c),
+        (None, None) => Err(UsageError::new(
+            "nothing to run: no configuration and no --resume ID",
+        )),
+    }
+}
+
 pub(crate) fn resumable(
     store: &Store,
     id: ExperimentId,

@@ -151,7 +151,7 @@ fn print_finished(fin: &SweepFinished, a: &SweepArgs) -> anyhow::Result<()> {
         let doc = serde_json::json!({
             "experiment": fin.id,
             "db": fin.db,
-            "status": if fin.interrupted { "interrupted" } else { "done" },
+            "status": iolab_store::Status::ended(fin.interrupted).as_str(),
             "place": fin.place,
             "engine": ENGINE,
             "sizing": fin.sizing,
@@ -303,7 +303,7 @@ fn run_max(a: &SweepArgs) -> anyhow::Result<()> {
         let doc = serde_json::json!({
             "experiment": fin.id,
             "db": fin.db,
-            "status": if fin.interrupted { "interrupted" } else { "done" },
+            "status": iolab_store::Status::ended(fin.interrupted).as_str(),
             "place": fin.place,
             "config": fin.config,
             "elapsed_s": fin.elapsed.as_secs_f64(),

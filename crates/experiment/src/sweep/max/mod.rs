@@ -82,15 +82,7 @@ pub fn run_max(
         Some(id) => Some((id, load_resumable(&store, id)?)),
         None => None,
     };
-    let mut cfg = match (&resumed, cfg) {
-        (Some((_, c)), _) => c.clone(),
-        (None, Some(c)) => c,
-        (None, None) => {
-            return Err(
-                UsageError::new("nothing to run: no configuration and no --resume ID").into(),
-            )
-        }
-    };
+    let mut cfg = super::run::config_or_resumed(resumed.as_ref().map(|(_, c)| c), cfg)?;
     cfg.validate()?;
     let guard = Guard::new();
     let (dev, what, own) = resolve(&guard, &cfg, opts.force)?;
@@ -157,14 +149,7 @@ pub fn run_max(
         progress.done(pt.bw_bytes);
     }
     progress.finish();
-    store.set_status(
-        id,
-        if interrupted {
-            Status::Interrupted
-        } else {
-            Status::Done
-        },
-    )?;
+    store.set_status(id, Status::ended(interrupted))?;
     Ok(MaxFinished {
         id,
         db: opts.db.clone(),
