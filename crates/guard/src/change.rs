@@ -200,6 +200,16 @@ impl Change {
                         })?,
                         rustix::process::Signal::KILL,
                     );
+                    // SIGKILL is delivered, not done: wait (bounded) until
+                    // no member is left, so that "restored" means gone
+                    // (a lab's model server must not outlive `lab down`;
+                    // CI once saw it still running right after).
+                    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+                    while !iolab_sys::process::live_group_members(*pgid).is_empty()
+                        && std::time::Instant::now() < deadline
+                    {
+                        std::thread::sleep(std::time::Duration::from_millis(5));
+                    }
                     Ok(format!("killed process group {pgid}"))
                 } else {
                     Ok(format!("process group {pgid} already gone"))
