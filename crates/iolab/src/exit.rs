@@ -49,6 +49,8 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
                 .is_some_and(|s| s.is_usage())
             || e.downcast_ref::<iolab_explain::ExplainError>()
                 .is_some_and(|s| s.is_usage())
+            || e.downcast_ref::<iolab_remote::RemoteError>()
+                .is_some_and(|s| s.is_usage())
     });
     if usage {
         2

@@ -83,6 +83,17 @@ pub enum StoreError {
         /// What is wrong, with the offending text.
         what: String,
     },
+    /// The user asked for something that cannot be done as asked.
+    #[error("{0}")]
+    Usage(String),
+    /// A database to import could not be copied.
+    #[error("cannot import {path}: {source}")]
+    Import {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
     /// An export could not be serialized.
     #[error("cannot export as {format}: {why}")]
     Export {
@@ -103,6 +114,7 @@ impl StoreError {
                 | StoreError::CreateDir { .. }
                 | StoreError::NewerSchema { .. }
                 | StoreError::NoSuchExperiment { .. }
+                | StoreError::Usage(_)
         )
     }
 }

@@ -14,6 +14,7 @@
 
 pub mod compare;
 mod error;
+mod import;
 mod model;
 mod report;
 pub mod schema;
@@ -23,6 +24,7 @@ pub mod testutil;
 mod time;
 
 pub use error::StoreError;
+pub use import::{ImportAction, ImportFrom, Imported};
 pub use model::{
     Artifact, BackgroundIo, Experiment, ExperimentId, ExperimentSummary, RunId, RunKey, RunOutcome,
     RunRecord, Status,

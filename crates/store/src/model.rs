@@ -259,6 +259,10 @@ pub struct Experiment {
     pub config: Value,
     /// Environment: kernel, device, filesystem, vm settings, CPUs, memory.
     pub environment: Value,
+    /// Where it ran, when it was imported from another machine's database
+    /// (`hostname`, `machine_id`, `via`, `remote_id`, `imported_at`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Value>,
 }
 
 /// One line of `iolab results list`.
@@ -280,6 +284,9 @@ pub struct ExperimentSummary {
     pub censored: usize,
     /// The command line that created it.
     pub command_line: String,
+    /// The host it ran on, when imported from another machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 #[cfg(test)]

@@ -119,6 +119,14 @@ pub const MIGRATIONS: &[&str] = &[
         FROM run;
     DROP TABLE run;
     ALTER TABLE run_v4 RENAME TO run;",
+    // v5: experiments imported from another machine's database (`iolab
+    // remote`, `iolab results import`) keep where they ran: `origin_json`
+    // (host name, machine id, transport, the id it had there) and a key
+    // that makes importing the same database twice update, not duplicate.
+    "ALTER TABLE experiment ADD COLUMN origin_json TEXT;
+    ALTER TABLE experiment ADD COLUMN origin_key TEXT;
+    CREATE UNIQUE INDEX experiment_origin_key ON experiment(origin_key)
+        WHERE origin_key IS NOT NULL;",
 ];
 
 /// The schema version this build writes.

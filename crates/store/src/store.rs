@@ -31,14 +31,16 @@ pub fn default_db_path() -> Result<PathBuf, StoreError> {
 /// An open results database.
 #[derive(Debug)]
 pub struct Store {
-    conn: Connection,
+    pub(crate) conn: Connection,
     path: PathBuf,
 }
 
 const EXPERIMENT_COLUMNS: &str =
-    "id, created, kind, command_line, status, owner_pid, owner_start, config_json, environment_json";
+    "id, created, kind, command_line, status, owner_pid, owner_start, \
+     config_json, environment_json, origin_json";
 
-const RUN_COLUMNS: &str = "scheduler, workload, rep, target, started_at, duration_ns, censored, \
+pub(crate) const RUN_COLUMNS: &str =
+    "scheduler, workload, rep, target, started_at, duration_ns, censored, \
      timeout_ns, exit_code, signal, overhead_ns, bg_read_bytes, bg_write_bytes, bg_seconds, \
      config_json, extra_json, outcome, reason, variant";
 
@@ -327,7 +329,8 @@ impl Store {
                         (SELECT COUNT(*) FROM (SELECT DISTINCT scheduler, workload, target
                                                 FROM run WHERE experiment_id = e.id)),
                         (SELECT COUNT(*) FROM run WHERE experiment_id = e.id),
-                        (SELECT COUNT(*) FROM run WHERE experiment_id = e.id AND censored)
+                        (SELECT COUNT(*) FROM run WHERE experiment_id = e.id AND censored),
+                        json_extract(e.origin_json, '$.hostname')
                  FROM experiment e ORDER BY e.id",
             )
             .map_err(|e| self.sql(e))?;
@@ -344,6 +347,7 @@ impl Store {
                         cells: r.get(7)?,
                         runs: r.get(8)?,
                         censored: r.get(9)?,
+                        host: r.get(10)?,
                     },
                     status,
                     r.get::<_, i32>(5)?,
@@ -377,12 +381,13 @@ impl Store {
                         r.get::<_, u64>(6)?,
                         r.get::<_, String>(7)?,
                         r.get::<_, String>(8)?,
+                        r.get::<_, Option<String>>(9)?,
                     ))
                 },
             )
             .optional()
             .map_err(|e| self.sql(e))?;
-        let (created, kind, command_line, status, pid, start, config, env) =
+        let (created, kind, command_line, status, pid, start, config, env, origin) =
             row.ok_or_else(|| self.no_such(id))?;
         Ok(Experiment {
             id,
@@ -392,6 +397,9 @@ impl Store {
             status: self.status(&status, pid, start)?,
             config: self.json(&config, "experiment config")?,
             environment: self.json(&env, "experiment environment")?,
+            origin: origin
+                .map(|o| self.json(&o, "experiment origin"))
+                .transpose()?,
         })
     }
 
@@ -415,7 +423,7 @@ impl Store {
         })
     }
 
-    fn sql(&self, source: rusqlite::Error) -> StoreError {
+    pub(crate) fn sql(&self, source: rusqlite::Error) -> StoreError {
         StoreError::Sql {
             path: self.path.clone(),
             source,

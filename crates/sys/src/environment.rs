@@ -32,6 +32,70 @@ pub struct Environment {
     pub device: Option<Device>,
     /// The filesystem holding the given path, if one was given.
     pub filesystem: Option<Filesystem>,
+    /// Which machine it was (absent in snapshots taken before iolab
+    /// recorded it): results imported from a board or a phone keep it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<Host>,
+}
+
+/// The identity of a machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Host {
+    /// `uname -n`.
+    pub hostname: String,
+    /// A stable identifier: `/etc/machine-id` (systemd and most
+    /// distributions), else Android's `ro.serialno`, else the boot id
+    /// (`/proc/sys/kernel/random/boot_id`, stable until the next boot).
+    pub machine_id: String,
+    /// Where `machine_id` came from: `machine-id`, `serialno` or `boot_id`.
+    pub id_source: String,
+}
+
+impl Host {
+    /// This machine.
+    pub fn current() -> Host {
+        Host::read(Path::new("/"))
+    }
+
+    /// The identity under file-system root `root` (tests pass a fixture);
+    /// the hostname is always this system's.
+    pub fn read(root: &Path) -> Host {
+        let hostname = rustix::system::uname()
+            .nodename()
+            .to_string_lossy()
+            .into_owned();
+        let file = |rel: &str| read_trimmed(&root.join(rel)).ok().filter(|s| !s.is_empty());
+        let (machine_id, id_source) =
+            if let Some(id) = file("etc/machine-id").or_else(|| file("var/lib/dbus/machine-id")) {
+                (id, "machine-id")
+            } else if let Some(s) = android_serial(root) {
+                (s, "serialno")
+            } else {
+                (
+                    file("proc/sys/kernel/random/boot_id").unwrap_or_else(|| hostname.clone()),
+                    "boot_id",
+                )
+            };
+        Host {
+            hostname,
+            machine_id,
+            id_source: id_source.to_string(),
+        }
+    }
+}
+
+/// Android's `ro.serialno`, through `getprop` (properties live in shared
+/// memory, not in a file a reader could parse).
+fn android_serial(root: &Path) -> Option<String> {
+    if !crate::paths::is_android_in(root) || root != Path::new("/") {
+        return None;
+    }
+    let out = std::process::Command::new("getprop")
+        .arg("ro.serialno")
+        .output()
+        .ok()?;
+    let s = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (!s.is_empty()).then_some(s)
 }
 
 /// uname(2) fields that identify a kernel build.
@@ -113,6 +177,7 @@ impl Environment {
             vm_dirty: VmDirty::read(proc_root),
             device: dev.map(Device::read),
             filesystem: path.and_then(Filesystem::of),
+            host: Some(Host::current()),
         }
     }
 }
@@ -219,6 +284,29 @@ mod tests {
         let p = root.join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, text).unwrap();
+    }
+
+    #[test]
+    fn the_host_is_the_machine_id_else_the_boot_id() {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "proc/sys/kernel/random/boot_id", "b00t\n");
+        let h = Host::read(d.path());
+        assert_eq!(
+            (h.machine_id.as_str(), h.id_source.as_str()),
+            ("b00t", "boot_id")
+        );
+        write(d.path(), "etc/machine-id", "0123abcd\n");
+        let h = Host::read(d.path());
+        assert_eq!(
+            (h.machine_id.as_str(), h.id_source.as_str()),
+            ("0123abcd", "machine-id")
+        );
+        // The host name is the running system's (uname -n).
+        let uname = std::process::Command::new("uname")
+            .arg("-n")
+            .output()
+            .unwrap();
+        assert_eq!(h.hostname, String::from_utf8_lossy(&uname.stdout).trim());
     }
 
     #[test]

@@ -55,8 +55,13 @@ pub fn data_dir_in(root: &Path, user_data: Option<PathBuf>) -> PathBuf {
     }
 }
 
-/// The data directory of this system (the results database lives here).
+/// The data directory of this system (the results database lives here);
+/// `IOLAB_DATA_DIR` overrides it (`iolab remote` keeps a device's results
+/// next to the binary it pushed).
 pub fn data_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("IOLAB_DATA_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d);
+    }
     data_dir_in(Path::new("/"), dirs::data_dir())
 }
 

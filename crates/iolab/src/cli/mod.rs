@@ -19,6 +19,7 @@ mod probe;
 #[cfg(feature = "test-seams")]
 mod read_ranges;
 mod record;
+mod remote;
 mod report;
 mod restore;
 mod results;
@@ -75,6 +76,8 @@ enum Command {
     Record(record::RecordArgs),
     /// Where did the time go: a command's wall time as on-CPU, runnable and blocked by kernel cause.
     Explain(explain::ExplainArgs),
+    /// Run any iolab command on a board (ssh) or a phone (adb) and merge its results here.
+    Remote(remote::RemoteArgs),
     /// Undo system changes left behind by an iolab run that was killed.
     Restore(restore::RestoreArgs),
     /// Test seam: make guarded changes, then hold/fail/panic (for tests).
@@ -145,6 +148,7 @@ pub fn run() -> anyhow::Result<()> {
         }
     }
     iolab_guard::install_signal_handlers()?;
+    remote::stop_when_stdin_ends();
     match cli.command {
         Command::Lab(c) => lab::run(c),
         Command::Load(a) => load::run(a),
@@ -163,6 +167,7 @@ pub fn run() -> anyhow::Result<()> {
         Command::Record(a) => record::run(a),
         Command::Explain(a) => explain::run(a),
         Command::Restore(a) => restore::run(a),
+        Command::Remote(a) => remote::run(a),
         Command::ModelServer(a) => model_server::run(a),
         #[cfg(feature = "test-seams")]
         Command::GuardTest(a) => guard_test::run(a),

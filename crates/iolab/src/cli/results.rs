@@ -79,6 +79,33 @@ Examples:
         #[arg(long)]
         json: bool,
     },
+    /// Merge another machine's results database (a board's, a phone's)
+    /// into this one; each experiment keeps the host it ran on.
+    #[command(after_help = "\
+The file is not changed: a copy is read. Importing the same database again
+replaces experiments that changed there (a resumed run) under the same
+local id and leaves the others alone. `iolab remote` imports by itself.
+
+Example:
+  scp root@rpi4:.local/share/iolab/results.db rpi4.db && iolab results import rpi4.db")]
+    Import {
+        /// The database to import (another iolab's results.db).
+        file: PathBuf,
+        /// Host name for experiments that do not record one (databases
+        /// written by an iolab older than 0.17).
+        #[arg(long, value_name = "NAME")]
+        host: Option<String>,
+        /// Output JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Internal (`iolab remote`): a consistent copy of the database, taken
+    /// while an experiment may still write to it.
+    #[command(hide = true)]
+    Snapshot {
+        /// Where to write the copy (must not exist).
+        file: PathBuf,
+    },
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -163,6 +190,15 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<()> {
                 out.write_all(iolab_report::text::compare::render(&c, a.0, b.0).as_bytes())?;
             }
         }
+        ResultsCommand::Import { file, host, json } => {
+            let from = iolab_store::ImportFrom {
+                via: None,
+                host_label: host,
+            };
+            let imported = store.import(&file, &from)?;
+            write_imported(&mut out, &imported, json)?;
+        }
+        ResultsCommand::Snapshot { file } => store.snapshot(&file)?,
         ResultsCommand::Export { id, format, output } => {
             let report = store.report(id)?;
             let bytes = ExportFormat::from(format).exporter().serialize(&report)?;
@@ -180,9 +216,39 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What an import did, one line per experiment (or JSON).
+pub fn write_imported(
+    out: &mut impl Write,
+    imported: &[iolab_store::Imported],
+    json: bool,
+) -> anyhow::Result<()> {
+    if json {
+        serde_json::to_writer_pretty(&mut *out, imported)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let mut rows = vec![["local id", "host", "remote id", "runs", "import"]
+        .map(str::to_string)
+        .to_vec()];
+    for i in imported {
+        rows.push(vec![
+            i.local_id.to_string(),
+            i.hostname.clone(),
+            i.remote_id.to_string(),
+            i.runs.to_string(),
+            serde_json::to_value(i.action)?
+                .as_str()
+                .unwrap_or("?")
+                .to_string(),
+        ]);
+    }
+    out.write_all(iolab_report::text::align_columns(&rows).as_bytes())?;
+    Ok(())
+}
+
 fn list_table(list: &[ExperimentSummary]) -> String {
     let mut rows = vec![[
-        "id", "created", "kind", "status", "cells", "runs", "command",
+        "id", "created", "kind", "host", "status", "cells", "runs", "command",
     ]
     .map(str::to_string)
     .to_vec()];
@@ -196,6 +262,7 @@ fn list_table(list: &[ExperimentSummary]) -> String {
             e.id.to_string(),
             short_time(&e.created),
             e.kind.clone(),
+            e.host.clone().unwrap_or_else(|| "-".to_string()),
             e.status.to_string(),
             e.cells.to_string(),
             runs,
@@ -218,6 +285,10 @@ fn show_text(report: &ExperimentReport, store: &Store) -> String {
     );
     out.push_str("\nconfig:\n");
     out.push_str(&render_key_values(&e.config, "  "));
+    if let Some(origin) = &e.origin {
+        out.push_str("\nran on (imported):\n");
+        out.push_str(&render_key_values(origin, "  "));
+    }
     out.push_str("\nenvironment:\n");
     out.push_str(&render_key_values(&e.environment, "  "));
     out.push('\n');

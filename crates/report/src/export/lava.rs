@@ -166,6 +166,7 @@ mod tests {
             status: Status::Done,
             config: serde_json::Value::Null,
             environment: serde_json::Value::Null,
+            origin: None,
         };
         let runs = vec![
             run("bfq", "idle", 0, 0.6),

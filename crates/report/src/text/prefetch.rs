@@ -144,6 +144,7 @@ mod tests {
             status: iolab_store::Status::Done,
             config: Value::Null,
             environment: Value::Null,
+            origin: None,
         };
         let before = variant_of(PrefetchMode::Before);
         let b = Some(before.as_str());
