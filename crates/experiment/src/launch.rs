@@ -25,6 +25,64 @@ pub enum Ready {
     Line(Regex),
     /// When this path appears.
     File(PathBuf),
+    /// When the target's process group has reached a memory size and
+    /// stopped growing: the thesis's readiness heuristic (its `dumpsys
+    /// meminfo` loop: 54 MB, then less than 1 MB more).
+    Settled(Settle),
+}
+
+/// Readiness by memory: the group's memory (PSS, see
+/// `iolab_sys::process::memory_bytes`) is at least `min_bytes` and moved by
+/// at most `growth_bytes` over the last `interval`. The start counts as
+/// done at the beginning of that quiet interval, when the size was reached
+/// (within one sampling step); it is detected one interval later.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settle {
+    /// Size to reach.
+    pub min_bytes: u64,
+    /// Largest change over the interval that still counts as settled.
+    pub growth_bytes: u64,
+    /// How long it must stay settled.
+    pub interval: Duration,
+}
+
+impl Settle {
+    /// How often the group's memory is read: a tenth of the interval,
+    /// between 10 and 100 ms (each read walks /proc).
+    pub fn step(&self) -> Duration {
+        (self.interval / 10).clamp(Duration::from_millis(10), Duration::from_millis(100))
+    }
+}
+
+/// The memory samples of a [`Ready::Settled`] launch.
+struct SettleWatch {
+    settle: Settle,
+    samples: std::collections::VecDeque<(Instant, u64)>,
+}
+
+impl SettleWatch {
+    /// Adds a sample; returns when the quiet interval began once settled.
+    fn sample(&mut self, at: Instant, bytes: u64) -> Option<Instant> {
+        self.samples.push_back((at, bytes));
+        let window_start = at.checked_sub(self.settle.interval)?;
+        // Keep one sample at or before the window's start: it proves the
+        // window is covered.
+        while self.samples.len() > 1 && self.samples[1].0 <= window_start {
+            self.samples.pop_front();
+        }
+        let first = self.samples.front()?.0;
+        if first > window_start || bytes < self.settle.min_bytes {
+            return None;
+        }
+        let (lo, hi) = self
+            .samples
+            .iter()
+            .fold((u64::MAX, 0), |(lo, hi), &(_, b)| (lo.min(b), hi.max(b)));
+        // Every sample since `first` is within the growth allowed: the size
+        // was reached by then (and after the sample dropped before it, which
+        // would otherwise have settled the window one step earlier).
+        (hi - lo <= self.settle.growth_bytes).then_some(first)
+    }
 }
 
 /// What to launch and how.
@@ -143,6 +201,11 @@ fn failure_of(
             "exited ({}) without creating {}",
             status_words(st),
             p.display()
+        )),
+        Ready::Settled(s) => Some(format!(
+            "exited ({}) before its memory settled at {} MiB or more",
+            status_words(st),
+            s.min_bytes >> 20
         )),
     }
 }
@@ -382,6 +445,13 @@ pub fn launch_observed<T: Send>(
     let mut ready: Option<Instant> = None;
     let mut wait_failed = false;
     let poll = Duration::from_millis(1);
+    let mut settle = match &spec.ready {
+        Ready::Settled(s) => Some(SettleWatch {
+            settle: *s,
+            samples: Default::default(),
+        }),
+        _ => None,
+    };
     loop {
         let now = Instant::now();
         if now >= deadline {
@@ -391,8 +461,9 @@ pub fn launch_observed<T: Send>(
             interrupted = true;
             break;
         }
-        let wait = match spec.ready {
+        let wait = match &spec.ready {
             Ready::File(_) => poll.min(deadline - now),
+            Ready::Settled(s) => s.step().min(deadline - now),
             _ => deadline - now,
         };
         match rx.recv_timeout(wait) {
@@ -415,6 +486,13 @@ pub fn launch_observed<T: Send>(
         if let Ready::File(p) = &spec.ready {
             if p.exists() {
                 ready = Some(Instant::now());
+                break;
+            }
+        }
+        if let Some(w) = settle.as_mut() {
+            let at = Instant::now();
+            if let Some(began) = w.sample(at, iolab_sys::process::group_memory_bytes(pgid)) {
+                ready = Some(began.max(t0));
                 break;
             }
         }
@@ -584,4 +662,57 @@ pub fn harness_overhead(guard: &Guard, runs: usize) -> Result<Vec<u64>, LaunchEr
     (0..runs)
         .map(|_| launch(guard, &spec).map(|o| o.duration_ns))
         .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    fn watch(min: u64, growth: u64, interval_ms: u64) -> SettleWatch {
+        SettleWatch {
+            settle: Settle {
+                min_bytes: min,
+                growth_bytes: growth,
+                interval: Duration::from_millis(interval_ms),
+            },
+            samples: Default::default(),
+        }
+    }
+
+    #[test]
+    fn settles_one_interval_after_reaching_the_size_and_dates_it_back() {
+        let t0 = Instant::now();
+        let mut w = watch(50 * MIB, MIB, 1000);
+        let ms = |m: u64| t0 + Duration::from_millis(m);
+        // Grows 10 MiB per 100 ms to 60 MiB (reached at 600 ms), then idles.
+        let mut settled = None;
+        for step in 0..=30u64 {
+            let bytes = (step.min(6)) * 10 * MIB;
+            if let Some(began) = w.sample(ms(step * 100), bytes) {
+                settled = Some((step * 100, began));
+                break;
+            }
+        }
+        let (detected, began) = settled.unwrap();
+        assert_eq!(detected, 1600);
+        assert_eq!(began, ms(600));
+    }
+
+    #[test]
+    fn small_or_still_growing_never_settles() {
+        let t0 = Instant::now();
+        let ms = |m: u64| t0 + Duration::from_millis(m);
+        let mut small = watch(50 * MIB, MIB, 500);
+        let mut growing = watch(50 * MIB, MIB, 500);
+        for step in 0..50u64 {
+            assert!(small.sample(ms(step * 100), 40 * MIB).is_none());
+            // 60 MiB and up, 2 MiB more every 100 ms.
+            assert!(growing
+                .sample(ms(step * 100), 60 * MIB + step * 2 * MIB)
+                .is_none());
+        }
+    }
 }

@@ -254,3 +254,101 @@ fn the_targets_own_io_and_cpu_come_from_wait4() {
     assert!(u.read_bytes <= 12 << 20, "{u:?}");
     assert!(u.user_ns + u.sys_ns > 0, "{u:?}");
 }
+
+fn monotonic_s() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid pointer to a local timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+}
+
+/// The thesis's readiness: a process tree that grows to 64 MiB between a
+/// parent and its child (so only the sum reaches it) and then idles is
+/// ready when the child's last allocation is done (it prints that moment,
+/// CLOCK_MONOTONIC), detected within one interval of it.
+#[test]
+fn memory_settled_readiness_ends_within_one_interval_of_the_size() {
+    if std::process::Command::new("python3")
+        .arg("-c")
+        .arg("1")
+        .status()
+        .map(|s| !s.success())
+        .unwrap_or(true)
+    {
+        iolab_testkit::skip(
+            "memory_settled_readiness_ends_within_one_interval_of_the_size",
+            "python3 is missing",
+        );
+        return;
+    }
+    let script = r#"
+import os, sys, time
+MIB = 1 << 20
+a = bytearray(b'\x01') * (32 * MIB)
+if os.fork() == 0:
+    time.sleep(0.3)
+    parts = []
+    for _ in range(4):
+        parts.append(bytearray(b'\x02') * (8 * MIB))
+        time.sleep(0.1)
+    print("reached", time.monotonic(), file=sys.stderr, flush=True)
+    time.sleep(30)
+else:
+    time.sleep(30)
+"#;
+    let interval = Duration::from_millis(500);
+    let settle = iolab_experiment::launch::Settle {
+        min_bytes: 64 << 20,
+        growth_bytes: 1 << 20,
+        interval,
+    };
+    let s = LaunchSpec {
+        argv: vec!["python3".into(), "-c".into(), script.into()],
+        ready: Ready::Settled(settle),
+        timeout: Duration::from_secs(20),
+        ioprio: None,
+        nice: None,
+    };
+    let before = monotonic_s();
+    let o = run(&s);
+    let ended = monotonic_s() - before;
+    assert!(!o.censored && !o.failed(), "{o:?}");
+    let reached: f64 = o
+        .output_tail
+        .lines()
+        .find_map(|l| l.strip_prefix("reached "))
+        .unwrap_or_else(|| panic!("no reached line: {o:?}"))
+        .trim()
+        .parse()
+        .unwrap();
+    let reached = reached - before;
+    let ready = o.ready_ns.unwrap() as f64 / S;
+    let step = settle.step().as_secs_f64();
+    // Dated to when the size was reached, within one sampling step (and
+    // the last 8 MiB were being filled during the 0.1 s before the line).
+    assert!(
+        ready >= reached - 0.1 - step && ready <= reached + step + 0.05,
+        "ready at {ready:.3} s, size reached at {reached:.3} s"
+    );
+    // Detected (and the target killed) within one interval of it.
+    assert!(
+        ended <= reached + interval.as_secs_f64() + 2.0 * step + 0.3,
+        "ended at {ended:.3} s, size reached at {reached:.3} s"
+    );
+    assert_eq!(o.duration_ns, o.ready_ns.unwrap());
+}
+
+#[test]
+fn a_target_that_exits_before_settling_failed() {
+    let settle = iolab_experiment::launch::Settle {
+        min_bytes: 1 << 40,
+        growth_bytes: 1 << 20,
+        interval: Duration::from_millis(100),
+    };
+    let o = run(&spec("sleep 0.3", Ready::Settled(settle), 10.0));
+    assert!(o.failed(), "{o:?}");
+    assert!(o.failure.unwrap().contains("memory settled"));
+}

@@ -38,6 +38,38 @@ pub fn live_group_members(pgid: i32) -> Vec<i32> {
         .collect()
 }
 
+/// A process's proportional set size (`Pss:` of /proc/PID/smaps_rollup,
+/// what Android's `dumpsys meminfo` totals: a page shared by n processes
+/// counts 1/n in each), in bytes; its RSS (/proc/PID/statm) where
+/// smaps_rollup is missing (kernels before 4.14). `None` once it is gone.
+pub fn memory_bytes(pid: i32) -> Option<u64> {
+    if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) {
+        if let Some(kb) = parse_pss_kb(&text) {
+            return Some(kb * 1024);
+        }
+    }
+    let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * rustix::param::page_size() as u64)
+}
+
+/// The `Pss:` line of smaps_rollup, in kB.
+pub fn parse_pss_kb(smaps_rollup: &str) -> Option<u64> {
+    smaps_rollup
+        .lines()
+        .find_map(|l| l.strip_prefix("Pss:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+}
+
+/// The memory of every live process of group `pgid` together (see
+/// [`memory_bytes`]).
+pub fn group_memory_bytes(pgid: i32) -> u64 {
+    live_group_members(pgid)
+        .into_iter()
+        .filter_map(memory_bytes)
+        .sum()
+}
+
 /// State letter and process group of a /proc/PID/stat line (fields are
 /// counted after the last `)`, as comm may hold spaces).
 pub fn parse_state_and_pgrp(stat: &str) -> Option<(char, i32)> {

@@ -334,6 +334,19 @@ pub(super) fn launch_spec(cfg: &StartupConfig) -> Result<LaunchSpec, StartupErro
             Ready::Line(Regex::new(regex).map_err(|e| UsageError::new(e.to_string()))?)
         }
         ReadyWhen::File { path } => Ready::File(path.clone()),
+        ReadyWhen::MemorySettled {
+            min_bytes,
+            growth_bytes,
+            interval_s,
+        } => Ready::Settled(crate::launch::Settle {
+            min_bytes: *min_bytes,
+            growth_bytes: *growth_bytes,
+            interval: Duration::try_from_secs_f64(*interval_s).map_err(|_| {
+                UsageError::new(format!(
+                    "--ready-rss-stable interval {interval_s}: expected positive seconds"
+                ))
+            })?,
+        }),
     };
     Ok(LaunchSpec {
         argv: cfg.command.clone(),

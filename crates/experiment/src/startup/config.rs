@@ -70,6 +70,16 @@ pub enum ReadyWhen {
         /// Path.
         path: PathBuf,
     },
+    /// The target's processes reached `min_bytes` of memory (PSS) and grew
+    /// by at most `growth_bytes` over `interval_s` (the thesis's heuristic).
+    MemorySettled {
+        /// Size to reach.
+        min_bytes: u64,
+        /// Largest change over the interval.
+        growth_bytes: u64,
+        /// The interval, seconds.
+        interval_s: f64,
+    },
 }
 
 /// Everything that defines a startup experiment.

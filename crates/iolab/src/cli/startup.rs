@@ -88,8 +88,15 @@ pub struct StartupArgs {
     #[arg(long, value_name = "REGEX", conflicts_with = "ready_file")]
     pub ready_line: Option<String>,
     /// Count the start as done when PATH appears.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", conflicts_with = "ready_rss_stable")]
     pub ready_file: Option<PathBuf>,
+    /// Count the start as done when the target's processes reach SIZE of
+    /// memory (PSS, as dumpsys meminfo) and then grow by at most GROWTH
+    /// (default 1M) over INTERVAL (default 1 s): the thesis's heuristic,
+    /// e.g. 54M,1M,1s. The start ends when that size was reached.
+    #[arg(long, value_name = "SIZE[,GROWTH[,INTERVAL]]", value_parser = super::values::settle,
+          conflicts_with = "ready_line")]
+    pub ready_rss_stable: Option<(u64, u64, f64)>,
     /// I/O priority of the target: rt:N, be:N or idle.
     #[arg(long, value_name = "PRIO")]
     pub target_ioprio: Option<String>,
@@ -284,9 +291,14 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
     };
     let params = name_values("--iosched-param", &a.iosched_params, "slice_idle=0")?;
     let load_options = name_values("--load-option", &a.load_options, "size=128M")?;
-    let ready = match (&a.ready_line, &a.ready_file) {
-        (Some(r), _) => ReadyWhen::Line { regex: r.clone() },
-        (None, Some(p)) => ReadyWhen::File { path: p.clone() },
+    let ready = match (&a.ready_line, &a.ready_file, a.ready_rss_stable) {
+        (Some(r), _, _) => ReadyWhen::Line { regex: r.clone() },
+        (None, Some(p), _) => ReadyWhen::File { path: p.clone() },
+        (None, None, Some((min_bytes, growth_bytes, interval_s))) => ReadyWhen::MemorySettled {
+            min_bytes,
+            growth_bytes,
+            interval_s,
+        },
         _ => ReadyWhen::Exit,
     };
     Ok(StartupConfig {

@@ -73,10 +73,43 @@ pub fn millis(s: &str) -> Result<f64, String> {
     }
 }
 
+/// `--ready-rss-stable SIZE[,GROWTH[,INTERVAL]]`: the memory the target
+/// must reach, the change over INTERVAL that still counts as settled
+/// (default 1M, the thesis's), and INTERVAL (default 1 s; 10 ms to 10 min).
+pub fn settle(s: &str) -> Result<(u64, u64, f64), String> {
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    if parts.len() > 3 || parts[0].is_empty() {
+        return Err(format!(
+            "{s}: expected SIZE[,GROWTH[,INTERVAL]], e.g. 54M or 54M,1M,1s (the thesis's)"
+        ));
+    }
+    let size = |t: &str| iolab_sys::units::parse_size(t).map_err(|e| e.to_string());
+    let min = size(parts[0])?;
+    let growth = parts.get(1).map_or(Ok(1 << 20), |g| size(g))?;
+    let interval = match parts.get(2) {
+        Some(i) => parse_seconds_in(i, 0.01, 600.0, "a start-up settles within minutes")
+            .map_err(|e| e.to_string())?,
+        None => 1.0,
+    };
+    if min == 0 {
+        return Err(format!("{s}: the size must be above 0"));
+    }
+    Ok((min, growth, interval))
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn settle_reads_the_theses_form_and_refuses_nonsense() {
+        assert_eq!(settle("54M").unwrap(), (54 << 20, 1 << 20, 1.0));
+        assert_eq!(settle("54M,512K,0.5").unwrap(), (54 << 20, 512 << 10, 0.5));
+        for bad in ["", "0", "54M,1M,0", "54M,1M,inf", "a,b", "1M,1M,1,1"] {
+            assert!(settle(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn hostile_numbers_are_refused() {
