@@ -3,6 +3,7 @@
 //! sweep (seed 002's throughput comparison).
 
 pub mod launch;
+pub mod pressure;
 pub mod startup;
 pub mod sweep;
 

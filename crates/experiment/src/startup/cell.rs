@@ -194,6 +194,13 @@ impl Start<'_> {
             _ => Vec::new(),
         };
         make_cold(self.guard, cfg.cold, &evict, &place.mountpoint)?;
+        let pressure = match cfg.memory_pressure {
+            Some(p) => Some(
+                crate::pressure::apply(self.guard, p, &evict_list(cfg))
+                    .map_err(|e| iolab_sys::SysError::io(Path::new("memory pressure helper"), e))?,
+            ),
+            None => None,
+        };
         let started_at = iolab_store::rfc3339_now();
         let running = prefetch.map(|(p, m)| p.begin(m)).transpose()?;
         let observers = Observers::start(self.guard, cfg.observe, &place.dev.name)?;
@@ -292,6 +299,7 @@ impl Start<'_> {
                 "ready_ns": outcome.ready_ns,
                 "failed": outcome.failed(),
                 "output_tail": if outcome.failed() { outcome.output_tail.clone() } else { String::new() },
+                "memory_pressure": pressure,
             }),
             outcome: run_outcome,
             reason: reason.clone(),

@@ -138,6 +138,10 @@ pub struct StartupConfig {
     /// What else each start records (`--trace bio`, `--cpu`, `--explain`).
     #[serde(default)]
     pub observe: super::observe::Observe,
+    /// Fill memory before each start (after the cold step), so reclaim
+    /// takes the target's pages as on a phone under memory pressure.
+    #[serde(default)]
+    pub memory_pressure: Option<crate::pressure::Pressure>,
 }
 
 /// Default warm-up for a scheduler. BFQ weight-raises newly started

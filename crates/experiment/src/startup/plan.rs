@@ -71,6 +71,7 @@ mod tests {
             read_ahead_kb: None,
             prefetch: None,
             observe: Default::default(),
+            memory_pressure: None,
         }
     }
 

@@ -111,6 +111,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
             trace_bio: true,
             cpu: true,
         },
+        memory_pressure: None,
     };
     if !a.json {
         let lab = match (&a.model.device_model, a.model.backend.as_deref()) {

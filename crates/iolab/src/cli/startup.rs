@@ -78,7 +78,8 @@ pub struct StartupArgs {
     /// How each start is made cold.
     #[arg(long, value_enum, default_value = "drop-caches")]
     pub cold: Cold,
-    /// Files or directories evicted by `--cold evict` (default: the command's executable).
+    /// Files or directories evicted by `--cold evict`, and measured by
+    /// --memory-pressure (default: the command's executable).
     #[arg(long, value_name = "PATH")]
     pub evict: Vec<PathBuf>,
     /// Scheduler tunable for every cell whose scheduler has it, e.g. slice_idle=0.
@@ -90,6 +91,13 @@ pub struct StartupArgs {
     /// Count the start as done when PATH appears.
     #[arg(long, value_name = "PATH", conflicts_with = "ready_rss_stable")]
     pub ready_file: Option<PathBuf>,
+    /// Before each start (after the cold step), fill SIZE of memory, or
+    /// `auto` (MemAvailable less headroom), with a helper that is then
+    /// killed: reclaim takes the target's files as on a phone under memory
+    /// pressure. Each run stores the share of the target's cached bytes
+    /// that went (its files as for --cold evict).
+    #[arg(long, value_name = "SIZE|auto")]
+    pub memory_pressure: Option<iolab_experiment::pressure::Pressure>,
     /// Count the start as done when the target's processes reach SIZE of
     /// memory (PSS, as dumpsys meminfo) and then grow by at most GROWTH
     /// (default 1M) over INTERVAL (default 1 s): the thesis's heuristic,
@@ -250,9 +258,9 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
         )
         .into());
     }
-    if !a.evict.is_empty() && a.cold != Cold::Evict {
+    if !a.evict.is_empty() && a.cold != Cold::Evict && a.memory_pressure.is_none() {
         return Err(UsageError::new(
-            "--evict names what `--cold evict` evicts: add --cold evict, or drop --evict (the default, --cold drop-caches, drops every clean page)",
+            "--evict names what `--cold evict` evicts (or what --memory-pressure measures): add --cold evict, or drop --evict (the default, --cold drop-caches, drops every clean page)",
         )
         .into());
     }
@@ -329,6 +337,7 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
             cpu: a.cpu,
             explain: a.explain,
         },
+        memory_pressure: a.memory_pressure,
         dirty_limit_bytes: a
             .dirty_limit
             .as_deref()
