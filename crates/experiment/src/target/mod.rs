@@ -10,3 +10,4 @@
 pub mod app;
 mod content;
 pub mod probe;
+pub mod replay;

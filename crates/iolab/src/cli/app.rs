@@ -53,10 +53,22 @@ pub struct AppArgs {
     /// Output JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Instead of the synthetic app, replay an S suite start-up trace
+    /// (comm_startup_lat's xterm.trace, gnometerm.trace, lowriter.trace)
+    /// with S's semantics on per-process files in DIR (--prepare makes them).
+    #[arg(long, value_name = "FILE.trace", conflicts_with_all = ["scale", "evict"])]
+    pub replay: Option<PathBuf>,
+    /// With --replay: issue as fast as possible, as S's replay-startup-io
+    /// does, instead of keeping the trace's inter-arrival delays.
+    #[arg(long, requires = "replay")]
+    pub no_delays: bool,
 }
 
 /// Runs `iolab app`.
 pub fn run(a: AppArgs) -> anyhow::Result<()> {
+    if let Some(trace) = &a.replay {
+        return replay(&a, trace);
+    }
     if a.prepare {
         return prepare(&a);
     }
@@ -145,4 +157,61 @@ fn render(r: &LaunchReport) -> String {
         t += &format!("  cleaned up after a killed launch: {s}\n");
     }
     t
+}
+
+/// `iolab app --replay FILE.trace`.
+fn replay(a: &AppArgs, path: &std::path::Path) -> anyhow::Result<()> {
+    use iolab_experiment::target::replay::{self as r, ReplayOptions, Trace};
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        iolab_sys::UsageError::new(format!(
+            "cannot read trace {}: {e}; expected one of S's comm_startup_lat traces",
+            path.display()
+        ))
+    })?;
+    let trace = Trace::parse(&text)
+        .map_err(|e| iolab_sys::UsageError::new(format!("{}: {e}", path.display())))?;
+    if a.prepare {
+        r::prepare(&a.dir, &trace).context("creating the replay files")?;
+        eprintln!(
+            "prepared {} file(s) of {} in {}",
+            trace.procs.len(),
+            format_bytes(r::FILE_BYTES),
+            a.dir.display()
+        );
+        return Ok(());
+    }
+    let seed = a.seed;
+    let report = r::replay(
+        &a.dir,
+        &trace,
+        ReplayOptions {
+            delays: !a.no_delays,
+            seed,
+        },
+    )
+    .context("replaying the trace")?;
+    if a.ready {
+        eprintln!("ready");
+    }
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        writeln!(
+            out,
+            "replayed {}: {} requests, {} read by {} thread(s) in {:.3} s{}",
+            path.display(),
+            report.requests,
+            format_bytes(report.bytes),
+            trace.procs.len(),
+            report.duration_s,
+            if report.async_readahead {
+                ""
+            } else {
+                " (readahead synchronous: no io_uring here)"
+            }
+        )?;
+    }
+    Ok(())
 }
