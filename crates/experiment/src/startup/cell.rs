@@ -229,6 +229,21 @@ impl Start<'_> {
         if outcome.interrupted {
             return Ok(CellEnd::Interrupted);
         }
+        // An Android activity: the system's own TotalTime is the start-up;
+        // the am command's wall time (its own JVM start included) stays in
+        // the run's extra.
+        let mut outcome = outcome;
+        let am = cfg.am_start.as_ref().map(|_| {
+            let r = crate::target::android::parse_am_start(&outcome.output_tail);
+            if outcome.failure.is_none() && !outcome.censored {
+                match (r.failure(), r.total_ms) {
+                    (Some(why), _) => outcome.failure = Some(why),
+                    (None, Some(ms)) => outcome.duration_ns = ms * 1_000_000,
+                    (None, None) => {}
+                }
+            }
+            json!({"result": r, "am_wall_ns": outcome.exit_ns})
+        });
         // The device's traffic during the start, less what the target
         // itself read and dirtied (its wait4 rusage): what the load achieved.
         let device = match (&before, &after) {
@@ -300,6 +315,7 @@ impl Start<'_> {
                 "failed": outcome.failed(),
                 "output_tail": if outcome.failed() { outcome.output_tail.clone() } else { String::new() },
                 "memory_pressure": pressure,
+                "am_start": am,
             }),
             outcome: run_outcome,
             reason: reason.clone(),

@@ -142,6 +142,10 @@ pub struct StartupConfig {
     /// takes the target's pages as on a phone under memory pressure.
     #[serde(default)]
     pub memory_pressure: Option<crate::pressure::Pressure>,
+    /// The target is an Android activity (`--am-start`): `command` is its
+    /// `am start -W -S` and each start's time is am's TotalTime.
+    #[serde(default)]
+    pub am_start: Option<crate::target::android::AmTarget>,
 }
 
 /// Default warm-up for a scheduler. BFQ weight-raises newly started

@@ -72,6 +72,7 @@ mod tests {
             prefetch: None,
             observe: Default::default(),
             memory_pressure: None,
+            am_start: None,
         }
     }
 

@@ -106,6 +106,9 @@ pub fn run_startup(
     if let Some(prep) = &cfg.prepare {
         prepare(&prep.replace("{dir}", &place.dir.to_string_lossy()))?;
     }
+    if let Some(argv) = cfg.am_start.as_ref().and_then(|a| a.compile_argv()) {
+        compile(&argv)?;
+    }
     cfg.command = StartupConfig::substitute(&cfg.command, &place.dir);
     cfg.evict = cfg
         .evict
@@ -231,4 +234,29 @@ pub fn run_startup(
         overhead_ns: overhead,
         stopped_cells,
     })
+}
+
+/// Sets an Android app's compilation state once (`cmd package compile`).
+fn compile(argv: &[String]) -> Result<(), StartupError> {
+    let out = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .output()
+        .map_err(|e| {
+            UsageError::new(format!(
+                "cannot run `{}`: {e}; --compile needs Android's cmd (run on the phone, e.g. \
+                 iolab remote --adb SERIAL -- startup ...)",
+                argv.join(" ")
+            ))
+        })?;
+    let said = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() || !said.contains("Success") {
+        return Err(UsageError::new(format!(
+            "`{}` failed: {}{}",
+            argv.join(" "),
+            said.trim(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+        .into());
+    }
+    Ok(())
 }

@@ -7,6 +7,7 @@
 //! caches (or evicts the target's files, `--cold evict`) before each start,
 //! and standalone runs can pass `--evict`.
 
+pub mod android;
 pub mod app;
 mod content;
 pub mod probe;

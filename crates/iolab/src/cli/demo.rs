@@ -112,6 +112,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
             cpu: true,
         },
         memory_pressure: None,
+        am_start: None,
     };
     if !a.json {
         let lab = match (&a.model.device_model, a.model.backend.as_deref()) {

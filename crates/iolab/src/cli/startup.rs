@@ -91,6 +91,16 @@ pub struct StartupArgs {
     /// Count the start as done when PATH appears.
     #[arg(long, value_name = "PATH", conflicts_with = "ready_rss_stable")]
     pub ready_file: Option<PathBuf>,
+    /// The target is an Android activity: each start is `am start -W -S -n
+    /// PKG/ACTIVITY` and its time am's TotalTime (LaunchState and WaitTime
+    /// stored too). Run on the phone (iolab remote --adb SERIAL -- ...).
+    #[arg(long, value_name = "PKG/ACTIVITY",
+          value_parser = iolab_experiment::target::android::AmTarget::parse_component)]
+    pub am_start: Option<String>,
+    /// With --am-start: set the app's compilation state once first
+    /// (`cmd package compile -m MODE -f PKG`: speed-profile, speed, verify).
+    #[arg(long, value_name = "MODE", requires = "am_start")]
+    pub compile: Option<String>,
     /// Before each start (after the cold step), fill SIZE of memory, or
     /// `auto` (MemAvailable less headroom), with a helper that is then
     /// killed: reclaim takes the target's files as on a phone under memory
@@ -252,7 +262,13 @@ fn stopped_cells(fin: &startup::Finished) -> anyhow::Result<()> {
 }
 
 fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
-    if a.command.is_empty() {
+    if a.am_start.is_some() && !a.command.is_empty() {
+        return Err(UsageError::new(
+            "--am-start is the target: drop the command after --, or drop --am-start",
+        )
+        .into());
+    }
+    if a.command.is_empty() && a.am_start.is_none() {
         return Err(UsageError::new(
             "no target command: put it after --, e.g. `iolab startup -- iolab app --dir {dir}/app`",
         )
@@ -324,7 +340,14 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
         target_nice: a.target_nice,
         load_ioprio: a.load_ioprio.clone(),
         load_options,
-        command: a.command.clone(),
+        command: match &a.am_start {
+            Some(c) => iolab_experiment::target::android::AmTarget {
+                component: c.clone(),
+                compile: None,
+            }
+            .argv(),
+            None => a.command.clone(),
+        },
         prepare: a.prepare.clone(),
         read_ahead_kb: a.read_ahead_kb,
         prefetch: a.prefetch.as_deref().map(|p| PrefetchConfig {
@@ -338,6 +361,13 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
             explain: a.explain,
         },
         memory_pressure: a.memory_pressure,
+        am_start: a
+            .am_start
+            .as_ref()
+            .map(|c| iolab_experiment::target::android::AmTarget {
+                component: c.clone(),
+                compile: a.compile.clone(),
+            }),
         dirty_limit_bytes: a
             .dirty_limit
             .as_deref()
