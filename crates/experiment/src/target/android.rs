@@ -90,7 +90,13 @@ impl AmResult {
     /// Why this start does not count, if it does not: an error, a status
     /// other than ok, or no TotalTime.
     pub fn failure(&self) -> Option<String> {
-        if let Some(e) = self.errors.iter().find(|e| e.starts_with("Error")) {
+        // `Error: ...` says what; `Error type N` only classifies it.
+        let error = self.errors.iter().filter(|e| e.starts_with("Error"));
+        if let Some(e) = error
+            .clone()
+            .find(|e| e.starts_with("Error:"))
+            .or(error.last())
+        {
             return Some(format!("am start: {e}"));
         }
         if self.status != "ok" {
