@@ -157,9 +157,7 @@ pub fn cgroup_room() -> Option<(u64, u64)> {
 }
 
 fn mem_available() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    Some(line.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024)
+    iolab_lab::mem_available(Path::new("/proc/meminfo"))
 }
 
 fn cached_bytes(files: &[PathBuf]) -> u64 {

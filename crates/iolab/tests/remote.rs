@@ -466,3 +466,30 @@ fn a_wrong_binary_or_missing_client_is_a_usage_error() {
     let out = b.cmd().args(["remote", "--", "results"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn a_command_the_device_refuses_is_a_usage_error_here() {
+    if !tools_or_skip("a_command_the_device_refuses_is_a_usage_error_here") {
+        return;
+    }
+    let _one = serial();
+    let sshd = Sshd::start();
+    let b = Bench::new("remote-refused");
+    let dev = tempfile::tempdir().unwrap();
+    let out = remote(
+        &b,
+        &sshd.flags(),
+        dev.path(),
+        &[
+            "startup".into(),
+            "--reps".into(),
+            "0x".into(),
+            "--".into(),
+            "true".into(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    // The device's own one-line reason came through, then ours.
+    assert!(err.contains("--reps") && err.contains("refused"), "{err}");
+}

@@ -91,12 +91,9 @@ impl AmResult {
     /// other than ok, or no TotalTime.
     pub fn failure(&self) -> Option<String> {
         // `Error: ...` says what; `Error type N` only classifies it.
-        let error = self.errors.iter().filter(|e| e.starts_with("Error"));
-        if let Some(e) = error
-            .clone()
-            .find(|e| e.starts_with("Error:"))
-            .or(error.last())
-        {
+        let named = self.errors.iter().find(|e| e.starts_with("Error:"));
+        let any = || self.errors.iter().rev().find(|e| e.starts_with("Error"));
+        if let Some(e) = named.or_else(any) {
             return Some(format!("am start: {e}"));
         }
         if self.status != "ok" {

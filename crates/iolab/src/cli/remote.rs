@@ -137,6 +137,15 @@ pub fn run(a: RemoteArgs) -> anyhow::Result<()> {
             newest.map_or("ID".to_string(), |id| id.to_string())
         );
     }
+    if status.code() == Some(2) && !lost {
+        // The device's iolab refused the command line: a usage error here
+        // too (exit 2), its one-line reason already printed above.
+        return Err(UsageError::new(format!(
+            "{label}: the device's iolab refused `iolab {}` (exit 2, reason above)",
+            a.command.join(" ")
+        ))
+        .into());
+    }
     if !status.success() {
         anyhow::bail!(
             "{label}: `iolab {}` ended with {}",
