@@ -85,9 +85,32 @@ impl Transport {
         c
     }
 
+    /// Fails with what to install when the client program is not there.
+    /// Checked before spawning rather than read from the spawn's error:
+    /// under qemu-user a failed exec looks like an exit with 127, which
+    /// `adb shell` also returns for a command missing on the device.
+    pub fn check_client(&self) -> Result<(), RemoteError> {
+        let program = match self {
+            Transport::Ssh(_) => PathBuf::from("ssh"),
+            Transport::Adb(a) => a.program.clone(),
+        };
+        let found = if program.components().count() > 1 {
+            program.is_file()
+        } else {
+            std::env::var_os("PATH")
+                .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(&program).is_file()))
+        };
+        if found {
+            Ok(())
+        } else {
+            Err(self.client_missing(std::io::Error::from(std::io::ErrorKind::NotFound)))
+        }
+    }
+
     /// Runs `script` there and returns its standard output; a non-zero
     /// exit is an error carrying its standard error.
     pub fn output(&self, script: &str) -> Result<String, RemoteError> {
+        self.check_client()?;
         let out = self
             .shell(script)
             .stdin(Stdio::null())
@@ -102,6 +125,7 @@ impl Transport {
 
     /// Copies a local file to `remote` (made executable by the caller).
     pub fn push(&self, local: &Path, remote: &str) -> Result<(), RemoteError> {
+        self.check_client()?;
         let out = match self {
             Transport::Ssh(_) => {
                 let file = std::fs::File::open(local).map_err(|e| RemoteError::io(local, e))?;
@@ -121,6 +145,7 @@ impl Transport {
 
     /// Copies `remote` to a local file.
     pub fn pull(&self, remote: &str, local: &Path) -> Result<(), RemoteError> {
+        self.check_client()?;
         let out = match self {
             Transport::Ssh(_) => {
                 let file = std::fs::File::create(local).map_err(|e| RemoteError::io(local, e))?;
