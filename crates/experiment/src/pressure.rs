@@ -85,12 +85,8 @@ impl FillReport {
 /// cgroup with a limit (a container, a systemd slice, an Android app
 /// group), the cgroup's own room counts when smaller ([`cgroup_room`]).
 pub fn auto_bytes() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kb = |key: &str| -> Option<u64> {
-        let line = text.lines().find(|l| l.starts_with(key))?;
-        line.split_whitespace().nth(1)?.parse::<u64>().ok()
-    };
-    let (avail, total) = (kb("MemAvailable:")? * 1024, kb("MemTotal:")? * 1024);
+    let avail = mem_available()?;
+    let total = iolab_sys::environment::read_mem_total(Path::new("/proc"))?;
     let headroom = (128u64 << 20).max(total / 64);
     let system = avail.saturating_sub(headroom);
     Some(match cgroup_room() {

@@ -189,14 +189,16 @@ impl Start<'_> {
         let (cfg, cell, place) = (self.cfg, self.cell, self.place);
         // Listed again for every start: the target may have created or
         // deleted files (a database journal) since the last one.
-        let evict = match cfg.cold {
-            Cold::Evict => evict_list(cfg),
+        // The target's files: what `--cold evict` evicts and what
+        // `--memory-pressure` measures.
+        let files = match (cfg.cold, cfg.memory_pressure) {
+            (Cold::Evict, _) | (_, Some(_)) => evict_list(cfg),
             _ => Vec::new(),
         };
-        make_cold(self.guard, cfg.cold, &evict, &place.mountpoint)?;
+        make_cold(self.guard, cfg.cold, &files, &place.mountpoint)?;
         let pressure = match cfg.memory_pressure {
             Some(p) => Some(
-                crate::pressure::apply(self.guard, p, &evict_list(cfg))
+                crate::pressure::apply(self.guard, p, &files)
                     .map_err(|e| iolab_sys::SysError::io(Path::new("memory pressure helper"), e))?,
             ),
             None => None,

@@ -32,6 +32,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use super::content::SplitMix64;
+
 /// S's per-thread file size.
 pub const FILE_BYTES: u64 = 20_000_000;
 
@@ -127,32 +129,16 @@ pub fn file_of(dir: &Path, i: usize) -> PathBuf {
     dir.join(format!("replay_startup_file{i}"))
 }
 
-/// Creates the per-thread files S's replay reads (random content, written
-/// once; existing files of the right size are kept).
-pub fn prepare(dir: &Path, trace: &Trace) -> std::io::Result<()> {
-    use std::io::Write;
-    std::fs::create_dir_all(dir)?;
-    let mut buf = vec![0u8; 1 << 20];
+/// Creates the per-thread files S's replay reads (seeded random content,
+/// written once and made durable; existing files of the right size are
+/// kept).
+pub fn prepare(dir: &Path, trace: &Trace) -> Result<(), iolab_sys::SysError> {
     for i in 0..trace.procs.len() {
         let p = file_of(dir, i);
         if std::fs::metadata(&p).is_ok_and(|m| m.len() == FILE_BYTES) {
             continue;
         }
-        let mut f = File::create(&p)?;
-        let mut left = FILE_BYTES;
-        let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ i as u64;
-        while left > 0 {
-            for b in buf.chunks_mut(8) {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                b.copy_from_slice(&x.to_ne_bytes()[..b.len()]);
-            }
-            let n = left.min(buf.len() as u64) as usize;
-            f.write_all(&buf[..n])?;
-            left -= n as u64;
-        }
-        f.sync_all()?;
+        super::content::write_file(&p, FILE_BYTES, i as u64, b"")?;
     }
     Ok(())
 }
@@ -263,7 +249,7 @@ fn worker(
     let was_async = ring.is_some();
     let mut pending = 0usize;
     let mut offset = 0u64;
-    let mut rng = opts.seed ^ (me as u64 + 1).wrapping_mul(0x2545_f491_4f6c_dd1d);
+    let mut rng = SplitMix64::stream(opts.seed, &trace.procs[me]);
     // Buffers are kept to the end, as S never frees them.
     let mut buffers: Vec<Aligned> = Vec::new();
     let mut issued = Vec::new();
@@ -290,10 +276,7 @@ fn worker(
                     offset = 0;
                 }
             } else {
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                offset = (rng % (FILE_BYTES / 512 - rq.sectors)) * 512;
+                offset = rng.range(0, FILE_BYTES / 512 - rq.sectors - 1) * 512;
             }
             if opts.delays {
                 let due = prev + Duration::from_secs_f64(rq.delta_s);

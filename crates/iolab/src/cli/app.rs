@@ -86,15 +86,26 @@ pub fn run(a: AppArgs) -> anyhow::Result<()> {
             .context("evicting the app's files")?;
     }
     let report = app::launch(&a.dir, &m).context("launching the app")?;
-    if a.ready {
+    finish(a.ready, a.json, &report, || render(&report))
+}
+
+/// After a launch: `ready` on stderr when asked (for --ready-line), then
+/// the report as JSON or text.
+fn finish<T: serde::Serialize>(
+    ready: bool,
+    json: bool,
+    report: &T,
+    text: impl FnOnce() -> String,
+) -> anyhow::Result<()> {
+    if ready {
         eprintln!("ready");
     }
     let mut out = std::io::stdout().lock();
-    if a.json {
-        serde_json::to_writer_pretty(&mut out, &report)?;
+    if json {
+        serde_json::to_writer_pretty(&mut out, report)?;
         writeln!(out)?;
     } else {
-        write!(out, "{}", render(&report))?;
+        write!(out, "{}", text())?;
     }
     Ok(())
 }
@@ -190,17 +201,9 @@ fn replay(a: &AppArgs, path: &std::path::Path) -> anyhow::Result<()> {
         },
     )
     .context("replaying the trace")?;
-    if a.ready {
-        eprintln!("ready");
-    }
-    let mut out = std::io::stdout().lock();
-    if a.json {
-        serde_json::to_writer_pretty(&mut out, &report)?;
-        writeln!(out)?;
-    } else {
-        writeln!(
-            out,
-            "replayed {}: {} requests, {} read by {} thread(s) in {:.3} s{}",
+    finish(a.ready, a.json, &report, || {
+        format!(
+            "replayed {}: {} requests, {} read by {} thread(s) in {:.3} s{}\n",
             path.display(),
             report.requests,
             format_bytes(report.bytes),
@@ -211,7 +214,6 @@ fn replay(a: &AppArgs, path: &std::path::Path) -> anyhow::Result<()> {
             } else {
                 " (readahead synchronous: no io_uring here)"
             }
-        )?;
-    }
-    Ok(())
+        )
+    })
 }
