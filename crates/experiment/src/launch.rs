@@ -6,10 +6,7 @@
 //! is killed by pgid (never by name) and the run is censored.
 
 use std::io::{BufRead, BufReader, Read};
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -225,46 +222,23 @@ pub struct Usage {
     pub sys_ns: u64,
 }
 
-/// Reaps `pid`, returning its status and rusage.
-fn wait4(pid: i32) -> Option<(std::process::ExitStatus, Usage)> {
-    use std::os::unix::process::ExitStatusExt;
-    let mut status: libc::c_int = 0;
-    // SAFETY: rusage is plain data; zeroed is a valid value for it.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: valid pointers to locals; pid is our own child.
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-        if r == pid {
-            break;
+impl From<iolab_spawn::Usage> for Usage {
+    fn from(u: iolab_spawn::Usage) -> Usage {
+        Usage {
+            read_bytes: u.read_bytes,
+            write_bytes: u.write_bytes,
+            user_ns: u.user_ns,
+            sys_ns: u.sys_ns,
         }
-        if r < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-            continue;
-        }
-        return None;
     }
-    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
-    let usage = Usage {
-        read_bytes: ru.ru_inblock as u64 * 512,
-        write_bytes: ru.ru_oublock as u64 * 512,
-        user_ns: ns(ru.ru_utime),
-        sys_ns: ns(ru.ru_stime),
-    };
-    Some((std::process::ExitStatus::from_raw(status), usage))
 }
 
 /// Why a launch could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
     /// The command could not be started.
-    // The OS error is part of the message, not a `source`: anyhow's `{:#}`
-    // would print it twice.
-    #[error("cannot start {program:?}: {error}: expected an executable on PATH or a path to one")]
-    Spawn {
-        /// The program.
-        program: String,
-        /// The OS error.
-        error: std::io::Error,
-    },
+    #[error(transparent)]
+    Spawn(#[from] iolab_spawn::SpawnError),
     /// The guard refused to record the process group.
     #[error(transparent)]
     Guard(#[from] iolab_guard::GuardError),
@@ -289,111 +263,40 @@ pub fn launch(guard: &Guard, spec: &LaunchSpec) -> Result<Outcome, LaunchError> 
 /// follows a pid and its descendants) is attached before the target runs
 /// its first instruction. The time to attach is not part of the start-up:
 /// the clock starts when the child is released. Returns what `on_fork`
-/// returned (`None` when it was not called: the fork failed).
+/// returned.
 pub fn launch_observed<T: Send>(
     guard: &Guard,
     spec: &LaunchSpec,
     on_fork: Option<impl FnOnce(i32) -> T + Send>,
 ) -> Result<(Outcome, Option<T>), LaunchError> {
-    let program = spec.argv.first().cloned().unwrap_or_default();
-    let mut cmd = Command::new(&program);
-    cmd.args(&spec.argv[1..])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let ioprio = spec.ioprio;
-    let nice = spec.nice;
-    // The hold: the child writes its pid to one pipe and waits to read a
-    // byte from another before exec. Command::spawn returns only after the
-    // exec, so the observer is attached from a second thread meanwhile.
-    let hold = match &on_fork {
-        Some(_) => Some(Hold::new().map_err(|error| LaunchError::Spawn {
-            program: program.clone(),
-            error,
-        })?),
-        None => None,
-    };
-    let child_fds = hold
-        .as_ref()
-        .map(|h| (h.pid_w.as_raw_fd(), h.go_r.as_raw_fd(), h.go_w.as_raw_fd()));
-    // SAFETY: the closure runs in the forked child before exec and only
-    // makes async-signal-safe syscalls (ioprio_set, setpriority, getpid,
-    // write, read).
-    unsafe {
-        cmd.pre_exec(move || {
-            if let Some(p) = ioprio {
-                p.set_for(0)?;
-            }
-            if let Some(n) = nice {
-                if libc::setpriority(libc::PRIO_PROCESS, 0, n) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            if let Some((pid_w, go_r, go_w)) = child_fds {
-                // Our copy of the write end would keep the pipe from
-                // reporting EOF should the parent's release never come.
-                libc::close(go_w);
-                let pid = libc::getpid().to_ne_bytes();
-                if libc::write(pid_w, pid.as_ptr().cast(), pid.len()) != pid.len() as isize {
-                    return Err(std::io::Error::last_os_error());
-                }
-                let mut b = 0u8;
-                // EOF (the parent gave up) releases the child too.
-                while libc::read(go_r, (&mut b as *mut u8).cast(), 1) < 0 {
-                    if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-                        break;
-                    }
-                }
-            }
-            Ok(())
-        });
-    }
+    // Every launch is held before exec, observed or not: the process group
+    // is recorded with the guard before the target runs (a SIGKILLed iolab's
+    // next run kills it), and the fork, whose cost grows with iolab's own
+    // memory rather than the target's, stays out of the measured time.
+    let held = iolab_spawn::hold(&iolab_spawn::Spec {
+        argv: spec.argv.clone(),
+        stdin: iolab_spawn::Input::Null,
+        stdout: iolab_spawn::Output::Piped,
+        stderr: iolab_spawn::Output::Piped,
+        process_group: true,
+        ioprio: spec.ioprio,
+        nice: spec.nice,
+    })?;
+    let pgid = held.pid();
+    let tracked = guard.track_process_group(pgid)?;
+    let observed = on_fork.map(|f| f(pgid));
     if let Ready::File(p) = &spec.ready {
         // A file left by an earlier run would make this one "ready" at once.
         let _ = std::fs::remove_file(p);
     }
-    let mut t0 = Instant::now();
-    let (spawned, observed) = match (hold, on_fork) {
-        (Some(hold), Some(f)) => {
-            let Hold {
-                pid_r,
-                pid_w,
-                go_r,
-                go_w,
-            } = hold;
-            std::thread::scope(|s| {
-                let observer = s.spawn(move || {
-                    // Released on every path, a panic of `f` included.
-                    let _release = Release(go_w);
-                    let mut pid_r = std::fs::File::from(pid_r);
-                    let mut buf = [0u8; 4];
-                    pid_r.read_exact(&mut buf).ok().map(|_| {
-                        let value = f(i32::from_ne_bytes(buf));
-                        (value, Instant::now())
-                    })
-                });
-                let spawned = cmd.spawn();
-                // The child has exec'd or failed: our write end and the
-                // child's read end are no longer needed here; a fork that
-                // never happened ends the observer's read with EOF.
-                drop(pid_w);
-                drop(go_r);
-                (spawned, observer.join().ok().flatten())
-            })
+    let t0 = Instant::now();
+    let mut child = match held.release() {
+        Ok(c) => c,
+        Err(e) => {
+            guard.forget(tracked)?;
+            return Err(e.into());
         }
-        _ => (cmd.spawn(), None),
     };
-    let observed = observed.map(|(value, released)| {
-        t0 = released;
-        value
-    });
-    let mut child = spawned.map_err(|error| LaunchError::Spawn {
-        program: program.clone(),
-        error,
-    })?;
-    let pgid = child.id() as i32;
-    let tracked = guard.track_process_group(pgid)?;
 
     let (tx, rx) = mpsc::channel::<Event>();
     let tail = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
@@ -402,19 +305,11 @@ pub fn launch_observed<T: Send>(
         _ => None,
     };
     let mut readers = Vec::new();
-    let outs: Vec<Box<dyn Read + Send>> = [
-        child
-            .stdout
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-        child
-            .stderr
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
+    let outs: Vec<Box<dyn Read + Send>> = [child.stdout.take(), child.stderr.take()]
+        .into_iter()
+        .flatten()
+        .map(|s| Box::new(s) as Box<dyn Read + Send>)
+        .collect();
     for out in outs {
         let tx = tx.clone();
         let re = line_re.clone();
@@ -425,15 +320,16 @@ pub fn launch_observed<T: Send>(
     // wait4 rather than Child::wait: its rusage is the target's own I/O
     // and CPU (children it waited for included), which lets the run tell
     // the background's device traffic from the target's.
-    let waiter = std::thread::spawn(move || {
-        let _child = child; // keeps the handle; never waited through std
-        match wait4(pgid) {
-            Some((st, usage)) => {
-                let _ = waiter_tx.send(Event::Exited(Instant::now(), st, usage));
-            }
-            None => {
-                let _ = waiter_tx.send(Event::WaitFailed);
-            }
+    let waiter = std::thread::spawn(move || match child.wait() {
+        Ok(done) => {
+            let _ = waiter_tx.send(Event::Exited(
+                Instant::now(),
+                done.status,
+                done.usage.into(),
+            ));
+        }
+        Err(_) => {
+            let _ = waiter_tx.send(Event::WaitFailed);
         }
     });
     drop(tx);
@@ -575,38 +471,6 @@ pub fn launch_observed<T: Send>(
         },
         observed,
     ))
-}
-
-/// Writes the byte that lets a held child exec, when dropped.
-struct Release(OwnedFd);
-
-impl Drop for Release {
-    fn drop(&mut self) {
-        let _ = rustix::io::write(&self.0, &[1]);
-    }
-}
-
-/// The two pipes of a held launch (close-on-exec, so the target inherits
-/// neither).
-struct Hold {
-    pid_r: OwnedFd,
-    pid_w: OwnedFd,
-    go_r: OwnedFd,
-    go_w: OwnedFd,
-}
-
-impl Hold {
-    fn new() -> std::io::Result<Hold> {
-        let flags = rustix::pipe::PipeFlags::CLOEXEC;
-        let (pid_r, pid_w) = rustix::pipe::pipe_with(flags)?;
-        let (go_r, go_w) = rustix::pipe::pipe_with(flags)?;
-        Ok(Hold {
-            pid_r,
-            pid_w,
-            go_r,
-            go_w,
-        })
-    }
 }
 
 fn read_output(

@@ -4,10 +4,10 @@
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let guard = iolab_guard::Guard::new();
-//! let held = iolab_explain::gate::spawn_held(&["ls".into()], false)?;
+//! let held = iolab_spawn::hold(&iolab_spawn::Spec::new(&["ls".into()]))?;
 //! let explainer = iolab_explain::Explainer::start(&guard, held.pid())?;
 //! let done = held.release()?.wait()?;
-//! let attribution = explainer.finish_with_cpu(Some(done.cpu_ns))?;
+//! let attribution = explainer.finish_with_cpu(Some(done.cpu_ns()))?;
 //! println!("{}", attribution.wall_ns);
 //! # Ok(()) }
 //! ```
@@ -76,8 +76,8 @@ pub struct ExplainerConfig {
     pub buffer_kib_per_cpu: u32,
     /// procfs root.
     pub proc: PathBuf,
-    /// The root is a [`crate::gate::HeldChild`]: the window starts when it
-    /// is released, not counting its wait in the gate.
+    /// The root is a child held before exec (`iolab_spawn::Held`): the
+    /// window starts when it is released, not counting its wait.
     pub held_root: bool,
     /// Follow the root's whole process tree (its threads and descendants);
     /// `false`: only the root task and what it creates from now on (e.g.

@@ -29,7 +29,6 @@ pub mod attribution;
 mod decode;
 pub mod event;
 mod explainer;
-pub mod gate;
 pub mod pattern;
 pub mod procfs;
 pub mod report;

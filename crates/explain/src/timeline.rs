@@ -33,7 +33,7 @@ pub enum Initial {
     Runnable,
     /// Asleep with this state letter and (from /proc/<tid>/stack) stack.
     Blocked(char, Option<Vec<Frame>>),
-    /// Held before exec ([`crate::gate`]): its life, and the window, start
+    /// Held before exec (`iolab_spawn::Held`): its life, and the window, start
     /// at the wakeup that releases it.
     Held,
 }

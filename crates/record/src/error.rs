@@ -10,15 +10,8 @@ pub enum RecordError {
     #[error("{0}")]
     Usage(String),
     /// The command could not be started.
-    // The OS error is in the message, not a `source`: anyhow's `{:#}`
-    // would print it twice.
-    #[error("cannot start {program:?}: {error}: expected an executable on PATH or a path to one")]
-    Spawn {
-        /// The program.
-        program: String,
-        /// The OS error.
-        error: std::io::Error,
-    },
+    #[error(transparent)]
+    Spawn(#[from] iolab_spawn::SpawnError),
     /// The kernel cannot do what recording needs.
     #[error("{0}")]
     Unsupported(String),
@@ -49,7 +42,8 @@ impl RecordError {
     /// True for mistakes in the user's input (exit code 2).
     pub fn is_usage(&self) -> bool {
         match self {
-            RecordError::Usage(_) | RecordError::Spawn { .. } => true,
+            RecordError::Usage(_) => true,
+            RecordError::Spawn(e) => e.is_usage(),
             RecordError::Trace(e) => e.is_usage(),
             RecordError::Guard(e) => e.is_usage(),
             _ => false,

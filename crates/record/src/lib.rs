@@ -5,9 +5,9 @@
 //!
 //! - [`event`]: the tracepoint, decoded through its `format` file;
 //! - [`recorder`]: the trace session (pid following, device filter), the
-//!   reader thread that also samples the tasks' `/proc` entries, and
-//!   [`recorder::PausedChild`], a command held before exec until tracing
-//!   follows it;
+//!   reader thread that also samples the tasks' `/proc` entries (the
+//!   command is held before exec by `iolab_spawn` until tracing follows
+//!   it);
 //! - [`pages`]: pages per file, in order of first access, merged;
 //! - [`candidates`] and [`resolve`]: naming (device, inode) pairs — see
 //!   [`resolve`] for the method and its limits;
@@ -39,7 +39,7 @@ use iolab_guard::Guard;
 
 pub use error::RecordError;
 pub use event::DevNo;
-pub use recorder::{PausedChild, RecordOptions, Recorder};
+pub use recorder::{RecordOptions, Recorder};
 pub use resolve::ResolveOptions;
 pub use result::{RecordedFile, Recording};
 
@@ -88,7 +88,15 @@ pub fn record(guard: &Guard, spec: &RecordSpec) -> Result<Recording, RecordError
     let child = if spec.argv.is_empty() {
         None
     } else {
-        Some(PausedChild::spawn(&spec.argv, spec.stdout_to_stderr)?)
+        let out = if spec.stdout_to_stderr {
+            iolab_spawn::Output::ToStderr
+        } else {
+            iolab_spawn::Output::Inherit
+        };
+        Some(iolab_spawn::hold(&iolab_spawn::Spec {
+            stdout: out,
+            ..iolab_spawn::Spec::new(&spec.argv)
+        })?)
     };
     let opts = RecordOptions {
         pids: match (&child, spec.all_pids) {
@@ -101,7 +109,15 @@ pub fn record(guard: &Guard, spec: &RecordSpec) -> Result<Recording, RecordError
     };
     let rec = Recorder::start(guard, &opts, cands)?;
     let t0 = Instant::now();
-    let status = child.map(PausedChild::wait).transpose()?;
+    let status = match child {
+        Some(held) => Some(
+            held.release()?
+                .wait()
+                .map_err(|e| RecordError::io("waitpid", e))?
+                .status,
+        ),
+        None => None,
+    };
     if let Some(d) = spec.duration {
         while t0.elapsed() < d && !iolab_guard::stop_requested() {
             std::thread::sleep(Duration::from_millis(20).min(d.saturating_sub(t0.elapsed())));

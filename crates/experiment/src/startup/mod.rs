@@ -66,7 +66,9 @@ impl StartupError {
             StartupError::Lab(e) => e.is_usage(),
             StartupError::Store(e) => e.is_usage(),
             StartupError::Load(e) => e.is_usage(),
-            StartupError::Launch(e) => matches!(e, crate::launch::LaunchError::Spawn { .. }),
+            StartupError::Launch(e) => {
+                matches!(e, crate::launch::LaunchError::Spawn(e) if e.is_usage())
+            }
             StartupError::Cache(e) => e.is_usage(),
             StartupError::Record(e) => e.is_usage(),
             StartupError::Bio(e) => e.is_usage(),

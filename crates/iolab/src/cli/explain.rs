@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::Args;
 use iolab_explain::report::{folded, perfetto, text};
-use iolab_explain::{gate, Attribution, Explainer, ExplainerConfig, RuleSet};
+use iolab_explain::{Attribution, Explainer, ExplainerConfig, RuleSet};
 use iolab_sys::UsageError;
 
 /// Shown by `iolab explain --help` after the options.
@@ -182,7 +182,15 @@ fn run_command(
     quiet_stdout: bool,
     config: ExplainerConfig,
 ) -> anyhow::Result<(Attribution, Option<String>)> {
-    let held = gate::spawn_held(argv, quiet_stdout).map_err(|e| UsageError::new(e.to_string()))?;
+    let spec = iolab_spawn::Spec {
+        stdout: if quiet_stdout {
+            iolab_spawn::Output::ToStderr
+        } else {
+            iolab_spawn::Output::Inherit
+        },
+        ..iolab_spawn::Spec::new(argv)
+    };
+    let held = iolab_spawn::hold(&spec).map_err(|e| UsageError::new(e.to_string()))?;
     let pid = held.pid();
     // If tracing cannot start, dropping `held` closes the gate: the child
     // exits without running the command.
@@ -196,8 +204,9 @@ fn run_command(
         .map_err(|e| UsageError::new(e.to_string()))?
         .wait()
         .context("waiting for the command")?;
-    let a = explainer.finish_with_cpu(Some(done.cpu_ns))?;
-    let note = match (done.code, done.signal) {
+    let a = explainer.finish_with_cpu(Some(done.cpu_ns()))?;
+    use std::os::unix::process::ExitStatusExt;
+    let note = match (done.status.code(), done.status.signal()) {
         (Some(0), _) => None,
         (Some(c), _) => Some(format!("the command exited with status {c}")),
         (None, Some(s)) => Some(format!("the command was killed by signal {s}")),
