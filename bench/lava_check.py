@@ -11,10 +11,12 @@ Checks every line parses, results are pass/fail, measurements are numbers,
 and there is one case per cell and metric (ids unique).
 """
 import argparse
+import atexit
 import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -22,8 +24,12 @@ import tempfile
 
 def lava_modules():
     d = tempfile.mkdtemp(prefix="lava-deb-")
-    subprocess.run(["apt-get", "download", "lava-dispatcher", "lava-common"],
-                   cwd=d, check=True, capture_output=True)
+    atexit.register(shutil.rmtree, d, ignore_errors=True)
+    get = ["apt-get", "download", "lava-dispatcher", "lava-common"]
+    if subprocess.run(get, cwd=d, capture_output=True).returncode != 0:
+        # A fresh machine may have no package lists yet.
+        subprocess.run(["apt-get", "update", "-qq"], check=True, capture_output=True)
+        subprocess.run(get, cwd=d, check=True, capture_output=True)
     for deb in glob.glob(os.path.join(d, "*.deb")):
         subprocess.run(["dpkg-deb", "-x", deb, os.path.join(d, "root")], check=True)
     sys.path.insert(0, os.path.join(d, "root/usr/lib/python3/dist-packages"))

@@ -21,7 +21,8 @@ use super::progress::Progress;
 use super::StartupError;
 use crate::launch::{self, LaunchSpec, Ready};
 
-use super::cold::{evict_list, make_cold};
+use super::cold::make_cold;
+use crate::target::Target;
 
 /// How a cell ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,7 +47,7 @@ pub(super) fn run_cell(
     guard: &Guard,
     store: &Store,
     id: ExperimentId,
-    target: &str,
+    (label, target): (&str, &Target),
     cfg: &StartupConfig,
     place: &Resolved,
     cell: &CellPlan,
@@ -106,6 +107,7 @@ pub(super) fn run_cell(
         store,
         id,
         cfg,
+        target,
         place,
         cell,
         overhead_ns,
@@ -122,7 +124,7 @@ pub(super) fn run_cell(
         };
         for mode in variants {
             let key = (
-                target.to_string(),
+                label.to_string(),
                 mode.map(variant_of),
                 cell.scheduler.clone(),
                 cell.workload.clone(),
@@ -165,6 +167,7 @@ struct Start<'a> {
     store: &'a Store,
     id: ExperimentId,
     cfg: &'a StartupConfig,
+    target: &'a Target,
     place: &'a Resolved,
     cell: &'a CellPlan,
     overhead_ns: u64,
@@ -180,7 +183,7 @@ impl Start<'_> {
     /// launch and time, commit. `Done` when the cell may go on.
     fn start(
         &self,
-        target: &str,
+        label: &str,
         rep: u32,
         prefetch: Option<(&Prefetcher, PrefetchMode)>,
         bg: Option<&Background>,
@@ -192,7 +195,7 @@ impl Start<'_> {
         // The target's files: what `--cold evict` evicts and what
         // `--memory-pressure` measures.
         let files = match (cfg.cold, cfg.memory_pressure) {
-            (Cold::Evict, _) | (_, Some(_)) => evict_list(cfg),
+            (Cold::Evict, _) | (_, Some(_)) => self.target.files(&cfg.evict),
             _ => Vec::new(),
         };
         make_cold(self.guard, cfg.cold, &files, &place.mountpoint)?;
@@ -207,6 +210,7 @@ impl Start<'_> {
         let running = prefetch.map(|(p, m)| p.begin(m)).transpose()?;
         let observers = Observers::start(self.guard, cfg.observe, &place.dev.name)?;
         let before = iolab_sys::diskstats::read_device(Path::new("/proc"), &place.dev.name)?;
+        let watch = self.target.watch(self.guard)?;
         let t0 = Instant::now();
         let guard = self.guard;
         let (outcome, explainer) = launch::launch_observed(
@@ -231,21 +235,13 @@ impl Start<'_> {
         if outcome.interrupted {
             return Ok(CellEnd::Interrupted);
         }
-        // An Android activity: the system's own TotalTime is the start-up;
-        // the am command's wall time (its own JVM start included) stays in
-        // the run's extra.
+        // The target's own figure, where it has one (an activity: the
+        // system's TotalTime or its --ready-logcat line; am's own wall
+        // time, its JVM start included, stays in the run's extra).
         let mut outcome = outcome;
-        let am = cfg.am_start.as_ref().map(|_| {
-            let r = crate::target::android::parse_am_start(&outcome.output_tail);
-            if outcome.failure.is_none() && !outcome.censored {
-                match (r.failure(), r.total_ms) {
-                    (Some(why), _) => outcome.failure = Some(why),
-                    (None, Some(ms)) => outcome.duration_ns = ms * 1_000_000,
-                    (None, None) => {}
-                }
-            }
-            json!({"result": r, "am_wall_ns": outcome.exit_ns})
-        });
+        let am = self
+            .target
+            .measure(guard, &mut outcome, watch, t0, self.spec.timeout)?;
         // The device's traffic during the start, less what the target
         // itself read and dirtied (its wait4 rusage): what the load achieved.
         let device = match (&before, &after) {
@@ -287,7 +283,7 @@ impl Start<'_> {
             scheduler: cell.scheduler.clone(),
             workload: cell.workload.clone(),
             rep,
-            target: target.to_string(),
+            target: label.to_string(),
             started_at,
             duration_ns: outcome.duration_ns,
             censored: outcome.censored,

@@ -35,11 +35,12 @@ use iolab_sys::UsageError;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::cold::{evict_list, make_cold};
+use super::cold::make_cold;
 use super::config::{Cold, StartupConfig};
 use super::place::Resolved;
 use super::StartupError;
 use crate::launch::{self, LaunchSpec};
+use crate::target::Target;
 
 /// Where the list comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -141,6 +142,7 @@ impl Prefetcher {
     pub(super) fn prepare(
         guard: &Guard,
         cfg: &StartupConfig,
+        target: &Target,
         place: &Resolved,
         spec: &LaunchSpec,
         stored: Option<&str>,
@@ -163,7 +165,7 @@ impl Prefetcher {
                     ))
                 })?
             }
-            (None, PrefetchSource::Record) => record_target(guard, cfg, place, spec)?,
+            (None, PrefetchSource::Record) => record_target(guard, cfg, target, place, spec)?,
         };
         let list = PrefetchList::parse_named(&text.replace("{dir}", &dir), "--prefetch list")?;
         if list.is_empty() {
@@ -302,6 +304,7 @@ impl Running {
 fn record_target(
     guard: &Guard,
     cfg: &StartupConfig,
+    target: &Target,
     place: &Resolved,
     spec: &LaunchSpec,
 ) -> Result<String, StartupError> {
@@ -310,12 +313,12 @@ fn record_target(
     } else {
         cfg.cold
     };
-    make_cold(guard, cold, &evict_list(cfg), &place.mountpoint)?;
+    make_cold(guard, cold, &target.files(&cfg.evict), &place.mountpoint)?;
     let dev = std::fs::metadata(&place.dir)
         .map(|m| DevNo::from_st_dev(m.dev()))
         .map_err(|e| iolab_sys::SysError::io(&place.dir, e))?;
     let mut names = iolab_record::candidates::Candidates::default();
-    names.add_argv(&cfg.command);
+    names.add_argv(target.argv());
     let opts = RecordOptions {
         pids: None,
         devices: vec![dev],
@@ -334,7 +337,7 @@ fn record_target(
     }
     let recording = Recording::build(
         raw,
-        cfg.command.clone(),
+        target.argv().to_vec(),
         "all",
         vec![dev.to_string()],
         None,

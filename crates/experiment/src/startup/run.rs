@@ -11,7 +11,6 @@ use iolab_sys::UsageError;
 use serde_json::json;
 
 use super::cell::{launch_spec, run_cell, CellEnd};
-use super::cold::which;
 use super::config::StartupConfig;
 use super::place::{self};
 use super::plan::plan;
@@ -22,6 +21,7 @@ use super::setup::{
 };
 use super::StartupError;
 use crate::launch::{self};
+use crate::target::Target;
 
 /// How to run (not part of the stored configuration).
 #[derive(Debug, Clone)]
@@ -106,9 +106,6 @@ pub fn run_startup(
     if let Some(prep) = &cfg.prepare {
         prepare(&prep.replace("{dir}", &place.dir.to_string_lossy()))?;
     }
-    if let Some(argv) = cfg.am_start.as_ref().and_then(|a| a.compile_argv()) {
-        compile(&argv)?;
-    }
     cfg.command = StartupConfig::substitute(&cfg.command, &place.dir);
     cfg.evict = cfg
         .evict
@@ -128,15 +125,10 @@ pub fn run_startup(
     }
     // Checked once the preparation ran (it may create the target), but
     // before an experiment is stored that could never have a run.
-    if let Some(prog) = cfg.command.first() {
-        if !which(prog).is_some_and(|p| p.is_file()) {
-            return Err(UsageError::new(format!(
-                "cannot find the target {prog:?}: expected an executable on PATH or a path to one"
-            ))
-            .into());
-        }
-    }
-    let cfg = cfg;
+    let mut target = Target::of(&cfg.command, cfg.am_start.as_ref());
+    target.check()?;
+    target.prepare()?;
+    let (cfg, target) = (cfg, target);
     if opts.progress {
         // Every check passed: say where the experiment runs (and, for a
         // slow lab, which backend and why).
@@ -151,6 +143,7 @@ pub fn run_startup(
     let prefetcher = Prefetcher::prepare(
         &guard,
         &cfg,
+        &target,
         &place,
         &launch_spec(&cfg)?,
         stored_list.as_deref(),
@@ -176,7 +169,7 @@ pub fn run_startup(
     // The command as given, `{dir}` unsubstituted: a resumed experiment
     // runs on a new temporary lab with another mount point, and its starts
     // must land in the same cells as those made before the interruption.
-    let target = stored.command.join(" ");
+    let label = stored.command.join(" ");
     // With prefetch, a repetition is complete when each variant is stored.
     let done_runs = match &prefetcher {
         Some(_) => prefetch::done_runs(&store, id)?,
@@ -184,7 +177,7 @@ pub fn run_startup(
     };
     let pcfg = cfg.prefetch.as_ref().filter(|_| prefetcher.is_some());
     let cells = plan(&cfg, |s, w, r| match pcfg {
-        Some(p) => prefetch::rep_done(Some(p), &done_runs, &target, s, w, r),
+        Some(p) => prefetch::rep_done(Some(p), &done_runs, &label, s, w, r),
         None => done.contains(&iolab_store::RunKey::new(s, w, r)),
     });
     let starts: usize = cells
@@ -203,7 +196,7 @@ pub fn run_startup(
             &guard,
             &store,
             id,
-            &target,
+            (&label, &target),
             &cfg,
             &place,
             cell,
@@ -234,29 +227,4 @@ pub fn run_startup(
         overhead_ns: overhead,
         stopped_cells,
     })
-}
-
-/// Sets an Android app's compilation state once (`cmd package compile`).
-fn compile(argv: &[String]) -> Result<(), StartupError> {
-    let out = std::process::Command::new(&argv[0])
-        .args(&argv[1..])
-        .output()
-        .map_err(|e| {
-            UsageError::new(format!(
-                "cannot run `{}`: {e}; --compile needs Android's cmd (run on the phone, e.g. \
-                 iolab remote --adb SERIAL -- startup ...)",
-                argv.join(" ")
-            ))
-        })?;
-    let said = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() || !said.contains("Success") {
-        return Err(UsageError::new(format!(
-            "`{}` failed: {}{}",
-            argv.join(" "),
-            said.trim(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-        .into());
-    }
-    Ok(())
 }

@@ -39,6 +39,13 @@ pub(super) fn validate(cfg: &StartupConfig) -> Result<(), UsageError> {
             UsageError::new(format!("--ready-line {regex:?} is not a valid regex: {e}"))
         })?;
     }
+    if let Some(regex) = cfg.am_start.as_ref().and_then(|a| a.ready_logcat.as_ref()) {
+        Regex::new(regex).map_err(|e| {
+            UsageError::new(format!(
+                "--ready-logcat {regex:?} is not a valid regex: {e}"
+            ))
+        })?;
+    }
     for p in [&cfg.target_ioprio, &cfg.load_ioprio].into_iter().flatten() {
         p.parse::<IoPrio>()
             .map_err(|e| UsageError::new(e.to_string()))?;

@@ -26,6 +26,11 @@ pub struct AmTarget {
     /// (`speed-profile`, `speed`, `verify`, ...).
     #[serde(default)]
     pub compile: Option<String>,
+    /// A logcat line that marks the start as done (`--ready-logcat`), e.g.
+    /// `Fully drawn com.android.settings`: the activity's own
+    /// `reportFullyDrawn()`, later than the first frame am waits for.
+    #[serde(default)]
+    pub ready_logcat: Option<String>,
 }
 
 impl AmTarget {
@@ -48,6 +53,11 @@ impl AmTarget {
                 .map(String::from)
                 .to_vec()
         })
+    }
+
+    /// The command that names the package's APK (`package:/data/app/.../base.apk`).
+    pub fn path_argv(&self) -> Vec<String> {
+        ["pm", "path", self.package()].map(String::from).to_vec()
     }
 
     /// Checks `PKG/ACTIVITY`'s shape.
@@ -135,6 +145,165 @@ pub fn parse_am_start(text: &str) -> AmResult {
     r
 }
 
+/// The APK paths `pm path PKG` printed (`package:PATH` lines; split APKs
+/// give several).
+pub fn parse_pm_path(text: &str) -> Vec<std::path::PathBuf> {
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix("package:"))
+        .map(std::path::PathBuf::from)
+        .collect()
+}
+
+/// The line `--ready-logcat` waited for, and the times read from it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogcatReady {
+    /// The line, verbatim.
+    pub line: String,
+    /// Its log time (`logcat -v epoch`), seconds since the epoch.
+    pub log_time_s: Option<f64>,
+    /// Its log time less the wall time the launch began, ms.
+    pub log_delay_ms: Option<f64>,
+    /// The delay the system put in the line itself (`Fully drawn ...:
+    /// +1s234ms`, measured from the launch intent as TotalTime is), ms.
+    pub reported_ms: Option<u64>,
+}
+
+impl LogcatReady {
+    /// The start-up time this line gives: the system's own figure when the
+    /// line has one, else its log time after the launch began.
+    pub fn duration_ms(&self) -> Option<f64> {
+        self.reported_ms.map(|m| m as f64).or(self.log_delay_ms)
+    }
+}
+
+/// Reads one `logcat -v epoch` line: its time and the `+XsYms` delay.
+pub fn parse_logcat_line(line: &str, since_s: f64) -> LogcatReady {
+    let log_time_s = line
+        .split_whitespace()
+        .next()
+        .and_then(|t| t.parse::<f64>().ok());
+    LogcatReady {
+        line: line.trim_end().to_string(),
+        log_time_s,
+        log_delay_ms: log_time_s.map(|t| (t - since_s) * 1000.0),
+        reported_ms: reported_delay_ms(line),
+    }
+}
+
+/// `+1s234ms`, `+850ms`, `+1m2s3ms` (TimeUtils.formatDuration) → ms.
+fn reported_delay_ms(line: &str) -> Option<u64> {
+    let tail = &line[line.rfind(": +")? + 3..];
+    let token = tail.split_whitespace().next()?;
+    let mut total = 0u64;
+    let mut num = String::new();
+    let mut rest = token;
+    while !rest.is_empty() {
+        let c = rest.chars().next()?;
+        if c.is_ascii_digit() {
+            num.push(c);
+            rest = &rest[1..];
+            continue;
+        }
+        let (unit, scale) = [("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000)]
+            .into_iter()
+            .find(|(u, _)| rest.starts_with(u))?;
+        total += num.parse::<u64>().ok()? * scale;
+        num.clear();
+        rest = &rest[unit.len()..];
+    }
+    num.is_empty().then_some(total)
+}
+
+fn epoch_s() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// A `logcat -v epoch -T NOW` reader started just before a launch, in its
+/// own process group recorded with the guard (logcat never ends on its
+/// own: it is killed by pgid when the start is over).
+pub struct LogcatWatch {
+    pid: i32,
+    tracked: iolab_guard::Recorded,
+    rx: std::sync::mpsc::Receiver<(String, std::time::Instant)>,
+    child: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LogcatWatch {
+    /// Starts reading the log from now on for a line matching `re`.
+    pub fn start(
+        guard: &iolab_guard::Guard,
+        re: &regex::Regex,
+    ) -> Result<LogcatWatch, crate::startup::StartupError> {
+        let since_s = epoch_s();
+        let spec = iolab_spawn::Spec {
+            stdin: iolab_spawn::Input::Null,
+            stdout: iolab_spawn::Output::Piped,
+            stderr: iolab_spawn::Output::Null,
+            process_group: true,
+            ..iolab_spawn::Spec::new(
+                &["logcat", "-v", "epoch", "-T", &format!("{since_s:.3}")].map(String::from),
+            )
+        };
+        let held = iolab_spawn::hold(&spec).map_err(|e| {
+            iolab_sys::UsageError::new(format!(
+                "--ready-logcat: {e} (Android's logcat; run on the phone, e.g. iolab remote --adb SERIAL -- startup ...)"
+            ))
+        })?;
+        let pid = held.pid();
+        let tracked = guard.track_process_group(pid)?;
+        let mut running = held
+            .release()
+            .map_err(|e| iolab_sys::UsageError::new(format!("--ready-logcat: {e}")))?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let out = running.stdout.take();
+        let re = re.clone();
+        let child = std::thread::spawn(move || {
+            use std::io::BufRead;
+            if let Some(out) = out {
+                for line in std::io::BufReader::new(out).lines() {
+                    let Ok(line) = line else { break };
+                    if re.is_match(&line) {
+                        let _ = tx.send((line, std::time::Instant::now()));
+                        break;
+                    }
+                }
+            }
+            // Reaped here once killed (or ended).
+            let _ = running.wait();
+        });
+        Ok(LogcatWatch {
+            pid,
+            tracked,
+            rx,
+            child: Some(child),
+        })
+    }
+
+    /// Waits for the line until `until`, then ends logcat. `launched` is
+    /// when the launch began: the line's log time is read against it.
+    pub fn finish(
+        mut self,
+        guard: &iolab_guard::Guard,
+        launched: std::time::Instant,
+        until: std::time::Instant,
+    ) -> Result<Option<LogcatReady>, crate::startup::StartupError> {
+        let wait = until.saturating_duration_since(std::time::Instant::now());
+        let seen = self.rx.recv_timeout(wait).ok();
+        crate::launch::kill_group(self.pid);
+        if let Some(t) = self.child.take() {
+            let _ = t.join();
+        }
+        guard.forget(self.tracked)?;
+        // Log times are wall-clock: the launch's wall time is ours now less
+        // the monotonic time since it began.
+        let launched_s = epoch_s() - launched.elapsed().as_secs_f64();
+        Ok(seen.map(|(line, _)| parse_logcat_line(&line, launched_s)))
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -184,7 +353,9 @@ Error: Activity class {com.nope/com.nope.Main} does not exist.
         let t = AmTarget {
             component: "com.android.settings/.Settings".into(),
             compile: Some("speed-profile".into()),
+            ready_logcat: None,
         };
+        assert_eq!(t.path_argv().join(" "), "pm path com.android.settings");
         assert_eq!(
             t.argv().join(" "),
             "am start -W -S -n com.android.settings/.Settings"
@@ -197,5 +368,39 @@ Error: Activity class {com.nope/com.nope.Main} does not exist.
         for bad in ["com.x", "/.Main", "com x/.Main", ""] {
             assert!(AmTarget::parse_component(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn logcat_lines_give_the_systems_delay_or_their_log_time() {
+        // `logcat -v epoch`, Android 14, reportFullyDrawn() of an app.
+        let l = parse_logcat_line(
+            " 1732440000.350  1402  1433 I ActivityTaskManager: Fully drawn com.example/.Main: +1s234ms",
+            1732440000.0,
+        );
+        assert_eq!(l.reported_ms, Some(1234));
+        assert!((l.log_delay_ms.unwrap() - 350.0).abs() < 0.01, "{l:?}");
+        assert_eq!(l.duration_ms(), Some(1234.0));
+        for (text, ms) in [
+            (
+                "I ActivityTaskManager: Displayed com.x/.Main: +850ms",
+                Some(850),
+            ),
+            ("Fully drawn com.x/.Main: +1m2s3ms", Some(62_003)),
+            ("Fully drawn com.x/.Main: +2s5ms (total +3s)", Some(2_005)),
+            ("ready at last", None),
+            ("bad: +12q", None),
+        ] {
+            assert_eq!(reported_delay_ms(text), ms, "{text}");
+        }
+        let l = parse_logcat_line("1732440000.500 1 1 I app: ready", 1732440000.0);
+        assert_eq!(l.reported_ms, None);
+        assert!((l.duration_ms().unwrap() - 500.0).abs() < 0.01);
+        assert_eq!(
+            parse_pm_path("package:/data/app/~~a==/com.x-b==/base.apk\npackage:/data/app/~~a==/com.x-b==/split_config.arm64_v8a.apk\n"),
+            [
+                std::path::PathBuf::from("/data/app/~~a==/com.x-b==/base.apk"),
+                std::path::PathBuf::from("/data/app/~~a==/com.x-b==/split_config.arm64_v8a.apk")
+            ]
+        );
     }
 }

@@ -10,5 +10,8 @@
 pub mod android;
 pub mod app;
 mod content;
+mod kinds;
 pub mod probe;
 pub mod replay;
+
+pub use kinds::{collect_files, which, Target, Watch};

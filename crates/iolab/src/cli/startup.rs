@@ -101,6 +101,14 @@ pub struct StartupArgs {
     /// (`cmd package compile -m MODE -f PKG`: speed-profile, speed, verify).
     #[arg(long, value_name = "MODE", requires = "am_start")]
     pub compile: Option<String>,
+    /// With --am-start: the start is done when a logcat line matches REGEX
+    /// (e.g. 'Fully drawn com.android.settings', the app's
+    /// reportFullyDrawn()). Its time is the `+1s234ms` the system put in
+    /// the line, else the line's log time after the launch; not seen within
+    /// --timeout: censored.
+    #[arg(long, value_name = "REGEX", requires = "am_start",
+          conflicts_with_all = ["ready_line", "ready_file", "ready_rss_stable"])]
+    pub ready_logcat: Option<String>,
     /// Before each start (after the cold step), fill SIZE of memory, or
     /// `auto` (MemAvailable less headroom), with a helper that is then
     /// killed: reclaim takes the target's files as on a phone under memory
@@ -344,6 +352,7 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
             Some(c) => iolab_experiment::target::android::AmTarget {
                 component: c.clone(),
                 compile: None,
+                ready_logcat: None,
             }
             .argv(),
             None => a.command.clone(),
@@ -367,6 +376,7 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
             .map(|c| iolab_experiment::target::android::AmTarget {
                 component: c.clone(),
                 compile: a.compile.clone(),
+                ready_logcat: a.ready_logcat.clone(),
             }),
         dirty_limit_bytes: a
             .dirty_limit

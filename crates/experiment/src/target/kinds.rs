@@ -1,0 +1,354 @@
+//! What `iolab startup` starts. Every kind runs as a command through the
+//! one launcher (`crate::launch`: held before exec, its own process group
+//! recorded with the guard, readiness, timeout, kill by group), so timing
+//! and cleanup are the same for all; what differs per kind lives here:
+//! which files are the target's own (what `--cold evict` evicts and
+//! `--memory-pressure` measures), what must happen once per experiment,
+//! and what a start's time is.
+//!
+//! Where the target runs is not a kind: on a phone or a board the whole
+//! of iolab runs there (`iolab remote`), with its own guard, so launch,
+//! cold cache and readiness are local calls on that device, not round
+//! trips over a link that may drop.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use iolab_guard::Guard;
+use iolab_sys::UsageError;
+use serde_json::{json, Value};
+
+use super::android::{self, AmTarget, LogcatWatch};
+use crate::launch::Outcome;
+use crate::startup::StartupError;
+
+/// A start-up target.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// Any command: its files are its executable's.
+    Command {
+        /// Program and arguments.
+        argv: Vec<String>,
+    },
+    /// iolab's built-in app (`iolab app --dir D`), or an S trace it
+    /// replays (`--replay FILE`): D holds every file it reads.
+    App {
+        /// Program and arguments.
+        argv: Vec<String>,
+        /// Its `--dir`.
+        dir: PathBuf,
+        /// The S trace, for a replay.
+        replay: Option<PathBuf>,
+    },
+    /// An Android activity, started by `am start -W -S`.
+    Activity {
+        /// The am command.
+        argv: Vec<String>,
+        /// The activity and what is set for it.
+        am: AmTarget,
+        /// Its APKs' directories and its data directory (from `pm path`,
+        /// read once by [`Target::prepare`]).
+        roots: Vec<PathBuf>,
+    },
+}
+
+/// What a target keeps beside one launch.
+pub struct Watch(Option<LogcatWatch>);
+
+impl Target {
+    /// The target of a configuration whose `{dir}` is substituted.
+    pub fn of(command: &[String], am: Option<&AmTarget>) -> Target {
+        let argv = command.to_vec();
+        if let Some(am) = am {
+            return Target::Activity {
+                argv,
+                am: am.clone(),
+                roots: Vec::new(),
+            };
+        }
+        let flag = |name: &str| {
+            command
+                .windows(2)
+                .find(|w| w[0] == name)
+                .map(|w| PathBuf::from(&w[1]))
+        };
+        match (command.get(1).map(String::as_str), flag("--dir")) {
+            (Some("app"), Some(dir)) if is_iolab(command) => Target::App {
+                argv,
+                dir,
+                replay: flag("--replay"),
+            },
+            _ => Target::Command { argv },
+        }
+    }
+
+    /// `command`, `app`, `replay` or `activity`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Target::Command { .. } => "command",
+            Target::App { replay: None, .. } => "app",
+            Target::App { .. } => "replay",
+            Target::Activity { .. } => "activity",
+        }
+    }
+
+    /// What each start runs.
+    pub fn argv(&self) -> &[String] {
+        match self {
+            Target::Command { argv } | Target::App { argv, .. } | Target::Activity { argv, .. } => {
+                argv
+            }
+        }
+    }
+
+    /// Checks it can start at all, before an experiment is stored that
+    /// could never have a run.
+    pub fn check(&self) -> Result<(), UsageError> {
+        let prog = self.argv().first().map(String::as_str).unwrap_or_default();
+        if which(prog).is_some_and(|p| p.is_file()) {
+            return Ok(());
+        }
+        Err(UsageError::new(match self {
+            Target::Activity { .. } => format!(
+                "cannot find {prog:?}: --am-start needs Android's am (run on the phone, e.g. \
+                 iolab remote --adb SERIAL -- startup ...)"
+            ),
+            _ => format!(
+                "cannot find the target {prog:?}: expected an executable on PATH or a path to one"
+            ),
+        }))
+    }
+
+    /// Once per experiment: an activity's compilation state is set and its
+    /// files are looked up.
+    pub fn prepare(&mut self) -> Result<(), StartupError> {
+        if let Target::Activity { am, roots, .. } = self {
+            if let Some(argv) = am.compile_argv() {
+                let said = run(&argv, "--compile")?;
+                if !said.contains("Success") {
+                    return Err(UsageError::new(format!(
+                        "`{}` did not say Success: {}",
+                        argv.join(" "),
+                        said.trim()
+                    ))
+                    .into());
+                }
+            }
+            let apks = android::parse_pm_path(&run(&am.path_argv(), "--am-start")?);
+            if apks.is_empty() {
+                return Err(UsageError::new(format!(
+                    "`pm path {}` names no APK: is the package installed?",
+                    am.package()
+                ))
+                .into());
+            }
+            // The APK's directory holds what a cold start reads besides
+            // the APK: oat/ (odex, vdex, art) and lib/.
+            *roots = apks
+                .iter()
+                .filter_map(|a| a.parent().map(Path::to_path_buf))
+                .collect();
+            roots.dedup();
+            let data = Path::new("/data/data").join(am.package());
+            if data.is_dir() {
+                roots.push(data);
+            }
+        }
+        Ok(())
+    }
+
+    /// The target's files, listed again for every start (it may have
+    /// created or deleted some since): `explicit` (`--evict`) when given,
+    /// else the app's directory, the activity's APK and data directories,
+    /// or the command's executable.
+    pub fn files(&self, explicit: &[PathBuf]) -> Vec<PathBuf> {
+        let roots: Vec<PathBuf> = if !explicit.is_empty() {
+            explicit.to_vec()
+        } else {
+            match self {
+                Target::App { dir, .. } => vec![dir.clone()],
+                Target::Activity { roots, .. } => roots.clone(),
+                Target::Command { argv } => {
+                    argv.first().and_then(|p| which(p)).into_iter().collect()
+                }
+            }
+        };
+        let mut out = Vec::new();
+        for r in roots {
+            collect_files(&r, &mut out);
+        }
+        out
+    }
+
+    /// Just before a launch: what must watch it from outside (an
+    /// activity's `--ready-logcat` reader).
+    pub fn watch(&self, guard: &Guard) -> Result<Watch, StartupError> {
+        match self {
+            Target::Activity { am, .. } => match &am.ready_logcat {
+                Some(re) => {
+                    let re = regex::Regex::new(re).map_err(|e| {
+                        UsageError::new(format!("--ready-logcat {re:?} is not a valid regex: {e}"))
+                    })?;
+                    Ok(Watch(Some(LogcatWatch::start(guard, &re)?)))
+                }
+                None => Ok(Watch(None)),
+            },
+            _ => Ok(Watch(None)),
+        }
+    }
+
+    /// After a launch begun at `t0` with `timeout`: the start's own time
+    /// where the target reports one (an activity: am's TotalTime, or the
+    /// `--ready-logcat` line), and what to store about it.
+    pub fn measure(
+        &self,
+        guard: &Guard,
+        outcome: &mut Outcome,
+        watch: Watch,
+        t0: Instant,
+        timeout: std::time::Duration,
+    ) -> Result<Option<Value>, StartupError> {
+        let Target::Activity { .. } = self else {
+            return Ok(None);
+        };
+        let r = android::parse_am_start(&outcome.output_tail);
+        let started = outcome.failure.is_none() && !outcome.censored && !outcome.interrupted;
+        if started {
+            match (r.failure(), r.total_ms) {
+                (Some(why), _) => outcome.failure = Some(why),
+                (None, Some(ms)) => outcome.duration_ns = ms * 1_000_000,
+                (None, None) => {}
+            }
+        }
+        let logcat = match watch.0 {
+            // Waited for only when am says the activity started.
+            Some(w) if started && outcome.failure.is_none() => {
+                Some(w.finish(guard, t0, t0 + timeout)?)
+            }
+            Some(w) => {
+                w.finish(guard, t0, Instant::now())?;
+                None
+            }
+            None => None,
+        };
+        let seen = match &logcat {
+            Some(Some(line)) => match line.duration_ms() {
+                Some(ms) => {
+                    outcome.duration_ns = (ms.max(0.0) * 1e6) as u64;
+                    outcome.ready_ns = Some(outcome.duration_ns);
+                    Some(line)
+                }
+                None => None,
+            },
+            Some(None) => {
+                // Never drawn fully within the timeout: a lower bound.
+                outcome.duration_ns = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
+                outcome.censored = true;
+                None
+            }
+            None => None,
+        };
+        Ok(Some(json!({
+            "result": r,
+            "am_wall_ns": outcome.exit_ns,
+            "logcat": seen,
+        })))
+    }
+}
+
+/// `iolab` or a path to it.
+fn is_iolab(argv: &[String]) -> bool {
+    argv.first()
+        .and_then(|p| Path::new(p).file_name())
+        .is_some_and(|n| n.to_string_lossy().starts_with("iolab"))
+}
+
+/// Runs a device command once and returns its stdout.
+fn run(argv: &[String], flag: &str) -> Result<String, StartupError> {
+    let out = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .output()
+        .map_err(|e| {
+            UsageError::new(format!(
+                "cannot run `{}`: {e}; {flag} needs Android's {} (run on the phone, e.g. \
+                 iolab remote --adb SERIAL -- startup ...)",
+                argv.join(" "),
+                argv[0]
+            ))
+        })?;
+    if !out.status.success() {
+        return Err(UsageError::new(format!(
+            "`{}` failed: {}{}",
+            argv.join(" "),
+            String::from_utf8_lossy(&out.stdout).trim(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+        .into());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The executable `prog` names (a path, or the first match on PATH).
+pub fn which(prog: &str) -> Option<PathBuf> {
+    iolab_spawn::resolve(prog)
+}
+
+/// Every file under `p` (itself when a file).
+pub fn collect_files(p: &Path, out: &mut Vec<PathBuf>) {
+    if p.is_dir() {
+        if let Ok(rd) = std::fs::read_dir(p) {
+            for e in rd.flatten() {
+                collect_files(&e.path(), out);
+            }
+        }
+    } else if p.is_file() {
+        out.push(p.to_path_buf());
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn kinds_are_told_apart_by_the_command() {
+        let t = Target::of(&argv("/usr/bin/iolab app --dir /mnt/a --scale 2"), None);
+        assert_eq!(t.kind(), "app");
+        let t = Target::of(&argv("iolab app --dir /mnt/a --replay x.trace"), None);
+        assert_eq!(t.kind(), "replay");
+        assert!(matches!(&t, Target::App { replay: Some(p), .. } if p == Path::new("x.trace")));
+        // Another program's `app` subcommand is just a command.
+        assert_eq!(
+            Target::of(&argv("flatpak app --dir x"), None).kind(),
+            "command"
+        );
+        let am = AmTarget {
+            component: "com.x/.Main".into(),
+            compile: None,
+            ready_logcat: None,
+        };
+        let t = Target::of(&am.argv(), Some(&am));
+        assert_eq!((t.kind(), t.argv()[0].as_str()), ("activity", "am"));
+    }
+
+    #[test]
+    fn files_are_the_apps_dir_or_the_executable_unless_listed() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("sub")).unwrap();
+        for f in ["a", "sub/b"] {
+            std::fs::write(d.path().join(f), "x").unwrap();
+        }
+        let cmd = format!("iolab app --dir {}", d.path().display());
+        let mut files = Target::of(&argv(&cmd), None).files(&[]);
+        files.sort();
+        assert_eq!(files, [d.path().join("a"), d.path().join("sub/b")]);
+        let sh = Target::of(&argv("sh -c true"), None);
+        assert_eq!(sh.files(&[]), [which("sh").unwrap()]);
+        assert_eq!(sh.files(&[d.path().join("a")]), [d.path().join("a")]);
+    }
+}
