@@ -207,31 +207,8 @@ fn failure_of(
     }
 }
 
-/// What the target itself used, from wait4(2)'s rusage (its waited-for
-/// children included).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Usage {
-    /// Bytes it caused to be read from storage (`ru_inblock` × 512, the
-    /// kernel's per-task I/O accounting).
-    pub read_bytes: u64,
-    /// Bytes it caused to be written (`ru_oublock` × 512: pages it dirtied).
-    pub write_bytes: u64,
-    /// User CPU time, ns.
-    pub user_ns: u64,
-    /// System CPU time, ns.
-    pub sys_ns: u64,
-}
-
-impl From<iolab_spawn::Usage> for Usage {
-    fn from(u: iolab_spawn::Usage) -> Usage {
-        Usage {
-            read_bytes: u.read_bytes,
-            write_bytes: u.write_bytes,
-            user_ns: u.user_ns,
-            sys_ns: u.sys_ns,
-        }
-    }
-}
+/// What the target itself used (wait4 rusage; stored with each run).
+pub use iolab_spawn::Usage;
 
 /// Why a launch could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -322,11 +299,7 @@ pub fn launch_observed<T: Send>(
     // the background's device traffic from the target's.
     let waiter = std::thread::spawn(move || match child.wait() {
         Ok(done) => {
-            let _ = waiter_tx.send(Event::Exited(
-                Instant::now(),
-                done.status,
-                done.usage.into(),
-            ));
+            let _ = waiter_tx.send(Event::Exited(Instant::now(), done.status, done.usage));
         }
         Err(_) => {
             let _ = waiter_tx.send(Event::WaitFailed);

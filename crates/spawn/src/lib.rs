@@ -176,7 +176,7 @@ pub struct Running {
 
 /// What a child used, from wait4(2)'s rusage (the children it waited for
 /// included).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Usage {
     /// Bytes it caused to be read from storage (`ru_inblock` × 512, the
     /// kernel's per-task I/O accounting).

@@ -232,16 +232,17 @@ impl Start<'_> {
             ));
         }
         let prefetched = running.map(|r| r.finish()).transpose()?;
-        if outcome.interrupted {
-            return Ok(CellEnd::Interrupted);
-        }
         // The target's own figure, where it has one (an activity: the
         // system's TotalTime or its --ready-logcat line; am's own wall
-        // time, its JVM start included, stays in the run's extra).
+        // time, its JVM start included, stays in the run's extra). Asked
+        // before an interruption returns: it also ends the target's watch.
         let mut outcome = outcome;
         let am = self
             .target
             .measure(guard, &mut outcome, watch, t0, self.spec.timeout)?;
+        if outcome.interrupted {
+            return Ok(CellEnd::Interrupted);
+        }
         // The device's traffic during the start, less what the target
         // itself read and dirtied (its wait4 rusage): what the load achieved.
         let device = match (&before, &after) {

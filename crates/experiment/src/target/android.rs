@@ -227,7 +227,7 @@ fn epoch_s() -> f64 {
 pub struct LogcatWatch {
     pid: i32,
     tracked: iolab_guard::Recorded,
-    rx: std::sync::mpsc::Receiver<(String, std::time::Instant)>,
+    rx: std::sync::mpsc::Receiver<String>,
     child: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -266,7 +266,7 @@ impl LogcatWatch {
                 for line in std::io::BufReader::new(out).lines() {
                     let Ok(line) = line else { break };
                     if re.is_match(&line) {
-                        let _ = tx.send((line, std::time::Instant::now()));
+                        let _ = tx.send(line);
                         break;
                     }
                 }
@@ -292,15 +292,29 @@ impl LogcatWatch {
     ) -> Result<Option<LogcatReady>, crate::startup::StartupError> {
         let wait = until.saturating_duration_since(std::time::Instant::now());
         let seen = self.rx.recv_timeout(wait).ok();
-        crate::launch::kill_group(self.pid);
-        if let Some(t) = self.child.take() {
-            let _ = t.join();
-        }
+        self.end();
         guard.forget(self.tracked)?;
         // Log times are wall-clock: the launch's wall time is ours now less
         // the monotonic time since it began.
         let launched_s = epoch_s() - launched.elapsed().as_secs_f64();
-        Ok(seen.map(|(line, _)| parse_logcat_line(&line, launched_s)))
+        Ok(seen.map(|line| parse_logcat_line(&line, launched_s)))
+    }
+
+    /// Kills logcat's group and waits for its reader (which reaps it).
+    fn end(&mut self) {
+        crate::launch::kill_group(self.pid);
+        if let Some(t) = self.child.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for LogcatWatch {
+    fn drop(&mut self) {
+        // Dropped on an error path without `finish`: logcat never ends on
+        // its own. (The guard still lists the group and kills it again, a
+        // no-op, when it restores.)
+        self.end();
     }
 }
 
