@@ -394,8 +394,15 @@ pub fn launch_observed<T: Send>(
         }
     }
     let _ = waiter.join();
-    // Output readers are not joined: a grandchild that left the group may
-    // still hold the pipe open; they end when it closes.
+    // The group is gone, so its pipes are closed and the readers reach EOF
+    // after their last lines: wait for that (an exit can reach us before
+    // the output it printed just before) so the tail is whole. Bounded: a
+    // grandchild that left the group may still hold a pipe open, and then
+    // its reader ends when it closes.
+    let drained = Instant::now() + Duration::from_millis(500);
+    while readers.iter().any(|r| !r.is_finished()) && Instant::now() < drained {
+        std::thread::sleep(Duration::from_millis(1));
+    }
     drop(readers);
     guard.forget(tracked)?;
 
