@@ -13,14 +13,8 @@ use std::time::Duration;
 use bench_env::{json_of, ok, Bench};
 use lab_env::root_or_skip;
 
-const RECORDED: &str = "Stopping: com.android.settings
-Starting: Intent { cmp=com.android.settings/.Settings }
-Status: ok
-LaunchState: COLD
-Activity: com.android.settings/.Settings
-TotalTime: 1131
-WaitTime: 1134
-Complete";
+/// What Android 14's `am start -W -S` printed (also the parser's unit test input).
+const RECORDED: &str = include_str!("fixtures/android/am_start_cold.txt");
 
 /// A directory of stand-ins for Android's `am`, `pm` and (optionally)
 /// `logcat`, each checking it was called as iolab must call it, and the
