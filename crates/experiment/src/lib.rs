@@ -1,11 +1,20 @@
-//! Experiments: the built-in targets, launching and timing a target, the
-//! startup matrix (schedulers × workloads × repetitions) and the scheduler
-//! sweep (seed 002's throughput comparison).
+//! Experiments: one engine ([`engine`]) with three bodies on it — the
+//! startup matrix ([`startup`]: schedulers × workloads × repetitions of a
+//! target's start), seed 002's sweep and seed 003's maximum-throughput
+//! sweep ([`sweep`]) — the places they run on ([`place`]), the collectors
+//! that observe their runs ([`collect`]), the targets a startup starts
+//! ([`target`]) and how one is launched and timed ([`launch`]).
 
+pub mod collect;
+pub mod engine;
+mod error;
 pub mod launch;
+pub mod place;
 pub mod pressure;
+mod schedulers;
 pub mod startup;
 pub mod sweep;
-
-/// Built-in targets: `iolab probe` and `iolab app`.
 pub mod target;
+
+pub use error::{to_json, ExperimentError};
+pub use schedulers::Schedulers;

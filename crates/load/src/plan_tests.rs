@@ -19,7 +19,7 @@ fn readers_need_layout_writers_do_not() {
     let w = job_in(d.path(), "w", Rw::Write, Some(1 << 20));
     let p = plan(&[r, w], false).unwrap();
     assert_eq!(p.jobs.len(), 2);
-    assert_eq!(p.jobs[0].targets.len(), 2);
+    assert_eq!(p.jobs[0].files.len(), 2);
     assert_eq!(p.layout.len(), 2);
     assert!(p.layout.iter().all(|l| l.from == 0 && l.to == 1 << 20));
     assert!(p.layout[0].path.ends_with("r.0.0"));
@@ -73,7 +73,7 @@ fn named_workloads_fit_the_free_space() {
         j.directory = Some(d.path().to_path_buf());
     }
     let p = plan(&jobs, false).unwrap();
-    let free = target::free_bytes(d.path()).unwrap();
+    let free = io_file::free_bytes(d.path()).unwrap();
     for pj in &p.jobs {
         assert!(pj.size <= NAMED_FILE_SIZE && pj.size >= NAMED_MIN_FILE_SIZE);
         assert_eq!(pj.size % (1 << 20), 0);
@@ -114,6 +114,6 @@ fn cpuio_jobs_have_no_targets() {
     j.ioengine = IoEngine::CpuIo;
     j.cpuload = Some(50);
     let p = plan(&[j], false).unwrap();
-    assert!(p.jobs[0].targets.is_empty());
+    assert!(p.jobs[0].files.is_empty());
     assert_eq!(p.jobs[0].size, 0);
 }

@@ -51,7 +51,7 @@ pub struct Slot {
 
 /// The device's state.
 #[derive(Debug, Clone)]
-pub struct Device {
+pub struct DeviceClock {
     params: ModelParams,
     free_at: Vec<u64>,
     channel_free: u64,
@@ -64,11 +64,11 @@ pub struct Device {
     pub busy_ns: u64,
 }
 
-impl Device {
+impl DeviceClock {
     /// An idle device.
-    pub fn new(params: ModelParams) -> Device {
+    pub fn new(params: ModelParams) -> DeviceClock {
         let depth = params.queue_depth.max(1) as usize;
-        Device {
+        DeviceClock {
             params,
             free_at: vec![0; depth],
             channel_free: 0,
@@ -178,7 +178,7 @@ mod tests {
 
     #[test]
     fn depth_one_serves_one_after_another() {
-        let mut d = Device::new(params(1));
+        let mut d = DeviceClock::new(params(1));
         // 1 MB read: 100 µs + 10 ms.
         let a = d.admit(
             0,
@@ -209,7 +209,7 @@ mod tests {
 
     #[test]
     fn deeper_queues_overlap_latency_not_transfer() {
-        let mut d = Device::new(params(4));
+        let mut d = DeviceClock::new(params(4));
         let slots: Vec<Slot> = (0..4)
             .map(|i| {
                 d.admit(
@@ -234,7 +234,7 @@ mod tests {
         p.duplex = true;
         p.read_latency_ns = 0;
         p.write_latency_ns = 0;
-        let mut d = Device::new(p);
+        let mut d = DeviceClock::new(p);
         // 1 MB each way at the same moment: each at its own rate.
         let r = d.admit(
             0,
@@ -255,7 +255,7 @@ mod tests {
         let mut p = params(4);
         p.read_latency_ns = 0;
         p.write_latency_ns = 0;
-        let mut d = Device::new(p);
+        let mut d = DeviceClock::new(p);
         d.admit(
             0,
             Op::Read {
@@ -275,7 +275,7 @@ mod tests {
 
     #[test]
     fn a_flush_waits_for_everything_and_holds_the_device() {
-        let mut d = Device::new(params(2));
+        let mut d = DeviceClock::new(params(2));
         let w = d.admit(
             0,
             Op::Write {
@@ -298,7 +298,7 @@ mod tests {
 
     #[test]
     fn a_split_request_pays_its_latency_once() {
-        let mut d = Device::new(params(1));
+        let mut d = DeviceClock::new(params(1));
         let a = d.admit(
             0,
             Op::Read {
@@ -330,7 +330,7 @@ mod tests {
     fn a_disk_seeks_only_when_not_sequential() {
         let mut p = params(1);
         p.seek_ns = 5_000_000;
-        let mut d = Device::new(p);
+        let mut d = DeviceClock::new(p);
         let a = d.admit(
             0,
             Op::Read {

@@ -22,7 +22,7 @@ use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::sync::Arc;
 
-pub use device::{Device, Op, Slot};
+pub use device::{DeviceClock, Op, Slot};
 pub use params::ModelParams;
 pub use stats::ModelStats;
 
@@ -41,7 +41,7 @@ pub fn serve(fuse: OwnedFd, image: &Path, params: ModelParams) -> std::io::Resul
     }
     let stats = Arc::new(stats::Stats::default());
     let transport = Arc::new(server::Transport::default());
-    let fs = server::ModelFs::new(image, Device::new(params), stats, transport)?;
+    let fs = server::ModelFs::new(image, DeviceClock::new(params), stats, transport)?;
 
     let mut config = fuser::Config::default();
     config.acl = fuser::SessionACL::All;

@@ -1,7 +1,7 @@
 //! The FUSE server: one file, `disk.img`, whose reads and writes go to the
 //! lab's image file and complete when the device model says.
 //!
-//! The session thread admits each request to the [`Device`] (arrival
+//! The session thread admits each request to the [`DeviceClock`] (arrival
 //! order), and hands it to a worker, which does the real I/O on the image
 //! at once and replies at the completion time the model computed. Replies
 //! sent from other threads is how fuser lets requests overlap; the kernel
@@ -30,7 +30,7 @@ use fuser::{
 };
 
 use crate::clock::{now_ns, sleep_until, Oversleep};
-use crate::device::{Device, Op};
+use crate::device::{DeviceClock, Op};
 use crate::stats::Stats;
 
 /// The device's file.
@@ -115,7 +115,7 @@ const CONTROL: INodeNo = INodeNo(4);
 /// The filesystem.
 pub struct ModelFs {
     size: u64,
-    device: Mutex<Device>,
+    device: Mutex<DeviceClock>,
     jobs: Mutex<mpsc::Sender<Job>>,
     stats: Arc<Stats>,
     in_model: Arc<AtomicU64>,
@@ -133,7 +133,7 @@ impl ModelFs {
     /// threads complete requests (at least the queue depth).
     pub fn new(
         image: &Path,
-        device: Device,
+        device: DeviceClock,
         stats: Arc<Stats>,
         transport: Arc<Transport>,
     ) -> std::io::Result<ModelFs> {

@@ -8,11 +8,11 @@
 use std::path::{Path, PathBuf};
 
 pub mod binary;
-pub mod device;
+pub mod host;
 pub mod quote;
 pub mod transport;
 
-pub use device::{Device, Root};
+pub use host::{RemoteHost, Root};
 pub use transport::{Adb, Ssh, Transport};
 
 /// Why a remote operation failed.

@@ -15,6 +15,7 @@
 //! means can still be plain (CI once saw a 3.5× IOPS gain called
 //! "undecided" because one of three baseline runs was slow).
 
+use iolab_results::ExperimentKind;
 use serde::Serialize;
 
 use std::cmp::Ordering;
@@ -40,15 +41,15 @@ pub struct MetricSpec {
 
 impl MetricSpec {
     /// The metric an experiment kind is judged by.
-    pub fn default_for(kind: &str) -> MetricSpec {
+    pub fn default_for(kind: &ExperimentKind) -> MetricSpec {
         match kind {
-            "sweep" => MetricSpec {
+            ExperimentKind::Sweep => MetricSpec {
                 name: "bw_bytes".into(),
                 unit: "MiB/s".into(),
                 higher_is_better: true,
                 scale: 1.0 / 1_048_576.0,
             },
-            "sweep-max" => MetricSpec {
+            ExperimentKind::SweepMax => MetricSpec {
                 name: "iops".into(),
                 unit: "IOPS".into(),
                 higher_is_better: true,
@@ -67,7 +68,7 @@ impl MetricSpec {
     /// `extra`; larger is better unless it looks like a time or latency.
     pub fn named(name: &str) -> MetricSpec {
         if name == "duration" {
-            return MetricSpec::default_for("startup");
+            return MetricSpec::default_for(&ExperimentKind::Startup);
         }
         let lower = ["lat", "ns", "time", "_us", "_ms", "_s", "cpu"]
             .iter()
@@ -172,7 +173,7 @@ pub struct PairComparison {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparison {
     /// Experiment kind of both.
-    pub kind: String,
+    pub kind: ExperimentKind,
     /// The metric.
     pub metric: MetricSpec,
     /// Every matched pair.
@@ -425,7 +426,7 @@ mod tests {
     #[test]
     fn interval_coverage_on_synthetic_samples() {
         let mut rng = SmallRng::seed_from_u64(7);
-        let m = MetricSpec::default_for("startup");
+        let m = MetricSpec::default_for(&ExperimentKind::Startup);
         let trials = 2000;
         let (mut covered, mut no_diff) = (0, 0);
         for _ in 0..trials {
@@ -453,8 +454,8 @@ mod tests {
     fn verdict_follows_the_metric_direction() {
         let a = side_of(&[1.0, 1.1, 0.9, 1.0, 1.0]);
         let b = side_of(&[2.0, 2.1, 1.9, 2.0, 2.0]);
-        let time = MetricSpec::default_for("startup");
-        let bw = MetricSpec::default_for("sweep");
+        let time = MetricSpec::default_for(&ExperimentKind::Startup);
+        let bw = MetricSpec::default_for(&ExperimentKind::Sweep);
         assert_eq!(
             pair("k".into(), a.clone(), b.clone(), &time).verdict,
             Verdict::Worse
@@ -493,7 +494,7 @@ mod tests {
     /// way round — the censored side the smaller at its bounds — is not.
     #[test]
     fn a_timed_out_side_decides_only_when_its_bounds_already_differ() {
-        let time = MetricSpec::default_for("startup");
+        let time = MetricSpec::default_for(&ExperimentKind::Startup);
         let cut = censored_side(&[5.0, 5.0, 5.0], &[true, true, true]);
         let fast = side_of(&[0.69, 1.56, 1.65]);
         assert_eq!(

@@ -342,7 +342,7 @@ mod tests {
         let s = Store::open(path).unwrap();
         let id = s
             .create_experiment(
-                "startup",
+                &iolab_results::ExperimentKind::Startup,
                 "iolab startup",
                 &json!({"reps": n}),
                 &board_env(),
@@ -352,7 +352,14 @@ mod tests {
             let r = s
                 .record_run(id, &run("bfq", "1r", rep, 1.0 + rep as f64))
                 .unwrap();
-            s.add_artifact(r, "cpu", &json!({"rep": rep})).unwrap();
+            s.add_artifact(
+                r,
+                &iolab_results::ArtifactDoc {
+                    kind: iolab_results::ArtifactKind::Cpu,
+                    json: json!({"rep": rep}),
+                },
+            )
+            .unwrap();
         }
         s.set_status(id, Status::Done).unwrap();
         id
@@ -366,7 +373,12 @@ mod tests {
         let local = Store::open(&dst).unwrap();
         // Something already here, so local ids differ from remote ones.
         local
-            .create_experiment("sweep", "x", &json!({}), &json!({}))
+            .create_experiment(
+                &iolab_results::ExperimentKind::Sweep,
+                "x",
+                &json!({}),
+                &json!({}),
+            )
             .unwrap();
         let from = ImportFrom {
             via: Some("ssh root@rpi4".into()),
@@ -382,7 +394,9 @@ mod tests {
             local.runs(got[0].local_id).unwrap(),
             src_store.runs(remote).unwrap()
         );
-        let arts = local.artifacts(got[0].local_id, Some("cpu")).unwrap();
+        let arts = local
+            .artifacts(got[0].local_id, Some(&iolab_results::ArtifactKind::Cpu))
+            .unwrap();
         assert_eq!(arts.len(), 3);
         assert_eq!(arts[2].json, json!({"rep": 2}));
         let e = local.experiment(got[0].local_id).unwrap();
@@ -442,7 +456,12 @@ mod tests {
         {
             let s = Store::open(&src).unwrap();
             let id = s
-                .create_experiment("startup", "x", &json!({}), &json!({"kernel": {}}))
+                .create_experiment(
+                    &iolab_results::ExperimentKind::Startup,
+                    "x",
+                    &json!({}),
+                    &json!({"kernel": {}}),
+                )
                 .unwrap();
             s.record_run(id, &run("none", "idle", 0, 1.0)).unwrap();
         }

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use iolab_results::{ArtifactKind, ExperimentKind};
 use iolab_sys::UsageError;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -56,7 +57,7 @@ pub struct Artifact {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variant: Option<String>,
     /// What the document is: `latency_hist`, `cpu`, `psi`, `explain`, ...
-    pub kind: String,
+    pub kind: ArtifactKind,
     /// The document, raw samples included.
     pub json: Value,
 }
@@ -218,26 +219,37 @@ impl RunOutcome {
     }
 }
 
-/// Identifies a repetition for `--resume`: which (scheduler, workload, rep)
-/// of an experiment already has a recorded run.
+/// Identifies a repetition for `--resume`: which (scheduler, workload,
+/// variant, rep) of an experiment already has a recorded run. The target
+/// is not part of it: an experiment has one, and a sweep's (its device's
+/// name) changes when a resumed sweep makes a new lab.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct RunKey {
     /// Scheduler.
     pub scheduler: String,
     /// Workload.
     pub workload: String,
+    /// Variant (see [`RunRecord::variant`]).
+    pub variant: Option<String>,
     /// Repetition number.
     pub rep: u32,
 }
 
 impl RunKey {
-    /// Builds a key.
+    /// A key of a plain run (no variant).
     pub fn new(scheduler: &str, workload: &str, rep: u32) -> Self {
         RunKey {
             scheduler: scheduler.to_string(),
             workload: workload.to_string(),
+            variant: None,
             rep,
         }
+    }
+
+    /// The same key for a run of `variant`.
+    pub fn with_variant(mut self, variant: Option<&str>) -> Self {
+        self.variant = variant.map(str::to_string);
+        self
     }
 }
 
@@ -249,7 +261,7 @@ pub struct Experiment {
     /// Creation time, RFC 3339 UTC.
     pub created: String,
     /// Kind of experiment, e.g. `startup`.
-    pub kind: String,
+    pub kind: ExperimentKind,
     /// The command line that created it.
     pub command_line: String,
     /// Status. A `running` experiment whose process is gone (crash,
@@ -273,7 +285,7 @@ pub struct ExperimentSummary {
     /// Creation time, RFC 3339 UTC.
     pub created: String,
     /// Kind of experiment, e.g. `startup`.
-    pub kind: String,
+    pub kind: ExperimentKind,
     /// Status (see [`Experiment::status`]).
     pub status: Status,
     /// Distinct (scheduler, workload, target) cells with at least one run.

@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use iolab_results::{ArtifactDoc, ArtifactKind, ExperimentKind};
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Row};
 use serde_json::Value;
 
@@ -25,7 +26,7 @@ use crate::time::rfc3339_now;
 /// `/var/lib/iolab` without `HOME`, `/data/local/tmp/iolab` on Android
 /// (see `iolab_sys::paths`).
 pub fn default_db_path() -> Result<PathBuf, StoreError> {
-    Ok(iolab_sys::paths::data_dir().join("results.db"))
+    Ok(iolab_sys::paths::data_dir().join(iolab_sys::paths::DB_FILE_NAME))
 }
 
 /// An open results database.
@@ -119,7 +120,7 @@ impl Store {
     /// Records a new experiment, status `running`, owned by this process.
     pub fn create_experiment(
         &self,
-        kind: &str,
+        kind: &ExperimentKind,
         command_line: &str,
         config: &Value,
         environment: &Value,
@@ -132,7 +133,7 @@ impl Store {
                  VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6, ?7)",
                 params![
                     rfc3339_now(),
-                    kind,
+                    kind.as_str(),
                     command_line,
                     config.to_string(),
                     environment.to_string(),
@@ -196,14 +197,14 @@ impl Store {
         }
     }
 
-    /// Attaches a document of `kind` to a run (replacing an earlier one of
-    /// the same kind); committed when this returns.
-    pub fn add_artifact(&self, run: RunId, kind: &str, json: &Value) -> Result<(), StoreError> {
+    /// Attaches a document to a run (replacing an earlier one of the same
+    /// kind); committed when this returns.
+    pub fn add_artifact(&self, run: RunId, doc: &ArtifactDoc) -> Result<(), StoreError> {
         self.conn
             .execute(
                 "INSERT INTO run_artifact (run_id, kind, json) VALUES (?1, ?2, ?3)
                  ON CONFLICT (run_id, kind) DO UPDATE SET json = excluded.json",
-                params![run.0, kind, json.to_string()],
+                params![run.0, doc.kind.as_str(), doc.json.to_string()],
             )
             .map_err(|e| self.sql(e))?;
         Ok(())
@@ -214,7 +215,7 @@ impl Store {
     pub fn artifacts(
         &self,
         id: ExperimentId,
-        kind: Option<&str>,
+        kind: Option<&ArtifactKind>,
     ) -> Result<Vec<Artifact>, StoreError> {
         let mut stmt = self
             .conn
@@ -226,7 +227,7 @@ impl Store {
             )
             .map_err(|e| self.sql(e))?;
         let rows = stmt
-            .query_map(params![id.0, kind], |r| {
+            .query_map(params![id.0, kind.map(ArtifactKind::as_str)], |r| {
                 Ok((
                     RunId(r.get(0)?),
                     r.get::<_, String>(1)?,
@@ -251,7 +252,7 @@ impl Store {
                 target,
                 rep,
                 variant: Some(variant).filter(|v| !v.is_empty()),
-                kind,
+                kind: ArtifactKind::parse(&kind),
                 json,
             });
         }
@@ -277,19 +278,21 @@ impl Store {
         Ok(runs)
     }
 
-    /// The (scheduler, workload, rep) repetitions already recorded, so a
-    /// resumed experiment (`--resume ID`) runs only the missing ones.
+    /// The (scheduler, workload, variant, rep) repetitions already
+    /// recorded, so a resumed experiment (`--resume ID`) runs only the
+    /// missing ones.
     pub fn completed_cells(&self, id: ExperimentId) -> Result<BTreeSet<RunKey>, StoreError> {
         let mut stmt = self
             .conn
-            .prepare("SELECT scheduler, workload, rep FROM run WHERE experiment_id = ?1")
+            .prepare("SELECT scheduler, workload, variant, rep FROM run WHERE experiment_id = ?1")
             .map_err(|e| self.sql(e))?;
         let rows = stmt
             .query_map([id.0], |r| {
                 Ok(RunKey {
                     scheduler: r.get(0)?,
                     workload: r.get(1)?,
-                    rep: r.get(2)?,
+                    variant: Some(r.get::<_, String>(2)?).filter(|v| !v.is_empty()),
+                    rep: r.get(3)?,
                 })
             })
             .map_err(|e| self.sql(e))?;
@@ -341,7 +344,7 @@ impl Store {
                     ExperimentSummary {
                         id: ExperimentId(r.get(0)?),
                         created: r.get(1)?,
-                        kind: r.get(2)?,
+                        kind: ExperimentKind::parse(&r.get::<_, String>(2)?),
                         command_line: r.get(3)?,
                         status: Status::Running,
                         cells: r.get(7)?,
@@ -392,7 +395,7 @@ impl Store {
         Ok(Experiment {
             id,
             created,
-            kind,
+            kind: ExperimentKind::parse(&kind),
             command_line,
             status: self.status(&status, pid, start)?,
             config: self.json(&config, "experiment config")?,

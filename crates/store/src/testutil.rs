@@ -31,3 +31,17 @@ pub fn run(scheduler: &str, workload: &str, rep: u32, secs: f64) -> RunRecord {
         variant: None,
     }
 }
+
+/// A finished experiment of `kind` for tests: id 1, no configuration.
+pub fn experiment(kind: iolab_results::ExperimentKind) -> crate::model::Experiment {
+    crate::model::Experiment {
+        id: crate::model::ExperimentId(1),
+        created: String::new(),
+        kind,
+        command_line: String::new(),
+        status: crate::model::Status::Done,
+        config: serde_json::Value::Null,
+        environment: serde_json::Value::Null,
+        origin: None,
+    }
+}

@@ -54,7 +54,7 @@ fn a_crash_loses_no_recorded_run() {
         let store = Store::open(&path).unwrap();
         let id = store
             .create_experiment(
-                "startup",
+                &iolab_results::ExperimentKind::Startup,
                 "iolab startup",
                 &serde_json::json!({}),
                 &serde_json::json!({}),
@@ -93,7 +93,7 @@ fn completed_cells_drive_resume() {
     let store = Store::open(&path).unwrap();
     let id = store
         .create_experiment(
-            "startup",
+            &iolab_results::ExperimentKind::Startup,
             "x",
             &serde_json::json!({}),
             &serde_json::json!({}),
@@ -165,7 +165,7 @@ fn runs_are_visible_to_a_second_reader_at_once() {
     let reader = Store::open(&path).unwrap();
     let id = writer
         .create_experiment(
-            "startup",
+            &iolab_results::ExperimentKind::Startup,
             "x",
             &serde_json::json!({}),
             &serde_json::json!({}),
@@ -223,7 +223,7 @@ fn artifacts_attach_to_runs_and_replace_by_kind() {
     let store = Store::open(&path).unwrap();
     let id = store
         .create_experiment(
-            "startup",
+            &iolab_results::ExperimentKind::Startup,
             "iolab startup",
             &serde_json::json!({}),
             &serde_json::json!({}),
@@ -233,19 +233,39 @@ fn artifacts_attach_to_runs_and_replace_by_kind() {
     let b = store.record_run(id, &run("kyber", "1r", 0, 7.0)).unwrap();
     assert_ne!(a, b);
     store
-        .add_artifact(a, "latency_hist", &serde_json::json!({"p99_us": 1}))
+        .add_artifact(
+            a,
+            &iolab_results::ArtifactDoc {
+                kind: iolab_results::ArtifactKind::LatencyHist,
+                json: serde_json::json!({"p99_us": 1}),
+            },
+        )
         .unwrap();
     store
-        .add_artifact(a, "latency_hist", &serde_json::json!({"p99_us": 2}))
+        .add_artifact(
+            a,
+            &iolab_results::ArtifactDoc {
+                kind: iolab_results::ArtifactKind::LatencyHist,
+                json: serde_json::json!({"p99_us": 2}),
+            },
+        )
         .unwrap();
     store
-        .add_artifact(b, "cpu", &serde_json::json!({"usr": 3.5}))
+        .add_artifact(
+            b,
+            &iolab_results::ArtifactDoc {
+                kind: iolab_results::ArtifactKind::Cpu,
+                json: serde_json::json!({"usr": 3.5}),
+            },
+        )
         .unwrap();
     let all = store.artifacts(id, None).unwrap();
     assert_eq!(all.len(), 2);
     assert_eq!(all[0].scheduler, "bfq");
     assert_eq!(all[0].json["p99_us"], 2);
-    let cpu = store.artifacts(id, Some("cpu")).unwrap();
+    let cpu = store
+        .artifacts(id, Some(&iolab_results::ArtifactKind::Cpu))
+        .unwrap();
     assert_eq!(cpu.len(), 1);
     assert_eq!(cpu[0].run_id, b);
     assert_eq!(cpu[0].json["usr"], 3.5);

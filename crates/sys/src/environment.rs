@@ -29,7 +29,7 @@ pub struct Environment {
     /// Writeback settings (`/proc/sys/vm/dirty_*`).
     pub vm_dirty: VmDirty,
     /// The block device under test, if one was given.
-    pub device: Option<Device>,
+    pub device: Option<DeviceSnapshot>,
     /// The filesystem holding the given path, if one was given.
     pub filesystem: Option<Filesystem>,
     /// Which machine it was (absent in snapshots taken before iolab
@@ -130,7 +130,7 @@ pub struct VmDirty {
 
 /// The block device under test.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Device {
+pub struct DeviceSnapshot {
     /// Kernel name, e.g. `loop3`.
     pub name: String,
     /// `device/model`, when the driver exposes one (virtio and loop do not).
@@ -175,7 +175,7 @@ impl Environment {
             cpus_online: read_cpus_online(sys_root),
             mem_total_bytes: read_mem_total(proc_root),
             vm_dirty: VmDirty::read(proc_root),
-            device: dev.map(Device::read),
+            device: dev.map(DeviceSnapshot::read),
             filesystem: path.and_then(Filesystem::of),
             host: Some(Host::current()),
         }
@@ -211,12 +211,12 @@ impl VmDirty {
     }
 }
 
-impl Device {
+impl DeviceSnapshot {
     /// Reads what sysfs says about `dev` (under whatever root it was
     /// opened with).
-    pub fn read(dev: &BlockDev) -> Device {
+    pub fn read(dev: &BlockDev) -> DeviceSnapshot {
         let schedulers = dev.schedulers().ok();
-        Device {
+        DeviceSnapshot {
             name: dev.name.clone(),
             model: dev.model(),
             rotational: dev.rotational().ok(),
@@ -339,7 +339,7 @@ mod tests {
         write(r, "block/loop9/queue/read_ahead_kb", "128\n");
         write(r, "block/loop9/loop/backing_file", "/var/lib/iolab/a.img\n");
         let dev = BlockDev::from_name_in(r, "loop9").unwrap();
-        let info = Device::read(&dev);
+        let info = DeviceSnapshot::read(&dev);
         assert_eq!(info.scheduler.as_deref(), Some("bfq"));
         assert_eq!(info.schedulers_available, ["none", "bfq"]);
         assert_eq!(info.iosched_tunables["slice_idle"], "8");

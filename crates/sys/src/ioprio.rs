@@ -21,7 +21,8 @@ const IOPRIO_CLASS_IDLE: i32 = 3;
 const IOPRIO_WHO_PROCESS: libc::c_int = 1;
 
 /// An I/O priority class and level, written `rt:N`, `be:N` or `idle`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+/// Stored and shown as that text (`"rt:0"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IoPrio {
     /// No priority set: the kernel derives one from the CPU nice value.
     None,
@@ -111,8 +112,10 @@ impl FromStr for IoPrio {
             ))
         };
         let t = text.trim().to_ascii_lowercase();
-        if t == "idle" {
-            return Ok(IoPrio::Idle);
+        match t.as_str() {
+            "idle" => return Ok(IoPrio::Idle),
+            "none" => return Ok(IoPrio::None),
+            _ => {}
         }
         let (class, level) = t.split_once(':').ok_or_else(bad)?;
         let level: u8 = level.parse().map_err(|_| bad())?;
@@ -138,6 +141,20 @@ impl fmt::Display for IoPrio {
     }
 }
 
+impl serde::Serialize for IoPrio {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for IoPrio {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <String as serde::Deserialize>::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -148,6 +165,17 @@ mod tests {
         assert_eq!("rt:0".parse::<IoPrio>().unwrap(), IoPrio::RealTime(0));
         assert_eq!("be:7".parse::<IoPrio>().unwrap(), IoPrio::BestEffort(7));
         assert_eq!("IDLE".parse::<IoPrio>().unwrap(), IoPrio::Idle);
+        for p in [
+            IoPrio::None,
+            IoPrio::RealTime(0),
+            IoPrio::BestEffort(4),
+            IoPrio::Idle,
+        ] {
+            let j = serde_json::to_value(p).unwrap();
+            assert_eq!(j, serde_json::json!(p.to_string()));
+            assert_eq!(serde_json::from_value::<IoPrio>(j).unwrap(), p);
+        }
+        assert!(serde_json::from_value::<IoPrio>(serde_json::json!("rt:9")).is_err());
         for bad in ["rt", "be:8", "xx:1", "rt:-1", ""] {
             let e = bad.parse::<IoPrio>().unwrap_err();
             assert!(e.0.contains("rt:N"), "{bad}: {e}");

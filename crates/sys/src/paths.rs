@@ -45,6 +45,10 @@ pub fn machine_dir() -> PathBuf {
     machine_dir_in(Path::new("/"))
 }
 
+/// The results database's file name in the data directory: what every
+/// command opens by default and what `iolab remote` pulls from a device.
+pub const DB_FILE_NAME: &str = "results.db";
+
 /// The data directory under `root`, given the user's data directory
 /// (`dirs::data_dir()`, `None` without `HOME`).
 pub fn data_dir_in(root: &Path, user_data: Option<PathBuf>) -> PathBuf {

@@ -35,6 +35,12 @@ pub fn align_columns(rows: &[Vec<String>], left: usize) -> String {
     out
 }
 
+/// The last `n` lines of `text` (a command's output tail, for messages).
+pub fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.trim_end().lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -163,7 +163,7 @@ pub struct PrefetchReport {
 }
 
 /// A list entry resolved against the file system.
-pub(crate) struct Target {
+pub(crate) struct ListFile {
     path: PathBuf,
     size: u64,
     uid: u32,
@@ -175,9 +175,9 @@ pub(crate) struct Target {
     pub(crate) error: Option<String>,
 }
 
-impl Target {
-    fn resolve(entry: &ListEntry, probe: &mut Probe) -> Target {
-        let mut t = Target {
+impl ListFile {
+    fn resolve(entry: &ListEntry, probe: &mut Probe) -> ListFile {
+        let mut t = ListFile {
             path: entry.path.clone(),
             size: 0,
             uid: 0,
@@ -296,13 +296,13 @@ pub fn run(list: &PrefetchList, opts: &PrefetchOptions) -> Result<PrefetchReport
     let start = Stamp::now();
     let t0 = Instant::now();
     let mut probe = Probe::new();
-    let targets: Vec<Target> = list
+    let files: Vec<ListFile> = list
         .entries
         .iter()
-        .map(|e| Target::resolve(e, &mut probe))
+        .map(|e| ListFile::resolve(e, &mut probe))
         .collect();
     let mut names: Vec<String> = Vec::new();
-    for t in targets.iter().filter(|t| t.error.is_none()) {
+    for t in files.iter().filter(|t| t.error.is_none()) {
         if let Some(d) = disk_of(t.dev) {
             if !names.contains(&d.name) {
                 names.push(d.name);
@@ -311,7 +311,7 @@ pub fn run(list: &PrefetchList, opts: &PrefetchOptions) -> Result<PrefetchReport
     }
     let before_stats = devices::snapshot(&opts.proc_root, &names);
     let mut tasks = Vec::new();
-    for (i, t) in targets.iter().enumerate() {
+    for (i, t) in files.iter().enumerate() {
         if t.error.is_some() {
             continue;
         }
@@ -330,18 +330,18 @@ pub fn run(list: &PrefetchList, opts: &PrefetchOptions) -> Result<PrefetchReport
             }
         }
     }
-    let read_errors = read(&targets, &tasks, opts)?;
+    let read_errors = read(&files, &tasks, opts)?;
     let submit_s = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
     let outcome = opts
         .wait
-        .map(|timeout| wait::wait(&targets, &names, timeout, &opts.proc_root));
+        .map(|timeout| wait::wait(&files, &names, timeout, &opts.proc_root));
     let wait_s = if outcome.is_some() {
         t1.elapsed().as_secs_f64()
     } else {
         0.0
     };
-    let after: Vec<Option<u64>> = targets
+    let after: Vec<Option<u64>> = files
         .iter()
         .map(|t| {
             if t.error.is_some() {
@@ -357,7 +357,7 @@ pub fn run(list: &PrefetchList, opts: &PrefetchOptions) -> Result<PrefetchReport
 
     let mut per_file = Vec::new();
     let mut failed = 0;
-    for (i, (t, a)) in targets.iter().zip(&after).enumerate() {
+    for (i, (t, a)) in files.iter().zip(&after).enumerate() {
         let error = t.error.clone().or_else(|| {
             read_errors
                 .iter()
@@ -376,10 +376,10 @@ pub fn run(list: &PrefetchList, opts: &PrefetchOptions) -> Result<PrefetchReport
             });
         }
     }
-    let ok = || targets.iter().filter(|t| t.error.is_none());
+    let ok = || files.iter().filter(|t| t.error.is_none());
     let pages_requested: u64 = ok().map(|t| t.pages).sum();
     let sum = |v: &mut dyn Iterator<Item = Option<u64>>| v.sum::<Option<u64>>();
-    let cached_after = sum(&mut targets
+    let cached_after = sum(&mut files
         .iter()
         .zip(&after)
         .filter(|(t, _)| t.error.is_none())
@@ -388,7 +388,7 @@ pub fn run(list: &PrefetchList, opts: &PrefetchOptions) -> Result<PrefetchReport
     Ok(PrefetchReport {
         method: opts.method,
         threads: opts.threads.max(1),
-        files: targets.len() as u64,
+        files: files.len() as u64,
         files_failed: failed,
         bytes_requested: ok().map(|t| t.bytes).sum(),
         pages_requested,
@@ -414,7 +414,7 @@ pub fn run(list: &PrefetchList, opts: &PrefetchOptions) -> Result<PrefetchReport
 
 /// Runs the reader threads over `tasks`; returns per-target read errors.
 fn read(
-    targets: &[Target],
+    files: &[ListFile],
     tasks: &[Task],
     opts: &PrefetchOptions,
 ) -> Result<Vec<(usize, String)>, CacheError> {
@@ -436,7 +436,7 @@ fn read(
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(task) = tasks.get(i) else { break };
                     if open_file.as_ref().map(|(t, _)| *t) != Some(task.target) {
-                        match open(&targets[task.target].path) {
+                        match open(&files[task.target].path) {
                             Ok(fd) => open_file = Some((task.target, fd)),
                             Err(e) => {
                                 push_error(&errors, task.target, e);
@@ -523,7 +523,7 @@ mod tests {
             path: f.path().to_path_buf(),
             ranges: None,
         };
-        let t = Target::resolve(&entry, &mut probe);
+        let t = ListFile::resolve(&entry, &mut probe);
         assert_eq!((t.pages, t.before), (64, Some(64)));
         assert_eq!(t.poll(&mut probe), Poll::Done { complete: true });
         // Pages dropped after they were read will not come back: the reads

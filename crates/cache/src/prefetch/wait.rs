@@ -19,7 +19,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::devices;
-use super::{Poll, Target};
+use super::{ListFile, Poll};
 use crate::inspect::Probe;
 
 /// How a wait ended.
@@ -43,17 +43,17 @@ const SETTLE_POLLS: u32 = 3;
 const FIRST_POLL: Duration = Duration::from_millis(2);
 const MAX_POLL: Duration = Duration::from_millis(10);
 
-/// Waits for `targets` (those without errors) to become resident, watching
+/// Waits for `files` (those without errors) to become resident, watching
 /// the devices `names`, for at most `timeout`.
 pub(crate) fn wait(
-    targets: &[Target],
+    files: &[ListFile],
     names: &[String],
     timeout: Duration,
     proc_root: &Path,
 ) -> WaitOutcome {
     let start = Instant::now();
     let mut probe = Probe::new();
-    let mut pending: Vec<&Target> = targets.iter().filter(|t| t.error.is_none()).collect();
+    let mut pending: Vec<&ListFile> = files.iter().filter(|t| t.error.is_none()).collect();
     let mut incomplete = false;
     let mut last = None;
     let mut still = 0;

@@ -17,7 +17,7 @@ use iolab_guard::Guard;
 use iolab_load::{jobs_from_spec, start, LoadReport, RunningLoad, StartOptions};
 use iolab_sys::ioprio::IoPrio;
 
-use super::StartupError;
+use crate::ExperimentError;
 
 /// A running background load.
 pub struct Background {
@@ -36,7 +36,7 @@ impl Background {
         overrides: &[(String, String)],
         prio: Option<IoPrio>,
         guard: &Guard,
-    ) -> Result<Option<Background>, StartupError> {
+    ) -> Result<Option<Background>, ExperimentError> {
         if workload == "idle" {
             return Ok(None);
         }

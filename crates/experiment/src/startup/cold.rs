@@ -6,14 +6,14 @@ use std::path::{Path, PathBuf};
 use iolab_guard::Guard;
 
 use super::config::Cold;
-use super::StartupError;
+use crate::ExperimentError;
 
 pub(super) fn make_cold(
     guard: &Guard,
     cold: Cold,
     evict: &[PathBuf],
     fs: &Path,
-) -> Result<(), StartupError> {
+) -> Result<(), ExperimentError> {
     match cold {
         Cold::DropCaches => guard.drop_caches(Some(fs))?,
         Cold::Evict => iolab_sys::pagecache::evict(evict)?,

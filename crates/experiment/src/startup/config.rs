@@ -1,46 +1,29 @@
 //! The full configuration of a startup experiment. It is stored as JSON with
 //! the experiment, so `--resume ID` continues with exactly the same matrix.
+//! Every value is typed and bounded here; a configuration read back from a
+//! database is checked by the same [`StartupConfig::validate`] as one built
+//! from flags.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use iolab_sys::ioprio::IoPrio;
+use iolab_sys::UsageError;
+use regex::Regex;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-/// Where the experiment runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
-pub enum Place {
-    /// A temporary lab created for this experiment and removed after it.
-    NewLab {
-        /// Size in bytes.
-        size_bytes: u64,
-        /// Filesystem.
-        fs: String,
-        /// Bandwidth limit in bytes/s (phone-class storage), if any.
-        bw_bytes: Option<u64>,
-        /// IOPS limit, if any.
-        iops: Option<u64>,
-        /// How the lab is slowed (`None`: chosen when it is made).
-        #[serde(default)]
-        backend: Option<iolab_lab::Backend>,
-        /// The device model, for a model lab.
-        #[serde(default)]
-        model: Option<iolab_model::ModelParams>,
-    },
-    /// An existing lab made with `iolab lab up`.
-    Lab {
-        /// Its name.
-        name: String,
-    },
-    /// A real device: the user's own; needs `--dir` on a filesystem of it
-    /// and `--force` before iolab writes there.
-    Device {
-        /// Device path or kernel name.
-        device: String,
-        /// Directory on it for workload files.
-        dir: PathBuf,
-    },
-}
+use crate::collect::Observe;
+use crate::place::Place;
+use crate::target::Target;
+use crate::Schedulers;
+
+/// Longest `--timeout` of one start: a "start-up" of more than a day is
+/// not one, and a matrix of such starts would hold the machine for weeks.
+pub const MAX_TIMEOUT_S: f64 = 86_400.0;
+/// Longest warm-up of a cell: a load settles in seconds; an hour is
+/// already generous.
+pub const MAX_WARMUP_S: f64 = 3_600.0;
 
 /// How each start is made cold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -88,7 +71,7 @@ pub struct StartupConfig {
     /// Where it runs.
     pub place: Place,
     /// Schedulers to compare, in order.
-    pub schedulers: Vec<String>,
+    pub schedulers: Schedulers,
     /// Workloads (named or job-file paths); `idle` is always measured.
     pub workloads: Vec<String>,
     /// Repetitions per cell.
@@ -107,17 +90,17 @@ pub struct StartupConfig {
     /// Readiness criterion.
     pub ready: ReadyWhen,
     /// Target I/O priority (`rt:0`, `be:4`, `idle`).
-    pub target_ioprio: Option<String>,
+    pub target_ioprio: Option<IoPrio>,
     /// Target nice value.
     pub target_nice: Option<i32>,
     /// I/O priority of the background load.
-    pub load_ioprio: Option<String>,
+    pub load_ioprio: Option<IoPrio>,
     /// fio options applied to every background job (e.g. `size=128M`).
     #[serde(default)]
     pub load_options: Vec<(String, String)>,
-    /// The target command; `{dir}` is replaced by the lab's directory
-    /// (its mount point), which a temporary lab only has once it is up.
-    pub command: Vec<String>,
+    /// What each start starts and times; `{dir}` in it is the place's
+    /// directory (a temporary lab's mount point exists only once it is up).
+    pub target: Target,
     /// A shell command run once before the matrix (e.g. `iolab app
     /// --prepare --dir {dir}/app`), with the same `{dir}` substitution.
     #[serde(default)]
@@ -137,15 +120,11 @@ pub struct StartupConfig {
     pub prefetch: Option<super::prefetch::PrefetchConfig>,
     /// What else each start records (`--trace bio`, `--cpu`, `--explain`).
     #[serde(default)]
-    pub observe: super::observe::Observe,
+    pub observe: Observe,
     /// Fill memory before each start (after the cold step), so reclaim
     /// takes the target's pages as on a phone under memory pressure.
     #[serde(default)]
     pub memory_pressure: Option<crate::pressure::Pressure>,
-    /// The target is an Android activity (`--am-start`): `command` is its
-    /// `am start -W -S` and each start's time is am's TotalTime.
-    #[serde(default)]
-    pub am_start: Option<crate::target::android::AmTarget>,
 }
 
 /// Default warm-up for a scheduler. BFQ weight-raises newly started
@@ -163,18 +142,20 @@ pub fn default_warmup(scheduler: &str) -> Duration {
 }
 
 impl StartupConfig {
-    /// The warm-up used for `scheduler`.
+    /// The warm-up used for `scheduler` (bounded by [`Self::validate`]).
     pub fn warmup(&self, scheduler: &str) -> Duration {
-        match self.warmup_s {
-            Some(s) => Duration::try_from_secs_f64(s.max(0.0)).unwrap_or(Duration::ZERO),
+        match self
+            .warmup_s
+            .and_then(|s| Duration::try_from_secs_f64(s).ok())
+        {
+            Some(d) => d,
             None => default_warmup(scheduler),
         }
     }
 
-    /// `argv` with `{dir}` replaced by `dir`.
-    pub fn substitute(argv: &[String], dir: &std::path::Path) -> Vec<String> {
-        let d = dir.to_string_lossy();
-        argv.iter().map(|a| a.replace("{dir}", &d)).collect()
+    /// The censoring limit (bounded by [`Self::validate`]).
+    pub fn timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.timeout_s.clamp(0.0, MAX_TIMEOUT_S))
     }
 
     /// The workloads in the order measured: `idle` first, once.
@@ -182,5 +163,149 @@ impl StartupConfig {
         let mut v = vec!["idle".to_string()];
         v.extend(self.workloads.iter().filter(|w| *w != "idle").cloned());
         v
+    }
+
+    /// Checks every value, for flags and for a configuration read back
+    /// for `--resume` alike.
+    pub fn validate(&self) -> Result<(), UsageError> {
+        if self.reps == 0 {
+            return Err(UsageError::new("--reps must be at least 1"));
+        }
+        if !(self.timeout_s > 0.0 && self.timeout_s <= MAX_TIMEOUT_S) {
+            return Err(UsageError::new(format!(
+                "--timeout {}: expected a positive number of seconds, at most a day",
+                self.timeout_s
+            )));
+        }
+        if let Some(w) = self.warmup_s {
+            if !(0.0..=MAX_WARMUP_S).contains(&w) {
+                return Err(UsageError::new(format!(
+                    "--warmup {w}: expected 0 to {MAX_WARMUP_S} seconds"
+                )));
+            }
+        }
+        if let ReadyWhen::Line { regex } = &self.ready {
+            Regex::new(regex).map_err(|e| {
+                UsageError::new(format!("--ready-line {regex:?} is not a valid regex: {e}"))
+            })?;
+        }
+        if let ReadyWhen::MemorySettled { interval_s, .. } = &self.ready {
+            if !(*interval_s > 0.0 && *interval_s <= 600.0) {
+                return Err(UsageError::new(format!(
+                    "--ready-rss-stable interval {interval_s}: expected 10 ms to 10 min"
+                )));
+            }
+        }
+        if let Target::Activity { am, .. } = &self.target {
+            if let Some(regex) = &am.ready_logcat {
+                Regex::new(regex).map_err(|e| {
+                    UsageError::new(format!(
+                        "--ready-logcat {regex:?} is not a valid regex: {e}"
+                    ))
+                })?;
+            }
+        }
+        self.observe.check(true, "startup")?;
+        self.target.check_shape()
+    }
+
+    /// A configuration as v5 stored it (`command` and `am_start` instead
+    /// of `target`) made readable by this version.
+    pub fn upgrade(mut stored: Value) -> Result<Value, serde_json::Error> {
+        if let Some(obj) = stored.as_object_mut() {
+            if !obj.contains_key("target") {
+                let command: Vec<String> = match obj.remove("command") {
+                    Some(c) => serde_json::from_value(c)?,
+                    None => Vec::new(),
+                };
+                let am = match obj.remove("am_start") {
+                    Some(a) => serde_json::from_value(a)?,
+                    None => None,
+                };
+                obj.insert(
+                    "target".into(),
+                    serde_json::to_value(Target::from_v5(&command, am))?,
+                );
+            }
+        }
+        Ok(stored)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub(crate) fn cfg() -> StartupConfig {
+        StartupConfig {
+            place: Place::Lab { name: "x".into() },
+            schedulers: Schedulers::of(vec!["none".into(), "bfq".into()]).unwrap(),
+            workloads: vec!["1r".into(), "idle".into(), "1w".into()],
+            reps: 3,
+            timeout_s: 60.0,
+            warmup_s: None,
+            cold: Cold::DropCaches,
+            evict: vec![],
+            iosched_params: vec![],
+            ready: ReadyWhen::Exit,
+            target_ioprio: None,
+            target_nice: None,
+            load_ioprio: None,
+            load_options: vec![],
+            target: Target::Command {
+                argv: vec!["true".into()],
+            },
+            prepare: None,
+            dirty_limit_bytes: None,
+            read_ahead_kb: None,
+            prefetch: None,
+            observe: Default::default(),
+            memory_pressure: None,
+        }
+    }
+
+    #[test]
+    fn warmup_defaults_per_scheduler_and_override() {
+        let mut c = cfg();
+        assert!(c.warmup("bfq") > c.warmup("none"));
+        c.warmup_s = Some(0.5);
+        assert_eq!(c.warmup("bfq").as_millis(), 500);
+    }
+
+    #[test]
+    fn stored_values_are_checked_like_flags() {
+        let mut c = cfg();
+        c.timeout_s = 1e300;
+        assert!(c.validate().unwrap_err().0.contains("--timeout"));
+        let mut c = cfg();
+        c.reps = 0;
+        assert!(c.validate().unwrap_err().0.contains("--reps"));
+        assert!(cfg().validate().is_ok());
+    }
+
+    #[test]
+    fn a_v5_configuration_reads_back() {
+        let v5 = serde_json::json!({
+            "place": {"kind": "new_lab", "size_bytes": 536870912, "fs": "ext4",
+                      "bw_bytes": 41943040, "iops": null, "backend": null, "model": null},
+            "schedulers": ["none", "bfq"], "workloads": ["1r"], "reps": 3,
+            "timeout_s": 3.0, "warmup_s": 0.5, "cold": "evict", "evict": [],
+            "iosched_params": [], "ready": {"kind": "exit"},
+            "target_ioprio": "rt:0", "target_nice": null, "load_ioprio": null,
+            "load_options": [["size", "64M"]],
+            "command": ["iolab", "app", "--dir", "{dir}/app"],
+            "prepare": "iolab app --prepare --dir {dir}/app",
+            "read_ahead_kb": null, "dirty_limit_bytes": null,
+            "prefetch": {"list": {"kind": "record"}, "modes": ["before"], "workloads": ["idle"]},
+            "observe": {"trace_bio": true, "cpu": true, "explain": true},
+            "memory_pressure": null, "am_start": null
+        });
+        let c: StartupConfig = serde_json::from_value(StartupConfig::upgrade(v5).unwrap()).unwrap();
+        assert_eq!(c.target.kind(), "app");
+        assert_eq!(c.target.label(), "iolab app --dir {dir}/app");
+        assert_eq!(c.target_ioprio, Some(IoPrio::RealTime(0)));
+        assert!(c.observe.has("bio") && c.observe.has("explain"));
+        c.validate().unwrap();
     }
 }

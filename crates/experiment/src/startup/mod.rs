@@ -1,79 +1,212 @@
 //! The startup matrix behind `iolab startup` and `iolab demo`: schedulers ×
 //! workloads × repetitions for one target, every start stored as it ends.
+//! A [`Body`] of the engine: what is prepared once ([`Startup::setup`]),
+//! the plan of cells ([`plan`]), and what one cell does ([`cell`]) and one
+//! start does and stores ([`start`]).
 
 mod background;
 mod cell;
 mod cold;
 pub mod config;
-pub mod observe;
-pub mod place;
 pub mod plan;
 pub mod prefetch;
-mod progress;
-pub mod run;
 mod setup;
+mod start;
 
-pub use cell::last_lines;
-pub use config::{Cold, Place, ReadyWhen, StartupConfig};
-pub use observe::Observe;
+use iolab_results::ExperimentKind;
+use serde_json::Value;
+
+pub use config::{Cold, ReadyWhen, StartupConfig};
 pub use prefetch::{PrefetchConfig, PrefetchMode, PrefetchSource};
-pub use run::{run_startup, Finished, RunOptions};
 
-/// Why an experiment could not run.
-#[derive(Debug, thiserror::Error)]
-pub enum StartupError {
-    /// Bad input.
-    #[error(transparent)]
-    Usage(#[from] iolab_sys::UsageError),
-    /// A kernel interface failed.
-    #[error(transparent)]
-    Sys(#[from] iolab_sys::SysError),
-    /// A guarded change failed.
-    #[error(transparent)]
-    Guard(#[from] iolab_guard::GuardError),
-    /// The lab failed.
-    #[error(transparent)]
-    Lab(#[from] iolab_lab::LabError),
-    /// The load failed.
-    #[error(transparent)]
-    Load(#[from] iolab_load::LoadError),
-    /// The store failed.
-    #[error(transparent)]
-    Store(#[from] iolab_store::StoreError),
-    /// The target could not be launched.
-    #[error(transparent)]
-    Launch(#[from] crate::launch::LaunchError),
-    /// A prefetch list could not be read or read in.
-    #[error(transparent)]
-    Cache(#[from] iolab_cache::CacheError),
-    /// Recording the prefetch list failed.
-    #[error(transparent)]
-    Record(#[from] iolab_record::RecordError),
-    /// Block tracing (`--trace bio`) failed.
-    #[error(transparent)]
-    Bio(#[from] iolab_bio::BioError),
-    /// Attribution (`--explain`) failed.
-    #[error(transparent)]
-    Explain(#[from] iolab_explain::ExplainError),
+use crate::engine::{Body, Cell, CellContext, CellEnd, Setup, StoredRuns};
+use crate::error::to_json;
+use crate::launch::{self, LaunchSpec, Ready};
+use crate::place::{PlaceRequest, PlaceUse};
+use crate::target::Target;
+use crate::{ExperimentError, Schedulers};
+use prefetch::Prefetcher;
+
+/// A startup experiment, set up and running.
+pub struct Startup {
+    /// As run: `{dir}` substituted.
+    cfg: StartupConfig,
+    /// As stored: `{dir}` unsubstituted, so a resumed experiment on a new
+    /// temporary lab (another mount point) substitutes its own.
+    stored: StartupConfig,
+    schedulers: Vec<String>,
+    /// Prepared (an activity's files looked up).
+    target: Target,
+    /// What its runs are stored under.
+    label: String,
+    spec: LaunchSpec,
+    prefetcher: Option<Prefetcher>,
+    /// Launching `true` the same way, ns.
+    overhead_ns: Vec<u64>,
 }
 
-impl StartupError {
-    /// True for mistakes in the user's input (exit code 2).
-    pub fn is_usage(&self) -> bool {
-        match self {
-            StartupError::Usage(_) => true,
-            StartupError::Guard(e) => e.is_usage(),
-            StartupError::Lab(e) => e.is_usage(),
-            StartupError::Store(e) => e.is_usage(),
-            StartupError::Load(e) => e.is_usage(),
-            StartupError::Launch(e) => {
-                matches!(e, crate::launch::LaunchError::Spawn(e) if e.is_usage())
-            }
-            StartupError::Cache(e) => e.is_usage(),
-            StartupError::Record(e) => e.is_usage(),
-            StartupError::Bio(e) => e.is_usage(),
-            StartupError::Explain(e) => e.is_usage(),
-            StartupError::Sys(_) => false,
+impl Body for Startup {
+    type Config = StartupConfig;
+    /// The harness overhead samples (ns): launching `true` through the
+    /// same path as the target.
+    type Summary = Vec<u64>;
+    const KIND: ExperimentKind = ExperimentKind::Startup;
+    const UNIT: &'static str = "starts";
+
+    fn upgrade(stored: Value) -> Result<Value, serde_json::Error> {
+        StartupConfig::upgrade(stored)
+    }
+
+    fn validate(cfg: &StartupConfig) -> Result<(), ExperimentError> {
+        cfg.validate()?;
+        setup::check_workloads(cfg)
+    }
+
+    fn place(cfg: &StartupConfig) -> PlaceRequest<'_> {
+        PlaceRequest {
+            place: &cfg.place,
+            use_: PlaceUse::Files,
+            dirty_limit_bytes: cfg.dirty_limit_bytes,
         }
     }
+
+    fn schedulers(cfg: &mut StartupConfig) -> &mut Schedulers {
+        &mut cfg.schedulers
+    }
+
+    fn setup(cfg: StartupConfig, s: &Setup<'_>) -> Result<Startup, ExperimentError> {
+        let (guard, place) = (s.guard, s.place);
+        let schedulers = s.schedulers.to_vec();
+        setup::check_iosched_params(guard, &place.dev, &schedulers, &cfg)?;
+        let dir = place.files_dir()?;
+        if let Some(prep) = &cfg.prepare {
+            setup::prepare(&prep.replace("{dir}", &dir.to_string_lossy()))?;
+        }
+        let stored = cfg.clone();
+        let mut cfg = cfg;
+        cfg.target = cfg.target.at(dir);
+        cfg.evict = cfg
+            .evict
+            .iter()
+            .map(|p| {
+                p.to_string_lossy()
+                    .replace("{dir}", &dir.to_string_lossy())
+                    .into()
+            })
+            .collect();
+        // Checked once the preparation ran (it may create the target), but
+        // before an experiment is stored that could never have a run.
+        let mut target = cfg.target.clone();
+        target.check()?;
+        target.prepare()?;
+        // Every check passed: say where the experiment runs (and, for a
+        // slow lab, which backend and why).
+        (s.announce)(&place.what);
+        setup::limit_dirty(guard, place, &cfg)?;
+        if let Some(ra) = cfg.read_ahead_kb {
+            guard.set_queue_attr(&place.dev, "read_ahead_kb", &ra.to_string())?;
+        }
+        let spec = launch_spec(&cfg, &target)?;
+        let stored_list = s
+            .resumed
+            .and_then(|c| c.get("prefetch_list"))
+            .and_then(Value::as_str);
+        let prefetcher = Prefetcher::prepare(guard, &cfg, &target, place, &spec, stored_list)?;
+        let overhead_ns = launch::harness_overhead(guard, 10)?;
+        Ok(Startup {
+            label: stored.target.label(),
+            cfg,
+            stored,
+            schedulers,
+            target,
+            spec,
+            prefetcher,
+            overhead_ns,
+        })
+    }
+
+    fn stored(&self) -> Result<Vec<(&'static str, Value)>, ExperimentError> {
+        Ok(vec![
+            (
+                "startup",
+                to_json("the startup configuration", &self.stored)?,
+            ),
+            (
+                "prefetch_list",
+                self.prefetcher
+                    .as_ref()
+                    .map_or(Value::Null, |p| Value::String(p.stored_text.clone())),
+            ),
+        ])
+    }
+
+    fn plan(&self, done: &StoredRuns) -> Vec<Cell> {
+        plan::plan(&self.schedulers, &self.cfg, |s, w, r| {
+            prefetch::rep_done(self.prefetch_config(), done, s, w, r)
+        })
+    }
+
+    fn runs_in(&self, cells: &[Cell]) -> usize {
+        cells
+            .iter()
+            .map(|c| {
+                c.reps.len() * prefetch::variants(self.prefetch_config(), &c.workload, 1).len()
+            })
+            .sum()
+    }
+
+    fn run_cell(
+        &mut self,
+        ctx: &mut CellContext<'_>,
+        cell: &Cell,
+    ) -> Result<CellEnd, ExperimentError> {
+        cell::run_cell(self, ctx, cell)
+    }
+
+    fn summary(self) -> Vec<u64> {
+        self.overhead_ns
+    }
+}
+
+impl Startup {
+    /// The prefetch dimension, when a list is loaded.
+    fn prefetch_config(&self) -> Option<&PrefetchConfig> {
+        self.cfg
+            .prefetch
+            .as_ref()
+            .filter(|_| self.prefetcher.is_some())
+    }
+
+    /// The mean harness overhead, stored with every run.
+    fn overhead_mean_ns(&self) -> u64 {
+        self.overhead_ns.iter().sum::<u64>() / self.overhead_ns.len().max(1) as u64
+    }
+}
+
+/// How each start is launched: the readiness and limits of `cfg` (checked
+/// by [`StartupConfig::validate`]) for `target`.
+fn launch_spec(cfg: &StartupConfig, target: &Target) -> Result<LaunchSpec, ExperimentError> {
+    let ready = match &cfg.ready {
+        ReadyWhen::Exit => Ready::Exit,
+        ReadyWhen::Line { regex } => Ready::Line(regex::Regex::new(regex).map_err(|e| {
+            iolab_sys::UsageError::new(format!("--ready-line {regex:?} is not a valid regex: {e}"))
+        })?),
+        ReadyWhen::File { path } => Ready::File(path.clone()),
+        ReadyWhen::MemorySettled {
+            min_bytes,
+            growth_bytes,
+            interval_s,
+        } => Ready::Settled(crate::launch::Settle {
+            min_bytes: *min_bytes,
+            growth_bytes: *growth_bytes,
+            interval: std::time::Duration::from_secs_f64(interval_s.clamp(0.01, 600.0)),
+        }),
+    };
+    Ok(LaunchSpec {
+        argv: target.argv(),
+        ready,
+        timeout: cfg.timeout(),
+        ioprio: cfg.target_ioprio,
+        nice: cfg.target_nice,
+    })
 }

@@ -20,7 +20,6 @@
 //! filesystem (nothing else uses the lab then), and the list is stored in
 //! the experiment's configuration so `--resume` reuses it.
 
-use std::collections::HashSet;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::thread::JoinHandle;
@@ -30,17 +29,18 @@ use iolab_cache::prefetch::{
 };
 use iolab_guard::Guard;
 use iolab_record::{DevNo, RecordOptions, Recorder, Recording, ResolveOptions};
-use iolab_store::{ExperimentId, Store};
+use iolab_results::{ArtifactDoc, ArtifactKind};
+use iolab_store::RunKey;
 use iolab_sys::UsageError;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
 
 use super::cold::make_cold;
 use super::config::{Cold, StartupConfig};
-use super::place::Resolved;
-use super::StartupError;
+use crate::engine::StoredRuns;
 use crate::launch::{self, LaunchSpec};
+use crate::place::Resolved;
 use crate::target::Target;
+use crate::ExperimentError;
 
 /// Where the list comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -68,25 +68,7 @@ impl PrefetchSource {
     }
 }
 
-/// When the prefetch runs relative to the target's start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum PrefetchMode {
-    /// Read the list in completely, then start the target.
-    Before,
-    /// Start a helper reading the list just before the target.
-    Parallel,
-}
-
-impl PrefetchMode {
-    /// `before` or `parallel`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PrefetchMode::Before => "before",
-            PrefetchMode::Parallel => "parallel",
-        }
-    }
-}
+pub use iolab_results::prefetch::PrefetchMode;
 
 /// The prefetch dimension of an experiment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,33 +80,6 @@ pub struct PrefetchConfig {
     /// Workloads measured with prefetch too; empty: all.
     #[serde(default)]
     pub workloads: Vec<String>,
-}
-
-/// The variant of runs with prefetch (their cells' own dimension, beside
-/// target, scheduler and workload): `prefetch:MODE`.
-pub fn variant_of(mode: PrefetchMode) -> String {
-    format!("{VARIANT_PREFIX}{}", mode.as_str())
-}
-
-/// The prefetch mode of a run's variant, e.g. `before`; `None` for a plain
-/// run (or another kind of variant).
-pub fn mode_of(variant: Option<&str>) -> Option<&str> {
-    variant?.strip_prefix(VARIANT_PREFIX)
-}
-
-const VARIANT_PREFIX: &str = "prefetch:";
-
-/// Which runs of an experiment exist: (target, variant, scheduler,
-/// workload, rep).
-pub(super) type DoneRuns = HashSet<(String, Option<String>, String, String, u32)>;
-
-/// The runs already stored (for `--resume`).
-pub(super) fn done_runs(store: &Store, id: ExperimentId) -> Result<DoneRuns, StartupError> {
-    Ok(store
-        .runs(id)?
-        .into_iter()
-        .map(|r| (r.target, r.variant, r.scheduler, r.workload, r.rep))
-        .collect())
 }
 
 /// A loaded list, ready to be read in around starts.
@@ -146,14 +101,14 @@ impl Prefetcher {
         place: &Resolved,
         spec: &LaunchSpec,
         stored: Option<&str>,
-    ) -> Result<Option<Prefetcher>, StartupError> {
+    ) -> Result<Option<Prefetcher>, ExperimentError> {
         let Some(pc) = &cfg.prefetch else {
             return Ok(None);
         };
         if pc.modes.is_empty() {
             return Err(UsageError::new("--prefetch-mode: give before, parallel or both").into());
         }
-        let dir = place.dir.to_string_lossy().into_owned();
+        let dir = place.files_dir()?.to_string_lossy().into_owned();
         let text = match (stored, &pc.list) {
             (Some(t), _) => t.to_string(),
             (None, PrefetchSource::File { path }) => {
@@ -205,7 +160,7 @@ impl Prefetcher {
     }
 
     /// Starts a prefetch for `mode`; [`Running::finish`] returns its report.
-    pub(super) fn begin(&self, mode: PrefetchMode) -> Result<Running, StartupError> {
+    pub(super) fn begin(&self, mode: PrefetchMode) -> Result<Running, ExperimentError> {
         Ok(match mode {
             PrefetchMode::Before => Running::Done(read_in(&self.list)?),
             PrefetchMode::Parallel => {
@@ -216,14 +171,35 @@ impl Prefetcher {
     }
 
     /// The `prefetch` artifact of a run.
-    pub(super) fn artifact(&self, mode: PrefetchMode, report: &PrefetchReport) -> Value {
-        json!({
-            "mode": mode,
-            "list_files": self.list.entries.len(),
-            "list_bytes": self.bytes,
-            "report": report,
-        })
+    pub(super) fn artifact(
+        &self,
+        mode: PrefetchMode,
+        report: &PrefetchReport,
+    ) -> Result<ArtifactDoc, ExperimentError> {
+        ArtifactDoc::of(
+            ArtifactKind::Prefetch,
+            &PrefetchArtifact {
+                mode,
+                list_files: self.list.entries.len(),
+                list_bytes: self.bytes,
+                report,
+            },
+        )
+        .map_err(ExperimentError::serialise("the prefetch report"))
     }
+}
+
+/// The `prefetch` artifact: the report of one prefetch, with its list's size.
+#[derive(Serialize)]
+struct PrefetchArtifact<'a> {
+    /// `before` or `parallel`.
+    mode: PrefetchMode,
+    /// Files in the list.
+    list_files: usize,
+    /// Bytes the list names.
+    list_bytes: u64,
+    /// What the prefetch did.
+    report: &'a PrefetchReport,
 }
 
 /// Reads the whole list in and returns when every byte has been read: all
@@ -288,7 +264,7 @@ pub(super) enum Running {
 
 impl Running {
     /// Waits for the helper (if any) and returns the report.
-    pub(super) fn finish(self) -> Result<PrefetchReport, StartupError> {
+    pub(super) fn finish(self) -> Result<PrefetchReport, ExperimentError> {
         match self {
             Running::Done(r) => Ok(r),
             Running::Helper(h) => match h.join() {
@@ -307,18 +283,19 @@ fn record_target(
     target: &Target,
     place: &Resolved,
     spec: &LaunchSpec,
-) -> Result<String, StartupError> {
+) -> Result<String, ExperimentError> {
     let cold = if cfg.cold == Cold::None {
         Cold::Evict
     } else {
         cfg.cold
     };
-    make_cold(guard, cold, &target.files(&cfg.evict), &place.mountpoint)?;
-    let dev = std::fs::metadata(&place.dir)
+    make_cold(guard, cold, &target.files(&cfg.evict), place.mount()?)?;
+    let dir = place.files_dir()?;
+    let dev = std::fs::metadata(dir)
         .map(|m| DevNo::from_st_dev(m.dev()))
-        .map_err(|e| iolab_sys::SysError::io(&place.dir, e))?;
+        .map_err(|e| iolab_sys::SysError::io(dir, e))?;
     let mut names = iolab_record::candidates::Candidates::default();
-    names.add_argv(target.argv());
+    names.add_argv(&target.argv());
     let opts = RecordOptions {
         pids: None,
         devices: vec![dev],
@@ -337,7 +314,7 @@ fn record_target(
     }
     let recording = Recording::build(
         raw,
-        target.argv().to_vec(),
+        target.argv(),
         "all",
         vec![dev.to_string()],
         None,
@@ -353,20 +330,16 @@ fn record_target(
 /// True when every variant of a repetition is stored.
 pub(super) fn rep_done(
     cfg: Option<&PrefetchConfig>,
-    done: &DoneRuns,
-    target: &str,
+    done: &StoredRuns,
     scheduler: &str,
     workload: &str,
     rep: u32,
 ) -> bool {
     variants(cfg, workload, rep).into_iter().all(|v| {
-        done.contains(&(
-            target.to_string(),
-            v.map(variant_of),
-            scheduler.to_string(),
-            workload.to_string(),
-            rep,
-        ))
+        done.contains(
+            &RunKey::new(scheduler, workload, rep)
+                .with_variant(v.map(PrefetchMode::variant).as_deref()),
+        )
     })
 }
 
@@ -398,24 +371,15 @@ mod tests {
     #[test]
     fn a_rep_is_done_only_with_every_variant() {
         let c = cfg(&[]);
-        let mut done = DoneRuns::new();
-        let key = |v: Option<&str>| {
-            let v = v.map(str::to_string);
-            (
-                "app".to_string(),
-                v,
-                "bfq".to_string(),
-                "idle".to_string(),
-                1,
-            )
-        };
+        let mut done = StoredRuns::new();
+        let key = |v: Option<&str>| RunKey::new("bfq", "idle", 1).with_variant(v);
         done.insert(key(None));
         done.insert(key(Some("prefetch:before")));
-        assert!(!rep_done(Some(&c), &done, "app", "bfq", "idle", 1));
+        assert!(!rep_done(Some(&c), &done, "bfq", "idle", 1));
         done.insert(key(Some("prefetch:parallel")));
-        assert!(rep_done(Some(&c), &done, "app", "bfq", "idle", 1));
-        assert!(rep_done(None, &done, "app", "bfq", "idle", 1));
-        assert!(!rep_done(None, &done, "app", "bfq", "idle", 2));
+        assert!(rep_done(Some(&c), &done, "bfq", "idle", 1));
+        assert!(rep_done(None, &done, "bfq", "idle", 1));
+        assert!(!rep_done(None, &done, "bfq", "idle", 2));
     }
 
     #[test]
@@ -427,8 +391,5 @@ mod tests {
                 path: "./record".into()
             }
         );
-        assert_eq!(variant_of(PrefetchMode::Parallel), "prefetch:parallel");
-        assert_eq!(mode_of(Some("prefetch:before")), Some("before"));
-        assert_eq!(mode_of(None), None);
     }
 }

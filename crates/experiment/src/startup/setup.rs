@@ -3,60 +3,16 @@
 
 use iolab_guard::Guard;
 use iolab_sys::block::BlockDev;
-use iolab_sys::ioprio::IoPrio;
 use iolab_sys::UsageError;
-use regex::Regex;
 
-use super::config::{ReadyWhen, StartupConfig};
-use super::place::Resolved;
-use super::StartupError;
-
-pub(super) fn validate(cfg: &StartupConfig) -> Result<(), UsageError> {
-    if cfg.command.is_empty() {
-        return Err(UsageError::new(
-            "no target command: put it after --, e.g. iolab startup -- iolab app --dir /mnt/app",
-        ));
-    }
-    if cfg.reps == 0 {
-        return Err(UsageError::new("--reps must be at least 1"));
-    }
-    // Also guards a configuration read back from a database for --resume.
-    if !(cfg.timeout_s > 0.0 && cfg.timeout_s <= 86_400.0) {
-        return Err(UsageError::new(format!(
-            "--timeout {}: expected a positive number of seconds, at most a day",
-            cfg.timeout_s
-        )));
-    }
-    if let Some(w) = cfg.warmup_s {
-        if !(0.0..=3_600.0).contains(&w) {
-            return Err(UsageError::new(format!(
-                "--warmup {w}: expected 0 to 3600 seconds"
-            )));
-        }
-    }
-    if let ReadyWhen::Line { regex } = &cfg.ready {
-        Regex::new(regex).map_err(|e| {
-            UsageError::new(format!("--ready-line {regex:?} is not a valid regex: {e}"))
-        })?;
-    }
-    if let Some(regex) = cfg.am_start.as_ref().and_then(|a| a.ready_logcat.as_ref()) {
-        Regex::new(regex).map_err(|e| {
-            UsageError::new(format!(
-                "--ready-logcat {regex:?} is not a valid regex: {e}"
-            ))
-        })?;
-    }
-    for p in [&cfg.target_ioprio, &cfg.load_ioprio].into_iter().flatten() {
-        p.parse::<IoPrio>()
-            .map_err(|e| UsageError::new(e.to_string()))?;
-    }
-    Ok(())
-}
+use super::config::StartupConfig;
+use crate::place::Resolved;
+use crate::ExperimentError;
 
 /// Every workload must parse (a named one or a readable job file, with the
 /// `--load-option`s applied) before anything is measured: a typo found at
 /// its cell would come after the lab, the preparation and the idle starts.
-pub(super) fn check_workloads(cfg: &StartupConfig) -> Result<(), StartupError> {
+pub(super) fn check_workloads(cfg: &StartupConfig) -> Result<(), ExperimentError> {
     for w in cfg.workloads.iter().filter(|w| *w != "idle") {
         iolab_load::jobs_from_spec(w, &cfg.load_options)?;
     }
@@ -64,12 +20,17 @@ pub(super) fn check_workloads(cfg: &StartupConfig) -> Result<(), StartupError> {
 }
 
 /// Runs the one-off preparation command; it must succeed.
-pub(super) fn prepare(script: &str) -> Result<(), StartupError> {
+pub(super) fn prepare(script: &str) -> Result<(), ExperimentError> {
     // "iolab" in the script means this very binary, wherever it was built.
-    let mut path = std::env::current_exe()
-        .ok()
-        .and_then(|e| e.parent().map(|d| d.as_os_str().to_owned()))
-        .unwrap_or_default();
+    let exe = std::env::current_exe().map_err(|e| {
+        UsageError::new(format!(
+            "cannot find this iolab binary for the --prepare command ({e})"
+        ))
+    })?;
+    let mut path = exe
+        .parent()
+        .map(|d| d.as_os_str().to_owned())
+        .unwrap_or_else(|| "/".into());
     if let Some(p) = std::env::var_os("PATH") {
         path.push(":");
         path.push(p);
@@ -92,21 +53,6 @@ pub(super) fn prepare(script: &str) -> Result<(), StartupError> {
     Ok(())
 }
 
-pub(super) fn check_schedulers(dev: &BlockDev, cfg: &StartupConfig) -> Result<(), StartupError> {
-    let avail = dev.schedulers()?.available;
-    for s in &cfg.schedulers {
-        if !avail.contains(s) {
-            return Err(UsageError::new(format!(
-                "scheduler {s:?} is not offered by {}: available are {} (or use --schedulers all)",
-                dev.name,
-                avail.join(", ")
-            ))
-            .into());
-        }
-    }
-    Ok(())
-}
-
 /// Every `--iosched-param` must name a tunable of at least one scheduler of
 /// the matrix, with a value it accepts: cells skip a tunable their
 /// scheduler lacks, so a typo would otherwise silently measure defaults.
@@ -115,21 +61,23 @@ pub(super) fn check_schedulers(dev: &BlockDev, cfg: &StartupConfig) -> Result<()
 pub(super) fn check_iosched_params(
     guard: &Guard,
     dev: &BlockDev,
+    schedulers: &[String],
     cfg: &StartupConfig,
-) -> Result<(), StartupError> {
+) -> Result<(), ExperimentError> {
     if cfg.iosched_params.is_empty() {
         return Ok(());
     }
     let mut used = vec![false; cfg.iosched_params.len()];
     let mut offered = Vec::new();
-    for s in &cfg.schedulers {
+    for s in schedulers {
         guard.set_scheduler(dev, s)?;
         let have: Vec<String> = dev.iosched_tunables().into_iter().map(|(k, _)| k).collect();
         for ((k, v), used) in cfg.iosched_params.iter().zip(used.iter_mut()) {
             if have.contains(k) {
                 *used = true;
                 let path = dev.queue_path("iosched").join(k);
-                let current = std::fs::read_to_string(&path).unwrap_or_default();
+                let current =
+                    std::fs::read_to_string(&path).unwrap_or_else(|e| format!("(unreadable: {e})"));
                 guard.set_iosched_param(dev, k, v).map_err(|e| {
                     UsageError::new(format!(
                         "--iosched-param {k}={v}: {s} on {} refused the value ({e}); expected a value like its current one, {}",
@@ -165,8 +113,8 @@ pub(super) fn limit_dirty(
     guard: &Guard,
     place: &Resolved,
     cfg: &StartupConfig,
-) -> Result<(), StartupError> {
-    if matches!(cfg.place, super::config::Place::NewLab { .. }) {
+) -> Result<(), ExperimentError> {
+    if matches!(cfg.place, crate::place::Place::NewLab { .. }) {
         return Ok(());
     }
     if let Some(limit) = cfg.dirty_limit_bytes {

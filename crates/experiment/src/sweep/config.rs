@@ -3,45 +3,23 @@
 
 use serde::{Deserialize, Serialize};
 
+use iolab_lab::Fs;
 use iolab_sys::UsageError;
 
 use super::plan::{Kind, Pattern};
-
-/// Where the sweep runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
-pub enum SweepPlace {
-    /// A temporary lab (no filesystem of its own: every run makes one),
-    /// removed when the sweep ends.
-    NewLab {
-        /// Device size in bytes.
-        size_bytes: u64,
-        /// Emulated bandwidth in bytes/s for reads and writes (`None`:
-        /// unthrottled, the host disk's speed).
-        bw_bytes: Option<u64>,
-        /// How the lab is slowed (`None`: chosen when it is made).
-        #[serde(default)]
-        backend: Option<iolab_lab::Backend>,
-        /// The device model, for a model lab.
-        #[serde(default)]
-        model: Option<iolab_model::ModelParams>,
-    },
-    /// A real device: formatted before every run, so everything on it is
-    /// destroyed.
-    Device {
-        /// Device path or kernel name, as given.
-        device: String,
-    },
-}
+use crate::collect::Observe;
+use crate::place::Place;
+use crate::Schedulers;
 
 /// Everything that defines a sweep.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepConfig {
-    /// Where it runs.
-    pub place: SweepPlace,
-    /// Schedulers to compare, in column order; empty = every one the
-    /// device offers (resolved when the sweep starts).
-    pub schedulers: Vec<String>,
+    /// Where it runs: a temporary lab without a filesystem of its own
+    /// (every run makes one), or a device of the user's, formatted before
+    /// every run.
+    pub place: Place,
+    /// Schedulers to compare, in column order.
+    pub schedulers: Schedulers,
     /// Access kinds (`read`, `write`, `randread`, `randwrite`), one table each.
     pub kinds: Vec<Kind>,
     /// numjobs/iodepth patterns, in row order.
@@ -57,21 +35,11 @@ pub struct SweepConfig {
     /// scaled size; every run is also stopped after `runtime_cap_s`.
     pub runtime_s: f64,
     /// Filesystem made before every run.
-    pub fs: String,
-}
-
-/// Refuses a `--schedulers` list naming one scheduler twice.
-pub(crate) fn unique_schedulers(list: &[String]) -> Result<(), UsageError> {
-    let mut seen = Vec::new();
-    for s in list {
-        if seen.contains(&s) {
-            return Err(UsageError::new(format!(
-                "--schedulers lists {s} twice: give each scheduler once"
-            )));
-        }
-        seen.push(s);
-    }
-    Ok(())
+    pub fs: Fs,
+    /// Collectors asked for besides the block trace and CPU series every
+    /// sweep run keeps (seed 002's biosnoop and mpstat).
+    #[serde(default)]
+    pub observe: Observe,
 }
 
 impl SweepConfig {
@@ -90,9 +58,9 @@ impl SweepConfig {
                 "--patterns needs at least one NUMJOBS/IODEPTH pair, e.g. 1/1,4/4",
             ));
         }
-        if !self.runtime_s.is_finite() || self.runtime_s <= 0.0 {
+        if !self.runtime_s.is_finite() || self.runtime_s <= 0.0 || self.runtime_s > 86_400.0 {
             return Err(UsageError::new(
-                "--runtime must be a positive duration, e.g. 1s or 500ms",
+                "--runtime must be a positive duration of at most a day, e.g. 1s or 500ms",
             ));
         }
         if self.bs_bytes == 0 || self.bs_bytes % 4096 != 0 {
@@ -101,14 +69,13 @@ impl SweepConfig {
                 self.bs_bytes
             )));
         }
-        use iolab_lab::Fs;
-        if !matches!(Fs::parse(&self.fs)?, Fs::Ext4 | Fs::Xfs | Fs::Btrfs) {
+        if !matches!(self.fs, Fs::Ext4 | Fs::Xfs | Fs::Btrfs) {
             return Err(UsageError::new(format!(
                 "--fs {}: the sweep makes a writable filesystem before every run; use ext4, xfs or btrfs",
                 self.fs
             )));
         }
-        unique_schedulers(&self.schedulers)
+        self.observe.check(false, "sweep")
     }
 
     /// How long a run may take before it is stopped: generous, because
@@ -121,26 +88,30 @@ impl SweepConfig {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::sweep::plan::SEED_PATTERNS;
 
+    /// A seed-002 sweep on a 1 GiB, 40 MiB/s lab.
     pub(crate) fn cfg() -> SweepConfig {
         SweepConfig {
-            place: SweepPlace::NewLab {
+            place: Place::NewLab {
                 size_bytes: 1 << 30,
+                fs: Fs::None,
                 bw_bytes: Some(40 << 20),
+                iops: None,
                 backend: None,
                 model: None,
             },
-            schedulers: vec![],
+            schedulers: Schedulers::all(),
             kinds: Kind::ALL.to_vec(),
             patterns: SEED_PATTERNS.to_vec(),
             reps: 3,
             bs_bytes: 1 << 20,
             size_bytes: None,
             runtime_s: 1.0,
-            fs: "ext4".into(),
+            fs: Fs::Ext4,
+            observe: Observe::default(),
         }
     }
 
@@ -151,24 +122,34 @@ mod tests {
         c.reps = 0;
         assert!(c.validate().unwrap_err().0.contains("--reps"));
         let mut c = cfg();
-        c.fs = "none".into();
+        c.fs = Fs::None;
         assert!(c.validate().unwrap_err().0.contains("--fs none"));
-        let mut c = cfg();
-        c.schedulers = vec!["bfq".into(), "bfq".into()];
-        assert!(c.validate().unwrap_err().0.contains("twice"));
         let mut c = cfg();
         c.runtime_s = 0.0;
         assert!(c.validate().unwrap_err().0.contains("--runtime"));
+        let mut c = cfg();
+        c.observe = Observe::of(["explain"]).unwrap();
+        assert!(c.validate().unwrap_err().0.contains("--explain"));
     }
 
     #[test]
-    fn config_round_trips_through_json() {
+    fn config_round_trips_through_json_and_reads_v5() {
         let c = cfg();
         let v = serde_json::to_value(&c).unwrap();
         assert_eq!(v["place"]["kind"], "new_lab");
         assert_eq!(v["kinds"][1], "randread");
         let back: SweepConfig = serde_json::from_value(v).unwrap();
         assert_eq!(back, c);
+        let v5 = serde_json::json!({
+            "place": {"kind": "new_lab", "size_bytes": 268435456, "bw_bytes": null,
+                      "backend": null, "model": null},
+            "schedulers": ["none", "bfq"], "kinds": ["read", "randwrite"],
+            "patterns": [{"numjobs": 1, "iodepth": 1}], "reps": 4, "bs_bytes": 1048576,
+            "size_bytes": null, "runtime_s": 0.3, "fs": "ext4"
+        });
+        let old: SweepConfig = serde_json::from_value(v5).unwrap();
+        assert_eq!(old.fs, Fs::Ext4);
+        old.validate().unwrap();
     }
 
     #[test]

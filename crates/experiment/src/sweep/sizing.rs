@@ -5,10 +5,13 @@
 
 use serde::{Deserialize, Serialize};
 
+use iolab_load::{job_from_options, run_to_completion, StartOptions};
+use iolab_sys::block::BlockDev;
 use iolab_sys::units::{format_bytes, format_rate};
 use iolab_sys::UsageError;
 
 use super::config::SweepConfig;
+use crate::ExperimentError;
 
 /// How much every run moves, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -140,31 +143,43 @@ fn lcm(a: u64, b: u64) -> u64 {
     a / gcd(a, b) * b
 }
 
+/// Measures sequential read bandwidth for one second (1 MiB direct reads,
+/// 4 in flight) straight from the device, when nothing says what it is.
+/// Writes are not measured (that would need the filesystem the sweep has
+/// not made yet); a run that writes slower is bounded by the runtime cap.
+pub fn measure_bandwidth(dev: &BlockDev) -> Result<f64, ExperimentError> {
+    let opts: Vec<(String, String)> = [
+        ("filename", dev.dev_path().to_string_lossy().into_owned()),
+        ("rw", "read".into()),
+        ("bs", "1M".into()),
+        ("direct", "1".into()),
+        ("ioengine", "io_uring".into()),
+        ("iodepth", "4".into()),
+        ("runtime", "1".into()),
+        ("time_based", "1".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let job = job_from_options("calibrate", &opts)?;
+    let report = run_to_completion(vec![job], StartOptions::default())?;
+    let bw = report.total.read.bw_bytes();
+    if bw <= 0.0 {
+        return Err(UsageError::new(format!(
+            "could not read {} to estimate its bandwidth: give --size to fix the bytes per run",
+            dev.dev_path().display()
+        ))
+        .into());
+    }
+    Ok(bw)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::sweep::config::SweepPlace;
-    use crate::sweep::plan::{Kind, SEED_PATTERNS};
-
-    fn cfg() -> SweepConfig {
-        SweepConfig {
-            place: SweepPlace::NewLab {
-                size_bytes: 1 << 30,
-                bw_bytes: Some(40 << 20),
-                backend: None,
-                model: None,
-            },
-            schedulers: vec![],
-            kinds: Kind::ALL.to_vec(),
-            patterns: SEED_PATTERNS.to_vec(),
-            reps: 3,
-            bs_bytes: 1 << 20,
-            size_bytes: None,
-            runtime_s: 1.0,
-            fs: "ext4".into(),
-        }
-    }
+    use crate::sweep::config::tests::cfg;
+    use crate::sweep::plan::SEED_PATTERNS;
 
     #[test]
     fn size_scales_with_bandwidth_and_runtime() {

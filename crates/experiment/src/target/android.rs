@@ -236,7 +236,7 @@ impl LogcatWatch {
     pub fn start(
         guard: &iolab_guard::Guard,
         re: &regex::Regex,
-    ) -> Result<LogcatWatch, crate::startup::StartupError> {
+    ) -> Result<LogcatWatch, crate::ExperimentError> {
         let since_s = epoch_s();
         let spec = iolab_spawn::Spec {
             stdin: iolab_spawn::Input::Null,
@@ -289,7 +289,7 @@ impl LogcatWatch {
         guard: &iolab_guard::Guard,
         launched: std::time::Instant,
         until: std::time::Instant,
-    ) -> Result<Option<LogcatReady>, crate::startup::StartupError> {
+    ) -> Result<Option<LogcatReady>, crate::ExperimentError> {
         let wait = until.saturating_duration_since(std::time::Instant::now());
         let seen = self.rx.recv_timeout(wait).ok();
         self.end();

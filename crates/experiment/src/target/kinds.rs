@@ -16,14 +16,16 @@ use std::time::Instant;
 
 use iolab_guard::Guard;
 use iolab_sys::UsageError;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::android::{self, AmTarget, LogcatWatch};
 use crate::launch::Outcome;
-use crate::startup::StartupError;
+use crate::ExperimentError;
 
-/// A start-up target.
-#[derive(Debug, Clone, PartialEq)]
+/// A start-up target, as configured and stored with the experiment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Target {
     /// Any command: its files are its executable's.
     Command {
@@ -38,16 +40,16 @@ pub enum Target {
         /// Its `--dir`.
         dir: PathBuf,
         /// The S trace, for a replay.
+        #[serde(default)]
         replay: Option<PathBuf>,
     },
     /// An Android activity, started by `am start -W -S`.
     Activity {
-        /// The am command.
-        argv: Vec<String>,
         /// The activity and what is set for it.
         am: AmTarget,
         /// Its APKs' directories and its data directory (from `pm path`,
-        /// read once by [`Target::prepare`]).
+        /// read once by [`Target::prepare`]; not stored).
+        #[serde(skip)]
         roots: Vec<PathBuf>,
     },
 }
@@ -56,16 +58,22 @@ pub enum Target {
 pub struct Watch(Option<LogcatWatch>);
 
 impl Target {
-    /// The target of a configuration whose `{dir}` is substituted.
-    pub fn of(command: &[String], am: Option<&AmTarget>) -> Target {
-        let argv = command.to_vec();
-        if let Some(am) = am {
-            return Target::Activity {
-                argv,
-                am: am.clone(),
-                roots: Vec::new(),
-            };
+    /// An activity as configured (`--am-start`).
+    pub fn activity(am: AmTarget) -> Target {
+        Target::Activity {
+            am,
+            roots: Vec::new(),
         }
+    }
+
+    /// The target a v5 configuration described by its command line and
+    /// `am_start`: the built-in app was told apart by its arguments then.
+    /// Used only to read configurations stored before targets were.
+    pub fn from_v5(command: &[String], am: Option<AmTarget>) -> Target {
+        if let Some(am) = am {
+            return Target::activity(am);
+        }
+        let argv = command.to_vec();
         let flag = |name: &str| {
             command
                 .windows(2)
@@ -93,18 +101,69 @@ impl Target {
     }
 
     /// What each start runs.
-    pub fn argv(&self) -> &[String] {
+    pub fn argv(&self) -> Vec<String> {
         match self {
-            Target::Command { argv } | Target::App { argv, .. } | Target::Activity { argv, .. } => {
-                argv
-            }
+            Target::Command { argv } | Target::App { argv, .. } => argv.clone(),
+            Target::Activity { am, .. } => am.argv(),
         }
+    }
+
+    /// The label its runs are stored under: what each start runs, as
+    /// configured (`{dir}` unsubstituted, so a resumed experiment on a new
+    /// temporary lab lands its starts in the same cells).
+    pub fn label(&self) -> String {
+        self.argv().join(" ")
+    }
+
+    /// The target with `{dir}` replaced by `dir` (the place's directory),
+    /// and `iolab` as the program meaning this very binary.
+    pub fn at(&self, dir: &Path) -> Target {
+        let d = dir.to_string_lossy();
+        let sub = |a: &String| a.replace("{dir}", &d);
+        let argv = |v: &[String]| {
+            let mut v: Vec<String> = v.iter().map(sub).collect();
+            if v.first().is_some_and(|c| c == "iolab") {
+                if let Ok(exe) = std::env::current_exe() {
+                    v[0] = exe.to_string_lossy().into_owned();
+                }
+            }
+            v
+        };
+        let path = |p: &Path| PathBuf::from(p.to_string_lossy().replace("{dir}", &d));
+        match self {
+            Target::Command { argv: a } => Target::Command { argv: argv(a) },
+            Target::App {
+                argv: a,
+                dir,
+                replay,
+            } => Target::App {
+                argv: argv(a),
+                dir: path(dir),
+                replay: replay.as_deref().map(path),
+            },
+            Target::Activity { .. } => self.clone(),
+        }
+    }
+
+    /// Checks what needs no system access: there is a program to run.
+    pub fn check_shape(&self) -> Result<(), UsageError> {
+        if self.argv().first().is_none_or(|p| p.is_empty()) {
+            return Err(UsageError::new(
+                "no target command: put it after --, e.g. iolab startup -- iolab app --dir {dir}/app",
+            ));
+        }
+        Ok(())
     }
 
     /// Checks it can start at all, before an experiment is stored that
     /// could never have a run.
     pub fn check(&self) -> Result<(), UsageError> {
-        let prog = self.argv().first().map(String::as_str).unwrap_or_default();
+        let argv = self.argv();
+        let Some(prog) = argv.first().map(String::as_str) else {
+            return Err(UsageError::new(
+                "no target command: put it after --, e.g. iolab startup -- iolab app --dir {dir}/app",
+            ));
+        };
         if which(prog).is_some_and(|p| p.is_file()) {
             return Ok(());
         }
@@ -121,7 +180,7 @@ impl Target {
 
     /// Once per experiment: an activity's compilation state is set and its
     /// files are looked up.
-    pub fn prepare(&mut self) -> Result<(), StartupError> {
+    pub fn prepare(&mut self) -> Result<(), ExperimentError> {
         if let Target::Activity { am, roots, .. } = self {
             if let Some(argv) = am.compile_argv() {
                 let said = run(&argv, "--compile")?;
@@ -182,7 +241,7 @@ impl Target {
 
     /// Just before a launch: what must watch it from outside (an
     /// activity's `--ready-logcat` reader).
-    pub fn watch(&self, guard: &Guard) -> Result<Watch, StartupError> {
+    pub fn watch(&self, guard: &Guard) -> Result<Watch, ExperimentError> {
         match self {
             Target::Activity { am, .. } => match &am.ready_logcat {
                 Some(re) => {
@@ -207,7 +266,7 @@ impl Target {
         watch: Watch,
         t0: Instant,
         timeout: std::time::Duration,
-    ) -> Result<Option<Value>, StartupError> {
+    ) -> Result<Option<Value>, ExperimentError> {
         let Target::Activity { .. } = self else {
             return Ok(None);
         };
@@ -264,7 +323,7 @@ fn is_iolab(argv: &[String]) -> bool {
 }
 
 /// Runs a device command once and returns its stdout.
-fn run(argv: &[String], flag: &str) -> Result<String, StartupError> {
+fn run(argv: &[String], flag: &str) -> Result<String, ExperimentError> {
     let out = std::process::Command::new(&argv[0])
         .args(&argv[1..])
         .output()
@@ -316,15 +375,15 @@ mod tests {
     }
 
     #[test]
-    fn kinds_are_told_apart_by_the_command() {
-        let t = Target::of(&argv("/usr/bin/iolab app --dir /mnt/a --scale 2"), None);
+    fn v5_commands_become_their_kinds() {
+        let t = Target::from_v5(&argv("/usr/bin/iolab app --dir /mnt/a --scale 2"), None);
         assert_eq!(t.kind(), "app");
-        let t = Target::of(&argv("iolab app --dir /mnt/a --replay x.trace"), None);
+        let t = Target::from_v5(&argv("iolab app --dir /mnt/a --replay x.trace"), None);
         assert_eq!(t.kind(), "replay");
         assert!(matches!(&t, Target::App { replay: Some(p), .. } if p == Path::new("x.trace")));
         // Another program's `app` subcommand is just a command.
         assert_eq!(
-            Target::of(&argv("flatpak app --dir x"), None).kind(),
+            Target::from_v5(&argv("flatpak app --dir x"), None).kind(),
             "command"
         );
         let am = AmTarget {
@@ -332,8 +391,25 @@ mod tests {
             compile: None,
             ready_logcat: None,
         };
-        let t = Target::of(&am.argv(), Some(&am));
+        let t = Target::from_v5(&am.argv(), Some(am));
         assert_eq!((t.kind(), t.argv()[0].as_str()), ("activity", "am"));
+    }
+
+    #[test]
+    fn targets_round_trip_and_substitute_the_dir() {
+        let t = Target::App {
+            argv: argv("sh {dir}/app --dir {dir}/app"),
+            dir: "{dir}/app".into(),
+            replay: Some("{dir}/x.trace".into()),
+        };
+        let j = serde_json::to_value(&t).unwrap();
+        assert_eq!(j["kind"], "app");
+        assert_eq!(serde_json::from_value::<Target>(j).unwrap(), t);
+        let at = t.at(Path::new("/mnt/l"));
+        assert_eq!(at.argv(), argv("sh /mnt/l/app --dir /mnt/l/app"));
+        assert!(matches!(&at, Target::App { dir, replay: Some(r), .. }
+            if dir == Path::new("/mnt/l/app") && r == Path::new("/mnt/l/x.trace")));
+        assert_eq!(t.label(), "sh {dir}/app --dir {dir}/app");
     }
 
     #[test]
@@ -343,11 +419,17 @@ mod tests {
         for f in ["a", "sub/b"] {
             std::fs::write(d.path().join(f), "x").unwrap();
         }
-        let cmd = format!("iolab app --dir {}", d.path().display());
-        let mut files = Target::of(&argv(&cmd), None).files(&[]);
+        let app = Target::App {
+            argv: argv("iolab app"),
+            dir: d.path().to_path_buf(),
+            replay: None,
+        };
+        let mut files = app.files(&[]);
         files.sort();
         assert_eq!(files, [d.path().join("a"), d.path().join("sub/b")]);
-        let sh = Target::of(&argv("sh -c true"), None);
+        let sh = Target::Command {
+            argv: argv("sh -c true"),
+        };
         assert_eq!(sh.files(&[]), [which("sh").unwrap()]);
         assert_eq!(sh.files(&[d.path().join("a")]), [d.path().join("a")]);
     }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use iolab_experiment::target::app::{self, LaunchReport};
+use iolab_experiment::target::app::{self, StartReport};
 use iolab_sys::units::format_bytes;
 
 /// Shown by `iolab app --help` after the options.
@@ -85,7 +85,7 @@ pub fn run(a: AppArgs) -> anyhow::Result<()> {
         iolab_sys::pagecache::evict(&app::manifest_files(&a.dir)?)
             .context("evicting the app's files")?;
     }
-    let report = app::launch(&a.dir, &m).context("launching the app")?;
+    let report = app::start(&a.dir, &m).context("launching the app")?;
     finish(a.ready, a.json, &report, || render(&report))
 }
 
@@ -140,7 +140,7 @@ fn prepare(a: &AppArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn render(r: &LaunchReport) -> String {
+fn render(r: &StartReport) -> String {
     let ms = |ns: u64| ns as f64 / 1e6;
     let mut t = format!(
         "app launch: {:.1} ms{}\n",

@@ -28,9 +28,10 @@ pub struct CpuArgs {
         short = 'i',
         value_name = "S",
         default_value = "1",
-        allow_negative_numbers = true
+        allow_negative_numbers = true,
+        value_parser = super::values::duration
     )]
-    pub interval: String,
+    pub interval: Duration,
 
     /// Stop after N reports.
     #[arg(
@@ -43,8 +44,9 @@ pub struct CpuArgs {
     pub count: Option<String>,
 
     /// Stop after S seconds (rounded up to whole intervals).
-    #[arg(long, value_name = "S", allow_negative_numbers = true)]
-    pub duration: Option<String>,
+    #[arg(long, value_name = "S", allow_negative_numbers = true,
+          value_parser = super::values::duration)]
+    pub duration: Option<Duration>,
 
     /// A line per CPU under each "all" line (table and CSV; JSON always
     /// has every CPU).
@@ -95,25 +97,12 @@ struct Plan {
     per_cpu: bool,
 }
 
-/// Seconds as a bare number (mpstat-style) or a duration with a unit.
-fn seconds(flag: &str, text: &str) -> Result<Duration, UsageError> {
-    let bad = || {
-        UsageError::new(format!(
-            "{flag} {text}: expected seconds (1, 0.5) or a duration with a unit (500ms, 2s)"
-        ))
-    };
-    match text.trim().parse::<f64>() {
-        Ok(s) => Duration::try_from_secs_f64(s).map_err(|_| bad()),
-        Err(_) => iolab_sys::units::parse_duration(text).map_err(|_| bad()),
-    }
-}
-
 fn plan(a: &CpuArgs) -> Result<Plan, UsageError> {
-    let interval = seconds("--interval", &a.interval)?;
+    let interval = a.interval;
     if interval < Duration::from_millis(100) {
         return Err(UsageError::new(format!(
             "--interval {}: too short, the kernel counts CPU time in 10 ms ticks; use at least 0.1",
-            a.interval
+            interval.as_secs_f64()
         )));
     }
     let count = match (&a.count, &a.duration) {
@@ -123,7 +112,6 @@ fn plan(a: &CpuArgs) -> Result<Plan, UsageError> {
             ))
         })?),
         (None, Some(d)) => {
-            let d = seconds("--duration", d)?;
             let n = (d.as_secs_f64() / interval.as_secs_f64() - 1e-9).ceil();
             Some((n as usize).max(1))
         }
@@ -433,7 +421,7 @@ mod tests {
 
     fn args(interval: &str) -> CpuArgs {
         CpuArgs {
-            interval: interval.into(),
+            interval: super::super::values::duration(interval).unwrap_or_default(),
             count: None,
             duration: None,
             per_cpu: false,
@@ -454,18 +442,21 @@ mod tests {
             plan(&args("250ms")).unwrap().interval,
             Duration::from_millis(250)
         );
-        for bad in ["0", "0.01", "-1", "x", "5ms"] {
+        for bad in ["0.01", "5ms"] {
             let e = plan(&args(bad)).err().unwrap().to_string();
-            assert!(e.starts_with(&format!("--interval {bad}")), "{e}");
+            assert!(e.starts_with("--interval 0.0"), "{e}");
+        }
+        for bad in ["0", "-1", "x"] {
+            assert!(super::super::values::duration(bad).is_err(), "{bad}");
         }
     }
 
     #[test]
     fn duration_rounds_up_to_whole_intervals() {
         let mut a = args("1");
-        a.duration = Some("2.5".into());
+        a.duration = Some(Duration::from_millis(2500));
         assert_eq!(plan(&a).unwrap().count, Some(3));
-        a.duration = Some("3s".into());
+        a.duration = Some(Duration::from_secs(3));
         assert_eq!(plan(&a).unwrap().count, Some(3));
         a.duration = None;
         a.count = Some("0".into());

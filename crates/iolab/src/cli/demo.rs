@@ -6,17 +6,21 @@
 //! from the app itself (`iolab record`'s method) read in first.
 
 use clap::Args;
+use iolab_experiment::collect::Observe;
+use iolab_experiment::engine::{self, RunOptions};
+use iolab_experiment::place::Place;
 use iolab_experiment::startup::{
-    self, Cold, Place, PrefetchConfig, PrefetchMode, PrefetchSource, ReadyWhen, RunOptions,
-    StartupConfig,
+    Cold, PrefetchConfig, PrefetchMode, PrefetchSource, ReadyWhen, Startup, StartupConfig,
 };
+use iolab_experiment::target::Target;
+use iolab_experiment::Schedulers;
 
 /// Arguments of `iolab demo`.
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Emulated storage bandwidth (phone eMMC class).
-    #[arg(long, default_value = "40MiB/s", value_name = "RATE")]
-    pub bw: String,
+    #[arg(long, default_value = "40MiB/s", value_name = "RATE", value_parser = super::values::rate)]
+    pub bw: u64,
     /// Starts per cell.
     #[arg(long, default_value_t = 3)]
     pub reps: u32,
@@ -29,9 +33,8 @@ pub struct DemoArgs {
     /// Size of the synthetic app relative to its documented profile.
     #[arg(long, default_value = "1", value_name = "FACTOR", value_parser = super::values::scale)]
     pub scale: f64,
-    /// Results database (default: ~/.local/share/iolab/results.db).
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub db: super::db::DbArgs,
     #[command(flatten)]
     pub model: super::model_args::ModelArgs,
     /// Print the full report as JSON.
@@ -48,19 +51,19 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
     let bw = if a.model.device_model.is_some() {
         None
     } else {
-        Some(iolab_sys::units::parse_rate(&a.bw)?)
+        Some(a.bw)
     };
     let (backend, model) = a.model.resolve(bw, None)?;
     let cfg = StartupConfig {
         place: Place::NewLab {
             size_bytes: 2 << 30,
-            fs: "ext4".into(),
+            fs: iolab_lab::Fs::Ext4,
             bw_bytes: bw,
             iops: None,
             backend,
             model,
         },
-        schedulers: Vec::new(), // all the lab offers
+        schedulers: Schedulers::all(),
         workloads: vec!["1r".into(), "1w".into(), "1r1w".into()],
         reps: a.reps,
         timeout_s: a.timeout,
@@ -79,12 +82,16 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         // the slow lab takes seconds, not a minute; readers still wrap
         // and re-read from the device every few seconds.
         load_options: vec![("size".into(), "128M".into())],
-        command: vec![
-            exe.clone(),
-            "app".into(),
-            "--dir".into(),
-            "{dir}/app".into(),
-        ],
+        target: Target::App {
+            argv: vec![
+                exe.clone(),
+                "app".into(),
+                "--dir".into(),
+                "{dir}/app".into(),
+            ],
+            dir: "{dir}/app".into(),
+            replay: None,
+        },
         prepare: Some(format!(
             "{exe} app --prepare --scale {} --dir {{dir}}/app",
             a.scale
@@ -106,36 +113,36 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         // Seed 000's other half: where each start's extra time went; and
         // for the report's charts, every block request's latency (seed
         // 002's histograms) and CPU/pressure over each start.
-        observe: startup::Observe {
-            explain: true,
-            trace_bio: true,
-            cpu: true,
-        },
+        observe: Observe::of(["explain", "bio", "cpu"])?,
         memory_pressure: None,
-        am_start: None,
     };
     if !a.json {
         let lab = match (&a.model.device_model, a.model.backend.as_deref()) {
             (Some(p), _) => format!("{p} device-model"),
-            (None, Some(b)) => format!("{} ({b} backend)", a.bw),
-            (None, None) => a.bw.clone(),
+            (None, Some(b)) => format!(
+                "{} ({b} backend)",
+                iolab_sys::units::format_rate(a.bw as f64)
+            ),
+            (None, None) => iolab_sys::units::format_rate(a.bw as f64),
         };
         eprintln!(
             "iolab demo: a {lab} lab, the synthetic app, every scheduler x idle/1r/1w/1r1w x {} starts (a few minutes)",
             a.reps
         );
     }
-    let db = match a.db {
-        Some(p) => p,
-        None => iolab_store::default_db_path()?,
-    };
     let opts = RunOptions {
-        db,
+        db: a.db.path()?,
         resume: None,
         force: false,
         progress: !a.json,
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
     };
-    let fin = startup::run_startup(Some(cfg), &opts)?;
+    let json = a.json;
+    let announce = move |line: &str| {
+        if !json {
+            eprintln!("iolab: {line}");
+        }
+    };
+    let fin = engine::run::<Startup>(Some(cfg), &opts, &announce)?;
     super::startup::print_finished(&fin, a.json)
 }

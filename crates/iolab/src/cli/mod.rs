@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 mod app;
 mod cache;
 mod cpu;
+mod db;
 mod demo;
 mod explain;
 #[cfg(feature = "test-seams")]
@@ -14,6 +15,7 @@ mod lab;
 mod load;
 mod model_args;
 mod model_server;
+mod observe;
 mod prefetch;
 mod probe;
 #[cfg(feature = "test-seams")]

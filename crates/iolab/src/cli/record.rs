@@ -73,8 +73,8 @@ pub struct RecordArgs {
     #[arg(long)]
     pub all_pids: bool,
     /// Keep recording at least S seconds (also after COMMAND exits).
-    #[arg(long, value_name = "S", value_parser = super::values::record_secs)]
-    pub duration: Option<f64>,
+    #[arg(long, value_name = "S", value_parser = super::values::duration)]
+    pub duration: Option<Duration>,
     /// Only pages of files on this filesystem: MAJ:MIN, a block device, or
     /// any path on it (repeatable).
     #[arg(long = "dev", value_name = "DEV")]
@@ -90,8 +90,8 @@ pub struct RecordArgs {
     #[arg(long)]
     pub no_walk: bool,
     /// Give up walking filesystems for names after S seconds.
-    #[arg(long, default_value = "10", value_name = "S", value_parser = super::values::record_secs)]
-    pub walk_timeout: f64,
+    #[arg(long, default_value = "10", value_name = "S", value_parser = super::values::duration)]
+    pub walk_timeout: Duration,
     /// Trace ring buffer per CPU, KiB.
     #[arg(long, default_value_t = 8192, value_name = "KIB")]
     pub buffer_kib: u32,
@@ -103,7 +103,7 @@ pub struct RecordArgs {
 /// Runs `iolab record`.
 pub fn run(a: RecordArgs) -> anyhow::Result<()> {
     super::require_root("iolab record")?;
-    let duration = a.duration.map(|s| seconds("--duration", s)).transpose()?;
+    let duration = a.duration;
     if a.command.is_empty() && !(a.all_pids && duration.is_some()) {
         return Err(UsageError::new(
             "nothing to record: give a command after --, e.g. `iolab record -o app.list -- ./app` \
@@ -133,7 +133,7 @@ pub fn run(a: RecordArgs) -> anyhow::Result<()> {
         resolve: ResolveOptions {
             handles: true,
             walk: !a.no_walk,
-            walk_limit: Some(seconds("--walk-timeout", a.walk_timeout)?),
+            walk_limit: Some(a.walk_timeout),
         },
     };
     // Usage errors exit 2 through exit.rs, like every library error.
@@ -166,15 +166,6 @@ pub fn run(a: RecordArgs) -> anyhow::Result<()> {
         (Some(0), _) | (None, None) => Ok(()),
         (Some(c), _) => anyhow::bail!("the command exited with status {c} (list written)"),
         (None, Some(s)) => anyhow::bail!("the command was killed by signal {s} (list written)"),
-    }
-}
-
-fn seconds(flag: &str, s: f64) -> Result<Duration, UsageError> {
-    match Duration::try_from_secs_f64(s) {
-        Ok(d) if s > 0.0 => Ok(d),
-        _ => Err(UsageError::new(format!(
-            "{flag} {s}: expected a positive number of seconds"
-        ))),
     }
 }
 

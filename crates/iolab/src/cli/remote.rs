@@ -13,7 +13,7 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use clap::Args;
-use iolab_remote::{Adb, Device, Ssh, Transport};
+use iolab_remote::{Adb, RemoteHost, Ssh, Transport};
 use iolab_sys::UsageError;
 
 /// Arguments of `iolab remote`.
@@ -89,7 +89,7 @@ pub fn run(a: RemoteArgs) -> anyhow::Result<()> {
         .into());
     }
     let label = transport.label();
-    let device = Device::connect(transport, a.remote_dir.clone())?;
+    let device = RemoteHost::connect(transport, a.remote_dir.clone())?;
     let binary = iolab_remote::binary::choose(&device.probe.arch, a.binary.as_deref())?;
     let (bin, pushed) = device.install(&binary)?;
     eprintln!(
@@ -159,7 +159,7 @@ pub fn run(a: RemoteArgs) -> anyhow::Result<()> {
 /// Pulls the device's results database and merges it into the local one;
 /// returns the newest experiment's id on the device.
 fn import(
-    device: &Device,
+    device: &RemoteHost,
     bin: &str,
     label: &str,
     db: Option<&std::path::Path>,
@@ -173,10 +173,7 @@ fn import(
             Ok(None)
         }
         Ok(true) => {
-            let path = match db {
-                Some(p) => p.to_path_buf(),
-                None => iolab_store::default_db_path()?,
-            };
+            let path = super::db::path(db)?;
             let store = iolab_store::Store::open(&path)?;
             let from = iolab_store::ImportFrom {
                 via: Some(label.to_string()),

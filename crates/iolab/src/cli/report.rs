@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use iolab_store::{ExperimentId, Store};
+use iolab_store::{ExperimentId, ExperimentReport, Store};
 use iolab_sys::UsageError;
 
 /// Arguments of `iolab report`.
@@ -34,9 +34,8 @@ pub struct ReportArgs {
     /// Compare these two cells only: A's and B's.
     #[arg(long, value_name = "A_CELL,B_CELL", value_delimiter = ',')]
     cells: Vec<String>,
-    /// Results database [default: ~/.local/share/iolab/results.db].
-    #[arg(long, value_name = "PATH")]
-    db: Option<PathBuf>,
+    #[command(flatten)]
+    db: super::db::DbArgs,
     /// Print where the report went as JSON.
     #[arg(long)]
     json: bool,
@@ -44,11 +43,7 @@ pub struct ReportArgs {
 
 /// Runs `iolab report`.
 pub fn run(a: ReportArgs) -> anyhow::Result<()> {
-    let db = match a.db {
-        Some(p) => p,
-        None => iolab_store::default_db_path()?,
-    };
-    let store = Store::open(&db)?;
+    let store = Store::open(a.db.path()?)?;
     let reports = a
         .ids
         .iter()
@@ -119,26 +114,27 @@ fn write(out: &Path, html: &str) -> anyhow::Result<()> {
     })
 }
 
-/// Writes experiment `id`'s report next to the database
+/// Writes an experiment's report next to the database
 /// (`<db dir>/reports/experiment-ID.html`) and returns its path. A failure
 /// is returned, never fatal to the caller: the results are stored already.
-pub fn write_default(store_db: &Path, id: ExperimentId) -> anyhow::Result<PathBuf> {
-    let store = Store::open(store_db)?;
-    let report = store.report(id)?;
+pub fn write_default(store_db: &Path, report: &ExperimentReport) -> anyhow::Result<PathBuf> {
     let dir = store_db
         .parent()
         .unwrap_or_else(|| Path::new("."))
         .join("reports");
     std::fs::create_dir_all(&dir)?;
-    let out = dir.join(format!("experiment-{}.html", id.0));
-    write(&out, &iolab_report::html_report(&[report], None))?;
+    let out = dir.join(format!("experiment-{}.html", report.experiment.id.0));
+    write(
+        &out,
+        &iolab_report::html_report(std::slice::from_ref(report), None),
+    )?;
     Ok(out)
 }
 
 /// Writes the report and says where it went (on stderr when stdout is
 /// JSON or CSV, so that stays parseable), or why there is none.
-pub fn write_and_say(store_db: &Path, id: ExperimentId, stdout_is_data: bool) {
-    match write_default(store_db, id) {
+pub fn write_and_say(store_db: &Path, report: &ExperimentReport, stdout_is_data: bool) {
+    match write_default(store_db, report) {
         Ok(p) => {
             let line = format!("report: {} (open it in a browser)", p.display());
             if stdout_is_data {
@@ -149,7 +145,7 @@ pub fn write_and_say(store_db: &Path, id: ExperimentId, stdout_is_data: bool) {
         }
         Err(e) => eprintln!(
             "iolab: no HTML report written ({e}); `iolab report {} -o FILE` makes one",
-            id.0
+            report.experiment.id.0
         ),
     }
 }

@@ -133,10 +133,7 @@ impl From<Format> for ExportFormat {
 
 /// Runs `iolab results`.
 pub fn run(a: ResultsArgs) -> anyhow::Result<()> {
-    let path = match a.db {
-        Some(p) => p,
-        None => iolab_store::default_db_path()?,
-    };
+    let path = super::db::path(a.db.as_deref())?;
     let store = Store::open(&path)?;
     let mut out = std::io::stdout().lock();
     match a.command {
@@ -261,7 +258,7 @@ fn list_table(list: &[ExperimentSummary]) -> String {
         rows.push(vec![
             e.id.to_string(),
             short_time(&e.created),
-            e.kind.clone(),
+            e.kind.to_string(),
             e.host.clone().unwrap_or_else(|| "-".to_string()),
             e.status.to_string(),
             e.cells.to_string(),

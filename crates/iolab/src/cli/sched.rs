@@ -40,8 +40,8 @@ pub struct RecordArgs {
     #[arg(short, long, default_value = "sched.trace")]
     pub output: PathBuf,
     /// Record for this long (seconds, or 500ms, 2m ...).
-    #[arg(long, conflicts_with = "command")]
-    pub duration: Option<String>,
+    #[arg(long, conflicts_with = "command", value_parser = super::values::duration)]
+    pub duration: Option<Duration>,
     /// Also record workqueue_queue_work and workqueue_execute_start: work
     /// item latency, and worker delays attributed to the work they ran.
     #[arg(long)]
@@ -166,7 +166,7 @@ struct Recorded {
 
 fn record(a: RecordArgs) -> anyhow::Result<()> {
     super::require_root("iolab sched record")?;
-    let duration = a.duration.as_deref().map(parse_seconds).transpose()?;
+    let duration = a.duration;
     let guard = iolab_guard::Guard::new();
     let opts = RecordOptions {
         workqueue: a.workqueue,
@@ -252,22 +252,6 @@ fn set_sync_decompress(guard: &iolab_guard::Guard, lab: &str, mode: &str) -> any
     }
     guard.write_attr(&knob, value)?;
     Ok(())
-}
-
-/// `--duration`: bare numbers are seconds (as perf and fio read them),
-/// else a number with a unit (500ms, 2m).
-fn parse_seconds(text: &str) -> Result<Duration, UsageError> {
-    let t = text.trim();
-    let parsed = match t.parse::<f64>() {
-        Ok(v) => Duration::try_from_secs_f64(v).map_err(|_| UsageError::new("")),
-        Err(_) => iolab_sys::units::parse_duration(t),
-    };
-    match parsed {
-        Ok(d) if !d.is_zero() => Ok(d),
-        _ => Err(UsageError::new(format!(
-            "--duration: invalid duration {text:?}: expected seconds (e.g. 10) or a number with a unit (500ms, 2m)"
-        ))),
-    }
 }
 
 /// Runs `argv` in its own process group (killed through the guard if iolab

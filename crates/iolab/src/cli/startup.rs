@@ -5,11 +5,16 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
+use iolab_experiment::engine::{self, Finished, RunOptions};
+use iolab_experiment::place::Place;
 use iolab_experiment::startup::{
-    self, Cold, Place, PrefetchConfig, PrefetchMode, PrefetchSource, ReadyWhen, RunOptions,
-    StartupConfig,
+    Cold, PrefetchConfig, PrefetchMode, PrefetchSource, ReadyWhen, Startup, StartupConfig,
 };
+use iolab_experiment::target::android::AmTarget;
+use iolab_experiment::target::Target;
+use iolab_experiment::Schedulers;
 use iolab_store::ExperimentId;
+use iolab_sys::ioprio::IoPrio;
 use iolab_sys::UsageError;
 
 /// Arguments of `iolab startup`.
@@ -34,14 +39,17 @@ pub struct StartupArgs {
     #[arg(long)]
     pub force: bool,
     /// Size of the temporary lab.
-    #[arg(long, default_value = "4GiB", value_name = "SIZE", conflicts_with_all = ["lab", "device"])]
-    pub lab_size: String,
+    #[arg(long, default_value = "4GiB", value_name = "SIZE", conflicts_with_all = ["lab", "device"],
+          value_parser = super::values::size)]
+    pub lab_size: u64,
     /// Filesystem of the temporary lab.
-    #[arg(long, default_value = "ext4", value_name = "FS", conflicts_with_all = ["lab", "device"])]
-    pub lab_fs: String,
+    #[arg(long, default_value = "ext4", value_name = "FS", conflicts_with_all = ["lab", "device"],
+          value_parser = super::values::fs)]
+    pub lab_fs: iolab_lab::Fs,
     /// Emulated bandwidth of the temporary lab (phone eMMC/SD class), e.g. 20MiB/s.
-    #[arg(long, value_name = "RATE", conflicts_with_all = ["lab", "device"])]
-    pub bw: Option<String>,
+    #[arg(long, value_name = "RATE", conflicts_with_all = ["lab", "device"],
+          value_parser = super::values::rate)]
+    pub bw: Option<u64>,
     #[command(flatten)]
     pub model: super::model_args::ModelArgs,
     /// Emulated IOPS limit of the temporary lab.
@@ -94,8 +102,7 @@ pub struct StartupArgs {
     /// The target is an Android activity: each start is `am start -W -S -n
     /// PKG/ACTIVITY` and its time am's TotalTime (LaunchState and WaitTime
     /// stored too). Run on the phone (iolab remote --adb SERIAL -- ...).
-    #[arg(long, value_name = "PKG/ACTIVITY",
-          value_parser = iolab_experiment::target::android::AmTarget::parse_component)]
+    #[arg(long, value_name = "PKG/ACTIVITY", value_parser = AmTarget::parse_component)]
     pub am_start: Option<String>,
     /// With --am-start: set the app's compilation state once first
     /// (`cmd package compile -m MODE -f PKG`: speed-profile, speed, verify).
@@ -124,14 +131,14 @@ pub struct StartupArgs {
           conflicts_with = "ready_line")]
     pub ready_rss_stable: Option<(u64, u64, f64)>,
     /// I/O priority of the target: rt:N, be:N or idle.
-    #[arg(long, value_name = "PRIO")]
-    pub target_ioprio: Option<String>,
+    #[arg(long, value_name = "PRIO", value_parser = super::values::ioprio)]
+    pub target_ioprio: Option<IoPrio>,
     /// Nice value of the target.
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub target_nice: Option<i32>,
     /// I/O priority of the background load (the thesis's -noprio leaves both default).
-    #[arg(long, value_name = "PRIO")]
-    pub load_ioprio: Option<String>,
+    #[arg(long, value_name = "PRIO", value_parser = super::values::ioprio)]
+    pub load_ioprio: Option<IoPrio>,
     /// fio option applied to every background job, e.g. size=128M (repeatable).
     #[arg(long = "load-option", value_name = "NAME=VALUE")]
     pub load_options: Vec<String>,
@@ -140,8 +147,8 @@ pub struct StartupArgs {
     pub read_ahead_kb: Option<u32>,
     /// Per-lab dirty page limit (bdi max_bytes), e.g. 64MiB; default for a
     /// throttled lab: 2 s of its bandwidth (at least 16 MiB).
-    #[arg(long, value_name = "SIZE")]
-    pub dirty_limit: Option<String>,
+    #[arg(long, value_name = "SIZE", value_parser = super::values::size)]
+    pub dirty_limit: Option<u64>,
     /// Command run once before the matrix; `{dir}` is the lab directory.
     #[arg(long, value_name = "CMD")]
     pub prepare: Option<String>,
@@ -170,23 +177,10 @@ pub struct StartupArgs {
         requires = "prefetch"
     )]
     pub prefetch_workloads: Vec<String>,
-    /// Trace during every start: `bio` records each block request on the
-    /// device under test (as `iolab trace bio`); each run stores its
-    /// latency histograms (artifact `latency_hist`).
-    #[arg(long, value_name = "bio", value_parser = ["bio"])]
-    pub trace: Option<String>,
-    /// Sample CPU utilisation and pressure stalls every 200 ms during every
-    /// start (as `iolab cpu`); each run stores the series (`cpu`, `psi`).
-    #[arg(long)]
-    pub cpu: bool,
-    /// Attribute every start's stalls to kernel paths (as `iolab explain`);
-    /// each run stores its attribution (`explain`) and the table gains,
-    /// per cell, the top causes of the difference from idle.
-    #[arg(long)]
-    pub explain: bool,
-    /// Results database (default: ~/.local/share/iolab/results.db).
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
+    #[command(flatten)]
+    pub observe: super::observe::ObserveArgs,
+    #[command(flatten)]
+    pub db: super::db::DbArgs,
     /// Continue interrupted experiment ID (its stored configuration is used).
     #[arg(long, value_name = "ID")]
     pub resume: Option<ExperimentId>,
@@ -201,51 +195,52 @@ pub struct StartupArgs {
 /// Runs `iolab startup`.
 pub fn run(a: StartupArgs) -> anyhow::Result<()> {
     super::require_root("iolab startup")?;
-    let db = match &a.db {
-        Some(p) => p.clone(),
-        None => iolab_store::default_db_path()?,
-    };
     let cfg = if a.resume.is_some() {
         None
     } else {
         Some(config(&a)?)
     };
     let opts = RunOptions {
-        db,
+        db: a.db.path()?,
         resume: a.resume,
         force: a.force,
         progress: !a.json,
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
     };
-    let fin = startup::run_startup(cfg, &opts).context("startup experiment")?;
+    let json = a.json;
+    let announce = move |line: &str| {
+        if !json {
+            eprintln!("iolab: {line}");
+        }
+    };
+    let fin = engine::run::<Startup>(cfg, &opts, &announce).context("startup experiment")?;
     print_finished(&fin, a.json)
 }
 
 /// Prints the matrix table (or JSON) and where the results are.
-pub fn print_finished(fin: &startup::Finished, json: bool) -> anyhow::Result<()> {
+pub fn print_finished(fin: &Finished<Vec<u64>>, json: bool) -> anyhow::Result<()> {
     use iolab_report::export::{Exporter, JsonExporter};
     if json {
         let bytes = JsonExporter.serialize(&fin.report)?;
         println!("{}", String::from_utf8_lossy(&bytes));
-        super::report::write_and_say(&fin.db, fin.id, true);
+        super::report::write_and_say(&fin.db, &fin.report, true);
         return stopped_cells(fin);
     }
     print!("{}", iolab_report::text::startup::render(&fin.report));
-    let ov = &fin.overhead_ns;
+    let ov = &fin.body;
     if !ov.is_empty() {
         let s = iolab_stats::summarize(&iolab_stats::Sample::all_exact(
             &ov.iter().map(|&n| n as f64 / 1e6).collect::<Vec<_>>(),
         ));
-        println!(
-            "harness overhead (launching `true` the same way): {:.2} ms median, {:.2}–{:.2} ms (n={})",
-            s.median.unwrap_or(0.0),
-            s.min.unwrap_or(0.0),
-            s.max.unwrap_or(0.0),
-            s.n
-        );
+        if let (Some(med), Some(min), Some(max)) = (s.median, s.min, s.max) {
+            println!(
+                "harness overhead (launching `true` the same way): {med:.2} ms median, {min:.2}–{max:.2} ms (n={})",
+                s.n
+            );
+        }
     }
     println!("stored as experiment {} in {}", fin.id, fin.db.display());
-    super::report::write_and_say(&fin.db, fin.id, false);
+    super::report::write_and_say(&fin.db, &fin.report, false);
     if fin.interrupted {
         println!(
             "interrupted: continue with `iolab startup --resume {} --db {}`",
@@ -258,7 +253,7 @@ pub fn print_finished(fin: &startup::Finished, json: bool) -> anyhow::Result<()>
 
 /// Everything measured is stored and printed; the exit status says the
 /// matrix is incomplete.
-fn stopped_cells(fin: &startup::Finished) -> anyhow::Result<()> {
+fn stopped_cells(fin: &Finished<Vec<u64>>) -> anyhow::Result<()> {
     if !fin.stopped_cells.is_empty() {
         anyhow::bail!(
             "{} cell(s) stopped early: {}",
@@ -298,31 +293,20 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
         (Some(name), _) => Place::Lab { name: name.clone() },
         (None, Some(dev)) => Place::Device {
             device: dev.clone(),
-            dir: a.dir.clone().unwrap_or_default(),
+            dir: a.dir.clone(),
         },
         (None, None) => {
-            let bw_bytes =
-                a.bw.as_deref()
-                    .map(iolab_sys::units::parse_rate)
-                    .transpose()?;
-            let (backend, model) = a.model.resolve(bw_bytes, a.iops)?;
+            let (backend, model) = a.model.resolve(a.bw, a.iops)?;
             Place::NewLab {
-                size_bytes: iolab_sys::units::parse_size(&a.lab_size)?,
-                fs: a.lab_fs.clone(),
-                bw_bytes,
+                size_bytes: a.lab_size,
+                fs: a.lab_fs,
+                bw_bytes: a.bw,
                 iops: a.iops,
                 backend,
                 model,
             }
         }
     };
-    let schedulers = if a.schedulers.iter().any(|s| s == "all") {
-        Vec::new() // resolved against the device once it exists
-    } else {
-        a.schedulers.clone()
-    };
-    let params = name_values("--iosched-param", &a.iosched_params, "slice_idle=0")?;
-    let load_options = name_values("--load-option", &a.load_options, "size=128M")?;
     let ready = match (&a.ready_line, &a.ready_file, a.ready_rss_stable) {
         (Some(r), _, _) => ReadyWhen::Line { regex: r.clone() },
         (None, Some(p), _) => ReadyWhen::File { path: p.clone() },
@@ -333,30 +317,30 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
         },
         _ => ReadyWhen::Exit,
     };
-    Ok(StartupConfig {
+    let target = match &a.am_start {
+        Some(component) => Target::activity(AmTarget {
+            component: component.clone(),
+            compile: a.compile.clone(),
+            ready_logcat: a.ready_logcat.clone(),
+        }),
+        None => target_of(&a.command),
+    };
+    let cfg = StartupConfig {
         place,
-        schedulers,
+        schedulers: Schedulers::parse(&a.schedulers)?,
         workloads: a.workloads.clone(),
         reps: a.reps,
         timeout_s: a.timeout,
         warmup_s: a.warmup,
         cold: a.cold,
         evict: a.evict.clone(),
-        iosched_params: params,
+        iosched_params: name_values("--iosched-param", &a.iosched_params, "slice_idle=0")?,
         ready,
-        target_ioprio: a.target_ioprio.clone(),
+        target_ioprio: a.target_ioprio,
         target_nice: a.target_nice,
-        load_ioprio: a.load_ioprio.clone(),
-        load_options,
-        command: match &a.am_start {
-            Some(c) => iolab_experiment::target::android::AmTarget {
-                component: c.clone(),
-                compile: None,
-                ready_logcat: None,
-            }
-            .argv(),
-            None => a.command.clone(),
-        },
+        load_ioprio: a.load_ioprio,
+        load_options: name_values("--load-option", &a.load_options, "size=128M")?,
+        target,
         prepare: a.prepare.clone(),
         read_ahead_kb: a.read_ahead_kb,
         prefetch: a.prefetch.as_deref().map(|p| PrefetchConfig {
@@ -364,26 +348,39 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
             modes: dedup(&a.prefetch_mode),
             workloads: a.prefetch_workloads.clone(),
         }),
-        observe: startup::Observe {
-            trace_bio: a.trace.is_some(),
-            cpu: a.cpu,
-            explain: a.explain,
-        },
+        observe: a.observe.observe()?,
         memory_pressure: a.memory_pressure,
-        am_start: a
-            .am_start
-            .as_ref()
-            .map(|c| iolab_experiment::target::android::AmTarget {
-                component: c.clone(),
-                compile: a.compile.clone(),
-                ready_logcat: a.ready_logcat.clone(),
-            }),
-        dirty_limit_bytes: a
-            .dirty_limit
-            .as_deref()
-            .map(iolab_sys::units::parse_size)
-            .transpose()?,
-    })
+        dirty_limit_bytes: a.dirty_limit,
+    };
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+/// The target a command line names: the built-in app (`iolab app --dir
+/// D`, or its `--replay`), read with the app's own argument parser, or any
+/// other command.
+pub fn target_of(command: &[String]) -> Target {
+    #[derive(clap::Parser)]
+    struct App {
+        #[command(flatten)]
+        app: super::app::AppArgs,
+    }
+    let is_iolab = command
+        .first()
+        .and_then(|p| std::path::Path::new(p).file_name())
+        .is_some_and(|n| n.to_string_lossy().starts_with("iolab"));
+    if is_iolab && command.get(1).is_some_and(|c| c == "app") {
+        if let Ok(App { app }) = <App as clap::Parser>::try_parse_from(&command[1..]) {
+            return Target::App {
+                argv: command.to_vec(),
+                dir: app.dir,
+                replay: app.replay,
+            };
+        }
+    }
+    Target::Command {
+        argv: command.to_vec(),
+    }
 }
 
 fn dedup(modes: &[PrefetchMode]) -> Vec<PrefetchMode> {

@@ -3,15 +3,19 @@
 //! a fresh filesystem and cold caches before every run, one table per kind.
 
 use std::io::Write;
-use std::path::PathBuf;
+
+use std::time::Duration;
 
 use clap::Args;
-use iolab_experiment::sweep::max::{self, MaxConfig, MaxPlace};
-use iolab_experiment::sweep::{
-    self, Kind, Metric, Pattern, SweepConfig, SweepFinished, SweepOptions, SweepPlace,
-};
+use iolab_experiment::engine::{self, Finished, RunOptions};
+use iolab_experiment::place::Place;
+use iolab_experiment::sweep::max::{self, Max, MaxConfig};
+use iolab_experiment::sweep::{Kind, Pattern, Sizing, Sweep, SweepConfig};
+use iolab_experiment::Schedulers;
+use iolab_report::view::max::MaxTable;
+use iolab_report::view::sweep::{Metric, SweepTable};
 use iolab_store::ExperimentId;
-use iolab_sys::units::{format_bytes, parse_duration, parse_rate, parse_size};
+use iolab_sys::units::parse_rate;
 
 /// Arguments of `iolab sweep`.
 #[derive(Debug, Args)]
@@ -67,16 +71,16 @@ pub struct SweepArgs {
     pub reps: u32,
     /// Bytes every run moves, all jobs together [default: what the device
     /// does in --runtime, at most half of it].
-    #[arg(long, value_name = "SIZE", conflicts_with = "max")]
-    pub size: Option<String>,
+    #[arg(long, value_name = "SIZE", conflicts_with = "max", value_parser = super::values::size)]
+    pub size: Option<u64>,
     /// How long a run should take at the device's bandwidth: scales the
     /// bytes per run (seconds, or 500ms, 2s ...); with --max, how long
     /// every point runs [default: 1s; 2s with --max].
-    #[arg(long, value_name = "TIME")]
-    pub runtime: Option<String>,
+    #[arg(long, value_name = "TIME", value_parser = super::values::duration)]
+    pub runtime: Option<Duration>,
     /// Block size [default: 1M; 4k with --max].
-    #[arg(long, value_name = "SIZE")]
-    pub bs: Option<String>,
+    #[arg(long, value_name = "SIZE", value_parser = super::values::size)]
+    pub bs: Option<u64>,
     /// Run on this whole device instead of a temporary lab. It is
     /// formatted before every run: everything on it is destroyed.
     #[arg(long, value_name = "DEV")]
@@ -98,9 +102,10 @@ pub struct SweepArgs {
         long,
         default_value = "1GiB",
         value_name = "SIZE",
-        conflicts_with = "device"
+        conflicts_with = "device",
+        value_parser = super::values::size
     )]
-    pub lab_size: String,
+    pub lab_size: u64,
     #[command(flatten)]
     pub model: super::model_args::ModelArgs,
     /// Filesystem made before every run: ext4, xfs or btrfs.
@@ -108,15 +113,17 @@ pub struct SweepArgs {
         long,
         default_value = "ext4",
         value_name = "FS",
-        conflicts_with = "max"
+        conflicts_with = "max",
+        value_parser = super::values::fs
     )]
-    pub fs: String,
+    pub fs: iolab_lab::Fs,
     /// What the table cells show.
     #[arg(long, value_enum, default_value = "bw", conflicts_with = "max")]
     pub metric: Metric,
-    /// Results database (default: ~/.local/share/iolab/results.db).
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
+    #[command(flatten)]
+    pub observe: super::observe::ObserveArgs,
+    #[command(flatten)]
+    pub db: super::db::DbArgs,
     /// Continue interrupted sweep ID (its stored configuration is used).
     #[arg(long, value_name = "ID")]
     pub resume: Option<ExperimentId>,
@@ -139,14 +146,14 @@ pub fn run(a: SweepArgs) -> anyhow::Result<()> {
     } else {
         Some(config(&a)?)
     };
-    let opts = options(&a)?;
     let announce = |line: &str| eprintln!("iolab sweep: {line}");
-    let fin = sweep::run_sweep(cfg, &opts, &announce)?;
+    let fin = engine::run::<Sweep>(cfg, &options(&a)?, &announce)?;
     print_finished(&fin, &a)
 }
 
-fn print_finished(fin: &SweepFinished, a: &SweepArgs) -> anyhow::Result<()> {
+fn print_finished(fin: &Finished<Sizing>, a: &SweepArgs) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
+    let table = SweepTable::from_runs(&fin.report.runs);
     if a.json {
         let doc = serde_json::json!({
             "experiment": fin.id,
@@ -154,27 +161,20 @@ fn print_finished(fin: &SweepFinished, a: &SweepArgs) -> anyhow::Result<()> {
             "status": iolab_store::Status::ended(fin.interrupted).as_str(),
             "place": fin.place,
             "engine": ENGINE,
-            "sizing": fin.sizing,
-            "config": fin.config,
+            "sizing": fin.body,
+            "config": fin.report.experiment.config.get("sweep"),
             "elapsed_s": fin.elapsed.as_secs_f64(),
             "runs_recorded": fin.recorded,
-            "tables": fin.table,
+            "tables": table,
         });
         serde_json::to_writer_pretty(&mut out, &doc)?;
         writeln!(out)?;
     } else if a.csv {
-        out.write_all(iolab_report::text::sweep::csv(&fin.table).as_bytes())?;
+        out.write_all(iolab_report::text::sweep::csv(&table).as_bytes())?;
     } else {
         writeln!(out, "scheduler sweep on {}; {ENGINE}", fin.place)?;
-        writeln!(out, "{}\n", fin.sizing.note)?;
-        out.write_all(
-            iolab_report::text::sweep::render(
-                &fin.table,
-                a.metric,
-                &format_bytes(fin.config.bs_bytes),
-            )
-            .as_bytes(),
-        )?;
+        writeln!(out, "{}\n", fin.body.note)?;
+        out.write_all(iolab_report::text::sweep::render(&table, a.metric).as_bytes())?;
         writeln!(
             out,
             "{} run(s) in {:.0} s; stored as experiment {} in {}",
@@ -184,7 +184,7 @@ fn print_finished(fin: &SweepFinished, a: &SweepArgs) -> anyhow::Result<()> {
             fin.db.display()
         )?;
     }
-    super::report::write_and_say(&fin.db, fin.id, a.json || a.csv);
+    super::report::write_and_say(&fin.db, &fin.report, a.json || a.csv);
     for w in &fin.warnings {
         eprintln!("iolab sweep: note: {w}");
     }
@@ -205,7 +205,10 @@ fn config(a: &SweepArgs) -> anyhow::Result<SweepConfig> {
     let place = match &a.device {
         Some(d) => {
             a.model.refuse_with("--device")?;
-            SweepPlace::Device { device: d.clone() }
+            Place::Device {
+                device: d.clone(),
+                dir: None,
+            }
         }
         None => {
             let bw_bytes = match a.bw.as_str() {
@@ -214,19 +217,19 @@ fn config(a: &SweepArgs) -> anyhow::Result<SweepConfig> {
                 bw => Some(parse_rate(bw)?),
             };
             let (backend, model) = a.model.resolve(bw_bytes, None)?;
-            SweepPlace::NewLab {
-                size_bytes: parse_size(&a.lab_size)?,
+            Place::NewLab {
+                size_bytes: a.lab_size,
+                fs: iolab_lab::Fs::None,
                 bw_bytes,
+                iops: None,
                 backend,
                 model,
             }
         }
     };
-    let schedulers = schedulers(a);
-    let runtime_s = seconds(a.runtime.as_deref().unwrap_or("1s"))?;
     let cfg = SweepConfig {
         place,
-        schedulers,
+        schedulers: Schedulers::parse(&a.schedulers)?,
         kinds: kinds(&a.rw, &["read", "randread", "write", "randwrite"])?,
         patterns: a
             .patterns
@@ -234,43 +237,24 @@ fn config(a: &SweepArgs) -> anyhow::Result<SweepConfig> {
             .map(|p| Pattern::parse(p))
             .collect::<Result<_, _>>()?,
         reps: a.reps,
-        bs_bytes: parse_size(a.bs.as_deref().unwrap_or("1M"))?,
-        size_bytes: a.size.as_deref().map(parse_size).transpose()?,
-        runtime_s,
-        fs: a.fs.clone(),
+        bs_bytes: a.bs.unwrap_or(1 << 20),
+        size_bytes: a.size,
+        runtime_s: a.runtime.unwrap_or(Duration::from_secs(1)).as_secs_f64(),
+        fs: a.fs,
+        observe: a.observe.observe()?,
     };
     cfg.validate()?;
     Ok(cfg)
 }
 
 /// How to run, from the flags both modes share.
-fn options(a: &SweepArgs) -> anyhow::Result<SweepOptions> {
-    Ok(SweepOptions {
-        db: match &a.db {
-            Some(p) => p.clone(),
-            None => iolab_store::default_db_path()?,
-        },
+fn options(a: &SweepArgs) -> anyhow::Result<RunOptions> {
+    Ok(RunOptions {
+        db: a.db.path()?,
         resume: a.resume,
         force: a.force,
         progress: !(a.json || a.csv),
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
-    })
-}
-
-/// `--schedulers`: empty for `all` (resolved on the device).
-fn schedulers(a: &SweepArgs) -> Vec<String> {
-    if a.schedulers.iter().any(|s| s == "all") {
-        Vec::new()
-    } else {
-        a.schedulers.clone()
-    }
-}
-
-/// `2`, `2s`, `500ms` → seconds.
-fn seconds(text: &str) -> anyhow::Result<f64> {
-    Ok(match text.trim().parse::<f64>() {
-        Ok(s) => s,
-        Err(_) => parse_duration(text)?.as_secs_f64(),
     })
 }
 
@@ -294,38 +278,40 @@ fn run_max(a: &SweepArgs) -> anyhow::Result<()> {
     } else {
         Some(max_config(a)?)
     };
-    let opts = options(a)?;
     let announce = |line: &str| eprintln!("iolab sweep --max: {line}");
-    let fin = max::run_max(cfg, &opts, &announce)?;
+    let fin = engine::run::<Max>(cfg, &options(a)?, &announce)?;
     let mut out = std::io::stdout().lock();
-    let bs = format_bytes(fin.config.bs_bytes);
+    let table = MaxTable::from_runs(&fin.report.runs);
     if a.json {
         let doc = serde_json::json!({
             "experiment": fin.id,
             "db": fin.db,
             "status": iolab_store::Status::ended(fin.interrupted).as_str(),
             "place": fin.place,
-            "config": fin.config,
+            "config": fin.report.experiment.config.get("max"),
             "elapsed_s": fin.elapsed.as_secs_f64(),
             "runs_recorded": fin.recorded,
-            "tables": fin.table,
+            "tables": table,
         });
         serde_json::to_writer_pretty(&mut out, &doc)?;
         writeln!(out)?;
     } else if a.csv {
-        out.write_all(iolab_report::text::max::csv(&fin.table).as_bytes())?;
+        out.write_all(iolab_report::text::max::csv(&table).as_bytes())?;
     } else {
+        let runtime = fin
+            .report
+            .experiment
+            .config
+            .pointer("/max/runtime_s")
+            .and_then(serde_json::Value::as_f64);
         writeln!(
             out,
             "maximum sustainable throughput on {}; O_DIRECT on the raw device, {} s per point\n\
              kernel µs/IO: system + irq + softirq time of all CPUs (/proc/stat) per I/O completed\n",
-            fin.place, fin.config.runtime_s
+            fin.place,
+            runtime.map_or_else(|| "?".to_string(), |r| r.to_string())
         )?;
-        let engine = match fin.config.iodepth {
-            1 => "psync".to_string(),
-            d => format!("io_uring qd {d} per thread"),
-        };
-        out.write_all(iolab_report::text::max::render(&fin.table, &bs, &engine).as_bytes())?;
+        out.write_all(iolab_report::text::max::render(&table).as_bytes())?;
         writeln!(
             out,
             "{} point(s) in {:.0} s; stored as experiment {} in {}",
@@ -335,7 +321,7 @@ fn run_max(a: &SweepArgs) -> anyhow::Result<()> {
             fin.db.display()
         )?;
     }
-    super::report::write_and_say(&fin.db, fin.id, a.json || a.csv);
+    super::report::write_and_say(&fin.db, &fin.report, a.json || a.csv);
     if fin.interrupted {
         eprintln!(
             "iolab sweep --max: interrupted: continue with `iolab sweep --max --resume {} --db {}`",
@@ -352,16 +338,24 @@ fn max_config(a: &SweepArgs) -> anyhow::Result<MaxConfig> {
             "--backend, --device-model and --model-* slow a lab down; --max measures how fast a fast device can go: drop one of them"
         ));
     }
+    if !a.observe.observe()?.is_empty() {
+        anyhow::bail!(iolab_sys::UsageError::new(
+            "--max measures each point's CPU itself and traces nothing (a trace would cost the CPU it measures): drop --trace, --cpu and the other collectors"
+        ));
+    }
     let place = match &a.device {
-        Some(d) => MaxPlace::Device { device: d.clone() },
-        None => MaxPlace::TmpfsLab {
-            size_bytes: parse_size(&a.lab_size)?,
+        Some(d) => Place::Device {
+            device: d.clone(),
+            dir: None,
+        },
+        None => Place::TmpfsLab {
+            size_bytes: a.lab_size,
         },
     };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let cfg = MaxConfig {
         place,
-        schedulers: schedulers(a),
+        schedulers: Schedulers::parse(&a.schedulers)?,
         kinds: kinds(&a.rw, &["read", "randread"])?,
         threads: if a.threads.is_empty() {
             max::default_threads(cpus)
@@ -370,8 +364,8 @@ fn max_config(a: &SweepArgs) -> anyhow::Result<MaxConfig> {
         },
         iodepth: a.iodepth,
         reps: a.reps,
-        bs_bytes: parse_size(a.bs.as_deref().unwrap_or("4k"))?,
-        runtime_s: seconds(a.runtime.as_deref().unwrap_or("2s"))?,
+        bs_bytes: a.bs.unwrap_or(4096),
+        runtime_s: a.runtime.unwrap_or(Duration::from_secs(2)).as_secs_f64(),
     };
     cfg.validate()?;
     Ok(cfg)

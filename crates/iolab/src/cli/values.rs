@@ -1,17 +1,51 @@
-//! Value parsers for numeric flags: every number a user types is checked
-//! here, with its range and the reason for the range, so infinity, NaN and
-//! values a `Duration` cannot hold are a usage error (exit 2), never a
-//! panic deep inside a run.
+//! Value parsers for the flags users type: every number, size, rate,
+//! duration and priority is checked here, once, with its range and the
+//! reason for the range, and becomes a typed value (`Duration`, bytes,
+//! `IoPrio`, `Fs`); nothing below the command line parses the text again.
+//! Infinity, NaN and values a `Duration` cannot hold are a usage error
+//! (exit 2), never a panic deep inside a run.
 
+use std::time::Duration;
+
+use iolab_experiment::startup::config::{MAX_TIMEOUT_S, MAX_WARMUP_S};
 use iolab_sys::units::parse_seconds_in;
 
-/// Longest `--timeout` of one start: a "start-up" of more than a day is
-/// not one, and a matrix of such starts would hold the machine for weeks.
-pub const MAX_TIMEOUT_S: f64 = 86_400.0;
-/// Longest warm-up of a cell.
-pub const MAX_WARMUP_S: f64 = 3_600.0;
-/// Longest recording.
+/// Longest recording, or run of anything timed by a duration flag.
 pub const MAX_RECORD_S: f64 = 7.0 * 86_400.0;
+
+/// A size in bytes: `4GiB`, `512M`, `4096`.
+pub fn size(s: &str) -> Result<u64, String> {
+    iolab_sys::units::parse_size(s).map_err(|e| e.to_string())
+}
+
+/// A rate in bytes per second: `40MiB/s`.
+pub fn rate(s: &str) -> Result<u64, String> {
+    iolab_sys::units::parse_rate(s).map_err(|e| e.to_string())
+}
+
+/// An I/O priority: `rt:N`, `be:N` or `idle`.
+pub fn ioprio(s: &str) -> Result<iolab_sys::ioprio::IoPrio, String> {
+    s.parse().map_err(|e: iolab_sys::UsageError| e.to_string())
+}
+
+/// A filesystem iolab can make: `ext4`, `xfs`, `btrfs`, `erofs`, `none`.
+pub fn fs(s: &str) -> Result<iolab_lab::Fs, String> {
+    iolab_lab::Fs::parse(s).map_err(|e| e.to_string())
+}
+
+/// A positive duration: bare seconds (as mpstat, perf and fio read them:
+/// `2`, `0.5`) or a number with a unit (`500ms`, `2s`, `2m`), at most a
+/// week.
+pub fn duration(s: &str) -> Result<Duration, String> {
+    let v = parse_seconds_in(s, 0.0, MAX_RECORD_S, "longer runs are split into several")
+        .map_err(|e| e.to_string())?;
+    if v <= 0.0 {
+        return Err(format!(
+            "{s}: expected a positive duration, e.g. 2, 0.5 or 500ms"
+        ));
+    }
+    Ok(Duration::from_secs_f64(v))
+}
 
 /// `--timeout S`: above 0, at most a day.
 pub fn timeout_secs(s: &str) -> Result<f64, String> {
@@ -37,21 +71,6 @@ pub fn warmup_secs(s: &str) -> Result<f64, String> {
         "a load settles in seconds; an hour is already generous",
     )
     .map_err(|e| e.to_string())
-}
-
-/// A recording's length (`--duration`, `--walk-timeout`): above 0, at most a week.
-pub fn record_secs(s: &str) -> Result<f64, String> {
-    let v = parse_seconds_in(
-        s,
-        0.0,
-        MAX_RECORD_S,
-        "longer recordings are split into several",
-    )
-    .map_err(|e| e.to_string())?;
-    if v <= 0.0 {
-        return Err(format!("{s} s: expected a positive number of seconds"));
-    }
-    Ok(v)
 }
 
 /// A scale factor of the synthetic app: above 0, at most 100 (a 100× app
@@ -115,7 +134,7 @@ mod tests {
     fn hostile_numbers_are_refused() {
         for bad in ["inf", "1e20", "NaN", "-1", "0"] {
             assert!(timeout_secs(bad).is_err(), "timeout {bad}");
-            assert!(record_secs(bad).is_err(), "record {bad}");
+            assert!(duration(bad).is_err(), "duration {bad}");
         }
         for bad in ["inf", "1e20", "NaN", "-1"] {
             assert!(warmup_secs(bad).is_err(), "warmup {bad}");
@@ -125,5 +144,7 @@ mod tests {
         assert_eq!(timeout_secs("60").unwrap(), 60.0);
         assert_eq!(warmup_secs("0").unwrap(), 0.0);
         assert_eq!(warmup_secs("500ms").unwrap(), 0.5);
+        assert_eq!(duration("2").unwrap(), Duration::from_secs(2));
+        assert_eq!(duration("250ms").unwrap(), Duration::from_millis(250));
     }
 }

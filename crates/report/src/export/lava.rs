@@ -155,19 +155,9 @@ impl Exporter for LavaExporter {
 mod tests {
     use super::*;
     use iolab_store::testutil::run;
-    use iolab_store::{Experiment, ExperimentId, Status};
 
     fn report() -> ExperimentReport {
-        let e = Experiment {
-            id: ExperimentId(1),
-            created: String::new(),
-            kind: "startup".into(),
-            command_line: String::new(),
-            status: Status::Done,
-            config: serde_json::Value::Null,
-            environment: serde_json::Value::Null,
-            origin: None,
-        };
+        let e = iolab_store::testutil::experiment(iolab_results::ExperimentKind::Startup);
         let runs = vec![
             run("bfq", "idle", 0, 0.6),
             run("bfq", "idle", 1, 0.7),

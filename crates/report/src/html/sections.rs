@@ -27,7 +27,7 @@ fn section(id: &str, title: &str, inner: &str) -> String {
 pub fn experiment(v: &ExperimentView) -> String {
     let mut s = format!(
         r#"<p class="note">{kind} · {status} · created {created}</p><h3>Reproduce</h3><pre>{cmd}</pre>"#,
-        kind = esc(&v.kind),
+        kind = esc(v.kind.as_str()),
         status = esc(&v.status),
         created = esc(&v.created),
         cmd = esc(&v.command_line),
@@ -58,6 +58,9 @@ pub fn experiment(v: &ExperimentView) -> String {
     }
     if !v.cpu.is_empty() {
         part("cpu", cpu(v));
+    }
+    if let Some(o) = &v.observed {
+        part("observed", observed(o));
     }
     if !v.not_samples.is_empty() {
         let mut n = String::from("<h3>Runs that are not samples</h3><table><tr><th>cell</th><th>rep</th><th>outcome</th><th>reason</th></tr>");
@@ -343,8 +346,8 @@ fn median_chart<'c, G, C: 'c>(
     })
 }
 
-fn sweep(t: &iolab_experiment::sweep::SweepTable) -> String {
-    use iolab_experiment::sweep::table::SweepCell;
+fn sweep(t: &crate::view::sweep::SweepTable) -> String {
+    use crate::view::sweep::SweepCell;
     let mut s = String::from("<h3>Sweep: throughput and p99 latency per pattern × scheduler</h3><p class=\"note\">bar = median over repetitions, whisker = min–max.</p><div class=\"charts\">");
     let picks: [(Pick<SweepCell>, &str); 2] = [
         (|c| &c.bw_mib_s, "throughput [MiB/s]"),
@@ -366,8 +369,8 @@ fn sweep(t: &iolab_experiment::sweep::SweepTable) -> String {
     s
 }
 
-fn max(t: &iolab_experiment::sweep::max::MaxTable) -> String {
-    use iolab_experiment::sweep::max::MaxCell;
+fn max(t: &crate::view::max::MaxTable) -> String {
+    use crate::view::max::MaxCell;
     let mut s = String::from("<h3>Maximum sustainable throughput (sweep --max)</h3><p class=\"note\">bar = median over repetitions, whisker = min–max.</p><div class=\"charts\">");
     let picks: [(Pick<MaxCell>, &str); 2] = [
         (|c| &c.iops, "IOPS"),
@@ -687,4 +690,30 @@ pub fn comparison(c: &Comparison, views: &[ExperimentView]) -> String {
             }
         ),
     )
+}
+
+/// The collectors' headline numbers per cell (mean per start).
+fn observed(o: &crate::view::observed::ObservedView) -> String {
+    let mut t = String::from("<h3>Observed during the runs (mean per run)</h3><table><tr><th>scheduler</th><th>workload</th>");
+    for c in &o.columns {
+        let _ = write!(t, "<th>{} {}</th>", esc(&c.collector), esc(&c.field));
+    }
+    t.push_str("</tr>");
+    for c in &o.cells {
+        let _ = write!(
+            t,
+            "<tr><td>{}</td><td>{}{}</td>",
+            esc(&c.scheduler),
+            esc(&c.workload),
+            c.variant
+                .as_deref()
+                .map_or_else(String::new, |v| format!(" +{}", esc(v)))
+        );
+        for m in &c.means {
+            let _ = write!(t, "<td>{}</td>", m.map_or_else(|| "-".to_string(), num));
+        }
+        t.push_str("</tr>");
+    }
+    t.push_str("</table>");
+    t
 }

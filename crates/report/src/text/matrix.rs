@@ -11,12 +11,13 @@
 //!
 //! One table per target when an experiment timed several.
 
+use iolab_results::ExperimentKind;
 use iolab_store::{CellReport, IDLE_WORKLOAD};
 
 /// The table title for an experiment kind: `startup` → `start-up time [s]`.
-pub fn title_for_kind(kind: &str) -> String {
+pub fn title_for_kind(kind: &ExperimentKind) -> String {
     match kind {
-        "startup" => "start-up time [s]".to_string(),
+        ExperimentKind::Startup => "start-up time [s]".to_string(),
         other => format!("{other} time [s]"),
     }
 }
@@ -247,7 +248,13 @@ mod tests {
         assert_eq!(trimmed(33.5, 2), "33.5");
         assert_eq!(fixed(0.12345, 3), "0.123");
         assert_eq!(table_decimals(&[]), 2);
-        assert_eq!(title_for_kind("startup"), "start-up time [s]");
-        assert_eq!(title_for_kind("probe"), "probe time [s]");
+        assert_eq!(
+            title_for_kind(&ExperimentKind::Startup),
+            "start-up time [s]"
+        );
+        assert_eq!(
+            title_for_kind(&ExperimentKind::parse("probe")),
+            "probe time [s]"
+        );
     }
 }

@@ -2,13 +2,17 @@
 //! scheduler, then each scheduler's maximum with its CPU cost and the
 //! ratios to the first scheduler.
 
-use iolab_experiment::sweep::max::{MaxBest, MaxTable};
+use crate::view::max::{MaxBest, MaxTable};
+
+use iolab_sys::units::format_bytes;
 
 /// How one line of the maxima prints a scheduler's [`MaxBest`].
 type BestText = fn(&MaxBest) -> String;
 
 /// The text tables, one per kind.
-pub fn render(t: &MaxTable, bs_label: &str, engine: &str) -> String {
+pub fn render(t: &MaxTable) -> String {
+    let bs_label = t.bs_bytes.map_or_else(|| "?".to_string(), format_bytes);
+    let engine = t.engine.as_deref().unwrap_or("?");
     let mut out = String::new();
     for &kind in &t.kinds {
         let n = t
@@ -79,7 +83,7 @@ pub fn csv(t: &MaxTable) -> String {
     for c in &t.cells {
         out.push_str(&format!(
             "{},{},{},{},{},{},{},{},{},{}\n",
-            c.rw.rw().as_str(),
+            c.rw.fio_rw(),
             c.threads,
             c.scheduler,
             c.iops.n,
@@ -113,8 +117,8 @@ fn ratio_text(v: Option<f64>) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use iolab_experiment::sweep::max::MaxPoint;
-    use iolab_experiment::sweep::Kind;
+    use iolab_results::max::MaxPoint;
+    use iolab_results::sweep::Kind;
     use iolab_store::RunRecord;
     use serde_json::json;
 
@@ -147,7 +151,7 @@ mod tests {
             signal: None,
             overhead_ns: None,
             background: None,
-            config: json!({}),
+            config: json!({"bs": 4096, "ioengine": "psync", "iodepth": 1}),
             extra: serde_json::to_value(p).unwrap(),
             outcome: iolab_store::RunOutcome::Ok,
             reason: None,
@@ -174,7 +178,7 @@ mod tests {
         let bfq = t.best(Kind::RandRead, "bfq").unwrap();
         assert!((bfq.iops_vs_first.unwrap() - 0.6).abs() < 1e-9);
         assert!((bfq.cpu_vs_first.unwrap() - 2.0).abs() < 1e-9);
-        let text = render(&t, "4KiB", "psync");
+        let text = render(&t);
         assert!(text.contains("random read, bs 4KiB, psync"), "{text}");
         assert!(text.contains("100.0k"), "{text}");
         assert!(text.contains("0.60×"), "{text}");

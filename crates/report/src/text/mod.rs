@@ -7,14 +7,16 @@ pub mod explain;
 pub mod keyvalue;
 pub mod matrix;
 pub mod max;
+pub mod observed;
 pub mod prefetch;
 pub mod startup;
 pub mod sweep;
 
-use iolab_experiment::sweep::max::{MaxConfig, MaxTable, KIND as MAX_KIND};
-use iolab_experiment::sweep::{Metric, SweepTable};
+use iolab_results::ExperimentKind;
 use iolab_store::ExperimentReport;
-use iolab_sys::units::format_bytes;
+
+use crate::view::max::MaxTable;
+use crate::view::sweep::{Metric, SweepTable};
 
 pub use keyvalue::{key_values, render_key_values};
 
@@ -57,35 +59,24 @@ pub use matrix::{align_columns, render_matrix, title_for_kind};
 /// The tables of one experiment (without its header, config and
 /// environment), as its kind shows them.
 pub fn tables(report: &ExperimentReport) -> String {
-    let kind = report.experiment.kind.as_str();
+    let kind = &report.experiment.kind;
     if report.cells.is_empty() {
-        "no runs recorded yet\n".to_string()
-    } else if kind == "sweep" {
-        sweep_tables(report, Metric::Bw)
-    } else if kind == MAX_KIND {
-        max_tables(report)
-    } else if kind == "startup" {
-        startup::render(report)
-    } else {
-        render_matrix(&report.cells, &title_for_kind(kind))
+        return "no runs recorded yet\n".to_string();
+    }
+    match kind {
+        ExperimentKind::Sweep => sweep_tables(report, Metric::Bw),
+        ExperimentKind::SweepMax => max_tables(report),
+        ExperimentKind::Startup => startup::render(report),
+        ExperimentKind::Other(_) => render_matrix(&report.cells, &title_for_kind(kind)),
     }
 }
 
 /// A stored sweep's tables: throughputs (or `metric`), not times.
 pub fn sweep_tables(report: &ExperimentReport, metric: Metric) -> String {
-    let bs = report.experiment.config["sweep"]["bs_bytes"]
-        .as_u64()
-        .map_or_else(|| "?".to_string(), format_bytes);
-    sweep::render(&SweepTable::from_runs(&report.runs), metric, &bs)
+    sweep::render(&SweepTable::from_runs(&report.runs), metric)
 }
 
 /// A stored max sweep's tables: IOPS maxima with CPU per I/O.
 pub fn max_tables(report: &ExperimentReport) -> String {
-    let cfg: Option<MaxConfig> =
-        serde_json::from_value(report.experiment.config["max"].clone()).ok();
-    let bs = cfg
-        .as_ref()
-        .map_or_else(|| "?".to_string(), |c| format_bytes(c.bs_bytes));
-    let engine = cfg.as_ref().map_or("?", |c| c.engine());
-    max::render(&MaxTable::from_runs(&report.runs), &bs, engine)
+    max::render(&MaxTable::from_runs(&report.runs))
 }

@@ -97,9 +97,8 @@ fn pair_text(p: &PrefetchPair, d: usize) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use iolab_experiment::startup::prefetch::variant_of;
-    use iolab_experiment::startup::PrefetchMode;
-    use iolab_store::{ExperimentId, ExperimentReport};
+    use iolab_results::prefetch::PrefetchMode;
+    use iolab_store::ExperimentReport;
     use serde_json::{json, Value};
 
     fn run(
@@ -136,17 +135,8 @@ mod tests {
 
     #[test]
     fn comparison_pairs_each_variant_with_its_plain_cell() {
-        let exp = iolab_store::Experiment {
-            id: ExperimentId(1),
-            created: String::new(),
-            kind: "startup".into(),
-            command_line: String::new(),
-            status: iolab_store::Status::Done,
-            config: Value::Null,
-            environment: Value::Null,
-            origin: None,
-        };
-        let before = variant_of(PrefetchMode::Before);
+        let exp = iolab_store::testutil::experiment(iolab_results::ExperimentKind::Startup);
+        let before = PrefetchMode::Before.variant();
         let b = Some(before.as_str());
         let runs = vec![
             run(None, "idle", 1, 1.0, false),
@@ -167,7 +157,7 @@ mod tests {
                 target: "app".into(),
                 variant: Some(before.clone()),
                 rep,
-                kind: "prefetch".into(),
+                kind: iolab_results::ArtifactKind::Prefetch,
                 json: json!({"mode": "before", "list_files": 3, "list_bytes": 4096,
                              "report": {"duration_s": 0.5 * f64::from(rep), "residency_percent": 100.0}}),
             })

@@ -20,11 +20,15 @@ pub fn render(report: &ExperimentReport) -> String {
         .map_or_else(Vec::new, |s: &StartupView| {
             s.cells.iter().map(|c| c.cell.clone()).collect()
         });
-    let mut out = render_matrix(&cells, &title_for_kind("startup"));
+    let mut out = render_matrix(
+        &cells,
+        &title_for_kind(&iolab_results::ExperimentKind::Startup),
+    );
     for t in [
         render_background(&cells),
         super::prefetch::render(&view.prefetch),
         super::explain::render_causes(&view.causes),
+        super::observed::render(view.observed.as_ref()),
         render_not_samples(report),
     ]
     .into_iter()
@@ -91,7 +95,7 @@ pub fn render_not_samples(report: &ExperimentReport) -> Option<String> {
         ));
         if r.outcome == RunOutcome::Failed {
             let tail = r.extra["output_tail"].as_str().unwrap_or("");
-            let tail = iolab_experiment::startup::last_lines(tail, 3);
+            let tail = iolab_sys::text::last_lines(tail, 3);
             for line in tail.lines().filter(|l| !l.trim().is_empty()) {
                 out.push_str(&format!("      | {line}\n"));
             }

@@ -2,11 +2,13 @@
 //! 002's charts, with numjobs/iodepth patterns as rows and schedulers as
 //! columns; each cell the median over repetitions with the min–max range.
 
-use iolab_experiment::sweep::{Metric, SweepTable};
+use crate::view::sweep::{Metric, SweepTable};
 use iolab_stats::Summary;
+use iolab_sys::units::format_bytes;
 
 /// The text tables: one per kind, `metric` in the cells.
-pub fn render(t: &SweepTable, metric: Metric, bs_label: &str) -> String {
+pub fn render(t: &SweepTable, metric: Metric) -> String {
+    let bs_label = t.bs_bytes.map_or_else(|| "?".to_string(), format_bytes);
     let mut out = String::new();
     for &kind in &t.kinds {
         let n = t
@@ -47,7 +49,7 @@ pub fn csv(t: &SweepTable) -> String {
         let b = &c.bw_mib_s;
         out.push_str(&format!(
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-            c.rw.rw().as_str(),
+            c.rw.fio_rw(),
             c.workload,
             c.pattern.numjobs,
             c.pattern.iodepth,
@@ -85,7 +87,7 @@ fn cell_text(s: &Summary) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use iolab_experiment::sweep::Kind;
+    use iolab_results::sweep::Kind;
     use iolab_store::RunRecord;
     use serde_json::json;
 
@@ -105,7 +107,7 @@ mod tests {
             signal: None,
             overhead_ns: None,
             background: None,
-            config: json!({}),
+            config: json!({"bs": 1048576}),
             extra: json!({
                 "bw_bytes": mib * MIB,
                 "iops": mib,
@@ -137,7 +139,7 @@ mod tests {
         assert_eq!(c.reps, [1, 2, 3]);
         assert_eq!(c.bw_mib_s.median, Some(42.0));
         assert_eq!(c.clat_p99_ms.median, Some(9.5));
-        let text = render(&t, Metric::Bw, "1MiB");
+        let text = render(&t, Metric::Bw);
         assert!(
             text.contains(
                 "sequential read, bs 1MiB: throughput [MiB/s], median (min–max) of 3 reps"
@@ -155,9 +157,9 @@ mod tests {
         // 4/4 has no bfq run: a dash, not a number.
         let row44 = text.lines().find(|l| l.starts_with("4/4")).unwrap();
         assert!(row44.trim_end().ends_with('-'), "{row44}");
-        let p99 = render(&t, Metric::P99, "1MiB");
+        let p99 = render(&t, Metric::P99);
         assert!(p99.contains("9.50"), "{p99}");
-        let bio = render(&t, Metric::BioP99, "1MiB");
+        let bio = render(&t, Metric::BioP99);
         assert!(bio.contains("7.00") && bio.contains("3.00"), "{bio}");
     }
 

@@ -2,6 +2,7 @@
 //! `latency_hist` artifacts: the log2 buckets of every traced run of a
 //! cell, summed per scheduler, workload and direction.
 
+use iolab_results::ArtifactKind;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -42,7 +43,11 @@ pub fn latency_views(r: &ExperimentReport) -> Vec<LatencyView> {
     type Sum = (BTreeMap<(u64, u64), u64>, usize);
     let mut sums: BTreeMap<(Key, String), Sum> = BTreeMap::new();
     let mut order: Vec<Key> = Vec::new();
-    for a in r.artifacts.iter().filter(|a| a.kind == "latency_hist") {
+    for a in r
+        .artifacts
+        .iter()
+        .filter(|a| a.kind == ArtifactKind::LatencyHist)
+    {
         if a.variant.is_some() {
             continue;
         }

@@ -2,6 +2,7 @@
 //! over time from the runs' `cpu` and `psi` artifacts: the first sample
 //! run of every cell (all runs' series stay in the embedded data).
 
+use iolab_results::ArtifactKind;
 use serde::Serialize;
 
 use iolab_store::ExperimentReport;
@@ -39,7 +40,7 @@ pub struct CpuRun {
 /// The first run with a CPU series of every cell.
 pub fn cpu_runs(r: &ExperimentReport) -> Vec<CpuRun> {
     let mut out: Vec<CpuRun> = Vec::new();
-    for a in r.artifacts.iter().filter(|a| a.kind == "cpu") {
+    for a in r.artifacts.iter().filter(|a| a.kind == ArtifactKind::Cpu) {
         let cell = format!("{}/{}", a.scheduler, a.workload);
         if a.variant.is_some() || out.iter().any(|c| c.cell == cell) {
             continue;
@@ -79,7 +80,7 @@ pub fn cpu_runs(r: &ExperimentReport) -> Vec<CpuRun> {
         let psi = r
             .artifacts
             .iter()
-            .find(|p| p.kind == "psi" && p.run_id == a.run_id);
+            .find(|p| p.kind == ArtifactKind::Psi && p.run_id == a.run_id);
         if let Some(p) = psi.and_then(|p| serde_json::from_value::<PsiTrack>(p.json.clone()).ok()) {
             for s in &p.statistics {
                 run.psi_io_some.push(s.io.map_or(0.0, |x| x.some));

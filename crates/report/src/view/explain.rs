@@ -3,6 +3,7 @@
 //! the "where the extra time went" table), and the folded stacks of every
 //! start of the cell summed, for a flame graph.
 
+use iolab_results::ArtifactKind;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -43,7 +44,11 @@ pub struct FlameCell {
 
 fn attributions(r: &ExperimentReport) -> Vec<((String, String), Vec<Attribution>)> {
     let mut by: Vec<((String, String), Vec<Attribution>)> = Vec::new();
-    for a in r.artifacts.iter().filter(|a| a.kind == "explain") {
+    for a in r
+        .artifacts
+        .iter()
+        .filter(|a| a.kind == ArtifactKind::Explain)
+    {
         if a.variant.is_some() {
             continue;
         }

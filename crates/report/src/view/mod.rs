@@ -8,15 +8,20 @@
 pub mod bio;
 pub mod cpu;
 pub mod explain;
+pub mod max;
+pub mod observed;
 pub mod prefetch;
 pub mod startup;
+pub mod sweep;
 
 use serde::Serialize;
 use serde_json::Value;
 
-use iolab_experiment::sweep::max::{MaxTable, KIND as MAX_KIND};
-use iolab_experiment::sweep::SweepTable;
+use iolab_results::ExperimentKind;
+
 use iolab_store::ExperimentReport;
+use max::MaxTable;
+use sweep::SweepTable;
 
 /// Everything the report shows of one experiment.
 #[derive(Debug, Clone, Serialize)]
@@ -24,7 +29,7 @@ pub struct ExperimentView {
     /// Experiment id.
     pub id: i64,
     /// `startup`, `sweep`, `sweep-max`.
-    pub kind: String,
+    pub kind: ExperimentKind,
     /// Lifecycle status.
     pub status: String,
     /// Creation time, RFC 3339.
@@ -51,6 +56,8 @@ pub struct ExperimentView {
     pub latency: Vec<bio::LatencyView>,
     /// CPU utilisation and pressure over time, per run.
     pub cpu: Vec<cpu::CpuRun>,
+    /// The collectors' headline numbers, per cell.
+    pub observed: Option<observed::ObservedView>,
     /// Runs that are not samples, with their reasons.
     pub not_samples: Vec<NotSample>,
 }
@@ -72,7 +79,7 @@ impl ExperimentView {
     /// The view of one stored experiment.
     pub fn of(r: &ExperimentReport) -> ExperimentView {
         let e = &r.experiment;
-        let kind = e.kind.as_str();
+        let kind = &e.kind;
         ExperimentView {
             id: e.id.0,
             kind: e.kind.clone(),
@@ -81,14 +88,15 @@ impl ExperimentView {
             command_line: e.command_line.clone(),
             environment: e.environment.clone(),
             config: e.config.clone(),
-            startup: (kind == "startup").then(|| startup::StartupView::of(r)),
-            sweep: (kind == "sweep").then(|| SweepTable::from_runs(&r.runs)),
-            max: (kind == MAX_KIND).then(|| MaxTable::from_runs(&r.runs)),
+            startup: (*kind == ExperimentKind::Startup).then(|| startup::StartupView::of(r)),
+            sweep: (*kind == ExperimentKind::Sweep).then(|| SweepTable::from_runs(&r.runs)),
+            max: (*kind == ExperimentKind::SweepMax).then(|| MaxTable::from_runs(&r.runs)),
             prefetch: prefetch::pairs(r),
             causes: explain::cause_stacks(r),
             flames: explain::flame_cells(r),
             latency: bio::latency_views(r),
             cpu: cpu::cpu_runs(r),
+            observed: observed::observed(r),
             not_samples: r
                 .runs
                 .iter()

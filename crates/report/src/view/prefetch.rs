@@ -2,9 +2,10 @@
 //! the plain cell of the same scheduler and workload, and how long the
 //! prefetch itself took.
 
+use iolab_results::ArtifactKind;
 use serde::Serialize;
 
-use iolab_experiment::startup::prefetch::mode_of;
+use iolab_results::prefetch::mode_of;
 use iolab_stats::{ratio_of_means, Ratio};
 use iolab_store::{CellReport, ExperimentReport};
 
@@ -49,7 +50,7 @@ pub fn pairs(r: &ExperimentReport) -> Vec<PrefetchPair> {
                 .artifacts
                 .iter()
                 .filter(|a| {
-                    a.kind == "prefetch"
+                    a.kind == ArtifactKind::Prefetch
                         && a.variant == with.variant
                         && a.target == with.target
                         && a.scheduler == with.scheduler

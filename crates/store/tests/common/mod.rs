@@ -40,7 +40,7 @@ pub fn run(scheduler: &str, workload: &str, rep: u32, secs: f64) -> RunRecord {
 pub fn seed(store: &Store) -> ExperimentId {
     let id = store
         .create_experiment(
-            "startup",
+            &iolab_results::ExperimentKind::Startup,
             "iolab startup --schedulers bfq,none -- iolab app",
             &json!({"reps": 3, "timeout_s": 60}),
             &json!({"kernel": "6.18.0", "cpus": 2}),

@@ -5,34 +5,19 @@ use serde::{Deserialize, Serialize};
 
 use iolab_sys::UsageError;
 
+use crate::place::Place;
 use crate::sweep::plan::Kind;
-
-/// Where the points run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
-pub enum MaxPlace {
-    /// A loop device over a file in a tmpfs iolab mounts for the sweep:
-    /// the fastest device with a real request queue (zram and pmem have
-    /// none, so no scheduler), which is what exposes a scheduler's own
-    /// cost per request. Both go away when the sweep ends.
-    TmpfsLab {
-        /// Device size in bytes (held in RAM).
-        size_bytes: u64,
-    },
-    /// A device the user gave: read, or written with `--force`.
-    Device {
-        /// Device path or kernel name, as given.
-        device: String,
-    },
-}
+use crate::Schedulers;
 
 /// Everything that defines the sweep.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MaxConfig {
-    /// Where it runs.
-    pub place: MaxPlace,
-    /// Schedulers, in column order; empty = all the device offers.
-    pub schedulers: Vec<String>,
+    /// Where it runs: [`Place::TmpfsLab`] (a loop device over a file in
+    /// a tmpfs: the fastest device with a real request queue), or a
+    /// device the user gave, read, or written with `--force`.
+    pub place: Place,
+    /// Schedulers, in column order.
+    pub schedulers: Schedulers,
     /// Access kinds, one table each.
     pub kinds: Vec<Kind>,
     /// Thread counts N, in row order (seed 003's IOSpeed: 1, 2, 4, 8 ...).
@@ -99,7 +84,12 @@ impl MaxConfig {
                 self.bs_bytes
             )));
         }
-        crate::sweep::config::unique_schedulers(&self.schedulers)
+        if !self.runtime_s.is_finite() || self.runtime_s > 86_400.0 {
+            return Err(UsageError::new(
+                "--runtime must be a positive duration of at most a day, e.g. 2s or 500ms",
+            ));
+        }
+        Ok(())
     }
 
     /// True when any kind writes (the device's contents are destroyed).
@@ -119,15 +109,15 @@ impl MaxConfig {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     pub(crate) fn cfg() -> MaxConfig {
         MaxConfig {
-            place: MaxPlace::TmpfsLab {
+            place: Place::TmpfsLab {
                 size_bytes: 1 << 30,
             },
-            schedulers: vec![],
+            schedulers: Schedulers::all(),
             kinds: vec![Kind::Read, Kind::RandRead],
             threads: vec![1, 2, 4, 8],
             iodepth: 1,
@@ -156,9 +146,6 @@ mod tests {
         let mut c = cfg();
         c.iodepth = 0;
         assert!(c.validate().unwrap_err().0.contains("--iodepth"));
-        let mut c = cfg();
-        c.schedulers = vec!["bfq".into(), "bfq".into()];
-        assert!(c.validate().unwrap_err().0.contains("twice"));
     }
 
     #[test]

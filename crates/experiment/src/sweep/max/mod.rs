@@ -6,160 +6,133 @@
 //!
 //! The device is a loop device over a file in a tmpfs mounted for the
 //! sweep (fast, and with a request queue a scheduler sits on), or one the
-//! user names. Every point is stored as it ends; Ctrl-C keeps them and
-//! `--resume ID` runs the rest.
+//! user names. A [`Body`] of the engine: every point is stored as it
+//! ends; Ctrl-C keeps them and `--resume ID` runs the rest.
 
 pub mod config;
 pub mod point;
-pub mod table;
 
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use serde_json::{json, Value};
 
-use serde_json::json;
-
-use iolab_guard::Guard;
-use iolab_lab::{Fs, LabSpec};
-use iolab_store::{BackgroundIo, ExperimentId, RunKey, RunRecord, Status, Store};
+use iolab_results::{ArtifactDoc, ArtifactKind, ExperimentKind};
+use iolab_store::{BackgroundIo, RunKey, RunRecord};
 use iolab_sys::block::BlockDev;
-use iolab_sys::units::format_bytes;
-use iolab_sys::UsageError;
 
-pub use config::{default_threads, MaxConfig, MaxPlace};
-pub use point::MaxPoint;
-pub use table::{MaxBest, MaxCell, MaxTable};
+pub use config::{default_threads, MaxConfig};
+pub use iolab_results::max::MaxPoint;
 
-use super::plan::{workload_name, Kind, Pattern};
-use super::progress::Progress;
-use super::run::SweepOptions;
-use super::SweepError;
+use super::plan::{workload_name, Pattern, RunPlan};
+use crate::engine::{Body, Cell, CellContext, CellEnd, Setup, StoredRuns};
+use crate::error::to_json;
+use crate::place::{PlaceRequest, PlaceUse};
+use crate::{ExperimentError, Schedulers};
 
-/// The experiment kind in the store.
-pub const KIND: &str = "sweep-max";
-
-/// Room the tmpfs needs beyond the image (the lab keeps 64 MiB spare).
-const TMPFS_SPARE: u64 = 128 << 20;
-
-/// What a finished (or interrupted) max sweep left in the store.
-#[derive(Debug)]
-pub struct MaxFinished {
-    /// Experiment id.
-    pub id: ExperimentId,
-    /// Database path.
-    pub db: PathBuf,
-    /// True when Ctrl-C/SIGTERM stopped it early (resumable).
-    pub interrupted: bool,
-    /// The tables, from every point stored for the experiment.
-    pub table: MaxTable,
-    /// The configuration as run (schedulers resolved).
-    pub config: MaxConfig,
-    /// Where it ran.
-    pub place: String,
-    /// Points recorded by this invocation.
-    pub recorded: usize,
-    /// Wall time of this invocation.
-    pub elapsed: Duration,
+/// A max sweep, set up and running.
+pub struct Max {
+    cfg: MaxConfig,
+    /// True when iolab made the device (writing it needs no `--force`).
+    own: bool,
 }
 
-/// One point to measure.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct PointPlan {
-    scheduler: String,
-    kind: Kind,
-    threads: u32,
-    rep: u32,
-}
+impl Body for Max {
+    type Config = MaxConfig;
+    type Summary = ();
+    const KIND: ExperimentKind = ExperimentKind::SweepMax;
+    const UNIT: &'static str = "points";
 
-/// Runs (or resumes) a max sweep.
-pub fn run_max(
-    cfg: Option<MaxConfig>,
-    opts: &SweepOptions,
-    announce: &dyn Fn(&str),
-) -> Result<MaxFinished, SweepError> {
-    let t0 = Instant::now();
-    let store = Store::open(&opts.db)?;
-    let resumed = match opts.resume {
-        Some(id) => Some((id, load_resumable(&store, id)?)),
-        None => None,
-    };
-    let mut cfg = super::run::config_or_resumed(resumed.as_ref().map(|(_, c)| c), cfg)?;
-    cfg.validate()?;
-    let guard = Guard::new();
-    let (dev, what, own) = resolve(&guard, &cfg, opts.force)?;
-    if cfg.schedulers.is_empty() {
-        cfg.schedulers = dev.schedulers()?.available;
+    fn validate(cfg: &MaxConfig) -> Result<(), ExperimentError> {
+        Ok(cfg.validate()?)
     }
-    super::run::check_schedulers(&dev, &cfg.schedulers)?;
-    announce(&format!(
-        "on {what}: {} × {} thread counts × {} kind(s) × {} rep(s), {:.1} s each",
-        cfg.schedulers.len(),
-        cfg.threads.len(),
-        cfg.kinds.len(),
-        cfg.reps,
-        cfg.runtime_s
-    ));
-    let (id, done) = match &resumed {
-        Some((id, _)) => (*id, store.completed_cells(*id)?),
-        None => {
-            let env = iolab_sys::environment::Environment::capture(Some(&dev), None);
-            let id = store.create_experiment(
-                KIND,
-                &opts.command_line,
-                &json!({ "max": cfg, "place": what }),
-                &serde_json::to_value(&env).unwrap_or_default(),
-            )?;
-            (id, Default::default())
+
+    fn place(cfg: &MaxConfig) -> PlaceRequest<'_> {
+        PlaceRequest {
+            place: &cfg.place,
+            use_: PlaceUse::Raw {
+                writes: cfg.writes(),
+            },
+            dirty_limit_bytes: None,
         }
-    };
-    store.set_status(id, Status::Running)?;
-    let points = plan(&cfg, |s, w, r| done.contains(&RunKey::new(s, w, r)));
-    let mut progress = Progress::new(points.len() as u64, opts.progress);
-    let mut interrupted = false;
-    let mut recorded = 0;
-    for p in &points {
-        if iolab_guard::stop_requested() {
-            interrupted = true;
-            break;
+    }
+
+    fn schedulers(cfg: &mut MaxConfig) -> &mut Schedulers {
+        &mut cfg.schedulers
+    }
+
+    fn setup(cfg: MaxConfig, s: &Setup<'_>) -> Result<Max, ExperimentError> {
+        (s.announce)(&format!(
+            "on {}: {} × {} thread counts × {} kind(s) × {} rep(s), {:.1} s each",
+            s.place.what,
+            s.schedulers.len(),
+            cfg.threads.len(),
+            cfg.kinds.len(),
+            cfg.reps,
+            cfg.runtime_s
+        ));
+        Ok(Max {
+            own: s.place.made || s.force,
+            cfg,
+        })
+    }
+
+    fn stored(&self) -> Result<Vec<(&'static str, Value)>, ExperimentError> {
+        Ok(vec![(
+            "max",
+            to_json("the max sweep configuration", &self.cfg)?,
+        )])
+    }
+
+    /// Repetition outermost, then scheduler, kind, threads: a drift of the
+    /// machine over the sweep spreads over every column.
+    fn plan(&self, done: &StoredRuns) -> Vec<Cell> {
+        let cfg = &self.cfg;
+        let mut v = Vec::new();
+        for rep in 1..=cfg.reps {
+            for s in cfg.schedulers.names() {
+                for &kind in &cfg.kinds {
+                    for &threads in &cfg.threads {
+                        let run = RunPlan {
+                            scheduler: s.clone(),
+                            kind,
+                            pattern: pattern(threads, cfg.iodepth),
+                            rep,
+                        };
+                        if !done.contains(&RunKey::new(s, &run.workload(), rep)) {
+                            v.push(run.cell());
+                        }
+                    }
+                }
+            }
         }
-        let workload = workload_name(p.kind, pattern(p.threads, cfg.iodepth));
-        progress.start(&format!("rep {} {} {workload}", p.rep, p.scheduler));
-        guard.set_scheduler(&dev, &p.scheduler)?;
+        v
+    }
+
+    fn run_cell(
+        &mut self,
+        ctx: &mut CellContext<'_>,
+        cell: &Cell,
+    ) -> Result<CellEnd, ExperimentError> {
+        let p = RunPlan::of(cell)?;
+        let workload = workload_name(p.kind, p.pattern);
+        ctx.progress
+            .begin(&format!("rep {} {} {workload}", p.rep, p.scheduler));
+        let dev = &ctx.place.dev;
+        ctx.guard.set_scheduler(dev, &p.scheduler)?;
         let started_at = iolab_store::rfc3339_now();
-        let measured = match point::measure(&dev, &cfg, p.kind, p.threads, own || opts.force) {
-            Ok(Some(m)) => m,
-            Ok(None) => {
-                interrupted = true;
-                break;
-            }
-            Err(e) => {
-                progress.finish();
-                return Err(e);
-            }
+        let threads = p.pattern.numjobs;
+        let Some((pt, report)) = point::measure(dev, &self.cfg, p.kind, threads, self.own)? else {
+            return Ok(CellEnd::Interrupted);
         };
-        let (pt, report) = measured;
-        let rec = record(p, &workload, &pt, &report, &dev, &cfg, started_at);
-        let run_id = store.record_run(id, &rec)?;
+        let rec = record(&p, &workload, &pt, &report, dev, &self.cfg, started_at)?;
         let fio = iolab_load::json::to_fio_json(&report);
-        store.add_artifact(
-            run_id,
-            "load",
-            &serde_json::to_value(&fio).unwrap_or_default(),
-        )?;
-        recorded += 1;
-        progress.done(pt.bw_bytes);
+        let doc = ArtifactDoc::of(ArtifactKind::Load, &fio)
+            .map_err(ExperimentError::serialise("the load report"))?;
+        ctx.store_run(&rec, &[doc])?;
+        ctx.progress
+            .done(&iolab_sys::units::format_rate(pt.bw_bytes));
+        Ok(CellEnd::Done)
     }
-    progress.finish();
-    store.set_status(id, Status::ended(interrupted))?;
-    Ok(MaxFinished {
-        id,
-        db: opts.db.clone(),
-        interrupted,
-        table: MaxTable::from_runs(&store.runs(id)?),
-        config: cfg,
-        place: what,
-        recorded,
-        elapsed: t0.elapsed(),
-    })
+
+    fn summary(self) {}
 }
 
 fn pattern(threads: u32, iodepth: u32) -> Pattern {
@@ -169,111 +142,17 @@ fn pattern(threads: u32, iodepth: u32) -> Pattern {
     }
 }
 
-/// Repetition outermost, then scheduler, kind, threads: a drift of the
-/// machine over the sweep spreads over every column.
-fn plan(cfg: &MaxConfig, done: impl Fn(&str, &str, u32) -> bool) -> Vec<PointPlan> {
-    let mut v = Vec::new();
-    for rep in 1..=cfg.reps {
-        for s in &cfg.schedulers {
-            for &kind in &cfg.kinds {
-                for &threads in &cfg.threads {
-                    let w = workload_name(kind, pattern(threads, cfg.iodepth));
-                    if !done(s, &w, rep) {
-                        v.push(PointPlan {
-                            scheduler: s.clone(),
-                            kind,
-                            threads,
-                            rep,
-                        });
-                    }
-                }
-            }
-        }
-    }
-    v
-}
-
-/// The device, a description, and whether iolab made it (then writing to
-/// it needs no `--force`).
-fn resolve(
-    guard: &Guard,
-    cfg: &MaxConfig,
-    force: bool,
-) -> Result<(BlockDev, String, bool), SweepError> {
-    match &cfg.place {
-        MaxPlace::TmpfsLab { size_bytes } => {
-            check_memory(*size_bytes)?;
-            let name = format!("max-{}", std::process::id());
-            let dir = iolab_guard::run_dir().join(&name);
-            guard.mkdir_all(&dir)?;
-            guard.mount(
-                "tmpfs",
-                &dir,
-                "tmpfs",
-                &format!("size={},mode=0700", size_bytes + TMPFS_SPARE),
-            )?;
-            let lab = iolab_lab::up(
-                guard,
-                &LabSpec {
-                    name: name.clone(),
-                    size_bytes: *size_bytes,
-                    fs: Fs::None,
-                    dir,
-                    ..LabSpec::default()
-                },
-            )?;
-            let dev = lab.device().clone();
-            let what = format!(
-                "{} (loop over a {} file in tmpfs, temporary)",
-                dev.name,
-                format_bytes(*size_bytes)
-            );
-            Ok((dev, what, true))
-        }
-        MaxPlace::Device { device } => {
-            let dev = if cfg.writes() {
-                super::place::check_device(
-                    device,
-                    force,
-                    "iolab sweep --max with write kinds overwrites the whole device",
-                )?
-            } else {
-                super::place::whole_disk(device)?
-            };
-            let what = format!("device {}", dev.dev_path().display());
-            Ok((dev, what, false))
-        }
-    }
-}
-
-/// The tmpfs lab lives in RAM: refuse one that would leave the machine
-/// short (more than half of what is available).
-fn check_memory(size_bytes: u64) -> Result<(), SweepError> {
-    if let Some(avail) = iolab_lab::mem_available(std::path::Path::new("/proc/meminfo")) {
-        if size_bytes + TMPFS_SPARE > avail / 2 {
-            return Err(UsageError::new(format!(
-                "--lab-size {}: the lab lives in RAM and only {} is available; use at most {} (half), or --device",
-                format_bytes(size_bytes),
-                format_bytes(avail),
-                format_bytes((avail / 2).saturating_sub(TMPFS_SPARE))
-            ))
-            .into());
-        }
-    }
-    Ok(())
-}
-
 fn record(
-    p: &PointPlan,
+    p: &RunPlan,
     workload: &str,
     pt: &MaxPoint,
     report: &iolab_load::LoadReport,
     dev: &BlockDev,
     cfg: &MaxConfig,
     started_at: String,
-) -> RunRecord {
+) -> Result<RunRecord, ExperimentError> {
     let disk = report.disks.first();
-    RunRecord {
+    Ok(RunRecord {
         scheduler: p.scheduler.clone(),
         workload: workload.to_string(),
         rep: p.rep,
@@ -293,26 +172,16 @@ fn record(
         config: json!({
             "scheduler": p.scheduler,
             "iosched_tunables": dev.iosched_tunables(),
-            "rw": p.kind.rw().as_str(),
-            "numjobs": p.threads,
+            "rw": p.kind.fio_rw(),
+            "numjobs": p.pattern.numjobs,
             "iodepth": cfg.iodepth,
             "ioengine": cfg.engine(),
             "bs": cfg.bs_bytes,
         }),
-        extra: serde_json::to_value(pt).unwrap_or_default(),
+        extra: to_json("the point", pt)?,
         outcome: iolab_store::RunOutcome::Ok,
         reason: None,
         variant: None,
-    }
-}
-
-fn load_resumable(store: &Store, id: ExperimentId) -> Result<MaxConfig, SweepError> {
-    let exp = super::run::resumable(store, id, KIND)?;
-    serde_json::from_value(exp.config.get("max").cloned().unwrap_or_default()).map_err(|e| {
-        UsageError::new(format!(
-            "experiment {id} was stored by another iolab version and cannot be resumed: {e}"
-        ))
-        .into()
     })
 }
 
@@ -320,31 +189,32 @@ fn load_resumable(store: &Store, id: ExperimentId) -> Result<MaxConfig, SweepErr
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::sweep::plan::Kind;
 
     #[test]
     fn plan_puts_repetitions_outermost_and_skips_done_points() {
-        let cfg = MaxConfig {
-            place: MaxPlace::TmpfsLab {
-                size_bytes: 1 << 30,
+        let max = Max {
+            cfg: MaxConfig {
+                schedulers: Schedulers::of(vec!["none".into(), "bfq".into()]).unwrap(),
+                kinds: vec![Kind::Read, Kind::RandRead],
+                threads: vec![1, 2, 4],
+                reps: 2,
+                ..config::tests::cfg()
             },
-            schedulers: vec!["none".into(), "bfq".into()],
-            kinds: vec![Kind::Read, Kind::RandRead],
-            threads: vec![1, 2, 4],
-            iodepth: 1,
-            reps: 2,
-            bs_bytes: 4096,
-            runtime_s: 1.0,
+            own: true,
         };
-        let all = plan(&cfg, |_, _, _| false);
+        let all = max.plan(&StoredRuns::new());
         assert_eq!(all.len(), 2 * 2 * 3 * 2);
-        assert!(all[..12].iter().all(|p| p.rep == 1));
+        assert!(all[..12].iter().all(|c| c.reps == [1]));
         assert_eq!(
             (all[5].scheduler.as_str(), all[6].scheduler.as_str()),
             ("none", "bfq")
         );
-        let rest = plan(&cfg, |s, w, r| {
-            r == 1 || (s == "bfq" && w == "seq-read-4j-1qd")
-        });
-        assert_eq!(rest.len(), 11);
+        let mut done = StoredRuns::new();
+        for c in &all[..12] {
+            done.insert(RunKey::new(&c.scheduler, &c.workload, 1));
+        }
+        done.insert(RunKey::new("bfq", "seq-read-4j-1qd", 2));
+        assert_eq!(max.plan(&done).len(), 11);
     }
 }

@@ -5,7 +5,7 @@
 //! (system + irq + softirq of every CPU, /proc/stat) says why: BFQ's extra
 //! cost per request shows there before the IOPS ceiling does.
 
-use serde::{Deserialize, Serialize};
+use iolab_results::max::MaxPoint;
 
 use iolab_load::{job_from_options, run_to_completion, Job, LoadError, LoadReport, StartOptions};
 use iolab_sys::block::BlockDev;
@@ -14,43 +14,7 @@ use std::path::Path;
 
 use super::config::MaxConfig;
 use crate::sweep::plan::Kind;
-use crate::sweep::SweepError;
-
-/// What one point measured; stored as the run's `extra` (fio's names
-/// where fio has one).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MaxPoint {
-    /// I/Os completed by the job (all threads).
-    pub total_ios: u64,
-    /// Bytes moved by the job.
-    pub io_bytes: u64,
-    /// The job's measured time, seconds.
-    pub runtime_s: f64,
-    /// I/Os per second.
-    pub iops: f64,
-    /// Bytes per second.
-    pub bw_bytes: f64,
-    /// Wall time between the two /proc/stat readings, ns.
-    pub wall_ns: u64,
-    /// CPU time in the kernel on all CPUs over that window (system + irq
-    /// + softirq), ns: the submitting threads, the loop driver's workers
-    ///   and the completion interrupts together.
-    pub kernel_ns: u64,
-    /// `kernel_ns` per I/O, µs.
-    pub kernel_us_per_io: f64,
-    /// User CPU time on all CPUs over the window, ns.
-    pub user_ns: u64,
-    /// Share of all CPUs' time not idle (and not iowait), percent: near
-    /// 100 the CPUs, not the device, set the ceiling.
-    pub busy_pct: f64,
-    /// System time of the job's own threads (getrusage), ns.
-    pub job_sys_ns: u64,
-    /// I/Os the device counted over the job's window (/proc/diskstats:
-    /// reads + writes + merges), the independent check of `total_ios`.
-    pub disk_ios: Option<u64>,
-    /// Bytes the device counted over the window.
-    pub disk_bytes: Option<u64>,
-}
+use crate::ExperimentError;
 
 /// The job of one point, through the load engine's option table (fio's
 /// names): `threads` clones on the raw device, sequential ones each on
@@ -68,7 +32,7 @@ pub fn job(
     let ms = (cfg.runtime_s * 1000.0).round().max(1.0) as u64;
     let opts: Vec<(String, String)> = [
         ("filename", dev.to_string_lossy().into_owned()),
-        ("rw", kind.rw().as_str().to_string()),
+        ("rw", kind.fio_rw().to_string()),
         ("bs", cfg.bs_bytes.to_string()),
         ("direct", "1".to_string()),
         ("ioengine", cfg.engine().to_string()),
@@ -93,7 +57,7 @@ pub fn measure(
     kind: Kind,
     threads: u32,
     force: bool,
-) -> Result<Option<(MaxPoint, LoadReport)>, SweepError> {
+) -> Result<Option<(MaxPoint, LoadReport)>, ExperimentError> {
     let size = dev.size_bytes()?;
     let job = job(&dev.dev_path(), size, cfg, kind, threads)?;
     if size / u64::from(threads) < cfg.bs_bytes {
@@ -124,7 +88,7 @@ pub fn measure(
         return Ok(None);
     }
     if let Some(f) = report.failures().next() {
-        return Err(SweepError::RunFailed {
+        return Err(ExperimentError::RunFailed {
             run: format!("{} with {threads} threads", kind.title()),
             why: f.message.clone(),
         });
@@ -183,20 +147,13 @@ fn point(report: &LoadReport, d: &CpuDelta, wall: std::time::Duration) -> MaxPoi
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::sweep::max::config::{MaxConfig, MaxPlace};
+    use crate::sweep::max::config::tests::cfg as base;
 
     fn cfg(iodepth: u32) -> MaxConfig {
         MaxConfig {
-            place: MaxPlace::TmpfsLab {
-                size_bytes: 1 << 30,
-            },
-            schedulers: vec![],
-            kinds: vec![Kind::Read],
-            threads: vec![1, 4],
             iodepth,
-            reps: 1,
-            bs_bytes: 4096,
             runtime_s: 1.5,
+            ..base()
         }
     }
 

@@ -42,17 +42,17 @@
 //! 1.9 s (2560 KiB). `--scale` multiplies the
 //! sizes and counts (library count and preference size stay fixed).
 
-mod launch;
 mod manifest;
 mod profile;
+mod start;
 
 use std::path::Path;
 
 use iolab_sys::{SysError, UsageError};
 
-pub use launch::{launch, LaunchReport, PhaseTime};
 pub use manifest::{manifest_files, FileEntry, FileKind, Manifest, MANIFEST_NAME, PROFILE_VERSION};
 pub use profile::{check_scale, file_set, plan, totals, Phase, Step, Totals, PAGE, SCALE_RANGE};
+pub use start::{start, PhaseTime, StartReport};
 
 /// Seed used unless the user picks one.
 pub const DEFAULT_SEED: u64 = 1;

@@ -93,7 +93,7 @@ fn prepare_launch_and_report_agree() {
     let db = dir.join("databases/app.db");
     assert_eq!(&std::fs::read(&db).unwrap()[..16], b"SQLite format 3\0");
 
-    let r = launch(&dir, &m).unwrap();
+    let r = start(&dir, &m).unwrap();
     assert_eq!(r.done, r.profile);
     assert!(!r.interrupted && r.recovered.is_empty());
     assert_eq!(r.phases.len(), 6);
@@ -119,7 +119,7 @@ fn a_killed_launch_is_cleaned_up_next_time() {
     std::fs::write(d.path().join("databases/app.db-journal"), b"x").unwrap();
     let prefs = d.path().join("shared_prefs/settings.xml");
     std::fs::rename(&prefs, d.path().join("shared_prefs/settings.xml.bak")).unwrap();
-    let r = launch(d.path(), &m).unwrap();
+    let r = start(d.path(), &m).unwrap();
     assert_eq!(r.recovered.len(), 2, "{:?}", r.recovered);
     assert_eq!(r.done, r.profile);
     assert!(prefs.exists());

@@ -1,4 +1,5 @@
-//! The files and devices jobs work on: where a clone's file is, what it
+//! The files and devices jobs work on (fio's `filename`s; each an
+//! [`IoFile`]): where a clone's file is, what it
 //! is, how big, which block device holds it, and whether writing to it is
 //! safe.
 
@@ -10,9 +11,9 @@ use iolab_sys::block::BlockDev;
 use crate::error::LoadError;
 use crate::job::Job;
 
-/// What a target path is.
+/// What an I/O file's path is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TargetKind {
+pub enum IoFileKind {
     /// A regular file (possibly not created yet).
     File,
     /// A block device node.
@@ -21,11 +22,11 @@ pub enum TargetKind {
 
 /// One clone's file or device.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target {
+pub struct IoFile {
     /// Path as the job resolves it.
     pub path: PathBuf,
     /// File or block device.
-    pub kind: TargetKind,
+    pub kind: IoFileKind,
     /// Current size in bytes (0 when the file does not exist yet).
     pub existing: u64,
     /// True when the path exists.
@@ -46,23 +47,23 @@ pub fn clone_path(job: &Job, clone: u32) -> PathBuf {
 
 /// Looks at a path: kind, size, existence. Paths that exist but are
 /// neither regular files nor block devices are refused.
-pub fn inspect(path: &Path) -> Result<Target, LoadError> {
+pub fn inspect(path: &Path) -> Result<IoFile, LoadError> {
     match std::fs::metadata(path) {
         Ok(meta) => {
             let ft = meta.file_type();
             let kind = if ft.is_block_device() {
-                TargetKind::BlockDevice
+                IoFileKind::BlockDevice
             } else if ft.is_file() {
-                TargetKind::File
+                IoFileKind::File
             } else if ft.is_char_device()
                 && (path == Path::new("/dev/null") || path == Path::new("/dev/zero"))
             {
                 // fio's examples read /dev/zero and write /dev/null to
                 // measure the I/O path without a device: endless, so
                 // never laid out and any size fits.
-                return Ok(Target {
+                return Ok(IoFile {
                     path: path.to_path_buf(),
-                    kind: TargetKind::File,
+                    kind: IoFileKind::File,
                     existing: 1 << 62,
                     exists: true,
                 });
@@ -73,10 +74,10 @@ pub fn inspect(path: &Path) -> Result<Target, LoadError> {
                 )));
             };
             let existing = match kind {
-                TargetKind::File => meta.len(),
-                TargetKind::BlockDevice => device_size(path)?,
+                IoFileKind::File => meta.len(),
+                IoFileKind::BlockDevice => device_size(path)?,
             };
-            Ok(Target {
+            Ok(IoFile {
                 path: path.to_path_buf(),
                 kind,
                 existing,
@@ -97,9 +98,9 @@ pub fn inspect(path: &Path) -> Result<Target, LoadError> {
                     parent.display()
                 )));
             }
-            Ok(Target {
+            Ok(IoFile {
                 path: path.to_path_buf(),
-                kind: TargetKind::File,
+                kind: IoFileKind::File,
                 existing: 0,
                 exists: false,
             })
@@ -125,11 +126,11 @@ fn device_size(path: &Path) -> Result<u64, LoadError> {
 
 /// Refuses to write to a block device, and says if it holds a mounted
 /// filesystem, unless the user passed `--force`.
-pub fn check_write_allowed(target: &Target, force: bool) -> Result<(), LoadError> {
-    if target.kind != TargetKind::BlockDevice || force {
+pub fn check_write_allowed(file: &IoFile, force: bool) -> Result<(), LoadError> {
+    if file.kind != IoFileKind::BlockDevice || force {
         return Ok(());
     }
-    let mounted = mounted_at(&target.path);
+    let mounted = mounted_at(&file.path);
     let why = match mounted.first() {
         Some(m) => format!(
             "it holds the filesystem mounted at {}, which writing would corrupt",
@@ -139,7 +140,7 @@ pub fn check_write_allowed(target: &Target, force: bool) -> Result<(), LoadError
     };
     Err(LoadError::usage(format!(
         "refusing to write to block device {}: {why}; pass --force if that is what you want (reads need no --force)",
-        target.path.display()
+        file.path.display()
     )))
 }
 
@@ -239,7 +240,7 @@ mod tests {
         let t = inspect(&f).unwrap();
         assert_eq!(
             (t.kind, t.existing, t.exists),
-            (TargetKind::File, 8192, true)
+            (IoFileKind::File, 8192, true)
         );
         let missing = inspect(&d.path().join("new")).unwrap();
         assert!(!missing.exists && missing.existing == 0);
@@ -251,7 +252,7 @@ mod tests {
         assert!(inspect(Path::new("/dev/full")).unwrap_err().is_usage());
         assert_eq!(
             inspect(Path::new("/dev/zero")).unwrap().kind,
-            TargetKind::File
+            IoFileKind::File
         );
         assert!(inspect(Path::new("/dev/iolab-no-such-dev"))
             .unwrap_err()
@@ -260,17 +261,17 @@ mod tests {
 
     #[test]
     fn block_devices_need_force_for_writes() {
-        let t = Target {
+        let t = IoFile {
             path: "/dev/vda".into(),
-            kind: TargetKind::BlockDevice,
+            kind: IoFileKind::BlockDevice,
             existing: 1 << 30,
             exists: true,
         };
         let e = check_write_allowed(&t, false).unwrap_err();
         assert!(e.is_usage() && e.to_string().contains("--force"), "{e}");
         assert!(check_write_allowed(&t, true).is_ok());
-        let f = Target {
-            kind: TargetKind::File,
+        let f = IoFile {
+            kind: IoFileKind::File,
             ..t
         };
         assert!(check_write_allowed(&f, false).is_ok());

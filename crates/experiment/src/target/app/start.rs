@@ -29,7 +29,7 @@ pub struct PhaseTime {
 
 /// What a launch did; the `--json` output of `iolab app`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LaunchReport {
+pub struct StartReport {
     /// App directory.
     pub dir: PathBuf,
     /// Scale of the file set.
@@ -60,7 +60,7 @@ pub struct LaunchReport {
 }
 
 /// Launches the app in `dir` described by `m`.
-pub fn launch(dir: &Path, m: &Manifest) -> Result<LaunchReport, SysError> {
+pub fn start(dir: &Path, m: &Manifest) -> Result<StartReport, SysError> {
     let phases = plan(m);
     let profile = totals(m, &phases);
     let recovered = recover(dir, m)?;
@@ -104,7 +104,7 @@ pub fn launch(dir: &Path, m: &Manifest) -> Result<LaunchReport, SysError> {
     });
     std::hint::black_box(run.checksum);
     run.done.files_opened = run.opened.len() as u64;
-    Ok(LaunchReport {
+    Ok(StartReport {
         dir: dir.to_path_buf(),
         scale: m.scale,
         elapsed_ns,

@@ -10,8 +10,8 @@ use serde::Serialize;
 use iolab_stats::{summarize, Sample, Summary};
 use iolab_store::RunRecord;
 
-use super::point::MaxPoint;
-use crate::sweep::plan::{parse_workload, Kind};
+use iolab_results::max::MaxPoint;
+use iolab_results::sweep::{parse_workload, Kind};
 
 /// One (kind, threads, scheduler) point over its repetitions.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -72,6 +72,11 @@ pub struct MaxTable {
     pub cells: Vec<MaxCell>,
     /// Per kind and scheduler, the maximum.
     pub best: Vec<MaxBest>,
+    /// Block size of the points (their stored `config.bs`), bytes.
+    pub bs_bytes: Option<u64>,
+    /// How every thread did its I/O: `psync`, or `io_uring qd N per
+    /// thread` (the points' stored `config.ioengine` and `iodepth`).
+    pub engine: Option<String>,
 }
 
 const MIB: f64 = 1_048_576.0;
@@ -127,12 +132,15 @@ impl MaxTable {
             })
             .collect();
         let best = best_of(&cells, &kinds, &schedulers);
+        let config = runs.first().map(|r| &r.config);
         MaxTable {
             schedulers,
             threads,
             kinds,
             cells,
             best,
+            bs_bytes: config.and_then(|c| c.get("bs")?.as_u64()),
+            engine: config.and_then(engine_words),
         }
     }
 
@@ -147,6 +155,17 @@ impl MaxTable {
     pub fn best(&self, kind: Kind, s: &str) -> Option<&MaxBest> {
         self.best.iter().find(|b| b.rw == kind && b.scheduler == s)
     }
+}
+
+/// `psync`, or `io_uring qd 8 per thread`, from a point's configuration.
+fn engine_words(config: &serde_json::Value) -> Option<String> {
+    let engine = config.get("ioengine")?.as_str()?;
+    Some(
+        match config.get("iodepth").and_then(serde_json::Value::as_u64) {
+            Some(d) if d > 1 => format!("{engine} qd {d} per thread"),
+            _ => engine.to_string(),
+        },
+    )
 }
 
 fn best_of(cells: &[MaxCell], kinds: &[Kind], schedulers: &[String]) -> Vec<MaxBest> {

@@ -111,7 +111,7 @@ pub fn parse_probe(text: &str) -> Result<Probe, String> {
 
 /// A connected device.
 #[derive(Debug, Clone)]
-pub struct Device {
+pub struct RemoteHost {
     /// How it is reached.
     pub transport: Transport,
     /// What it is.
@@ -123,11 +123,11 @@ pub struct Device {
     pub dir: String,
 }
 
-impl Device {
+impl RemoteHost {
     /// Probes the device and settles how to get root. `dir` overrides the
     /// default directory (`/data/local/tmp/iolab` on Android, else
     /// `/var/tmp/iolab`).
-    pub fn connect(transport: Transport, dir: Option<String>) -> Result<Device, RemoteError> {
+    pub fn connect(transport: Transport, dir: Option<String>) -> Result<RemoteHost, RemoteError> {
         let mut probe = probe(&transport)?;
         let root = if probe.uid == 0 {
             Root::Login
@@ -181,7 +181,7 @@ impl Device {
                 "/var/tmp/iolab".to_string()
             }
         });
-        Ok(Device {
+        Ok(RemoteHost {
             transport,
             probe,
             root,
@@ -218,7 +218,7 @@ impl Device {
     }
 
     /// The command line that runs `bin ARGS` there as root, with its
-    /// results in [`Device::data_dir`], stopping (and restoring the device)
+    /// results in [`RemoteHost::data_dir`], stopping (and restoring the device)
     /// when the connection ends.
     pub fn iolab_script(&self, bin: &str, args: &[String]) -> String {
         let mut words = vec![
@@ -261,7 +261,7 @@ impl Device {
     /// `local` (`results snapshot` there: SQLite's `VACUUM INTO`, safe
     /// while an experiment still writes). False when it has none yet.
     pub fn fetch_results(&self, bin: &str, local: &Path) -> Result<bool, RemoteError> {
-        let db = format!("{}/results.db", self.data_dir());
+        let db = format!("{}/{}", self.data_dir(), iolab_sys::paths::DB_FILE_NAME);
         let snap = format!("{}/pull-{}.db", self.dir, std::process::id());
         let script = format!(
             "if [ -f {db} ]; then rm -f {snap} && {bin} results --db {db} snapshot {snap} \

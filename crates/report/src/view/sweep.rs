@@ -10,10 +10,11 @@ use serde::Serialize;
 use iolab_stats::{summarize, Sample, Summary};
 use iolab_store::RunRecord;
 
-use super::plan::{parse_workload, Kind, Pattern};
+use iolab_results::sweep::{parse_workload, workload_name, Kind, Pattern};
 
 /// What the table cells show.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Metric {
     /// Throughput, MiB/s (fio's bw).
     Bw,
@@ -91,6 +92,8 @@ pub struct SweepTable {
     pub kinds: Vec<Kind>,
     /// The cells.
     pub cells: Vec<SweepCell>,
+    /// Block size of the runs (their stored `config.bs`), bytes.
+    pub bs_bytes: Option<u64>,
 }
 
 const MIB: f64 = 1_048_576.0;
@@ -175,7 +178,7 @@ impl SweepTable {
             .into_iter()
             .map(|a| SweepCell {
                 rw: a.key.0,
-                workload: super::plan::workload_name(a.key.0, a.key.1),
+                workload: workload_name(a.key.0, a.key.1),
                 pattern: a.key.1,
                 scheduler: a.key.2,
                 reps: a.reps,
@@ -192,6 +195,7 @@ impl SweepTable {
             patterns,
             kinds,
             cells,
+            bs_bytes: runs.iter().find_map(|r| r.config.get("bs")?.as_u64()),
         }
     }
 

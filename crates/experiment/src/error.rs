@@ -1,0 +1,125 @@
+//! The one error type of the experiment layer: every failure of a
+//! startup, sweep or max sweep (and of the engine under them), classified
+//! once into bad input (exit code 2) and failures (1).
+
+use iolab_sys::UsageError;
+
+/// Why an experiment could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ExperimentError {
+    /// Bad input.
+    #[error(transparent)]
+    Usage(#[from] UsageError),
+    /// A kernel interface failed.
+    #[error(transparent)]
+    Sys(#[from] iolab_sys::SysError),
+    /// A guarded change failed.
+    #[error(transparent)]
+    Guard(#[from] iolab_guard::GuardError),
+    /// The lab (or a run's filesystem) failed.
+    #[error(transparent)]
+    Lab(#[from] iolab_lab::LabError),
+    /// The load failed.
+    #[error(transparent)]
+    Load(#[from] iolab_load::LoadError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] iolab_store::StoreError),
+    /// The target could not be launched.
+    #[error(transparent)]
+    Launch(#[from] crate::launch::LaunchError),
+    /// A prefetch list could not be read or read in.
+    #[error(transparent)]
+    Cache(#[from] iolab_cache::CacheError),
+    /// Recording the prefetch list failed.
+    #[error(transparent)]
+    Record(#[from] iolab_record::RecordError),
+    /// Block tracing failed.
+    #[error(transparent)]
+    Bio(#[from] iolab_bio::BioError),
+    /// Attribution failed.
+    #[error(transparent)]
+    Explain(#[from] iolab_explain::ExplainError),
+    /// A collector other than those above failed.
+    #[error("{name}: {source}")]
+    Collector {
+        /// The collector (`sched`).
+        name: &'static str,
+        /// True when the cause is the user's input or machine (exit 2).
+        usage: bool,
+        /// What failed.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A result could not be turned into the JSON it is stored as.
+    #[error("could not serialise {what}: {source}")]
+    Serialise {
+        /// What was being stored.
+        what: String,
+        /// serde's reason.
+        source: serde_json::Error,
+    },
+    /// A run's job failed while running (I/O error, disk full).
+    #[error("run {run} failed: {why}")]
+    RunFailed {
+        /// scheduler, workload and repetition.
+        run: String,
+        /// The load engine's message.
+        why: String,
+    },
+    /// A run's filesystem could not be unmounted.
+    #[error("could not unmount a run's filesystem: {0}")]
+    Unmount(String),
+}
+
+impl ExperimentError {
+    /// True for mistakes in the user's input (exit code 2).
+    pub fn is_usage(&self) -> bool {
+        match self {
+            ExperimentError::Usage(_) => true,
+            ExperimentError::Guard(e) => e.is_usage(),
+            ExperimentError::Lab(e) => e.is_usage(),
+            ExperimentError::Store(e) => e.is_usage(),
+            ExperimentError::Load(e) => e.is_usage(),
+            ExperimentError::Launch(e) => {
+                matches!(e, crate::launch::LaunchError::Spawn(e) if e.is_usage())
+            }
+            ExperimentError::Cache(e) => e.is_usage(),
+            ExperimentError::Record(e) => e.is_usage(),
+            ExperimentError::Bio(e) => e.is_usage(),
+            ExperimentError::Explain(e) => e.is_usage(),
+            ExperimentError::Collector { usage, .. } => *usage,
+            ExperimentError::Sys(_)
+            | ExperimentError::Serialise { .. }
+            | ExperimentError::RunFailed { .. }
+            | ExperimentError::Unmount(_) => false,
+        }
+    }
+
+    /// A failure of collector `name`; `usage` when it is the user's to
+    /// fix (exit 2).
+    pub fn collector(
+        name: &'static str,
+        usage: bool,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> ExperimentError {
+        ExperimentError::Collector {
+            name,
+            usage,
+            source: Box::new(source),
+        }
+    }
+
+    /// A serialisation failure of `what`.
+    pub fn serialise(what: impl Into<String>) -> impl FnOnce(serde_json::Error) -> ExperimentError {
+        let what = what.into();
+        move |source| ExperimentError::Serialise { what, source }
+    }
+}
+
+/// `serde_json::to_value`, its failure named.
+pub fn to_json<T: serde::Serialize + ?Sized>(
+    what: &str,
+    v: &T,
+) -> Result<serde_json::Value, ExperimentError> {
+    serde_json::to_value(v).map_err(ExperimentError::serialise(what))
+}

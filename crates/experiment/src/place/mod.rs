@@ -1,0 +1,450 @@
+//! Where an experiment's I/O happens, for every command: a temporary lab
+//! made for it, a lab made earlier with `iolab lab up`, a loop device over
+//! tmpfs (`sweep --max`), or a device of the user's. One configuration
+//! type ([`Place`], stored with the experiment so `--resume` finds the same
+//! place again) and one resolver ([`resolve`]), told what the body will do
+//! there ([`PlaceUse`]): write files in a directory, format the device, or
+//! read and write it raw. What a use may not do on a place (format the
+//! user's disk, write where no filesystem is) is refused here, once.
+
+mod device;
+
+use std::path::PathBuf;
+
+use iolab_guard::Guard;
+use iolab_lab::{Fs, LabSpec};
+use iolab_sys::block::BlockDev;
+use iolab_sys::units::format_bytes;
+use iolab_sys::UsageError;
+use serde::{Deserialize, Serialize};
+
+pub use device::{backend_words, check_before_writing, whole_disk};
+
+use crate::ExperimentError;
+
+/// Room the tmpfs of a [`Place::TmpfsLab`] needs beyond its image (the lab
+/// keeps 64 MiB spare).
+const TMPFS_SPARE: u64 = 128 << 20;
+
+/// Where an experiment runs, as configured and stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Place {
+    /// A temporary lab made for this experiment and removed after it.
+    NewLab {
+        /// Size in bytes.
+        size_bytes: u64,
+        /// Its filesystem; `none` for a sweep, which makes one per run
+        /// (v5 sweeps stored no `fs`).
+        #[serde(default = "no_fs")]
+        fs: Fs,
+        /// Bandwidth limit in bytes/s (phone-class storage), if any.
+        bw_bytes: Option<u64>,
+        /// IOPS limit, if any.
+        #[serde(default)]
+        iops: Option<u64>,
+        /// How the lab is slowed (`None`: chosen when it is made).
+        #[serde(default)]
+        backend: Option<iolab_lab::Backend>,
+        /// The device model, for a model lab.
+        #[serde(default)]
+        model: Option<iolab_model::ModelParams>,
+    },
+    /// A loop device over a file in a tmpfs iolab mounts for the
+    /// experiment: the fastest device with a real request queue (zram and
+    /// pmem have none, so no scheduler), which is what exposes a
+    /// scheduler's own cost per request. Both go away when it ends.
+    TmpfsLab {
+        /// Device size in bytes (held in RAM).
+        size_bytes: u64,
+    },
+    /// An existing lab made with `iolab lab up`.
+    Lab {
+        /// Its name.
+        name: String,
+    },
+    /// A device of the user's: for files, `dir` on a filesystem of it
+    /// (and `--force`); a sweep formats it whole.
+    Device {
+        /// Device path or kernel name, as given.
+        device: String,
+        /// Directory on it for the experiment's files (startup).
+        #[serde(default)]
+        dir: Option<PathBuf>,
+    },
+}
+
+fn no_fs() -> Fs {
+    Fs::None
+}
+
+/// What the body does at the place: decides what resolving checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlaceUse {
+    /// Writes workload and target files in a directory of a mounted
+    /// filesystem (startup).
+    Files,
+    /// Formats the whole device before every run (sweep).
+    Format,
+    /// Reads the raw device, and writes it when `writes` (sweep --max).
+    Raw {
+        /// Whether any run writes.
+        writes: bool,
+    },
+}
+
+/// What the resolver needs besides the place.
+#[derive(Debug, Clone, Copy)]
+pub struct PlaceRequest<'a> {
+    /// Where.
+    pub place: &'a Place,
+    /// For what.
+    pub use_: PlaceUse,
+    /// Per-device dirty-page limit for a new lab (bdi `max_bytes`).
+    pub dirty_limit_bytes: Option<u64>,
+}
+
+/// A place brought up and checked.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// The device whose scheduler is under test.
+    pub dev: BlockDev,
+    /// The directory for files ([`PlaceUse::Files`]).
+    pub dir: Option<PathBuf>,
+    /// The mount point of the filesystem holding `dir`; for
+    /// [`PlaceUse::Format`], where each run mounts its fresh filesystem.
+    pub mountpoint: Option<PathBuf>,
+    /// Human description for messages and the stored configuration.
+    pub what: String,
+    /// The bandwidth iolab set on it (a throttled or modelled lab).
+    pub bw_bytes: Option<u64>,
+    /// True when iolab made it for this experiment (reads as zeros, and
+    /// writing it needs no `--force`).
+    pub made: bool,
+}
+
+impl Resolved {
+    /// The directory for files; present for [`PlaceUse::Files`].
+    pub fn files_dir(&self) -> Result<&std::path::Path, ExperimentError> {
+        self.dir.as_deref().ok_or_else(|| {
+            UsageError::new(format!("{} has no directory for files", self.what)).into()
+        })
+    }
+
+    /// The mount point; present for [`PlaceUse::Files`] and [`PlaceUse::Format`].
+    pub fn mount(&self) -> Result<&std::path::Path, ExperimentError> {
+        self.mountpoint
+            .as_deref()
+            .ok_or_else(|| UsageError::new(format!("{} has no mount point", self.what)).into())
+    }
+}
+
+/// Brings the place up (what iolab makes is made through `guard` and
+/// undone when it restores) and checks it suits the use.
+pub fn resolve(
+    guard: &Guard,
+    req: PlaceRequest<'_>,
+    force: bool,
+) -> Result<Resolved, ExperimentError> {
+    let pid = std::process::id();
+    match (req.place, req.use_) {
+        (
+            Place::NewLab {
+                size_bytes,
+                fs,
+                bw_bytes,
+                iops,
+                backend,
+                model,
+            },
+            use_,
+        ) => {
+            let (prefix, fs) = match use_ {
+                PlaceUse::Files if *fs == Fs::None => {
+                    return Err(UsageError::new(
+                        "the startup lab needs a filesystem: use --lab-fs ext4|xfs|btrfs",
+                    )
+                    .into())
+                }
+                PlaceUse::Files => ("startup", *fs),
+                PlaceUse::Format => ("sweep", Fs::None),
+                PlaceUse::Raw { .. } => ("raw", Fs::None),
+            };
+            let name = format!("{prefix}-{pid}");
+            let spec = LabSpec {
+                name: name.clone(),
+                size_bytes: *size_bytes,
+                fs,
+                bw_bytes: *bw_bytes,
+                iops: *iops,
+                dirty_limit_bytes: req.dirty_limit_bytes,
+                backend: *backend,
+                model: model.clone(),
+                ..LabSpec::default()
+            };
+            let lab = iolab_lab::up(guard, &spec)?;
+            let dev = lab.device().clone();
+            let what = match use_ {
+                PlaceUse::Files => format!(
+                    "temporary lab {} on {}{}",
+                    lab.name,
+                    dev.name,
+                    backend_words(&lab.spec)
+                ),
+                _ => format!(
+                    "temporary lab {name} on {} ({}, {})",
+                    dev.name,
+                    format_bytes(*size_bytes),
+                    bw_bytes.map_or_else(
+                        || "unthrottled".to_string(),
+                        |b| iolab_sys::units::format_rate(b as f64)
+                    )
+                ),
+            };
+            let mountpoint = match use_ {
+                PlaceUse::Files => lab.mountpoint.clone(),
+                PlaceUse::Format => Some(iolab_lab::meta::mountpoint(&name)),
+                PlaceUse::Raw { .. } => None,
+            };
+            Ok(Resolved {
+                dir: lab.mountpoint.clone().filter(|_| use_ == PlaceUse::Files),
+                mountpoint,
+                dev,
+                what,
+                bw_bytes: *bw_bytes,
+                made: true,
+            })
+        }
+        (Place::TmpfsLab { size_bytes }, PlaceUse::Raw { .. }) => {
+            check_memory(*size_bytes)?;
+            let name = format!("max-{pid}");
+            let dir = iolab_guard::run_dir().join(&name);
+            guard.mkdir_all(&dir)?;
+            guard.mount(
+                "tmpfs",
+                &dir,
+                "tmpfs",
+                &format!("size={},mode=0700", size_bytes + TMPFS_SPARE),
+            )?;
+            let lab = iolab_lab::up(
+                guard,
+                &LabSpec {
+                    name,
+                    size_bytes: *size_bytes,
+                    fs: Fs::None,
+                    dir,
+                    ..LabSpec::default()
+                },
+            )?;
+            let dev = lab.device().clone();
+            Ok(Resolved {
+                what: format!(
+                    "{} (loop over a {} file in tmpfs, temporary)",
+                    dev.name,
+                    format_bytes(*size_bytes)
+                ),
+                dev,
+                dir: None,
+                mountpoint: None,
+                bw_bytes: None,
+                made: true,
+            })
+        }
+        (Place::Lab { name }, PlaceUse::Files) => {
+            let lab = iolab_lab::open(name)?;
+            let mnt = lab.mountpoint.clone().ok_or_else(|| {
+                UsageError::new(format!(
+                    "lab {name} has no filesystem (--fs none): startup needs one to hold workload and target files"
+                ))
+            })?;
+            Ok(Resolved {
+                dev: lab.device().clone(),
+                dir: Some(mnt.clone()),
+                mountpoint: Some(mnt),
+                what: format!("lab {name} on {}", lab.device().name),
+                bw_bytes: lab.spec.bw_bytes,
+                made: false,
+            })
+        }
+        (Place::Device { device, dir }, PlaceUse::Files) => {
+            let dir = dir.as_ref().ok_or_else(|| {
+                UsageError::new(format!(
+                    "--device {device} needs --dir, a directory on it for workload files"
+                ))
+            })?;
+            files_on_device(device, dir, force)
+        }
+        (Place::Device { device, .. }, PlaceUse::Format) => {
+            let dev = whole_disk(device)?;
+            check_before_writing(
+                &dev,
+                "iolab sweep runs mkfs on the whole device before every run",
+                force,
+            )?;
+            Ok(Resolved {
+                mountpoint: Some(iolab_guard::run_dir().join(format!("sweep-{pid}"))),
+                what: format!("device {}", dev.dev_path().display()),
+                dev,
+                dir: None,
+                bw_bytes: None,
+                made: false,
+            })
+        }
+        (Place::Device { device, .. }, PlaceUse::Raw { writes }) => {
+            let dev = whole_disk(device)?;
+            if writes {
+                check_before_writing(
+                    &dev,
+                    "iolab sweep --max with write kinds overwrites the whole device",
+                    force,
+                )?;
+            }
+            Ok(Resolved {
+                what: format!("device {}", dev.dev_path().display()),
+                dev,
+                dir: None,
+                mountpoint: None,
+                bw_bytes: None,
+                made: false,
+            })
+        }
+        (place, use_) => Err(UsageError::new(format!(
+            "{} cannot be used to {}",
+            place.words(),
+            use_.words()
+        ))
+        .into()),
+    }
+}
+
+impl Place {
+    /// What the place is, in words for a refusal.
+    fn words(&self) -> String {
+        match self {
+            Place::NewLab { .. } => "a temporary lab".to_string(),
+            Place::TmpfsLab { .. } => "a tmpfs lab".to_string(),
+            Place::Lab { name } => format!("lab {name}"),
+            Place::Device { device, .. } => format!("device {device}"),
+        }
+    }
+}
+
+impl PlaceUse {
+    fn words(self) -> &'static str {
+        match self {
+            PlaceUse::Files => "hold workload and target files",
+            PlaceUse::Format => "be formatted before every run",
+            PlaceUse::Raw { .. } => "be read and written raw",
+        }
+    }
+}
+
+/// A directory on the user's device: only with `--force`, and only where
+/// the directory's I/O really goes through the device under test.
+fn files_on_device(
+    device: &str,
+    dir: &std::path::Path,
+    force: bool,
+) -> Result<Resolved, ExperimentError> {
+    let dev = BlockDev::resolve(device)?;
+    if !force {
+        return Err(UsageError::new(format!(
+            "{device} is not an iolab lab: startup would write workload files in {} and change its scheduler; pass --force if that is intended, or use --lab",
+            dir.display()
+        ))
+        .into());
+    }
+    let m = iolab_sys::mounts::containing(dir).ok_or_else(|| {
+        UsageError::new(format!(
+            "{} does not exist: --dir must be a directory on {device}",
+            dir.display()
+        ))
+    })?;
+    // The scheduler under test must be the one the directory's I/O goes
+    // through, or the matrix would measure nothing it changes.
+    let holder = m
+        .devno
+        .split_once(':')
+        .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
+        .and_then(|(a, b)| BlockDev::from_devno(a, b).ok());
+    if holder.as_ref().map(|h| &h.name) != Some(&dev.name) {
+        return Err(UsageError::new(format!(
+            "{} is on {} ({}), not on {device}: give a --dir on the device under test",
+            dir.display(),
+            holder.map_or_else(|| m.source.clone(), |h| h.name),
+            m.target.display()
+        ))
+        .into());
+    }
+    Ok(Resolved {
+        dev,
+        dir: Some(dir.to_path_buf()),
+        mountpoint: Some(m.target),
+        what: format!("device {device}"),
+        bw_bytes: None,
+        made: false,
+    })
+}
+
+/// A tmpfs lab lives in RAM: refuse one that would leave the machine
+/// short (more than half of what is available).
+fn check_memory(size_bytes: u64) -> Result<(), ExperimentError> {
+    if let Some(avail) = iolab_lab::mem_available(std::path::Path::new("/proc/meminfo")) {
+        if size_bytes + TMPFS_SPARE > avail / 2 {
+            return Err(UsageError::new(format!(
+                "--lab-size {}: the lab lives in RAM and only {} is available; use at most {} (half), or --device",
+                format_bytes(size_bytes),
+                format_bytes(avail),
+                format_bytes((avail / 2).saturating_sub(TMPFS_SPARE))
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn v5_places_of_every_command_read_back() {
+        let startup: Place = serde_json::from_value(serde_json::json!({
+            "kind": "new_lab", "size_bytes": 1, "fs": "ext4", "bw_bytes": 2, "iops": null,
+            "backend": null, "model": null
+        }))
+        .unwrap();
+        assert!(matches!(startup, Place::NewLab { fs: Fs::Ext4, .. }));
+        let sweep: Place = serde_json::from_value(serde_json::json!({
+            "kind": "new_lab", "size_bytes": 1, "bw_bytes": null
+        }))
+        .unwrap();
+        assert!(matches!(
+            sweep,
+            Place::NewLab {
+                fs: Fs::None,
+                iops: None,
+                ..
+            }
+        ));
+        let dev: Place = serde_json::from_value(serde_json::json!({
+            "kind": "device", "device": "/dev/sdb", "dir": "/mnt/x"
+        }))
+        .unwrap();
+        assert_eq!(
+            dev,
+            Place::Device {
+                device: "/dev/sdb".into(),
+                dir: Some("/mnt/x".into())
+            }
+        );
+        let raw: Place =
+            serde_json::from_value(serde_json::json!({"kind": "device", "device": "sdb"})).unwrap();
+        assert!(matches!(raw, Place::Device { dir: None, .. }));
+        let max: Place =
+            serde_json::from_value(serde_json::json!({"kind": "tmpfs_lab", "size_bytes": 8}))
+                .unwrap();
+        assert_eq!(max, Place::TmpfsLab { size_bytes: 8 });
+    }
+}

@@ -1,0 +1,237 @@
+//! One start: cold cache, memory pressure, prefetch (before, or a helper
+//! in parallel), collectors attached to the held target, launch and time,
+//! then the run and its documents committed. Whether the cell's condition
+//! held (its background load still running and moving bytes) decides
+//! whether the start is a sample.
+
+use std::path::Path;
+use std::time::Instant;
+
+use iolab_store::{BackgroundIo, RunOutcome, RunRecord};
+use serde_json::json;
+
+use super::background::Background;
+use super::cold::make_cold;
+use super::config::Cold;
+use super::prefetch::{PrefetchMode, Prefetcher};
+use super::Startup;
+use crate::collect::{Observe, Observers, RunEnd, Scope, Tuning};
+use crate::engine::{Cell, CellContext};
+use crate::error::to_json;
+use crate::launch;
+use crate::ExperimentError;
+
+/// A start shorter than this is not judged by its background traffic: a
+/// load can legitimately move nothing for a few hundred milliseconds.
+const MIN_WINDOW_FOR_TRAFFIC_CHECK_S: f64 = 1.0;
+
+/// Start-ups last seconds: sample CPU and pressure often enough to see
+/// their shape; a start's requests fit a large trace buffer.
+const TUNING: Tuning = Tuning {
+    cpu_interval: std::time::Duration::from_millis(200),
+    trace_buffer_kib: 32 * 1024,
+};
+
+/// What every start of a cell shares.
+pub(super) struct Conditions<'a> {
+    pub cell: &'a Cell,
+    /// The tunables this cell set.
+    pub tunables: &'a [(String, String)],
+    /// Every tunable of the cell's scheduler, as it was.
+    pub all_tunables: &'a [(String, String)],
+    /// Device read and write bytes/s during the warm-up (loaded cells).
+    pub warmup_rate: Option<(f64, f64)>,
+}
+
+/// How a start ended, once stored.
+pub(super) enum StartEnd {
+    /// Stored; the cell goes on.
+    Stored,
+    /// Ctrl-C/SIGTERM during the start: nothing stored.
+    Interrupted,
+    /// Stored as invalid: the cell's load ended or moved nothing.
+    LoadProblem(String),
+    /// Stored as failed, and it was the first idle start.
+    FirstIdleFailed {
+        /// Why it failed.
+        reason: String,
+        /// Its output's tail.
+        tail: String,
+    },
+}
+
+/// One start of repetition `rep`, with `prefetch` when a variant has one.
+pub(super) fn start(
+    st: &Startup,
+    ctx: &mut CellContext<'_>,
+    c: &Conditions<'_>,
+    rep: u32,
+    prefetch: Option<(&Prefetcher, PrefetchMode)>,
+    bg: Option<&Background>,
+) -> Result<StartEnd, ExperimentError> {
+    let (cfg, cell, guard) = (&st.cfg, c.cell, ctx.guard);
+    let dev = &ctx.place.dev;
+    // Listed again for every start: the target may have created or
+    // deleted files (a database journal) since the last one. The target's
+    // files: what `--cold evict` evicts and what `--memory-pressure`
+    // measures.
+    let files = match (cfg.cold, cfg.memory_pressure) {
+        (Cold::Evict, _) | (_, Some(_)) => st.target.files(&cfg.evict),
+        _ => Vec::new(),
+    };
+    make_cold(guard, cfg.cold, &files, ctx.place.mount()?)?;
+    let pressure = match cfg.memory_pressure {
+        Some(p) => Some(
+            crate::pressure::apply(guard, p, &files)
+                .map_err(|e| iolab_sys::SysError::io(Path::new("memory pressure helper"), e))?,
+        ),
+        None => None,
+    };
+    let started_at = iolab_store::rfc3339_now();
+    let running = prefetch.map(|(p, m)| p.begin(m)).transpose()?;
+    let before = iolab_sys::diskstats::read_device(Path::new("/proc"), &dev.name)?;
+    let watch = st.target.watch(guard)?;
+    let t0 = Instant::now();
+    let devices = std::slice::from_ref(dev);
+    // Every collector attaches to the held target before it runs its
+    // first instruction; the time to attach is not the start's.
+    let (outcome, observers) = launch::launch_observed(
+        guard,
+        &st.spec,
+        Some(|pid| {
+            let scope = Scope {
+                guard,
+                devices,
+                target: Some(pid),
+                tuning: TUNING,
+            };
+            Observers::start(&scope, &cfg.observe, &Observe::default())
+        }),
+    )?;
+    let window = t0.elapsed().as_secs_f64();
+    let after = iolab_sys::diskstats::read_device(Path::new("/proc"), &dev.name)?;
+    let end = RunEnd {
+        target_cpu_ns: outcome.usage.map(|u| u.user_ns + u.sys_ns),
+    };
+    let observed = match observers {
+        Some(o) => o?.stop(&end)?,
+        None => Default::default(),
+    };
+    let prefetched = running.map(|r| r.finish()).transpose()?;
+    // The target's own figure, where it has one (an activity: the
+    // system's TotalTime or its --ready-logcat line; am's own wall time,
+    // its JVM start included, stays in the run's extra). Asked before an
+    // interruption returns: it also ends the target's watch.
+    let mut outcome = outcome;
+    let am = st
+        .target
+        .measure(guard, &mut outcome, watch, t0, st.spec.timeout)?;
+    if outcome.interrupted {
+        return Ok(StartEnd::Interrupted);
+    }
+    // The device's traffic during the start, less what the target itself
+    // read and dirtied (its wait4 rusage): what the load achieved.
+    let device = match (&before, &after) {
+        (Some(b), Some(a)) => Some(a.since(b)),
+        _ => None,
+    };
+    let own = outcome.usage.unwrap_or_default();
+    let background = device.as_ref().map(|d| BackgroundIo {
+        read_bytes: d.read_bytes().saturating_sub(own.read_bytes),
+        write_bytes: d.write_bytes().saturating_sub(own.write_bytes),
+        seconds: window,
+    });
+    // Was the cell's condition true during this start? The load must
+    // still be running, and must have moved some bytes on the device.
+    let load_problem = bg.and_then(|b| {
+        if let Some(why) = b.ended() {
+            return Some(why);
+        }
+        let moved = background.map(|b| b.read_bytes + b.write_bytes);
+        match (moved, c.warmup_rate) {
+            (Some(0), Some((r, w))) if window >= MIN_WINDOW_FOR_TRAFFIC_CHECK_S && r + w > 0.0 => {
+                Some(format!(
+                    "the background load moved no bytes on the device during this {window:.1} s start \
+                     (during the warm-up: {} read, {} written per second)",
+                    iolab_sys::units::format_bytes(r as u64),
+                    iolab_sys::units::format_bytes(w as u64)
+                ))
+            }
+            _ => None,
+        }
+    });
+    let (run_outcome, reason) = match (&outcome.failure, &load_problem) {
+        (_, Some(why)) => (RunOutcome::Invalid, Some(why.clone())),
+        (Some(why), None) => (RunOutcome::Failed, Some(why.clone())),
+        (None, None) if outcome.censored => (RunOutcome::Censored, None),
+        (None, None) => (RunOutcome::Ok, None),
+    };
+    let mut config = json!({
+        "scheduler": cell.scheduler,
+        "iosched_params_set": c.tunables,
+        "iosched_tunables": c.all_tunables,
+        "warmup_s": cfg.warmup(&cell.scheduler).as_secs_f64(),
+        "cold": cfg.cold,
+        "target_ioprio": cfg.target_ioprio,
+        "target_nice": cfg.target_nice,
+        "load_ioprio": cfg.load_ioprio,
+        "bg_warmup_read_bw_bytes": c.warmup_rate.map(|r| r.0),
+        "bg_warmup_write_bw_bytes": c.warmup_rate.map(|r| r.1),
+    });
+    if let Some((_, m)) = prefetch {
+        config["prefetch"] = json!(m);
+    }
+    let mut extra = json!({
+        "device_read_bytes": device.as_ref().map(|d| d.read_bytes()),
+        "device_write_bytes": device.as_ref().map(|d| d.write_bytes()),
+        "target": to_json("the target's resource use", &outcome.usage)?,
+        "exit_ns": outcome.exit_ns,
+        "ready_ns": outcome.ready_ns,
+        "failed": outcome.failed(),
+        "output_tail": if outcome.failed() { outcome.output_tail.clone() } else { String::new() },
+        "memory_pressure": to_json("the memory pressure report", &pressure)?,
+        "am_start": am,
+    });
+    if let Some(o) = observed.extra() {
+        extra["observed"] = o;
+    }
+    let record = RunRecord {
+        scheduler: cell.scheduler.clone(),
+        workload: cell.workload.clone(),
+        rep,
+        target: st.label.clone(),
+        started_at,
+        duration_ns: outcome.duration_ns,
+        censored: outcome.censored,
+        timeout_ns: u64::try_from(st.spec.timeout.as_nanos()).unwrap_or(u64::MAX),
+        exit_code: outcome.exit_code,
+        signal: outcome.signal,
+        overhead_ns: Some(st.overhead_mean_ns()),
+        background,
+        config,
+        extra,
+        outcome: run_outcome,
+        reason: reason.clone(),
+        variant: prefetch.map(|(_, m)| m.variant()),
+    };
+    let mut docs = observed.docs;
+    if let (Some((p, m)), Some(report)) = (prefetch, &prefetched) {
+        docs.push(p.artifact(m, report)?);
+    }
+    ctx.store_run(&record, &docs)?;
+    ctx.progress.done(&if outcome.censored {
+        ">timeout".to_string()
+    } else {
+        format!("{:.2}s", outcome.duration_ns as f64 / 1e9)
+    });
+    if let Some(why) = load_problem {
+        return Ok(StartEnd::LoadProblem(why));
+    }
+    if cell.workload == "idle" && rep == 1 && outcome.failed() {
+        return Ok(StartEnd::FirstIdleFailed {
+            reason: reason.unwrap_or_default(),
+            tail: outcome.output_tail,
+        });
+    }
+    Ok(StartEnd::Stored)
+}
