@@ -141,8 +141,10 @@ impl Disks {
                     "-d {spec}: no block device with that number (see /sys/dev/block)"
                 ))
             })?;
-            let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
-            return self.open_name(&name.unwrap_or_default());
+            let name = dir.file_name().ok_or_else(|| {
+                UsageError::new(format!("-d {spec}: {} names no device", dir.display()))
+            })?;
+            return self.open_name(&name.to_string_lossy());
         }
         let name = spec.strip_prefix("/dev/").unwrap_or(spec);
         if self.sys.join("block").join(name).exists() {

@@ -214,8 +214,8 @@ impl BioSession {
     }
 
     /// Events lost so far.
-    pub fn lost_events(&self) -> u64 {
-        self.session.stats().lost
+    pub fn lost_events(&self) -> Result<u64, BioError> {
+        Ok(self.session.stats()?.lost)
     }
 
     /// Processes what the kernel has recorded so far; `on_request` sees

@@ -434,8 +434,9 @@ pub fn launch_observed<T: Send>(
     };
     use std::os::unix::process::ExitStatusExt;
     let status = exit.map(|(_, s)| s).or(killed);
-    let tail =
-        String::from_utf8_lossy(&tail.lock().map(|t| t.clone()).unwrap_or_default()).into_owned();
+    // A reader that panicked holding the lock left the bytes it had.
+    let tail = String::from_utf8_lossy(&tail.lock().unwrap_or_else(|p| p.into_inner()).clone())
+        .into_owned();
     Ok((
         Outcome {
             duration_ns,

@@ -35,13 +35,10 @@ pub fn stats_path(name: &str) -> PathBuf {
     fuse_mountpoint(name).join(iolab_model::server::STATS_NAME)
 }
 
-/// The program that serves the model: this iolab binary, or
-/// `IOLAB_MODEL_SERVER` (for library tests, whose executable is a test
-/// harness, not iolab).
+/// The program that serves the model: this iolab binary, and nothing an
+/// environment variable could name (a root process must not run a program
+/// chosen by its environment; no test needed another).
 fn server_program() -> Result<PathBuf, LabError> {
-    if let Some(p) = std::env::var_os("IOLAB_MODEL_SERVER") {
-        return Ok(PathBuf::from(p));
-    }
     std::env::current_exe().map_err(|e| LabError::io("the iolab executable", e))
 }
 
@@ -74,7 +71,12 @@ pub(crate) fn make(
         iolab_model::server::MAX_REQUEST
     );
     guard.mount("iolab-model", &mnt, "fuse.iolab-model", &data)?;
-    let params_json = serde_json::to_string(params).unwrap_or_default();
+    let params_json = serde_json::to_string(params).map_err(|e| {
+        LabError::io(
+            "the device model's parameters",
+            std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+        )
+    })?;
     let mut cmd = Command::new(server_program()?);
     cmd.arg("__model-server")
         .arg("--image")

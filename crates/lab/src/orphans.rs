@@ -14,41 +14,44 @@ use crate::{meta, LabError};
 pub const IMAGE_DIR: &str = "/var/tmp/iolab";
 
 /// Names of orphaned images in `dir`, sorted: `NAME.img` with no lab of
-/// that name and no loop device over it.
-pub fn orphans_in(dir: &Path) -> Vec<String> {
-    let labs = meta::names().unwrap_or_default();
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-                .filter_map(|e| {
-                    let n = e.file_name().to_string_lossy().into_owned();
-                    n.strip_suffix(".img").map(str::to_string)
-                })
-                .filter(|n| !labs.contains(n))
-                .filter(|n| {
-                    let p = dir.join(format!("{n}.img"));
-                    let p = p.canonicalize().unwrap_or(p);
-                    iolab_guard::loops_backed_by(&p).is_empty()
-                })
-                .collect()
+/// that name and no loop device over it. Labs that cannot be listed are
+/// an error: every image would otherwise look orphaned.
+pub fn orphans_in(dir: &Path) -> Result<Vec<String>, LabError> {
+    let labs = meta::names()?;
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(LabError::io(dir, e)),
+    };
+    let mut v: Vec<String> = rd
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.strip_suffix(".img").map(str::to_string)
         })
-        .unwrap_or_default();
+        .filter(|n| !labs.contains(n))
+        .filter(|n| {
+            let p = dir.join(format!("{n}.img"));
+            let p = p.canonicalize().unwrap_or(p);
+            iolab_guard::loops_backed_by(&p).is_empty()
+        })
+        .collect();
     v.sort();
-    v
+    Ok(v)
 }
 
 /// The orphaned image of `name`, if there is one.
-pub fn orphan(name: &str) -> Option<PathBuf> {
-    orphans_in(Path::new(IMAGE_DIR))
+pub fn orphan(name: &str) -> Result<Option<PathBuf>, LabError> {
+    Ok(orphans_in(Path::new(IMAGE_DIR))?
         .contains(&name.to_string())
-        .then(|| Path::new(IMAGE_DIR).join(format!("{name}.img")))
+        .then(|| Path::new(IMAGE_DIR).join(format!("{name}.img"))))
 }
 
 /// Removes the orphaned image of `name` (and the image directory when it
 /// is left empty); returns what it did.
 pub fn remove(name: &str) -> Result<Vec<String>, LabError> {
-    let Some(img) = orphan(name) else {
+    let Some(img) = orphan(name)? else {
         return Ok(Vec::new());
     };
     std::fs::remove_file(&img).map_err(|e| LabError::io(&img, e))?;

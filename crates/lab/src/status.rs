@@ -131,7 +131,7 @@ pub fn list() -> Result<Vec<LabStatus>, LabError> {
             })
         })
         .collect();
-    for name in crate::orphans::orphans_in(Path::new(crate::orphans::IMAGE_DIR)) {
+    for name in crate::orphans::orphans_in(Path::new(crate::orphans::IMAGE_DIR))? {
         let image = Path::new(crate::orphans::IMAGE_DIR).join(format!("{name}.img"));
         labs.push(LabStatus {
             problems: vec![format!(

@@ -220,18 +220,25 @@ impl RunningLoad {
     }
 
     fn finish(&mut self) -> LoadReport {
-        let results = self
-            .coordinator
-            .take()
-            .map(|c| c.join().unwrap_or_default())
-            .unwrap_or_default();
+        let mut warnings = self.plan.warnings.clone();
+        // A coordinator that panicked (a bug) loses every job's numbers:
+        // said, never a report of zero I/O that reads as measured.
+        let results = match self.coordinator.take().map(|c| c.join()) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => {
+                warnings.push(
+                    "the load's coordinator thread panicked: its jobs' numbers are lost".into(),
+                );
+                Vec::new()
+            }
+            None => Vec::new(),
+        };
         let elapsed = self.started.elapsed();
         if let Some(p) = self.progress.take() {
             p.finish();
         }
         let stopped = self.ctl.stopping();
         let (jobs, total) = report::assemble(&self.plan.jobs, &results);
-        let mut warnings = self.plan.warnings.clone();
         warnings.extend(
             self.late_failures
                 .lock()

@@ -189,7 +189,11 @@ impl ModelFs {
                 .snapshot(&params, (now_ns() - self.started_ns) as f64 / 1e9, busy_ns);
         snap.calibrated = !self.transport.calibrating();
         snap.transport_ns = self.transport.ns();
-        let mut v = serde_json::to_vec_pretty(&snap).unwrap_or_default();
+        // Read by `lab status` and the tests: a snapshot that cannot be
+        // written says so instead of reading as an empty file.
+        let mut v = serde_json::to_vec_pretty(&snap).unwrap_or_else(|e| {
+            format!("{{\"error\": \"stats.json could not be written: {e}\"}}").into_bytes()
+        });
         v.push(b'\n');
         v
     }

@@ -30,8 +30,10 @@ pub fn loops_backed_by(backing: &Path) -> Vec<String> {
             if !name.starts_with("loop") {
                 continue;
             }
-            let bf =
-                std::fs::read_to_string(e.path().join("loop/backing_file")).unwrap_or_default();
+            // An unbound loop device has no backing_file: it backs nothing.
+            let Ok(bf) = std::fs::read_to_string(e.path().join("loop/backing_file")) else {
+                continue;
+            };
             let bf = bf.trim_end();
             let bf = bf.strip_suffix(" (deleted)").unwrap_or(bf);
             if bf == want {
@@ -53,10 +55,22 @@ pub fn users_of(dev: &BlockDev) -> Vec<String> {
         }
     }
     parts.sort();
-    let mounts = crate::mounts::read();
     let mut users = Vec::new();
+    // What cannot be read counts as a use: the check fails safe.
+    let mounts = crate::mounts::try_read().unwrap_or_else(|e| {
+        users.push(format!(
+            "cannot tell what is mounted (/proc/self/mountinfo: {e})"
+        ));
+        Vec::new()
+    });
     for (name, sysfs) in &parts {
-        let devno = std::fs::read_to_string(sysfs.join("dev")).unwrap_or_default();
+        let devno = match std::fs::read_to_string(sysfs.join("dev")) {
+            Ok(d) => d,
+            Err(e) => {
+                users.push(format!("cannot tell whether {name} is mounted ({e})"));
+                continue;
+            }
+        };
         for m in mounts.iter().filter(|m| m.devno == devno.trim()) {
             users.push(format!("{name} mounted on {}", m.target.display()));
         }

@@ -58,11 +58,16 @@ fn parse_line(line: &str) -> Option<Mount> {
     })
 }
 
-/// All mounts of the calling process's namespace.
+/// All mounts of the calling process's namespace; empty when mountinfo
+/// cannot be read (see [`try_read`] where that must not pass unseen).
 pub fn read() -> Vec<Mount> {
-    std::fs::read_to_string("/proc/self/mountinfo")
-        .map(|t| parse(&t))
-        .unwrap_or_default()
+    try_read().unwrap_or_else(|_| Vec::new())
+}
+
+/// All mounts of the calling process's namespace, or why they cannot be
+/// read.
+pub fn try_read() -> std::io::Result<Vec<Mount>> {
+    std::fs::read_to_string("/proc/self/mountinfo").map(|t| parse(&t))
 }
 
 /// Mounts whose device is `devno` (`7:3`).

@@ -160,14 +160,20 @@ impl TraceSession {
         swept
     }
 
-    /// Counters so far (lost events read from the kernel now).
-    pub fn stats(&self) -> TraceStats {
-        let counters: Vec<CpuCounters> = self
+    /// Counters so far (lost events read from the kernel now). A CPU
+    /// whose counters cannot be read is an error: its lost events would
+    /// otherwise read as none.
+    pub fn stats(&self) -> Result<TraceStats, TraceError> {
+        let counters = self
             .cpus
             .iter()
-            .map(|&c| self.instance.counters(c).unwrap_or_default())
-            .collect();
-        combine(self.merger.cpu_stats(), &counters, self.merger.out_of_order)
+            .map(|&c| self.instance.counters(c))
+            .collect::<Result<Vec<CpuCounters>, _>>()?;
+        Ok(combine(
+            self.merger.cpu_stats(),
+            &counters,
+            self.merger.out_of_order,
+        ))
     }
 
     /// Stops tracing, delivers everything left, removes the instance and
@@ -186,7 +192,7 @@ impl TraceSession {
             &mut |_| None,
             sink,
         );
-        let stats = self.stats();
+        let stats = self.stats()?;
         self.instance.remove()?;
         Ok(stats)
     }

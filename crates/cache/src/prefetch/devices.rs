@@ -11,6 +11,7 @@ use iolab_sys::block::BlockDev;
 use iolab_sys::diskstats::{self, DiskStat};
 
 use super::fetch::DEFAULT_WINDOW;
+use crate::CacheError;
 
 /// The whole disk holding the filesystem with device number `dev`
 /// (`st_dev`), if it is a block device (not tmpfs, not a btrfs anonymous
@@ -73,13 +74,15 @@ pub fn readahead_window(dev: u64) -> u64 {
 }
 
 /// Counters of `names` now, from `<proc>/diskstats` (missing devices are
-/// left out).
-pub fn snapshot(proc_root: &Path, names: &[String]) -> Vec<DiskStat> {
-    let text = std::fs::read_to_string(proc_root.join("diskstats")).unwrap_or_default();
-    diskstats::parse(&text)
+/// left out). An unreadable file is an error: the device traffic would
+/// otherwise read as none.
+pub fn snapshot(proc_root: &Path, names: &[String]) -> Result<Vec<DiskStat>, CacheError> {
+    let path = proc_root.join("diskstats");
+    let text = std::fs::read_to_string(&path).map_err(|e| CacheError::io(&path, e))?;
+    Ok(diskstats::parse(&text)
         .into_iter()
         .filter(|d| names.contains(&d.name))
-        .collect()
+        .collect())
 }
 
 /// What one device did between two snapshots.
@@ -124,9 +127,9 @@ mod tests {
             )
         };
         std::fs::write(dir.path().join("diskstats"), line(100)).unwrap();
-        let a = snapshot(dir.path(), &["vda".into()]);
+        let a = snapshot(dir.path(), &["vda".into()]).unwrap();
         std::fs::write(dir.path().join("diskstats"), line(164)).unwrap();
-        let b = snapshot(dir.path(), &["vda".into()]);
+        let b = snapshot(dir.path(), &["vda".into()]).unwrap();
         let d = deltas(&a, &b);
         assert_eq!(d.len(), 1);
         assert_eq!(d[0].read_bytes, 64 * 512);

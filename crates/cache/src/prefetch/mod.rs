@@ -309,7 +309,7 @@ pub fn run(list: &PrefetchList, opts: &PrefetchOptions) -> Result<PrefetchReport
             }
         }
     }
-    let before_stats = devices::snapshot(&opts.proc_root, &names);
+    let before_stats = devices::snapshot(&opts.proc_root, &names)?;
     let mut tasks = Vec::new();
     for (i, t) in files.iter().enumerate() {
         if t.error.is_some() {
@@ -351,7 +351,7 @@ pub fn run(list: &PrefetchList, opts: &PrefetchOptions) -> Result<PrefetchReport
             }
         })
         .collect();
-    let devices = devices::deltas(&before_stats, &devices::snapshot(&opts.proc_root, &names));
+    let devices = devices::deltas(&before_stats, &devices::snapshot(&opts.proc_root, &names)?);
     let duration_s = t0.elapsed().as_secs_f64();
     let end = Stamp::now();
 

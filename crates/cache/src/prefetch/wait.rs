@@ -81,7 +81,9 @@ pub(crate) fn wait(
             };
         }
         let mut progress = pending.len() as u64;
-        let stats = devices::snapshot(proc_root, names);
+        // Unreadable counters (never seen) leave only the residency to
+        // decide when the reads have settled.
+        let stats = devices::snapshot(proc_root, names).unwrap_or_else(|_| Vec::new());
         let in_flight: u64 = stats.iter().map(|d| d.in_flight).sum();
         progress += stats.iter().map(|d| d.sectors_read).sum::<u64>();
         let precise = reading && probe.has_cachestat();

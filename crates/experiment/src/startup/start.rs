@@ -227,9 +227,9 @@ pub(super) fn start(
     if let Some(why) = load_problem {
         return Ok(StartEnd::LoadProblem(why));
     }
-    if cell.workload == "idle" && rep == 1 && outcome.failed() {
+    if let (true, Some(reason)) = (cell.workload == "idle" && rep == 1, outcome.failure) {
         return Ok(StartEnd::FirstIdleFailed {
-            reason: reason.unwrap_or_default(),
+            reason,
             tail: outcome.output_tail,
         });
     }

@@ -146,11 +146,11 @@ impl Recorder {
             ));
         };
         let mut sink = reader.stop()?;
-        let counters: Vec<_> = self
+        let counters = self
             .cpus
             .iter()
-            .map(|&c| self.instance.counters(c).unwrap_or_default())
-            .collect();
+            .map(|&c| self.instance.counters(c))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut per_cpu = std::mem::take(&mut sink.per_cpu);
         for (s, c) in per_cpu.iter_mut().zip(&counters) {
             s.events = c.read;
