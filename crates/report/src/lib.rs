@@ -4,8 +4,10 @@
 //! self-contained HTML file ([`html`]).
 //!
 //! A new output format is a new renderer here that walks
-//! [`view::ExperimentView`]; a new kind of experiment is a new view
-//! section in [`view`] that every renderer then shows.
+//! [`view::ExperimentView`] (which also holds the stored report it is a
+//! view of, for formats that export the stored data as it is); a new kind
+//! of data is a new view section in [`view`] that every renderer then
+//! shows.
 #![deny(missing_docs)]
 
 pub mod export;
@@ -14,17 +16,23 @@ pub mod text;
 pub mod view;
 
 use iolab_store::compare::Comparison;
-use iolab_store::ExperimentReport;
+use iolab_store::{ExperimentReport, StoreError};
 
 pub use view::ExperimentView;
 
 /// The HTML report of `reports`, with the comparison of the first two
 /// when `comparison` is given.
-pub fn html_report(reports: &[ExperimentReport], comparison: Option<&Comparison>) -> String {
+pub fn html_report(
+    reports: &[ExperimentReport],
+    comparison: Option<&Comparison>,
+) -> Result<String, StoreError> {
     let views: Vec<ExperimentView> = reports.iter().map(ExperimentView::of).collect();
     html::render(&html::HtmlInput {
-        reports,
         views: &views,
         comparison,
+    })
+    .map_err(|e| StoreError::Export {
+        format: "html",
+        why: e.to_string(),
     })
 }

@@ -20,7 +20,10 @@ fn seeded() -> (tempfile::TempDir, Store, iolab_store::ExperimentId) {
 #[test]
 fn json_statistics_equal_a_recomputation_from_raw_runs() {
     let (_dir, store, id) = seeded();
-    let bytes = JsonExporter.serialize(&store.report(id).unwrap()).unwrap();
+    let report = store.report(id).unwrap();
+    let bytes = JsonExporter
+        .serialize(&iolab_report::ExperimentView::of(&report))
+        .unwrap();
     let json: Value = serde_json::from_slice(&bytes).unwrap();
     let runs: Vec<RunRecord> = serde_json::from_value(json["runs"].clone()).unwrap();
     assert_eq!(runs.len(), 12);
@@ -64,7 +67,13 @@ fn json_statistics_equal_a_recomputation_from_raw_runs() {
 fn csv_has_the_header_and_one_row_per_run() {
     let (_dir, store, id) = seeded();
     let report = store.report(id).unwrap();
-    let text = String::from_utf8(ExportFormat::Csv.exporter().serialize(&report).unwrap()).unwrap();
+    let text = String::from_utf8(
+        ExportFormat::Csv
+            .exporter()
+            .serialize(&iolab_report::ExperimentView::of(&report))
+            .unwrap(),
+    )
+    .unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines[0],

@@ -42,25 +42,32 @@ pub struct SweepConfig {
     pub observe: Observe,
 }
 
+/// What a sweep and a max sweep both need: a repetition, a kind, and a
+/// run time above 0 and at most a day.
+pub(crate) fn check_common(reps: u32, kinds: &[Kind], runtime_s: f64) -> Result<(), UsageError> {
+    if reps == 0 {
+        return Err(UsageError::new("--reps must be at least 1"));
+    }
+    if kinds.is_empty() {
+        return Err(UsageError::new(
+            "--rw needs at least one of read, write, randread, randwrite",
+        ));
+    }
+    if !runtime_s.is_finite() || runtime_s <= 0.0 || runtime_s > 86_400.0 {
+        return Err(UsageError::new(
+            "--runtime must be a positive duration of at most a day, e.g. 1s or 500ms",
+        ));
+    }
+    Ok(())
+}
+
 impl SweepConfig {
     /// Checks what needs no system access.
     pub fn validate(&self) -> Result<(), UsageError> {
-        if self.reps == 0 {
-            return Err(UsageError::new("--reps must be at least 1"));
-        }
-        if self.kinds.is_empty() {
-            return Err(UsageError::new(
-                "--rw needs at least one of read, write, randread, randwrite",
-            ));
-        }
+        check_common(self.reps, &self.kinds, self.runtime_s)?;
         if self.patterns.is_empty() {
             return Err(UsageError::new(
                 "--patterns needs at least one NUMJOBS/IODEPTH pair, e.g. 1/1,4/4",
-            ));
-        }
-        if !self.runtime_s.is_finite() || self.runtime_s <= 0.0 || self.runtime_s > 86_400.0 {
-            return Err(UsageError::new(
-                "--runtime must be a positive duration of at most a day, e.g. 1s or 500ms",
             ));
         }
         if self.bs_bytes == 0 || self.bs_bytes % 4096 != 0 {

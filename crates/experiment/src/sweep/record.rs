@@ -31,7 +31,6 @@ pub fn record(
     } else {
         ("write", &m.report.total.write, &fio.total.write)
     };
-    let disk = m.report.disks.first();
     let mut extra = to_json("the run's fio fields", fio_dir)?;
     let fields = [
         ("dir", json!(dir)),
@@ -80,13 +79,7 @@ pub fn record(
         exit_code: None,
         signal: None,
         overhead_ns: None,
-        // The device's own counters over the measured window: all of it is
-        // the job's I/O (plus the filesystem's metadata).
-        background: disk.map(|d| BackgroundIo {
-            read_bytes: d.delta.read_bytes(),
-            write_bytes: d.delta.write_bytes(),
-            seconds: d.elapsed.as_secs_f64(),
-        }),
+        background: device_io(&m.report),
         config: json!({
             "scheduler": run.scheduler,
             "iosched_tunables": tunables,
@@ -107,6 +100,16 @@ pub fn record(
         .map_err(ExperimentError::serialise("the load report"))?];
     docs.extend(m.observed.docs);
     Ok((record, docs))
+}
+
+/// The device's own counters over a job's measured window: all of it is
+/// the job's I/O (plus the filesystem's metadata).
+pub(super) fn device_io(report: &iolab_load::LoadReport) -> Option<BackgroundIo> {
+    report.disks.first().map(|d| BackgroundIo {
+        read_bytes: d.delta.read_bytes(),
+        write_bytes: d.delta.write_bytes(),
+        seconds: d.elapsed.as_secs_f64(),
+    })
 }
 
 /// A collector's summary, or `{"error": why}` when it failed.

@@ -4,11 +4,10 @@
 
 use std::io::Write;
 use std::ops::ControlFlow;
-use std::os::fd::AsFd;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
@@ -148,7 +147,11 @@ pub fn run(a: CpuArgs) -> anyhow::Result<()> {
         }
     })?;
     let mut child = match a.command.split_first() {
-        Some((prog, args)) => Some(spawn(prog, args, plan.format)?),
+        Some((prog, args)) => Some(super::child::spawn(
+            prog,
+            args,
+            plan.format != Format::Table,
+        )?),
         None => None,
     };
     let mut out = Printer::new(plan, std::io::stdout().lock());
@@ -176,9 +179,9 @@ pub fn run(a: CpuArgs) -> anyhow::Result<()> {
         out.interval(&c, &p)?;
     }
     if let (Some(c), None) = (child.as_mut(), status) {
-        status = Some(finish_child(c)?);
+        status = Some(super::child::finish(c, Duration::from_secs(2))?);
     }
-    let exit_code = status.map(exit_code);
+    let exit_code = status.map(super::child::exit_code);
     out.finish(&series, &a.command, exit_code)?;
     match exit_code {
         // Exit with the command's code, as `time` and `perf stat` do; this
@@ -186,46 +189,6 @@ pub fn run(a: CpuArgs) -> anyhow::Result<()> {
         Some(code) if code != 0 => std::process::exit(code),
         _ => Ok(()),
     }
-}
-
-fn spawn(prog: &str, args: &[String], format: Format) -> anyhow::Result<Child> {
-    let mut cmd = Command::new(prog);
-    cmd.args(args);
-    if format != Format::Table {
-        // Keep stdout one parseable document.
-        let err = std::io::stderr().as_fd().try_clone_to_owned()?;
-        cmd.stdout(Stdio::from(err));
-    }
-    cmd.spawn().map_err(|e| {
-        UsageError::new(format!(
-            "cannot run {prog}: {e}; give a program on PATH or its path"
-        ))
-        .into()
-    })
-}
-
-/// After Ctrl-C: the terminal sent the command the signal too; give it a
-/// moment to end, then ask it with SIGTERM.
-fn finish_child(c: &mut Child) -> anyhow::Result<ExitStatus> {
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < deadline {
-        if let Some(s) = c.try_wait()? {
-            return Ok(s);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let pid = rustix::process::Pid::from_raw(c.id() as i32).context("the command's pid")?;
-    // The child is ours and not yet reaped, so the pid is still its own.
-    let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-    Ok(c.wait()?)
-}
-
-/// The shell's convention: the exit code, or 128 + the signal.
-fn exit_code(s: ExitStatus) -> i32 {
-    use std::os::unix::process::ExitStatusExt;
-    s.code()
-        .or_else(|| s.signal().map(|n| 128 + n))
-        .unwrap_or(1)
 }
 
 /// Writes intervals as they close and the average at the end.

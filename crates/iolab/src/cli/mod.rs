@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 
 mod app;
 mod cache;
+mod child;
 mod cpu;
 mod db;
 mod demo;

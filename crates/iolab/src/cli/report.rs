@@ -86,7 +86,7 @@ pub fn run(a: ReportArgs) -> anyhow::Result<()> {
         PathBuf::from(format!("iolab-report-{}.html", ids.join("-")))
     });
     let started = std::time::Instant::now();
-    let html = iolab_report::html_report(&reports, comparison.as_ref());
+    let html = iolab_report::html_report(&reports, comparison.as_ref())?;
     write(&out, &html)?;
     let ms = started.elapsed().as_secs_f64() * 1e3;
     if a.json {
@@ -126,7 +126,7 @@ pub fn write_default(store_db: &Path, report: &ExperimentReport) -> anyhow::Resu
     let out = dir.join(format!("experiment-{}.html", report.experiment.id.0));
     write(
         &out,
-        &iolab_report::html_report(std::slice::from_ref(report), None),
+        &iolab_report::html_report(std::slice::from_ref(report), None)?,
     )?;
     Ok(out)
 }

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand, ValueEnum};
 use iolab_report::export::{ExportFormat, Exporter, JsonExporter};
 use iolab_report::text::render_key_values;
+use iolab_report::ExperimentView;
 use iolab_store::{ExperimentId, ExperimentReport, ExperimentSummary, Store};
 use iolab_sys::UsageError;
 
@@ -154,7 +155,7 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<()> {
         ResultsCommand::Show { id, json } => {
             let report = store.report(id)?;
             if json {
-                out.write_all(&JsonExporter.serialize(&report)?)?;
+                out.write_all(&JsonExporter.serialize(&ExperimentView::of(&report))?)?;
             } else {
                 out.write_all(show_text(&report, &store).as_bytes())?;
             }
@@ -198,7 +199,9 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<()> {
         ResultsCommand::Snapshot { file } => store.snapshot(&file)?,
         ResultsCommand::Export { id, format, output } => {
             let report = store.report(id)?;
-            let bytes = ExportFormat::from(format).exporter().serialize(&report)?;
+            let bytes = ExportFormat::from(format)
+                .exporter()
+                .serialize(&ExperimentView::of(&report))?;
             match output {
                 Some(file) => std::fs::write(&file, bytes).map_err(|e| {
                     UsageError::new(format!(

@@ -12,7 +12,6 @@ use iolab_experiment::startup::{
 };
 use iolab_experiment::target::android::AmTarget;
 use iolab_experiment::target::Target;
-use iolab_experiment::Schedulers;
 use iolab_store::ExperimentId;
 use iolab_sys::ioprio::IoPrio;
 use iolab_sys::UsageError;
@@ -55,14 +54,8 @@ pub struct StartupArgs {
     /// Emulated IOPS limit of the temporary lab.
     #[arg(long, value_name = "N", conflicts_with_all = ["lab", "device"])]
     pub iops: Option<u64>,
-    /// Schedulers to compare: `all` (every one the device offers) or a list.
-    #[arg(
-        long,
-        default_value = "all",
-        value_name = "all|LIST",
-        value_delimiter = ','
-    )]
-    pub schedulers: Vec<String>,
+    #[command(flatten)]
+    pub schedulers: super::values::SchedulersArg,
     /// Background workloads: names of `iolab load` (1r, 1w, 1r1w, 10r-seq,
     /// 5r5w-seq, 10r-rand, 5r5w-rand) or fio-style job files. `idle` is
     /// always measured as the baseline.
@@ -221,7 +214,7 @@ pub fn run(a: StartupArgs) -> anyhow::Result<()> {
 pub fn print_finished(fin: &Finished<Vec<u64>>, json: bool) -> anyhow::Result<()> {
     use iolab_report::export::{Exporter, JsonExporter};
     if json {
-        let bytes = JsonExporter.serialize(&fin.report)?;
+        let bytes = JsonExporter.serialize(&iolab_report::ExperimentView::of(&fin.report))?;
         println!("{}", String::from_utf8_lossy(&bytes));
         super::report::write_and_say(&fin.db, &fin.report, true);
         return stopped_cells(fin);
@@ -327,7 +320,7 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
     };
     let cfg = StartupConfig {
         place,
-        schedulers: Schedulers::parse(&a.schedulers)?,
+        schedulers: a.schedulers.schedulers.clone(),
         workloads: a.workloads.clone(),
         reps: a.reps,
         timeout_s: a.timeout,

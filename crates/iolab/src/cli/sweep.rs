@@ -11,7 +11,6 @@ use iolab_experiment::engine::{self, Finished, RunOptions};
 use iolab_experiment::place::Place;
 use iolab_experiment::sweep::max::{self, Max, MaxConfig};
 use iolab_experiment::sweep::{Kind, Pattern, Sizing, Sweep, SweepConfig};
-use iolab_experiment::Schedulers;
 use iolab_report::view::max::MaxTable;
 use iolab_report::view::sweep::{Metric, SweepTable};
 use iolab_store::ExperimentId;
@@ -32,14 +31,8 @@ Examples:
   iolab sweep --device /dev/sdb --runtime 5s --csv > sweep.csv
   iolab sweep --resume 12")]
 pub struct SweepArgs {
-    /// Schedulers to compare: `all` (every one the device offers) or a list.
-    #[arg(
-        long,
-        default_value = "all",
-        value_name = "all|LIST",
-        value_delimiter = ','
-    )]
-    pub schedulers: Vec<String>,
+    #[command(flatten)]
+    pub schedulers: super::values::SchedulersArg,
     /// Access kinds, one table each: read, randread, write, randwrite
     /// [default: all four; read,randread with --max].
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
@@ -152,33 +145,74 @@ pub fn run(a: SweepArgs) -> anyhow::Result<()> {
 }
 
 fn print_finished(fin: &Finished<Sizing>, a: &SweepArgs) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
     let table = SweepTable::from_runs(&fin.report.runs);
+    print(
+        fin,
+        a,
+        Printed {
+            mode: "sweep",
+            config_key: "sweep",
+            unit: "run(s)",
+            json: vec![
+                ("engine", serde_json::json!(ENGINE)),
+                ("sizing", serde_json::to_value(&fin.body)?),
+                ("tables", serde_json::to_value(&table)?),
+            ],
+            csv: iolab_report::text::sweep::csv(&table),
+            text: format!(
+                "scheduler sweep on {}; {ENGINE}\n{}\n\n{}",
+                fin.place,
+                fin.body.note,
+                iolab_report::text::sweep::render(&table, a.metric)
+            ),
+        },
+    )
+}
+
+/// What a finished sweep or max sweep prints, besides what both print.
+struct Printed {
+    /// `sweep` or `sweep --max`: the command that resumes it.
+    mode: &'static str,
+    /// Where its configuration is stored.
+    config_key: &'static str,
+    /// What its runs are called.
+    unit: &'static str,
+    /// Its own JSON fields.
+    json: Vec<(&'static str, serde_json::Value)>,
+    /// Its CSV.
+    csv: String,
+    /// Its text, before the line that says where it is stored.
+    text: String,
+}
+
+/// Prints a finished sweep (JSON, CSV or text), writes its report and
+/// says what the user should know.
+fn print<S>(fin: &Finished<S>, a: &SweepArgs, p: Printed) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
     if a.json {
-        let doc = serde_json::json!({
+        let mut doc = serde_json::json!({
             "experiment": fin.id,
             "db": fin.db,
             "status": iolab_store::Status::ended(fin.interrupted).as_str(),
             "place": fin.place,
-            "engine": ENGINE,
-            "sizing": fin.body,
-            "config": fin.report.experiment.config.get("sweep"),
+            "config": fin.report.experiment.config.get(p.config_key),
             "elapsed_s": fin.elapsed.as_secs_f64(),
             "runs_recorded": fin.recorded,
-            "tables": table,
         });
+        for (k, v) in p.json {
+            doc[k] = v;
+        }
         serde_json::to_writer_pretty(&mut out, &doc)?;
         writeln!(out)?;
     } else if a.csv {
-        out.write_all(iolab_report::text::sweep::csv(&table).as_bytes())?;
+        out.write_all(p.csv.as_bytes())?;
     } else {
-        writeln!(out, "scheduler sweep on {}; {ENGINE}", fin.place)?;
-        writeln!(out, "{}\n", fin.body.note)?;
-        out.write_all(iolab_report::text::sweep::render(&table, a.metric).as_bytes())?;
+        out.write_all(p.text.as_bytes())?;
         writeln!(
             out,
-            "{} run(s) in {:.0} s; stored as experiment {} in {}",
+            "{} {} in {:.0} s; stored as experiment {} in {}",
             fin.recorded,
+            p.unit,
             fin.elapsed.as_secs_f64(),
             fin.id,
             fin.db.display()
@@ -186,11 +220,12 @@ fn print_finished(fin: &Finished<Sizing>, a: &SweepArgs) -> anyhow::Result<()> {
     }
     super::report::write_and_say(&fin.db, &fin.report, a.json || a.csv);
     for w in &fin.warnings {
-        eprintln!("iolab sweep: note: {w}");
+        eprintln!("iolab {}: note: {w}", p.mode);
     }
     if fin.interrupted {
         eprintln!(
-            "iolab sweep: interrupted: continue with `iolab sweep --resume {} --db {}`",
+            "iolab {0}: interrupted: continue with `iolab {0} --resume {1} --db {2}`",
+            p.mode,
             fin.id,
             fin.db.display()
         );
@@ -229,7 +264,7 @@ fn config(a: &SweepArgs) -> anyhow::Result<SweepConfig> {
     };
     let cfg = SweepConfig {
         place,
-        schedulers: Schedulers::parse(&a.schedulers)?,
+        schedulers: a.schedulers.schedulers.clone(),
         kinds: kinds(&a.rw, &["read", "randread", "write", "randwrite"])?,
         patterns: a
             .patterns
@@ -280,56 +315,31 @@ fn run_max(a: &SweepArgs) -> anyhow::Result<()> {
     };
     let announce = |line: &str| eprintln!("iolab sweep --max: {line}");
     let fin = engine::run::<Max>(cfg, &options(a)?, &announce)?;
-    let mut out = std::io::stdout().lock();
     let table = MaxTable::from_runs(&fin.report.runs);
-    if a.json {
-        let doc = serde_json::json!({
-            "experiment": fin.id,
-            "db": fin.db,
-            "status": iolab_store::Status::ended(fin.interrupted).as_str(),
-            "place": fin.place,
-            "config": fin.report.experiment.config.get("max"),
-            "elapsed_s": fin.elapsed.as_secs_f64(),
-            "runs_recorded": fin.recorded,
-            "tables": table,
-        });
-        serde_json::to_writer_pretty(&mut out, &doc)?;
-        writeln!(out)?;
-    } else if a.csv {
-        out.write_all(iolab_report::text::max::csv(&table).as_bytes())?;
-    } else {
-        let runtime = fin
-            .report
-            .experiment
-            .config
-            .pointer("/max/runtime_s")
-            .and_then(serde_json::Value::as_f64);
-        writeln!(
-            out,
-            "maximum sustainable throughput on {}; O_DIRECT on the raw device, {} s per point\n\
-             kernel µs/IO: system + irq + softirq time of all CPUs (/proc/stat) per I/O completed\n",
-            fin.place,
-            runtime.map_or_else(|| "?".to_string(), |r| r.to_string())
-        )?;
-        out.write_all(iolab_report::text::max::render(&table).as_bytes())?;
-        writeln!(
-            out,
-            "{} point(s) in {:.0} s; stored as experiment {} in {}",
-            fin.recorded,
-            fin.elapsed.as_secs_f64(),
-            fin.id,
-            fin.db.display()
-        )?;
-    }
-    super::report::write_and_say(&fin.db, &fin.report, a.json || a.csv);
-    if fin.interrupted {
-        eprintln!(
-            "iolab sweep --max: interrupted: continue with `iolab sweep --max --resume {} --db {}`",
-            fin.id,
-            fin.db.display()
-        );
-    }
-    Ok(())
+    let runtime = fin
+        .report
+        .experiment
+        .config
+        .pointer("/max/runtime_s")
+        .and_then(serde_json::Value::as_f64);
+    print(
+        &fin,
+        a,
+        Printed {
+            mode: "sweep --max",
+            config_key: "max",
+            unit: "point(s)",
+            json: vec![("tables", serde_json::to_value(&table)?)],
+            csv: iolab_report::text::max::csv(&table),
+            text: format!(
+                "maximum sustainable throughput on {}; O_DIRECT on the raw device, {} s per point\n\
+                 kernel µs/IO: system + irq + softirq time of all CPUs (/proc/stat) per I/O completed\n\n{}",
+                fin.place,
+                runtime.map_or_else(|| "?".to_string(), |r| r.to_string()),
+                iolab_report::text::max::render(&table)
+            ),
+        },
+    )
 }
 
 fn max_config(a: &SweepArgs) -> anyhow::Result<MaxConfig> {
@@ -355,7 +365,7 @@ fn max_config(a: &SweepArgs) -> anyhow::Result<MaxConfig> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let cfg = MaxConfig {
         place,
-        schedulers: Schedulers::parse(&a.schedulers)?,
+        schedulers: a.schedulers.schedulers.clone(),
         kinds: kinds(&a.rw, &["read", "randread"])?,
         threads: if a.threads.is_empty() {
             max::default_threads(cpus)

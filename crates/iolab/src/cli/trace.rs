@@ -3,9 +3,8 @@
 //! summaries and Perfetto traces, from iolab's own trace session.
 
 use std::io::{BufWriter, Write};
-use std::os::fd::AsFd;
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
+
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -155,7 +154,7 @@ fn run_bio(a: BioArgs) -> anyhow::Result<()> {
     let mut session = BioSession::start(&guard, opts)?;
     let t0 = session.start_ns();
     let mut child = match a.command.split_first() {
-        Some((prog, args)) => Some(spawn(prog, args, a.json)?),
+        Some((prog, args)) => Some(super::child::spawn(prog, args, a.json)?),
         None => None,
     };
     let mut out = BufWriter::new(std::io::stdout().lock());
@@ -192,7 +191,7 @@ fn run_bio(a: BioArgs) -> anyhow::Result<()> {
         }
     }
     if let (Some(c), None) = (child.as_mut(), status) {
-        status = Some(finish_child(c, grace)?);
+        status = Some(super::child::finish(c, grace)?);
     }
     let trace = session.finish(&mut |r, disk| printer.request(&mut out, r, disk))?;
     printer.check()?;
@@ -202,7 +201,7 @@ fn run_bio(a: BioArgs) -> anyhow::Result<()> {
     if let Some(path) = &a.perfetto {
         write_perfetto(path, &trace)?;
     }
-    match status.map(exit_code) {
+    match status.map(super::child::exit_code) {
         Some(code) if code != 0 => {
             drop(out);
             // The guard is gone (trace instance removed): nothing to undo.
@@ -298,45 +297,6 @@ fn write_perfetto(path: &PathBuf, trace: &BioTrace) -> anyhow::Result<()> {
         trace.lost_events
     );
     Ok(())
-}
-
-fn spawn(prog: &str, args: &[String], json: bool) -> anyhow::Result<Child> {
-    let mut cmd = Command::new(prog);
-    cmd.args(args);
-    if json {
-        // Keep stdout parseable: the command's output goes to stderr.
-        let err = std::io::stderr().as_fd().try_clone_to_owned()?;
-        cmd.stdout(Stdio::from(err));
-    }
-    cmd.spawn().map_err(|e| {
-        UsageError::new(format!(
-            "cannot run {prog}: {e}; give a program on PATH or its path"
-        ))
-        .into()
-    })
-}
-
-/// Gives the command `grace` to end, then SIGTERMs it and reaps it.
-fn finish_child(c: &mut Child, grace: Duration) -> anyhow::Result<ExitStatus> {
-    let deadline = Instant::now() + grace;
-    while Instant::now() < deadline {
-        if let Some(s) = c.try_wait()? {
-            return Ok(s);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let pid = rustix::process::Pid::from_raw(c.id() as i32).context("the command's pid")?;
-    // The child is ours and not yet reaped, so the pid is still its own.
-    let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-    Ok(c.wait()?)
-}
-
-/// The shell's convention: the exit code, or 128 + the signal.
-fn exit_code(s: ExitStatus) -> i32 {
-    use std::os::unix::process::ExitStatusExt;
-    s.code()
-        .or_else(|| s.signal().map(|n| 128 + n))
-        .unwrap_or(1)
 }
 
 /// `--trace bio` of another command (`iolab load`): block tracing in the

@@ -116,6 +116,21 @@ pub fn settle(s: &str) -> Result<(u64, u64, f64), String> {
     Ok((min, growth, interval))
 }
 
+/// `--schedulers`, shared by the commands that compare schedulers.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SchedulersArg {
+    /// Schedulers to compare: `all` (every one the device offers) or a
+    /// comma-separated list, each scheduler once.
+    #[arg(long, default_value = "all", value_name = "all|LIST", value_parser = schedulers)]
+    pub schedulers: iolab_experiment::Schedulers,
+}
+
+/// `all`, or scheduler names each given once: `none,bfq`.
+pub fn schedulers(s: &str) -> Result<iolab_experiment::Schedulers, String> {
+    let names: Vec<String> = s.split(',').map(|n| n.trim().to_string()).collect();
+    iolab_experiment::Schedulers::parse(&names).map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

@@ -7,7 +7,8 @@
 use std::fmt::Write as _;
 
 use super::Exporter;
-use iolab_store::{ExperimentReport, RunRecord, StoreError};
+use crate::view::ExperimentView;
+use iolab_store::{RunRecord, StoreError};
 
 /// The header row.
 pub const HEADER: &str = "experiment_id,scheduler,workload,target,rep,started_at,duration_s,\
@@ -19,11 +20,11 @@ bg_runtime_ms,bg_read_bw_bytes,bg_write_bw_bytes";
 pub struct CsvExporter;
 
 impl Exporter for CsvExporter {
-    fn serialize(&self, report: &ExperimentReport) -> Result<Vec<u8>, StoreError> {
+    fn serialize(&self, view: &ExperimentView) -> Result<Vec<u8>, StoreError> {
         let mut out = String::from(HEADER);
         out.push('\n');
-        for run in &report.runs {
-            out.push_str(&row(report.experiment.id.0, run));
+        for run in &view.stored.runs {
+            out.push_str(&row(view.id, run));
             out.push('\n');
         }
         Ok(out.into_bytes())

@@ -14,7 +14,7 @@
 use std::fmt::Write as _;
 
 use iolab_stats::Summary;
-use iolab_store::{ExperimentReport, StoreError};
+use iolab_store::StoreError;
 
 use super::Exporter;
 use crate::view::ExperimentView;
@@ -127,9 +127,9 @@ fn cases(v: &ExperimentView) -> Vec<Case> {
 }
 
 /// The lines for one experiment.
-pub fn lines(report: &ExperimentReport) -> String {
+pub fn lines(view: &ExperimentView) -> String {
     let mut out = String::new();
-    for c in cases(&ExperimentView::of(report)) {
+    for c in cases(view) {
         let result = if c.pass { "pass" } else { "fail" };
         let _ = write!(
             out,
@@ -145,8 +145,8 @@ pub fn lines(report: &ExperimentReport) -> String {
 }
 
 impl Exporter for LavaExporter {
-    fn serialize(&self, report: &ExperimentReport) -> Result<Vec<u8>, StoreError> {
-        Ok(lines(report).into_bytes())
+    fn serialize(&self, view: &ExperimentView) -> Result<Vec<u8>, StoreError> {
+        Ok(lines(view).into_bytes())
     }
 }
 
@@ -155,6 +155,7 @@ impl Exporter for LavaExporter {
 mod tests {
     use super::*;
     use iolab_store::testutil::run;
+    use iolab_store::ExperimentReport;
 
     fn report() -> ExperimentReport {
         let e = iolab_store::testutil::experiment(iolab_results::ExperimentKind::Startup);
@@ -171,7 +172,7 @@ mod tests {
     /// then whitespace-split `KEY=VALUE` pairs (exactly one `=` each).
     #[test]
     fn lines_parse_as_lava_does_one_per_cell_and_metric() {
-        let text = lines(&report());
+        let text = lines(&ExperimentView::of(&report()));
         let re = regex::Regex::new(r"<LAVA_SIGNAL_(\S+) ([^>]+)>").unwrap();
         let mut ids = Vec::new();
         for l in text.lines() {

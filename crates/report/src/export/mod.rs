@@ -1,6 +1,6 @@
 //! Exporters: one small trait, one file per format (as hyperfine does).
-//! Each turns an [`ExperimentReport`] into bytes; the caller decides where
-//! they go (stdout or `-o FILE`).
+//! Each turns an experiment's [`ExperimentView`] into bytes; the caller
+//! decides where they go (stdout or `-o FILE`).
 
 mod csv;
 mod json;
@@ -14,12 +14,13 @@ use iolab_sys::UsageError;
 pub use self::csv::CsvExporter;
 pub use self::json::JsonExporter;
 pub use self::lava::LavaExporter;
-use iolab_store::{ExperimentReport, StoreError};
+use crate::view::ExperimentView;
+use iolab_store::StoreError;
 
-/// Serializes a report in one format.
+/// Serializes an experiment in one format.
 pub trait Exporter {
-    /// The report as this format's bytes.
-    fn serialize(&self, report: &ExperimentReport) -> Result<Vec<u8>, StoreError>;
+    /// The experiment as this format's bytes.
+    fn serialize(&self, view: &ExperimentView) -> Result<Vec<u8>, StoreError>;
 }
 
 /// The HTML report of one experiment.
@@ -27,8 +28,16 @@ pub trait Exporter {
 pub struct HtmlExporter;
 
 impl Exporter for HtmlExporter {
-    fn serialize(&self, report: &ExperimentReport) -> Result<Vec<u8>, StoreError> {
-        Ok(crate::html_report(std::slice::from_ref(report), None).into_bytes())
+    fn serialize(&self, view: &ExperimentView) -> Result<Vec<u8>, StoreError> {
+        let html = crate::html::render(&crate::html::HtmlInput {
+            views: std::slice::from_ref(view),
+            comparison: None,
+        })
+        .map_err(|e| StoreError::Export {
+            format: "html",
+            why: e.to_string(),
+        })?;
+        Ok(html.into_bytes())
     }
 }
 

@@ -19,16 +19,14 @@ use svg::esc;
 
 /// Everything one report file shows.
 pub struct HtmlInput<'a> {
-    /// The stored reports, in the order given.
-    pub reports: &'a [ExperimentReport],
-    /// Their views.
-    pub views: &'a [ExperimentView],
+    /// The experiments' views, in the order given.
+    pub views: &'a [ExperimentView<'a>],
     /// `results compare` of the first two, when asked for.
     pub comparison: Option<&'a Comparison>,
 }
 
 /// The page.
-pub fn render(input: &HtmlInput) -> String {
+pub fn render(input: &HtmlInput) -> Result<String, serde_json::Error> {
     let ids: Vec<String> = input.views.iter().map(|v| v.id.to_string()).collect();
     let title = format!("iolab report: experiment {}", ids.join(", "));
     let mut body = String::new();
@@ -44,15 +42,13 @@ pub fn render(input: &HtmlInput) -> String {
     let data = json!({
         "iolab_version": env!("CARGO_PKG_VERSION"),
         "views": input.views,
-        "reports": input.reports,
+        "reports": input.views.iter().map(|v| v.stored).collect::<Vec<&ExperimentReport>>(),
         "comparison": input.comparison,
     });
     // `</` inside a script element would end it early; `<\/` is the same
     // JSON string.
-    let data = serde_json::to_string(&data)
-        .unwrap_or_else(|_| "{}".into())
-        .replace("</", "<\\/");
-    format!(
+    let data = serde_json::to_string(&data)?.replace("</", "<\\/");
+    Ok(format!(
         r#"<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -66,5 +62,5 @@ pub fn render(input: &HtmlInput) -> String {
         t = esc(&title),
         css = include_str!("page.css"),
         ver = env!("CARGO_PKG_VERSION"),
-    )
+    ))
 }

@@ -23,9 +23,14 @@ use iolab_store::ExperimentReport;
 use max::MaxTable;
 use sweep::SweepTable;
 
-/// Everything the report shows of one experiment.
+/// Everything the report shows of one experiment, and the stored report it
+/// is a view of (for the formats that export the stored data as it is:
+/// JSON, CSV).
 #[derive(Debug, Clone, Serialize)]
-pub struct ExperimentView {
+pub struct ExperimentView<'r> {
+    /// The stored experiment, runs and cells the view derives from.
+    #[serde(skip)]
+    pub stored: &'r ExperimentReport,
     /// Experiment id.
     pub id: i64,
     /// `startup`, `sweep`, `sweep-max`.
@@ -75,12 +80,13 @@ pub struct NotSample {
     pub reason: String,
 }
 
-impl ExperimentView {
+impl<'r> ExperimentView<'r> {
     /// The view of one stored experiment.
-    pub fn of(r: &ExperimentReport) -> ExperimentView {
+    pub fn of(r: &'r ExperimentReport) -> ExperimentView<'r> {
         let e = &r.experiment;
         let kind = &e.kind;
         ExperimentView {
+            stored: r,
             id: e.id.0,
             kind: e.kind.clone(),
             status: e.status.as_str().to_string(),

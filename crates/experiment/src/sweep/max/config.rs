@@ -49,14 +49,7 @@ pub fn default_threads(cpus: usize) -> Vec<u32> {
 impl MaxConfig {
     /// Checks what needs no system access.
     pub fn validate(&self) -> Result<(), UsageError> {
-        if self.reps == 0 {
-            return Err(UsageError::new("--reps must be at least 1"));
-        }
-        if self.kinds.is_empty() {
-            return Err(UsageError::new(
-                "--rw needs at least one of read, write, randread, randwrite",
-            ));
-        }
+        crate::sweep::config::check_common(self.reps, &self.kinds, self.runtime_s)?;
         if self.threads.is_empty() {
             return Err(UsageError::new(
                 "--threads needs at least one thread count, e.g. 1,2,4,8",
@@ -73,21 +66,11 @@ impl MaxConfig {
                 self.iodepth
             )));
         }
-        if !self.runtime_s.is_finite() || self.runtime_s <= 0.0 {
-            return Err(UsageError::new(
-                "--runtime must be a positive duration, e.g. 2s or 500ms",
-            ));
-        }
         if self.bs_bytes == 0 || self.bs_bytes % 512 != 0 {
             return Err(UsageError::new(format!(
                 "block size {} is not a positive multiple of 512 (O_DIRECT needs aligned blocks): use e.g. 4k",
                 self.bs_bytes
             )));
-        }
-        if !self.runtime_s.is_finite() || self.runtime_s > 86_400.0 {
-            return Err(UsageError::new(
-                "--runtime must be a positive duration of at most a day, e.g. 2s or 500ms",
-            ));
         }
         Ok(())
     }

@@ -15,7 +15,7 @@ pub mod point;
 use serde_json::{json, Value};
 
 use iolab_results::{ArtifactDoc, ArtifactKind, ExperimentKind};
-use iolab_store::{BackgroundIo, RunKey, RunRecord};
+use iolab_store::{RunKey, RunRecord};
 use iolab_sys::block::BlockDev;
 
 pub use config::{default_threads, MaxConfig};
@@ -151,7 +151,6 @@ fn record(
     cfg: &MaxConfig,
     started_at: String,
 ) -> Result<RunRecord, ExperimentError> {
-    let disk = report.disks.first();
     Ok(RunRecord {
         scheduler: p.scheduler.clone(),
         workload: workload.to_string(),
@@ -164,11 +163,7 @@ fn record(
         exit_code: None,
         signal: None,
         overhead_ns: None,
-        background: disk.map(|d| BackgroundIo {
-            read_bytes: d.delta.read_bytes(),
-            write_bytes: d.delta.write_bytes(),
-            seconds: d.elapsed.as_secs_f64(),
-        }),
+        background: super::record::device_io(report),
         config: json!({
             "scheduler": p.scheduler,
             "iosched_tunables": dev.iosched_tunables(),
