@@ -1,4 +1,4 @@
-//! iolab's report model: what a stored experiment shows, as data
+//! iolab's reports: what a stored experiment shows, as data
 //! ([`view`]), and every way it is rendered — terminal text ([`text`]),
 //! JSON (serde of the views and the store's report), CSV, and one
 //! self-contained HTML file ([`html`]).

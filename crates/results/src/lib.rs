@@ -1,4 +1,4 @@
-//! The results model: what a stored experiment is made of, as types.
+//! The results types: what a stored experiment is made of.
 //!
 //! Experiments (`iolab-experiment`) write these; the store keeps them; the
 //! report (`iolab-report`) reads them. Neither side names a kind by a bare

@@ -22,8 +22,8 @@ use std::cmp::Ordering;
 
 use iolab_stats::{ratio_of_means, summarize, welch_test, Ratio, Sample, Summary, LEVEL_95};
 
-use crate::model::{RunOutcome, RunRecord};
 use crate::report::ExperimentReport;
+use crate::stored::{RunOutcome, RunRecord};
 
 /// What is compared.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::model::ExperimentId;
+use crate::stored::ExperimentId;
 
 /// A results-store operation failed.
 #[derive(Debug, thiserror::Error)]

@@ -15,8 +15,8 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::error::StoreError;
-use crate::model::ExperimentId;
 use crate::store::Store;
+use crate::stored::ExperimentId;
 use crate::time::rfc3339_now;
 
 /// What happened to one experiment of the imported database.
@@ -329,7 +329,7 @@ impl Drop for CopiedDb {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::model::Status;
+    use crate::stored::Status;
     use crate::testutil::run;
 
     fn board_env() -> Value {

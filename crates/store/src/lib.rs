@@ -15,22 +15,22 @@
 pub mod compare;
 mod error;
 mod import;
-mod model;
 mod report;
 pub mod schema;
 mod store;
+mod stored;
 #[cfg(any(test, feature = "test-util"))]
 pub mod testutil;
 mod time;
 
 pub use error::StoreError;
 pub use import::{ImportAction, ImportFrom, Imported};
-pub use model::{
-    Artifact, BackgroundIo, Experiment, ExperimentId, ExperimentSummary, RunId, RunKey, RunOutcome,
-    RunRecord, Status,
-};
 pub use report::{
     cells_from_runs, CellReport, ExperimentReport, FailedRun, FAILED_SHARE_FLAG, IDLE_WORKLOAD,
 };
 pub use store::{default_db_path, Store};
+pub use stored::{
+    Artifact, BackgroundIo, Experiment, ExperimentId, ExperimentSummary, RunId, RunKey, RunOutcome,
+    RunRecord, Status,
+};
 pub use time::{rfc3339, rfc3339_now};

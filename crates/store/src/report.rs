@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use iolab_stats::{ratio_of_means, summarize, Ratio, Sample, Summary};
 
 use crate::error::StoreError;
-use crate::model::{Artifact, Experiment, ExperimentId, RunOutcome, RunRecord};
 use crate::store::Store;
+use crate::stored::{Artifact, Experiment, ExperimentId, RunOutcome, RunRecord};
 
 /// The workload every other one is compared with (S's `idle`, the thesis's
 /// "idle baseline").

@@ -15,11 +15,11 @@ use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Row};
 use serde_json::Value;
 
 use crate::error::StoreError;
-use crate::model::{
+use crate::schema::{self, Migrated};
+use crate::stored::{
     Artifact, BackgroundIo, Experiment, ExperimentId, ExperimentSummary, RunId, RunKey, RunOutcome,
     RunRecord, Status,
 };
-use crate::schema::{self, Migrated};
 use crate::time::rfc3339_now;
 
 /// `results.db` in the system's data directory: `~/.local/share/iolab`,

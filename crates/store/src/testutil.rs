@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::model::{RunOutcome, RunRecord};
+use crate::stored::{RunOutcome, RunRecord};
 
 /// A run for tests: `secs` seconds, censored when ≥ 60.
 pub fn run(scheduler: &str, workload: &str, rep: u32, secs: f64) -> RunRecord {
@@ -33,13 +33,13 @@ pub fn run(scheduler: &str, workload: &str, rep: u32, secs: f64) -> RunRecord {
 }
 
 /// A finished experiment of `kind` for tests: id 1, no configuration.
-pub fn experiment(kind: iolab_results::ExperimentKind) -> crate::model::Experiment {
-    crate::model::Experiment {
-        id: crate::model::ExperimentId(1),
+pub fn experiment(kind: iolab_results::ExperimentKind) -> crate::stored::Experiment {
+    crate::stored::Experiment {
+        id: crate::stored::ExperimentId(1),
         created: String::new(),
         kind,
         command_line: String::new(),
-        status: crate::model::Status::Done,
+        status: crate::stored::Status::Done,
         config: serde_json::Value::Null,
         environment: serde_json::Value::Null,
         origin: None,
