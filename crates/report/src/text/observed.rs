@@ -37,9 +37,9 @@ pub fn render(v: Option<&ObservedView>) -> Option<String> {
     ))
 }
 
-/// Up to three decimals, fewer for large numbers.
+/// Up to three decimals, fewer for large numbers, none for counts.
 fn number(x: f64) -> String {
-    if x.abs() >= 100.0 {
+    if x.fract() == 0.0 || x.abs() >= 100.0 {
         format!("{x:.0}")
     } else if x.abs() >= 10.0 {
         format!("{x:.1}")
