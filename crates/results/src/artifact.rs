@@ -24,6 +24,8 @@ pub enum ArtifactKind {
     Prefetch,
     /// The load engine's full fio-style report of a sweep run.
     Load,
+    /// How long the target's tasks waited for a CPU (`iolab_sched`).
+    Sched,
     /// A kind this version does not know (written by a newer iolab): kept
     /// as stored.
     Other(String),
@@ -31,13 +33,14 @@ pub enum ArtifactKind {
 
 impl ArtifactKind {
     /// The kinds this version writes.
-    pub const KNOWN: [ArtifactKind; 6] = [
+    pub const KNOWN: [ArtifactKind; 7] = [
         ArtifactKind::LatencyHist,
         ArtifactKind::Cpu,
         ArtifactKind::Psi,
         ArtifactKind::Explain,
         ArtifactKind::Prefetch,
         ArtifactKind::Load,
+        ArtifactKind::Sched,
     ];
 
     /// The word stored in the database.
@@ -49,6 +52,7 @@ impl ArtifactKind {
             ArtifactKind::Explain => "explain",
             ArtifactKind::Prefetch => "prefetch",
             ArtifactKind::Load => "load",
+            ArtifactKind::Sched => "sched",
             ArtifactKind::Other(s) => s,
         }
     }
@@ -110,14 +114,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stored_words_are_the_ones_v5_wrote() {
+    fn stored_words_are_stable() {
         let words: Vec<&str> = ArtifactKind::KNOWN
             .iter()
             .map(ArtifactKind::as_str)
             .collect();
         assert_eq!(
             words,
-            ["latency_hist", "cpu", "psi", "explain", "prefetch", "load"]
+            [
+                "latency_hist",
+                "cpu",
+                "psi",
+                "explain",
+                "prefetch",
+                "load",
+                "sched"
+            ]
         );
         for k in ArtifactKind::KNOWN {
             assert_eq!(ArtifactKind::parse(k.as_str()), k);

@@ -14,6 +14,7 @@
 mod bio;
 mod cpu;
 mod explain;
+mod sched;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -28,7 +29,7 @@ use serde_json::Value;
 use crate::ExperimentError;
 
 /// Every collector iolab has, in the order their flags are listed.
-pub const REGISTRY: &[Entry] = &[bio::ENTRY, cpu::ENTRY, explain::ENTRY];
+pub const REGISTRY: &[Entry] = &[bio::ENTRY, cpu::ENTRY, explain::ENTRY, sched::ENTRY];
 
 /// What a collector observes.
 pub struct Scope<'a> {
