@@ -43,6 +43,18 @@ pub enum Target {
         #[serde(default)]
         replay: Option<PathBuf>,
     },
+    /// A launch script (`--script FILE`): run by the interpreter its `#!`
+    /// line names (`sh` without one), with its text stored with the
+    /// experiment, so what a start ran is on record and a resumed
+    /// experiment refuses a script that changed since.
+    Script {
+        /// The script as given.
+        path: PathBuf,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Its text when the experiment began.
+        text: String,
+    },
     /// An Android activity, started by `am start -W -S`.
     Activity {
         /// The activity and what is set for it.
@@ -64,6 +76,19 @@ impl Target {
             am,
             roots: Vec::new(),
         }
+    }
+
+    /// A launch script and its arguments, its text read now.
+    pub fn script(path: PathBuf, args: Vec<String>) -> Result<Target, UsageError> {
+        if path.to_string_lossy().contains("{dir}") {
+            return Err(UsageError::new(format!(
+                "--script {}: the script must exist when the experiment begins (its text is stored with it); for one --prepare makes, run it as a command: -- sh {}",
+                path.display(),
+                path.display()
+            )));
+        }
+        let text = read_script(&path)?;
+        Ok(Target::Script { path, args, text })
     }
 
     /// The target a v5 configuration described by its command line and
@@ -96,6 +121,7 @@ impl Target {
             Target::Command { .. } => "command",
             Target::App { replay: None, .. } => "app",
             Target::App { .. } => "replay",
+            Target::Script { .. } => "script",
             Target::Activity { .. } => "activity",
         }
     }
@@ -104,6 +130,12 @@ impl Target {
     pub fn argv(&self) -> Vec<String> {
         match self {
             Target::Command { argv } | Target::App { argv, .. } => argv.clone(),
+            Target::Script { path, args, text } => {
+                let mut v = interpreter(text);
+                v.push(path.to_string_lossy().into_owned());
+                v.extend(args.iter().cloned());
+                v
+            }
             Target::Activity { am, .. } => am.argv(),
         }
     }
@@ -141,6 +173,15 @@ impl Target {
                 dir: path(dir),
                 replay: replay.as_deref().map(path),
             },
+            Target::Script {
+                path: p,
+                args,
+                text,
+            } => Target::Script {
+                path: path(p),
+                args: args.iter().map(sub).collect(),
+                text: text.clone(),
+            },
             Target::Activity { .. } => self.clone(),
         }
     }
@@ -164,6 +205,15 @@ impl Target {
                 "no target command: put it after --, e.g. iolab startup -- iolab app --dir {dir}/app",
             ));
         };
+        if let Target::Script { path, text, .. } = self {
+            // What a start runs must be what the experiment stored.
+            if read_script(path)? != *text {
+                return Err(UsageError::new(format!(
+                    "--script {} changed since this experiment began: restore it, or start a new experiment",
+                    path.display()
+                )));
+            }
+        }
         if which(prog).is_some_and(|p| p.is_file()) {
             return Ok(());
         }
@@ -227,6 +277,9 @@ impl Target {
             match self {
                 Target::App { dir, .. } => vec![dir.clone()],
                 Target::Activity { roots, .. } => roots.clone(),
+                Target::Script { path, text, .. } => std::iter::once(path.clone())
+                    .chain(interpreter(text).first().and_then(|p| which(p)))
+                    .collect(),
                 Target::Command { argv } => {
                     argv.first().and_then(|p| which(p)).into_iter().collect()
                 }
@@ -312,6 +365,40 @@ impl Target {
             "am_wall_ns": outcome.exit_ns,
             "logcat": seen,
         })))
+    }
+}
+
+/// Longest launch script whose text is stored: a script, not a program.
+const MAX_SCRIPT_BYTES: u64 = 1 << 20;
+
+/// A launch script's text, refused when missing, unreadable or too long.
+fn read_script(path: &Path) -> Result<String, UsageError> {
+    let bad = |why: String| {
+        UsageError::new(format!(
+            "--script {}: {why}; expected a readable launch script of at most 1 MiB",
+            path.display()
+        ))
+    };
+    let len = std::fs::metadata(path)
+        .map_err(|e| bad(e.to_string()))?
+        .len();
+    if len > MAX_SCRIPT_BYTES {
+        return Err(bad(format!("{len} bytes")));
+    }
+    std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))
+}
+
+/// The interpreter and its argument from a script's `#!` line (as the
+/// kernel reads it: the program, then the rest as one argument), or `sh`.
+fn interpreter(text: &str) -> Vec<String> {
+    let Some(line) = text.lines().next().and_then(|l| l.strip_prefix("#!")) else {
+        return vec!["sh".to_string()];
+    };
+    let line = line.trim();
+    match line.split_once(char::is_whitespace) {
+        Some((prog, arg)) => vec![prog.to_string(), arg.trim().to_string()],
+        None if !line.is_empty() => vec![line.to_string()],
+        None => vec!["sh".to_string()],
     }
 }
 
@@ -410,6 +497,32 @@ mod tests {
         assert!(matches!(&at, Target::App { dir, replay: Some(r), .. }
             if dir == Path::new("/mnt/l/app") && r == Path::new("/mnt/l/x.trace")));
         assert_eq!(t.label(), "sh {dir}/app --dir {dir}/app");
+    }
+
+    #[test]
+    fn a_script_runs_by_its_shebang_and_must_not_change() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("launch.sh");
+        std::fs::write(&p, "#!/usr/bin/env bash -e\necho hi\n").unwrap();
+        let t = Target::script(p.clone(), argv("--fast")).unwrap();
+        assert_eq!(t.kind(), "script");
+        let want = vec![
+            "/usr/bin/env".to_string(),
+            "bash -e".to_string(),
+            p.to_string_lossy().into_owned(),
+            "--fast".to_string(),
+        ];
+        assert_eq!(t.argv(), want);
+        t.check().unwrap();
+        assert!(t.files(&[]).contains(&p));
+        let back: Target = serde_json::from_value(serde_json::to_value(&t).unwrap()).unwrap();
+        assert_eq!(back, t);
+        std::fs::write(&p, "echo changed\n").unwrap();
+        assert!(t.check().unwrap_err().0.contains("changed since"));
+        let plain = Target::script(p.clone(), vec![]).unwrap();
+        assert_eq!(plain.argv()[0], "sh");
+        assert!(Target::script("{dir}/x.sh".into(), vec![]).is_err());
+        assert!(Target::script(d.path().join("missing.sh"), vec![]).is_err());
     }
 
     #[test]

@@ -97,6 +97,12 @@ pub struct StartupArgs {
     /// stored too). Run on the phone (iolab remote --adb SERIAL -- ...).
     #[arg(long, value_name = "PKG/ACTIVITY", value_parser = AmTarget::parse_component)]
     pub am_start: Option<String>,
+    /// The target is a launch script: run by the interpreter its `#!` line
+    /// names (sh without one), with what follows -- as its arguments. Its
+    /// text is stored with the experiment; a resumed experiment refuses a
+    /// script that changed since.
+    #[arg(long, value_name = "FILE", conflicts_with = "am_start")]
+    pub script: Option<PathBuf>,
     /// With --am-start: set the app's compilation state once first
     /// (`cmd package compile -m MODE -f PKG`: speed-profile, speed, verify).
     #[arg(long, value_name = "MODE", requires = "am_start")]
@@ -264,7 +270,7 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
         )
         .into());
     }
-    if a.command.is_empty() && a.am_start.is_none() {
+    if a.command.is_empty() && a.am_start.is_none() && a.script.is_none() {
         return Err(UsageError::new(
             "no target command: put it after --, e.g. `iolab startup -- iolab app --dir {dir}/app`",
         )
@@ -310,13 +316,14 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
         },
         _ => ReadyWhen::Exit,
     };
-    let target = match &a.am_start {
-        Some(component) => Target::activity(AmTarget {
+    let target = match (&a.am_start, &a.script) {
+        (Some(component), _) => Target::activity(AmTarget {
             component: component.clone(),
             compile: a.compile.clone(),
             ready_logcat: a.ready_logcat.clone(),
         }),
-        None => target_of(&a.command),
+        (None, Some(path)) => Target::script(path.clone(), a.command.clone())?,
+        (None, None) => target_of(&a.command),
     };
     let cfg = StartupConfig {
         place,
