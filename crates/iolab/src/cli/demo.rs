@@ -7,10 +7,10 @@
 
 use clap::Args;
 use iolab_experiment::collect::Observe;
-use iolab_experiment::engine::{self, RunOptions};
+use iolab_experiment::engine::RunOptions;
 use iolab_experiment::place::Place;
 use iolab_experiment::startup::{
-    Cold, PrefetchConfig, PrefetchMode, PrefetchSource, ReadyWhen, Startup, StartupConfig,
+    Cold, PrefetchConfig, PrefetchMode, PrefetchSource, ReadyWhen, StartupConfig,
 };
 use iolab_experiment::target::Target;
 use iolab_experiment::Schedulers;
@@ -137,12 +137,5 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         progress: !a.json,
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
     };
-    let json = a.json;
-    let announce = move |line: &str| {
-        if !json {
-            eprintln!("iolab: {line}");
-        }
-    };
-    let fin = engine::run::<Startup>(Some(cfg), &opts, &announce)?;
-    super::startup::print_finished(&fin, a.json)
+    super::startup::run_and_print(Some(cfg), &opts, a.json)
 }

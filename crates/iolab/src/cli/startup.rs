@@ -206,14 +206,23 @@ pub fn run(a: StartupArgs) -> anyhow::Result<()> {
         progress: !a.json,
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
     };
-    let json = a.json;
+    run_and_print(cfg, &opts, a.json)
+}
+
+/// Runs (or resumes) a startup experiment and prints it (`startup` and
+/// `demo`): where it runs on stderr first, unless the output is JSON.
+pub fn run_and_print(
+    cfg: Option<StartupConfig>,
+    opts: &RunOptions,
+    json: bool,
+) -> anyhow::Result<()> {
     let announce = move |line: &str| {
         if !json {
             eprintln!("iolab: {line}");
         }
     };
-    let fin = engine::run::<Startup>(cfg, &opts, &announce).context("startup experiment")?;
-    print_finished(&fin, a.json)
+    let fin = engine::run::<Startup>(cfg, opts, &announce).context("startup experiment")?;
+    print_finished(&fin, json)
 }
 
 /// Prints the matrix table (or JSON) and where the results are.
