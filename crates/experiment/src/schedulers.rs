@@ -62,22 +62,35 @@ impl Schedulers {
         self.0.is_empty()
     }
 
-    /// The names, in order, against `dev`: all it offers for `all`, else
-    /// the list, each checked to be offered (a configuration read back
+    /// The names, in order, against the devices under test: for `all`,
+    /// those every one of them offers (in the first one's order); else the
+    /// list, each checked to be offered by all (a configuration read back
     /// for `--resume` is checked here too, repeats included).
-    pub fn resolve(&self, dev: &BlockDev) -> Result<Vec<String>, ExperimentError> {
-        let avail = dev.schedulers()?.available;
+    pub fn resolve(&self, devs: &[BlockDev]) -> Result<Vec<String>, ExperimentError> {
+        let mut offered: Vec<(String, Vec<String>)> = Vec::new();
+        for d in devs {
+            offered.push((d.name.clone(), d.schedulers()?.available));
+        }
+        let common: Vec<String> = match offered.first() {
+            Some((_, first)) => first
+                .iter()
+                .filter(|s| offered.iter().all(|(_, a)| a.contains(s)))
+                .cloned()
+                .collect(),
+            None => Vec::new(),
+        };
         if self.is_all() {
-            return Ok(avail);
+            return Ok(common);
         }
         let list = Schedulers::of(self.0.clone())?.0;
-        if let Some(s) = list.iter().find(|s| !avail.contains(s)) {
-            return Err(UsageError::new(format!(
-                "scheduler {s:?} is not offered by {}: available are {} (or use --schedulers all)",
-                dev.name,
-                avail.join(", ")
-            ))
-            .into());
+        for s in &list {
+            if let Some((dev, avail)) = offered.iter().find(|(_, a)| !a.contains(s)) {
+                return Err(UsageError::new(format!(
+                    "scheduler {s:?} is not offered by {dev}: available are {} (or use --schedulers all)",
+                    avail.join(", ")
+                ))
+                .into());
+            }
         }
         Ok(list)
     }

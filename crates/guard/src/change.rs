@@ -37,6 +37,14 @@ pub enum Change {
         /// The directory.
         path: PathBuf,
     },
+    /// A scratch directory iolab made in a directory the user named
+    /// (`--in DIR`) for its own files (the load's): removed with all it
+    /// holds, but only while it still carries iolab's mark, so a path
+    /// that is not iolab's is never deleted.
+    ScratchDir {
+        /// The directory.
+        path: PathBuf,
+    },
     /// A file iolab created (lab image); removed.
     File {
         /// The file.
@@ -125,6 +133,7 @@ impl Change {
                 let name = file.file_name().map(|n| n.to_string_lossy().into_owned());
                 Ok(format!("{} for {devno} = {old}", name.unwrap_or_default()))
             }
+            Change::ScratchDir { path } => undo_scratch_dir(path),
             Change::Dir { path } => {
                 match std::fs::remove_dir(path) {
                     Ok(()) => {}
@@ -236,6 +245,23 @@ pub fn resource_of_path(path: &Path) -> String {
 /// Writes a sysfs/procfs attribute in one write(2), as the kernel expects.
 pub(crate) fn write_attr(path: &Path, value: &str) -> Result<(), GuardError> {
     std::fs::write(path, value).map_err(|e| GuardError::io(path, e))
+}
+
+/// The mark iolab writes into a scratch directory it makes.
+pub(crate) const SCRATCH_MARK: &str = ".iolab-scratch";
+
+fn undo_scratch_dir(path: &Path) -> Result<String, GuardError> {
+    if !path.exists() {
+        return Ok(format!("scratch directory {} already gone", path.display()));
+    }
+    if !path.join(SCRATCH_MARK).is_file() {
+        return Ok(format!(
+            "kept {}: it lacks iolab's mark ({SCRATCH_MARK}), so it is not iolab's to delete",
+            path.display()
+        ));
+    }
+    std::fs::remove_dir_all(path).map_err(|e| GuardError::io(path, e))?;
+    Ok(format!("removed scratch directory {}", path.display()))
 }
 
 fn undo_cgroup(path: &Path) -> Result<String, GuardError> {
@@ -494,6 +520,29 @@ mod tests {
         Change::Dir { path: dir.clone() }.undo().expect("undo dir");
         Change::File { path: mine }.undo().expect("undo file");
         assert!(dir.join("users-own").exists());
+    }
+
+    #[test]
+    fn a_scratch_directory_goes_whole_only_with_iolabs_mark() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let dir = tmp.path().join("iolab-scratch-1");
+        std::fs::create_dir_all(dir.join("iolab-load")).expect("mkdir");
+        std::fs::write(dir.join("iolab-load/1r.0.0"), b"x").expect("write");
+        // Not marked (say, a path the journal was tampered with to name):
+        // kept, contents and all.
+        let kept = Change::ScratchDir { path: dir.clone() }
+            .undo()
+            .expect("undo");
+        assert!(kept.starts_with("kept"), "{kept}");
+        assert!(dir.join("iolab-load/1r.0.0").exists());
+        std::fs::write(dir.join(SCRATCH_MARK), b"1\n").expect("mark");
+        Change::ScratchDir { path: dir.clone() }
+            .undo()
+            .expect("undo");
+        assert!(!dir.exists());
+        // Idempotent: undoing again finds nothing.
+        let again = Change::ScratchDir { path: dir }.undo().expect("undo");
+        assert!(again.contains("already gone"), "{again}");
     }
 
     #[test]

@@ -30,6 +30,28 @@ impl Guard {
         Ok(())
     }
 
+    /// Creates the scratch directory `path` (it must not exist; its parent
+    /// must), marked as iolab's, removed with everything in it on undo.
+    pub fn create_scratch_dir(&self, path: &Path) -> Result<(), GuardError> {
+        if path.exists() {
+            return Err(GuardError::io(
+                path,
+                std::io::Error::new(
+                    std::io::ErrorKind::AlreadyExists,
+                    "already exists: iolab makes its scratch directory itself",
+                ),
+            ));
+        }
+        self.st().record(Change::ScratchDir {
+            path: path.to_path_buf(),
+        })?;
+        std::fs::create_dir(path).map_err(|e| GuardError::io(path, e))?;
+        let mark = path.join(crate::change::SCRATCH_MARK);
+        std::fs::write(&mark, format!("{}\n", std::process::id()))
+            .map_err(|e| GuardError::io(&mark, e))?;
+        Ok(())
+    }
+
     /// Creates a new file (it must not exist) that is removed on undo.
     pub fn create_file(&self, path: &Path) -> Result<File, GuardError> {
         let seq = self.st().record(Change::File {

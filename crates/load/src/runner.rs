@@ -207,9 +207,17 @@ impl RunningLoad {
     }
 
     /// Stops every clone, waits for in-flight I/O and returns the report.
-    pub fn stop(mut self) -> LoadReport {
+    pub fn stop(self) -> LoadReport {
+        self.stop_counted().0
+    }
+
+    /// As [`RunningLoad::stop`], with the live totals once every clone
+    /// has ended (ramp included): every byte the load moved, to compare
+    /// with the device's counters.
+    pub fn stop_counted(mut self) -> (LoadReport, LiveSnapshot) {
         self.ctl.stop.store(true, Ordering::Relaxed);
-        self.finish()
+        let report = self.finish();
+        (report, self.snapshot())
     }
 
     /// Waits until the jobs end on their own (runtime, size, loops) or a

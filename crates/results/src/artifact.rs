@@ -26,6 +26,9 @@ pub enum ArtifactKind {
     Load,
     /// How long the target's tasks waited for a CPU (`iolab_sched`).
     Sched,
+    /// A startup cell's background traffic by the load's own counters and
+    /// by the device's, over the whole cell (stored with its last run).
+    CellIo,
     /// A kind this version does not know (written by a newer iolab): kept
     /// as stored.
     Other(String),
@@ -33,7 +36,7 @@ pub enum ArtifactKind {
 
 impl ArtifactKind {
     /// The kinds this version writes.
-    pub const KNOWN: [ArtifactKind; 7] = [
+    pub const KNOWN: [ArtifactKind; 8] = [
         ArtifactKind::LatencyHist,
         ArtifactKind::Cpu,
         ArtifactKind::Psi,
@@ -41,6 +44,7 @@ impl ArtifactKind {
         ArtifactKind::Prefetch,
         ArtifactKind::Load,
         ArtifactKind::Sched,
+        ArtifactKind::CellIo,
     ];
 
     /// The word stored in the database.
@@ -53,6 +57,7 @@ impl ArtifactKind {
             ArtifactKind::Prefetch => "prefetch",
             ArtifactKind::Load => "load",
             ArtifactKind::Sched => "sched",
+            ArtifactKind::CellIo => "cell_io",
             ArtifactKind::Other(s) => s,
         }
     }
@@ -128,7 +133,8 @@ mod tests {
                 "explain",
                 "prefetch",
                 "load",
-                "sched"
+                "sched",
+                "cell_io"
             ]
         );
         for k in ArtifactKind::KNOWN {

@@ -63,7 +63,7 @@ pub struct CellReport {
     #[serde(default)]
     pub flagged: bool,
     /// Background read throughput achieved during the cell's samples
-    /// (device traffic less the target's own), bytes/s, mean over runs;
+    /// (the load's own counters), bytes/s, mean over runs;
     /// `None` without a measurement (idle, sweeps).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bg_read_bw_bytes: Option<f64>,

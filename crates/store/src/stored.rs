@@ -107,10 +107,13 @@ impl fmt::Display for Status {
     }
 }
 
-/// Background I/O the workload achieved during one run: the device's
-/// /proc/diskstats counters (sectors × 512) at the run's start and end,
-/// less the target's own I/O (its wait4 rusage; both raw numbers are in
-/// the run's `extra`).
+/// Background I/O the workload achieved during one run. For a startup:
+/// the bytes the background load itself read and wrote, by its own
+/// counters (0 in an idle cell); the device's /proc/diskstats counters
+/// over the same window are in the run's `extra`, and the whole cell's,
+/// flushed, in its `cell_io` artifact. (Startups stored by earlier iolab
+/// counted the device's traffic less the target's wait4 rusage.) For a
+/// sweep run: the device's counters over the job's window.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct BackgroundIo {
     /// Bytes read from the device during the window, not by the target.

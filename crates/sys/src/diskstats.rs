@@ -92,6 +92,37 @@ fn parse_line(line: &str) -> Option<DiskStat> {
     })
 }
 
+/// The counters of several devices added up (the disks under one
+/// filesystem), named `a+b`; `None` when any of them is missing.
+pub fn read_sum(proc_root: &Path, names: &[&str]) -> Result<Option<DiskStat>, SysError> {
+    let text = read_trimmed(&proc_root.join("diskstats"))?;
+    let all = parse(&text);
+    let mut sum: Option<DiskStat> = None;
+    for name in names {
+        let Some(d) = all.iter().find(|d| d.name == *name) else {
+            return Ok(None);
+        };
+        sum = Some(match sum {
+            None => d.clone(),
+            Some(s) => DiskStat {
+                name: format!("{}+{}", s.name, d.name),
+                reads: s.reads + d.reads,
+                reads_merged: s.reads_merged + d.reads_merged,
+                sectors_read: s.sectors_read + d.sectors_read,
+                read_ms: s.read_ms + d.read_ms,
+                writes: s.writes + d.writes,
+                writes_merged: s.writes_merged + d.writes_merged,
+                sectors_written: s.sectors_written + d.sectors_written,
+                write_ms: s.write_ms + d.write_ms,
+                in_flight: s.in_flight + d.in_flight,
+                io_ms: s.io_ms.max(d.io_ms),
+                weighted_io_ms: s.weighted_io_ms + d.weighted_io_ms,
+            },
+        });
+    }
+    Ok(sum)
+}
+
 /// Reads one device's counters from `<proc>/diskstats`.
 pub fn read_device(proc_root: &Path, name: &str) -> Result<Option<DiskStat>, SysError> {
     let text = read_trimmed(&proc_root.join("diskstats"))?;

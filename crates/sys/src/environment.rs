@@ -28,8 +28,21 @@ pub struct Environment {
     pub mem_total_bytes: Option<u64>,
     /// Writeback settings (`/proc/sys/vm/dirty_*`).
     pub vm_dirty: VmDirty,
-    /// The block device under test, if one was given.
+    /// The block device under test, if one was given (the first, when
+    /// there are several).
     pub device: Option<DeviceSnapshot>,
+    /// Every device whose scheduler is under test (the disks under an
+    /// in-place directory's stack).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disks: Vec<DeviceSnapshot>,
+    /// The storage stack of an in-place directory: its filesystem and the
+    /// devices down to those whose scheduler was switched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<crate::stack::Stack>,
+    /// What else shapes the queue: cgroup I/O controls on this process's
+    /// path, CPU frequency governors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_shaping: Option<crate::shaping::QueueShaping>,
     /// The filesystem holding the given path, if one was given.
     pub filesystem: Option<Filesystem>,
     /// Which machine it was (absent in snapshots taken before iolab
@@ -149,6 +162,10 @@ pub struct DeviceSnapshot {
     pub nr_requests: Option<u64>,
     /// For a loop device, the file behind it (`loop/backing_file`).
     pub backing_file: Option<PathBuf>,
+    /// `queue/wbt_lat_usec`: writeback throttling's latency target (0:
+    /// off), which holds back buffered writes before any scheduler.
+    #[serde(default)]
+    pub wbt_lat_usec: Option<u64>,
 }
 
 /// The filesystem that holds a path.
@@ -168,14 +185,33 @@ impl Environment {
     /// Snapshots the live system, with the device and the filesystem of
     /// `path` when given.
     pub fn capture(dev: Option<&BlockDev>, path: Option<&Path>) -> Environment {
+        Environment::capture_place(dev.map(std::slice::from_ref).unwrap_or(&[]), path, None)
+    }
+
+    /// Snapshots the live system for an experiment on `disks` (the
+    /// devices whose scheduler is under test), the filesystem of `path`
+    /// and, in place, its storage `stack`.
+    pub fn capture_place(
+        disks: &[BlockDev],
+        path: Option<&Path>,
+        stack: Option<&crate::stack::Stack>,
+    ) -> Environment {
         let (proc_root, sys_root) = (Path::new("/proc"), Path::new("/sys"));
+        let snapshots: Vec<DeviceSnapshot> = disks.iter().map(DeviceSnapshot::read).collect();
         Environment {
             iolab_version: env!("CARGO_PKG_VERSION").to_string(),
             kernel: Kernel::current(),
             cpus_online: read_cpus_online(sys_root),
             mem_total_bytes: read_mem_total(proc_root),
             vm_dirty: VmDirty::read(proc_root),
-            device: dev.map(DeviceSnapshot::read),
+            device: snapshots.first().cloned(),
+            disks: if snapshots.len() > 1 {
+                snapshots
+            } else {
+                Vec::new()
+            },
+            stack: stack.cloned(),
+            queue_shaping: Some(crate::shaping::QueueShaping::read()),
             filesystem: path.and_then(Filesystem::of),
             host: Some(Host::current()),
         }
@@ -228,6 +264,7 @@ impl DeviceSnapshot {
             backing_file: read_trimmed(&dev.sysfs.join("loop/backing_file"))
                 .ok()
                 .map(PathBuf::from),
+            wbt_lat_usec: read_u64(&dev.queue_path("wbt_lat_usec")),
         }
     }
 }

@@ -18,6 +18,8 @@ pub mod pagecache;
 pub mod paths;
 pub mod pressure;
 pub mod process;
+pub mod shaping;
+pub mod stack;
 pub mod text;
 pub mod units;
 

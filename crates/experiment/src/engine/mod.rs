@@ -196,6 +196,12 @@ impl CellContext<'_> {
         Ok(run_id)
     }
 
+    /// Attaches one more document to a run stored before (what a cell
+    /// knows only once it ended).
+    pub fn add_artifact(&mut self, run: RunId, doc: &ArtifactDoc) -> Result<(), ExperimentError> {
+        Ok(self.store.add_artifact(run, doc)?)
+    }
+
     /// Something the user should know, shown once at the end.
     pub fn warn(&mut self, w: String) {
         if !self.warnings.contains(&w) {
@@ -230,7 +236,7 @@ pub fn run<B: Body>(
 
     let guard = Guard::new();
     let place = place::resolve(&guard, B::place(&cfg), opts.force)?;
-    let schedulers = B::schedulers(&mut cfg).resolve(&place.dev)?;
+    let schedulers = B::schedulers(&mut cfg).resolve(&place.disks)?;
     *B::schedulers(&mut cfg) = Schedulers::of(schedulers.clone())?;
     let files = B::place(&cfg).use_ == PlaceUse::Files;
     let mut body = B::setup(
@@ -253,9 +259,10 @@ pub fn run<B: Body>(
                 stored.insert(k.to_string(), v);
             }
             stored.insert("place".into(), Value::String(place.what.clone()));
-            let env = iolab_sys::environment::Environment::capture(
-                Some(&place.dev),
+            let env = iolab_sys::environment::Environment::capture_place(
+                &place.disks,
                 place.mountpoint.as_deref().filter(|_| files),
+                place.stack.as_ref(),
             );
             store.create_experiment(
                 &B::KIND,

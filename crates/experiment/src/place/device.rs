@@ -18,26 +18,31 @@ pub fn check_before_writing(dev: &BlockDev, why: &str, force: bool) -> Result<()
     Ok(())
 }
 
-/// Resolves `spec` to a device, refusing a partition: a scheduler belongs
-/// to the whole disk.
+/// Resolves `spec` — by kernel name, `/dev/...`, `/dev/block/...` or any
+/// link to the node — to exactly that device, and refuses what is not a
+/// whole disk with a scheduler of its own: a partition (its scheduler is
+/// its disk's), a device-mapper or md device (none: theirs are on the
+/// disks under them).
 pub fn whole_disk(spec: &str) -> Result<BlockDev, ExperimentError> {
-    if is_partition(Path::new("/sys/class/block"), spec) {
-        return Err(partition_error(spec).into());
-    }
-    Ok(BlockDev::resolve(spec)?)
+    let sys = Path::new("/sys");
+    let node = iolab_sys::stack::node_of_spec(sys, spec)?;
+    refuse_layer(spec, &node)?;
+    Ok(BlockDev::from_name(&node.name)?)
 }
 
-/// True when `spec` (`sdb1` or `/dev/sdb1`) names a partition in the
-/// sysfs class tree at `class_block` (`/sys/class/block`).
-fn is_partition(class_block: &Path, spec: &str) -> bool {
-    let name = spec.strip_prefix("/dev/").unwrap_or(spec);
-    class_block.join(name).join("partition").exists()
-}
-
-fn partition_error(spec: &str) -> UsageError {
-    UsageError::new(format!(
-        "{spec} is a partition: the sweep formats a whole device and sets its scheduler; give the disk it is on"
-    ))
+/// The refusal of a device that is a layer over disks, naming the disks.
+fn refuse_layer(spec: &str, node: &iolab_sys::stack::Node) -> Result<(), UsageError> {
+    use iolab_sys::stack::Kind;
+    let what = match &node.kind {
+        Kind::Partition => "a partition",
+        Kind::DeviceMapper { .. } => "a device-mapper device",
+        Kind::Md { .. } => "an md array",
+        Kind::Disk | Kind::Loop { .. } => return Ok(()),
+    };
+    Err(UsageError::new(format!(
+        "{spec} is {what} ({}): the sweep formats a whole device and sets its scheduler; give the disk it is on, or measure in a directory of its filesystem with startup --in DIR",
+        node.describe()
+    )))
 }
 
 /// `, device model emmc (--device-model)` or `, throttle backend (...)`.
@@ -63,17 +68,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn partitions_are_refused() {
-        // This project's kernel has no partition support at all (no
-        // CONFIG_*_PARTITION): a fixture sysfs tree stands in for one.
-        let sys = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(sys.path().join("sdb1")).unwrap();
-        std::fs::write(sys.path().join("sdb1/partition"), "1\n").unwrap();
-        std::fs::create_dir_all(sys.path().join("sdb")).unwrap();
-        assert!(is_partition(sys.path(), "/dev/sdb1"));
-        assert!(is_partition(sys.path(), "sdb1"));
-        assert!(!is_partition(sys.path(), "sdb"));
-        let e = partition_error("/dev/sdb1");
-        assert!(e.to_string().contains("is a partition"), "{e}");
+    fn layers_are_refused_with_what_is_under_them() {
+        use iolab_sys::stack::{Kind, Node};
+        let disk = Node {
+            name: "sda".into(),
+            devno: "8:0".into(),
+            kind: Kind::Disk,
+            scheduler: Some("mq-deadline".into()),
+            below: vec![],
+        };
+        let part = Node {
+            name: "sda20".into(),
+            devno: "8:20".into(),
+            kind: Kind::Partition,
+            scheduler: None,
+            below: vec![disk.clone()],
+        };
+        let e = refuse_layer("/dev/block/sda20", &part).unwrap_err();
+        assert!(
+            e.0.contains("is a partition (sda20 → sda [mq-deadline])"),
+            "{e}"
+        );
+        assert!(refuse_layer("sda", &disk).is_ok());
     }
 }

@@ -1,6 +1,8 @@
 //! Where an experiment's I/O happens, for every command: a temporary lab
 //! made for it, a lab made earlier with `iolab lab up`, a loop device over
-//! tmpfs (`sweep --max`), or a device of the user's. One configuration
+//! tmpfs (`sweep --max`), a directory of the user's own filesystem
+//! (`--in DIR`: the scheduler is switched on every disk under its storage
+//! stack), or a device of the user's. One configuration
 //! type ([`Place`], stored with the experiment so `--resume` finds the same
 //! place again) and one resolver ([`resolve`]), told what the body will do
 //! there ([`PlaceUse`]): write files in a directory, format the device, or
@@ -58,6 +60,15 @@ pub enum Place {
         /// Device size in bytes (held in RAM).
         size_bytes: u64,
     },
+    /// A directory of the user's own filesystem (`--in DIR`), where the
+    /// app under test lives: iolab makes its scratch directory there and
+    /// writes nothing else; the scheduler under test is switched on every
+    /// disk under the directory's storage stack (through partitions,
+    /// device-mapper, md, btrfs' devices).
+    InPlace {
+        /// The directory.
+        dir: PathBuf,
+    },
     /// An existing lab made with `iolab lab up`.
     Lab {
         /// Its name.
@@ -107,8 +118,14 @@ pub struct PlaceRequest<'a> {
 /// A place brought up and checked.
 #[derive(Debug, Clone)]
 pub struct Resolved {
-    /// The device whose scheduler is under test.
-    pub dev: BlockDev,
+    /// The devices whose scheduler is under test: one for a lab or a
+    /// device; every disk under an in-place directory's stack.
+    pub disks: Vec<BlockDev>,
+    /// The filesystem's own device, whose queue holds its read-ahead and
+    /// whose bdi its dirty limit (a lab's device; the top of a stack).
+    pub fs_dev: BlockDev,
+    /// The storage stack of an in-place directory.
+    pub stack: Option<iolab_sys::stack::Stack>,
     /// The directory for files ([`PlaceUse::Files`]).
     pub dir: Option<PathBuf>,
     /// The mount point of the filesystem holding `dir`; for
@@ -124,6 +141,30 @@ pub struct Resolved {
 }
 
 impl Resolved {
+    /// A place of one device.
+    fn single(dev: BlockDev) -> (Vec<BlockDev>, BlockDev) {
+        (vec![dev.clone()], dev)
+    }
+
+    /// The (first) device under test: the one of a lab, a device, a
+    /// sweep.
+    pub fn dev(&self) -> &BlockDev {
+        self.disks.first().unwrap_or(&self.fs_dev)
+    }
+
+    /// The kernel names of the devices under test.
+    pub fn disk_names(&self) -> Vec<&str> {
+        self.disks.iter().map(|d| d.name.as_str()).collect()
+    }
+
+    /// Their counters now, added up (`None` when one is missing).
+    pub fn diskstats(&self) -> Result<Option<iolab_sys::diskstats::DiskStat>, ExperimentError> {
+        Ok(iolab_sys::diskstats::read_sum(
+            std::path::Path::new("/proc"),
+            &self.disk_names(),
+        )?)
+    }
+
     /// The directory for files; present for [`PlaceUse::Files`].
     pub fn files_dir(&self) -> Result<&std::path::Path, ExperimentError> {
         self.dir.as_deref().ok_or_else(|| {
@@ -206,10 +247,13 @@ pub fn resolve(
                 PlaceUse::Format => Some(iolab_lab::meta::mountpoint(&name)),
                 PlaceUse::Raw { .. } => None,
             };
+            let (disks, fs_dev) = Resolved::single(dev);
             Ok(Resolved {
                 dir: lab.mountpoint.clone().filter(|_| use_ == PlaceUse::Files),
                 mountpoint,
-                dev,
+                disks,
+                fs_dev,
+                stack: None,
                 what,
                 bw_bytes: *bw_bytes,
                 made: true,
@@ -237,13 +281,17 @@ pub fn resolve(
                 },
             )?;
             let dev = lab.device().clone();
+            let what = format!(
+                "{} (loop over a {} file in tmpfs, temporary)",
+                dev.name,
+                format_bytes(*size_bytes)
+            );
+            let (disks, fs_dev) = Resolved::single(dev);
             Ok(Resolved {
-                what: format!(
-                    "{} (loop over a {} file in tmpfs, temporary)",
-                    dev.name,
-                    format_bytes(*size_bytes)
-                ),
-                dev,
+                what,
+                disks,
+                fs_dev,
+                stack: None,
                 dir: None,
                 mountpoint: None,
                 bw_bytes: None,
@@ -257,8 +305,11 @@ pub fn resolve(
                     "lab {name} has no filesystem (--fs none): startup needs one to hold workload and target files"
                 ))
             })?;
+            let (disks, fs_dev) = Resolved::single(lab.device().clone());
             Ok(Resolved {
-                dev: lab.device().clone(),
+                disks,
+                fs_dev,
+                stack: None,
                 dir: Some(mnt.clone()),
                 mountpoint: Some(mnt),
                 what: format!("lab {name} on {}", lab.device().name),
@@ -281,10 +332,14 @@ pub fn resolve(
                 "iolab sweep runs mkfs on the whole device before every run",
                 force,
             )?;
+            let what = format!("device {}", dev.dev_path().display());
+            let (disks, fs_dev) = Resolved::single(dev);
             Ok(Resolved {
                 mountpoint: Some(iolab_guard::run_dir().join(format!("sweep-{pid}"))),
-                what: format!("device {}", dev.dev_path().display()),
-                dev,
+                what,
+                disks,
+                fs_dev,
+                stack: None,
                 dir: None,
                 bw_bytes: None,
                 made: false,
@@ -299,15 +354,20 @@ pub fn resolve(
                     force,
                 )?;
             }
+            let what = format!("device {}", dev.dev_path().display());
+            let (disks, fs_dev) = Resolved::single(dev);
             Ok(Resolved {
-                what: format!("device {}", dev.dev_path().display()),
-                dev,
+                what,
+                disks,
+                fs_dev,
+                stack: None,
                 dir: None,
                 mountpoint: None,
                 bw_bytes: None,
                 made: false,
             })
         }
+        (Place::InPlace { dir }, PlaceUse::Files) => in_place(guard, dir),
         (place, use_) => Err(UsageError::new(format!(
             "{} cannot be used to {}",
             place.words(),
@@ -325,6 +385,7 @@ impl Place {
             Place::TmpfsLab { .. } => "a tmpfs lab".to_string(),
             Place::Lab { name } => format!("lab {name}"),
             Place::Device { device, .. } => format!("device {device}"),
+            Place::InPlace { dir } => format!("directory {}", dir.display()),
         }
     }
 }
@@ -340,50 +401,80 @@ impl PlaceUse {
 }
 
 /// A directory on the user's device: only with `--force`, and only where
-/// the directory's I/O really goes through the device under test.
+/// the directory's I/O really goes through the device named (any layer of
+/// its stack: the disk, a partition, a dm device). The scheduler is then
+/// switched on the stack's disks, as for `--in`.
 fn files_on_device(
     device: &str,
     dir: &std::path::Path,
     force: bool,
 ) -> Result<Resolved, ExperimentError> {
-    let dev = BlockDev::resolve(device)?;
+    let sys = std::path::Path::new("/sys");
+    let named = iolab_sys::stack::node_of_spec(sys, device)?;
     if !force {
         return Err(UsageError::new(format!(
-            "{device} is not an iolab lab: startup would write workload files in {} and change its scheduler; pass --force if that is intended, or use --lab",
+            "{device} is not an iolab lab: startup would write workload files in {} and change its scheduler; pass --force if that is intended, or use --in DIR (iolab's own scratch directory there, no --force) or --lab",
             dir.display()
         ))
         .into());
     }
-    let m = iolab_sys::mounts::containing(dir).ok_or_else(|| {
-        UsageError::new(format!(
-            "{} does not exist: --dir must be a directory on {device}",
-            dir.display()
-        ))
-    })?;
+    let stack = iolab_sys::stack::Stack::of_dir(dir)?;
     // The scheduler under test must be the one the directory's I/O goes
     // through, or the matrix would measure nothing it changes.
-    let holder = m
-        .devno
-        .split_once(':')
-        .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
-        .and_then(|(a, b)| BlockDev::from_devno(a, b).ok());
-    if holder.as_ref().map(|h| &h.name) != Some(&dev.name) {
+    if !stack.nodes().iter().any(|n| n.devno == named.devno) {
         return Err(UsageError::new(format!(
-            "{} is on {} ({}), not on {device}: give a --dir on the device under test",
+            "{} is on {}, which does not go through {device}: give a --dir on the device under test",
             dir.display(),
-            holder.map_or_else(|| m.source.clone(), |h| h.name),
-            m.target.display()
+            stack.describe()
         ))
         .into());
     }
     Ok(Resolved {
-        dev,
+        disks: stack.disks(sys),
+        fs_dev: fs_device(&stack)?,
         dir: Some(dir.to_path_buf()),
-        mountpoint: Some(m.target),
-        what: format!("device {device}"),
+        mountpoint: Some(stack.mount_point.clone()),
+        what: format!("device {device}: {}", stack.describe()),
+        stack: Some(stack),
         bw_bytes: None,
         made: false,
     })
+}
+
+/// `--in DIR`: the directory's stack, and iolab's scratch directory in it
+/// (made and removed through the guard; naming DIR is the consent for
+/// that and nothing else).
+fn in_place(guard: &Guard, dir: &std::path::Path) -> Result<Resolved, ExperimentError> {
+    let sys = std::path::Path::new("/sys");
+    let stack = iolab_sys::stack::Stack::of_dir(dir)?;
+    let scratch = stack
+        .dir
+        .join(format!("iolab-scratch-{}", std::process::id()));
+    guard.create_scratch_dir(&scratch)?;
+    Ok(Resolved {
+        disks: stack.disks(sys),
+        fs_dev: fs_device(&stack)?,
+        dir: Some(scratch),
+        mountpoint: Some(stack.mount_point.clone()),
+        what: format!("in place: {}", stack.describe()),
+        stack: Some(stack),
+        bw_bytes: None,
+        made: false,
+    })
+}
+
+/// The device whose queue and bdi the filesystem's I/O goes through first:
+/// its own (a dm device, a disk), or a partition's disk.
+fn fs_device(stack: &iolab_sys::stack::Stack) -> Result<BlockDev, ExperimentError> {
+    let top = stack
+        .top
+        .first()
+        .ok_or_else(|| UsageError::new(format!("{} has no device", stack.describe())))?;
+    let node = match (&top.kind, top.below.first()) {
+        (iolab_sys::stack::Kind::Partition, Some(disk)) => disk,
+        _ => top,
+    };
+    Ok(BlockDev::from_name(&node.name)?)
 }
 
 /// A tmpfs lab lives in RAM: refuse one that would leave the machine

@@ -83,8 +83,17 @@ impl Background {
         ))
     }
 
-    /// Stops the load and returns what it measured.
-    pub fn stop(self) -> LoadReport {
-        self.load.stop()
+    /// Bytes the load has read and written so far, by its own counters
+    /// (every clone, updated at each completed I/O).
+    pub fn io(&self) -> (u64, u64) {
+        let s = self.load.snapshot();
+        (s.read_bytes, s.write_bytes)
+    }
+
+    /// Stops the load; what it measured, and every byte it read and
+    /// wrote once its last I/O ended.
+    pub fn stop(self) -> (LoadReport, (u64, u64)) {
+        let (report, s) = self.load.stop_counted();
+        (report, (s.read_bytes, s.write_bytes))
     }
 }

@@ -2,8 +2,6 @@
 //! warm-up, then every repetition (and its prefetch variants) started
 //! through [`super::start`].
 
-use std::path::Path;
-
 use iolab_sys::UsageError;
 
 use super::background::Background;
@@ -19,13 +17,18 @@ pub(super) fn run_cell(
     ctx: &mut CellContext<'_>,
     cell: &Cell,
 ) -> Result<CellEnd, ExperimentError> {
-    let (guard, dev) = (ctx.guard, &ctx.place.dev);
-    guard.set_scheduler(dev, &cell.scheduler)?;
+    let guard = ctx.guard;
+    // Every disk under the place: a stack's I/O goes through all of them.
     let mut tunables = Vec::new();
-    for (k, v) in &st.cfg.iosched_params {
-        if dev.queue_path("iosched").join(k).exists() {
-            guard.set_iosched_param(dev, k, v)?;
-            tunables.push((k.clone(), v.clone()));
+    for dev in &ctx.place.disks {
+        guard.set_scheduler(dev, &cell.scheduler)?;
+        for (k, v) in &st.cfg.iosched_params {
+            if dev.queue_path("iosched").join(k).exists() {
+                guard.set_iosched_param(dev, k, v)?;
+                if !tunables.iter().any(|(tk, _)| tk == k) {
+                    tunables.push((k.clone(), v.clone()));
+                }
+            }
         }
     }
     ctx.progress
@@ -40,10 +43,11 @@ pub(super) fn run_cell(
         st.cfg.load_ioprio,
         guard,
     )?;
-    // The device's traffic during the warm-up: the rate the load reaches
-    // on its own, stored with every start for comparison.
-    let proc = Path::new("/proc");
-    let before_warmup = iolab_sys::diskstats::read_device(proc, &dev.name)?;
+    // From here (the load's files laid out and synced) the device's
+    // counters and the load's own are compared over the whole cell.
+    let cell_start = CellIo::start(ctx, bg.as_ref())?;
+    // The load's rate during the warm-up, by its own counters: what it
+    // reaches on its own, stored with every start for comparison.
     let warmup = st.cfg.warmup(&cell.scheduler);
     if bg.is_some() && !sleep_unless_stopped(warmup) {
         if let Some(b) = bg.take() {
@@ -51,26 +55,86 @@ pub(super) fn run_cell(
         }
         return Ok(CellEnd::Interrupted);
     }
-    let after_warmup = iolab_sys::diskstats::read_device(proc, &dev.name)?;
-    let warmup_rate = match (&bg, before_warmup, after_warmup) {
-        (Some(_), Some(b), Some(a)) if !warmup.is_zero() => {
-            let d = a.since(&b);
+    let warmup_rate = match &bg {
+        Some(b) if !warmup.is_zero() => {
+            let (r, w) = b.io();
             let secs = warmup.as_secs_f64();
-            Some((d.read_bytes() as f64 / secs, d.write_bytes() as f64 / secs))
+            Some((
+                r.saturating_sub(cell_start.load.0) as f64 / secs,
+                w.saturating_sub(cell_start.load.1) as f64 / secs,
+            ))
         }
         _ => None,
     };
     let conditions = Conditions {
         cell,
         tunables: &tunables,
-        all_tunables: &dev.iosched_tunables(),
+        all_tunables: &ctx.place.dev().iosched_tunables(),
         warmup_rate,
     };
-    let end = reps(st, ctx, &conditions, bg.as_ref());
+    let mut last_run = None;
+    let end = reps(st, ctx, &conditions, bg.as_ref(), &mut last_run);
     if let Some(b) = bg.take() {
-        b.stop();
+        let (_, moved) = b.stop();
+        // Stored with the cell's last run once its writeback is flushed.
+        if let (Some(run), Ok(_)) = (last_run, &end) {
+            let doc = cell_start.finish(ctx, moved)?;
+            ctx.add_artifact(run, &doc)?;
+        }
     }
     end
+}
+
+/// The cell's traffic by the load's own counters and by the device's,
+/// from the load's start (its files laid out) to its stop and the
+/// filesystem's writeback: the cross-check of every start's background
+/// numbers (stored as the `cell_io` artifact of the cell's last run).
+struct CellIo {
+    at: std::time::Instant,
+    disks: Option<iolab_sys::diskstats::DiskStat>,
+    load: (u64, u64),
+}
+
+impl CellIo {
+    fn start(ctx: &CellContext<'_>, bg: Option<&Background>) -> Result<CellIo, ExperimentError> {
+        Ok(CellIo {
+            at: std::time::Instant::now(),
+            disks: ctx.place.diskstats()?,
+            load: bg.map_or((0, 0), Background::io),
+        })
+    }
+
+    /// After the load stopped having moved `moved` bytes in all: the
+    /// filesystem is synced (its dirty pages written), then both counted.
+    fn finish(
+        self,
+        ctx: &CellContext<'_>,
+        moved: (u64, u64),
+    ) -> Result<iolab_results::ArtifactDoc, ExperimentError> {
+        let mount = ctx.place.mount()?;
+        let flush = std::time::Instant::now();
+        let f = std::fs::File::open(mount).map_err(|e| iolab_sys::SysError::io(mount, e))?;
+        rustix::fs::syncfs(&f).map_err(|e| iolab_sys::SysError::io(mount, e.into()))?;
+        let flushed_s = flush.elapsed().as_secs_f64();
+        let after = ctx.place.diskstats()?;
+        let device = match (&self.disks, &after) {
+            (Some(b), Some(a)) => Some(a.since(b)),
+            _ => None,
+        };
+        let doc = serde_json::json!({
+            "seconds": self.at.elapsed().as_secs_f64(),
+            "flush_s": flushed_s,
+            "load_read_bytes": moved.0.saturating_sub(self.load.0),
+            "load_write_bytes": moved.1.saturating_sub(self.load.1),
+            "device": ctx.place.disk_names().join("+"),
+            "device_read_bytes": device.as_ref().map(|d| d.read_bytes()),
+            "device_write_bytes": device.as_ref().map(|d| d.write_bytes()),
+        });
+        Ok(iolab_results::ArtifactDoc {
+            kind: iolab_results::ArtifactKind::CellIo,
+            json: doc,
+        })
+    }
 }
 
 /// Every repetition still to make, each variant of it in turn.
@@ -79,6 +143,7 @@ fn reps(
     ctx: &mut CellContext<'_>,
     c: &Conditions<'_>,
     bg: Option<&Background>,
+    last_run: &mut Option<iolab_store::RunId>,
 ) -> Result<CellEnd, ExperimentError> {
     let cell = c.cell;
     let cell_name = format!("{} {}", cell.scheduler, cell.workload);
@@ -105,7 +170,11 @@ fn reps(
             ctx.progress
                 .begin(&format!("{} / {} rep {rep}", cell.scheduler, cell.workload));
             let pre = st.prefetcher.as_ref().zip(mode);
-            match super::start::start(st, ctx, c, rep, pre, bg)? {
+            let (end, run) = super::start::start(st, ctx, c, rep, pre, bg)?;
+            if run.is_some() {
+                *last_run = run;
+            }
+            match end {
                 StartEnd::Stored => {}
                 StartEnd::Interrupted => return Ok(CellEnd::Interrupted),
                 StartEnd::LoadProblem(why) => {

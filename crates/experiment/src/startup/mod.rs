@@ -77,7 +77,9 @@ impl Body for Startup {
     fn setup(cfg: StartupConfig, s: &Setup<'_>) -> Result<Startup, ExperimentError> {
         let (guard, place) = (s.guard, s.place);
         let schedulers = s.schedulers.to_vec();
-        setup::check_iosched_params(guard, &place.dev, &schedulers, &cfg)?;
+        for dev in &place.disks {
+            setup::check_iosched_params(guard, dev, &schedulers, &cfg)?;
+        }
         let dir = place.files_dir()?;
         if let Some(prep) = &cfg.prepare {
             setup::prepare(&prep.replace("{dir}", &dir.to_string_lossy()))?;
@@ -104,7 +106,7 @@ impl Body for Startup {
         (s.announce)(&place.what);
         setup::limit_dirty(guard, place, &cfg)?;
         if let Some(ra) = cfg.read_ahead_kb {
-            guard.set_queue_attr(&place.dev, "read_ahead_kb", &ra.to_string())?;
+            guard.set_queue_attr(&place.fs_dev, "read_ahead_kb", &ra.to_string())?;
         }
         let spec = launch_spec(&cfg, &target)?;
         let stored_list = s

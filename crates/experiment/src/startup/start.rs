@@ -68,9 +68,8 @@ pub(super) fn start(
     rep: u32,
     prefetch: Option<(&Prefetcher, PrefetchMode)>,
     bg: Option<&Background>,
-) -> Result<StartEnd, ExperimentError> {
+) -> Result<(StartEnd, Option<iolab_store::RunId>), ExperimentError> {
     let (cfg, cell, guard) = (&st.cfg, c.cell, ctx.guard);
-    let dev = &ctx.place.dev;
     // Listed again for every start: the target may have created or
     // deleted files (a database journal) since the last one. The target's
     // files: what `--cold evict` evicts and what `--memory-pressure`
@@ -89,10 +88,11 @@ pub(super) fn start(
     };
     let started_at = iolab_store::rfc3339_now();
     let running = prefetch.map(|(p, m)| p.begin(m)).transpose()?;
-    let before = iolab_sys::diskstats::read_device(Path::new("/proc"), &dev.name)?;
+    let before = ctx.place.diskstats()?;
+    let load_before = bg.map(Background::io);
     let watch = st.target.watch(guard)?;
     let t0 = Instant::now();
-    let devices = std::slice::from_ref(dev);
+    let devices = &ctx.place.disks;
     // Every collector attaches to the held target before it runs its
     // first instruction; the time to attach is not the start's.
     let (outcome, observers) = launch::launch_observed(
@@ -109,7 +109,8 @@ pub(super) fn start(
         }),
     )?;
     let window = t0.elapsed().as_secs_f64();
-    let after = iolab_sys::diskstats::read_device(Path::new("/proc"), &dev.name)?;
+    let after = ctx.place.diskstats()?;
+    let load_after = bg.map(Background::io);
     let end = RunEnd {
         target_cpu_ns: outcome.usage.map(|u| u.user_ns + u.sys_ns),
     };
@@ -127,22 +128,30 @@ pub(super) fn start(
         .target
         .measure(guard, &mut outcome, watch, t0, st.spec.timeout)?;
     if outcome.interrupted {
-        return Ok(StartEnd::Interrupted);
+        return Ok((StartEnd::Interrupted, None));
     }
-    // The device's traffic during the start, less what the target itself
-    // read and dirtied (its wait4 rusage): what the load achieved.
+    // What the load itself read and wrote during the start, by its own
+    // counters (so a target doing I/O on any disk, this one included,
+    // neither adds to it nor cancels it); none in an idle cell. The
+    // device's counters over the same window are kept beside it.
     let device = match (&before, &after) {
         (Some(b), Some(a)) => Some(a.since(b)),
         _ => None,
     };
-    let own = outcome.usage.unwrap_or_default();
-    let background = device.as_ref().map(|d| BackgroundIo {
-        read_bytes: d.read_bytes().saturating_sub(own.read_bytes),
-        write_bytes: d.write_bytes().saturating_sub(own.write_bytes),
-        seconds: window,
+    let background = Some(match (load_before, load_after) {
+        (Some(b), Some(a)) => BackgroundIo {
+            read_bytes: a.0.saturating_sub(b.0),
+            write_bytes: a.1.saturating_sub(b.1),
+            seconds: window,
+        },
+        _ => BackgroundIo {
+            read_bytes: 0,
+            write_bytes: 0,
+            seconds: window,
+        },
     });
     // Was the cell's condition true during this start? The load must
-    // still be running, and must have moved some bytes on the device.
+    // still be running, and must have moved some bytes.
     let load_problem = bg.and_then(|b| {
         if let Some(why) = b.ended() {
             return Some(why);
@@ -151,7 +160,7 @@ pub(super) fn start(
         match (moved, c.warmup_rate) {
             (Some(0), Some((r, w))) if window >= MIN_WINDOW_FOR_TRAFFIC_CHECK_S && r + w > 0.0 => {
                 Some(format!(
-                    "the background load moved no bytes on the device during this {window:.1} s start \
+                    "the background load moved no bytes during this {window:.1} s start \
                      (during the warm-up: {} read, {} written per second)",
                     iolab_sys::units::format_bytes(r as u64),
                     iolab_sys::units::format_bytes(w as u64)
@@ -218,20 +227,23 @@ pub(super) fn start(
     if let (Some((p, m)), Some(report)) = (prefetch, &prefetched) {
         docs.push(p.artifact(m, report)?);
     }
-    ctx.store_run(&record, &docs)?;
+    let run_id = ctx.store_run(&record, &docs)?;
     ctx.progress.done(&if outcome.censored {
         ">timeout".to_string()
     } else {
         format!("{:.2}s", outcome.duration_ns as f64 / 1e9)
     });
     if let Some(why) = load_problem {
-        return Ok(StartEnd::LoadProblem(why));
+        return Ok((StartEnd::LoadProblem(why), Some(run_id)));
     }
     if let (true, Some(reason)) = (cell.workload == "idle" && rep == 1, outcome.failure) {
-        return Ok(StartEnd::FirstIdleFailed {
-            reason,
-            tail: outcome.output_tail,
-        });
+        return Ok((
+            StartEnd::FirstIdleFailed {
+                reason,
+                tail: outcome.output_tail,
+            },
+            Some(run_id),
+        ));
     }
-    Ok(StartEnd::Stored)
+    Ok((StartEnd::Stored, Some(run_id)))
 }

@@ -26,8 +26,17 @@ use iolab_sys::UsageError;
 pub struct StartupArgs {
     /// Use this existing lab (`iolab lab up --name NAME`); default: a
     /// temporary lab made for this experiment and removed after it.
-    #[arg(long, value_name = "NAME", conflicts_with = "device")]
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["device", "in_dir"])]
     pub lab: Option<String>,
+    /// Measure in place: in DIR of your own filesystem, where the app under
+    /// test lives (e.g. the data partition). iolab makes its scratch
+    /// directory in DIR for the load's files (removed after; nothing else
+    /// is written, no --force needed) and switches the scheduler on every
+    /// disk under DIR's storage stack (partitions, LVM, dm-crypt, md,
+    /// btrfs devices), each restored after. Refused where no device under
+    /// DIR has a scheduler to switch (tmpfs, overlay, NFS, FUSE).
+    #[arg(long = "in", value_name = "DIR", conflicts_with = "device")]
+    pub in_dir: Option<PathBuf>,
     /// Use a real device instead of a lab (with --dir and --force).
     #[arg(long, value_name = "DEV", requires = "dir")]
     pub device: Option<String>,
@@ -38,21 +47,21 @@ pub struct StartupArgs {
     #[arg(long)]
     pub force: bool,
     /// Size of the temporary lab.
-    #[arg(long, default_value = "4GiB", value_name = "SIZE", conflicts_with_all = ["lab", "device"],
+    #[arg(long, default_value = "4GiB", value_name = "SIZE", conflicts_with_all = ["lab", "device", "in_dir"],
           value_parser = super::values::size)]
     pub lab_size: u64,
     /// Filesystem of the temporary lab.
-    #[arg(long, default_value = "ext4", value_name = "FS", conflicts_with_all = ["lab", "device"],
+    #[arg(long, default_value = "ext4", value_name = "FS", conflicts_with_all = ["lab", "device", "in_dir"],
           value_parser = super::values::fs)]
     pub lab_fs: iolab_lab::Fs,
     /// Emulated bandwidth of the temporary lab (phone eMMC/SD class), e.g. 20MiB/s.
-    #[arg(long, value_name = "RATE", conflicts_with_all = ["lab", "device"],
+    #[arg(long, value_name = "RATE", conflicts_with_all = ["lab", "device", "in_dir"],
           value_parser = super::values::rate)]
     pub bw: Option<u64>,
     #[command(flatten)]
     pub model: super::model_args::ModelArgs,
     /// Emulated IOPS limit of the temporary lab.
-    #[arg(long, value_name = "N", conflicts_with_all = ["lab", "device"])]
+    #[arg(long, value_name = "N", conflicts_with_all = ["lab", "device", "in_dir"])]
     pub iops: Option<u64>,
     #[command(flatten)]
     pub schedulers: super::values::SchedulersArg,
@@ -297,13 +306,17 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
     if a.device.is_some() {
         a.model.refuse_with("--device")?;
     }
-    let place = match (&a.lab, &a.device) {
-        (Some(name), _) => Place::Lab { name: name.clone() },
-        (None, Some(dev)) => Place::Device {
+    if a.in_dir.is_some() {
+        a.model.refuse_with("--in")?;
+    }
+    let place = match (&a.in_dir, &a.lab, &a.device) {
+        (Some(dir), _, _) => Place::InPlace { dir: dir.clone() },
+        (None, Some(name), _) => Place::Lab { name: name.clone() },
+        (None, None, Some(dev)) => Place::Device {
             device: dev.clone(),
             dir: a.dir.clone(),
         },
-        (None, None) => {
+        (None, None, None) => {
             let (backend, model) = a.model.resolve(a.bw, a.iops)?;
             Place::NewLab {
                 size_bytes: a.lab_size,

@@ -41,7 +41,7 @@ pub fn render(report: &ExperimentReport) -> String {
 }
 
 /// Background read/write throughput during the starts of each loaded cell
-/// (device traffic less the target's own, mean over the cell's samples).
+/// (by the load's own counters, mean over the cell's samples).
 pub fn render_background(cells: &[CellReport]) -> Option<String> {
     let loaded: Vec<&CellReport> = cells
         .iter()
@@ -58,7 +58,7 @@ pub fn render_background(cells: &[CellReport]) -> Option<String> {
         )
     });
     Some(format!(
-        "background throughput during the starts (read / write, device traffic less the target's own):\n{grid}"
+        "background throughput during the starts (read / write, by the load's own counters):\n{grid}"
     ))
 }
 

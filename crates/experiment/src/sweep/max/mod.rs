@@ -115,7 +115,7 @@ impl Body for Max {
         let workload = workload_name(p.kind, p.pattern);
         ctx.progress
             .begin(&format!("rep {} {} {workload}", p.rep, p.scheduler));
-        let dev = &ctx.place.dev;
+        let dev = ctx.place.dev();
         ctx.guard.set_scheduler(dev, &p.scheduler)?;
         let started_at = iolab_store::rfc3339_now();
         let threads = p.pattern.numjobs;
