@@ -81,11 +81,14 @@ impl Body for Startup {
             setup::check_iosched_params(guard, dev, &schedulers, &cfg)?;
         }
         let dir = place.files_dir()?;
+        let mut cfg = cfg;
+        if place.stack.is_some() && !place.made {
+            setup::fit_in_place(&mut cfg, &dir.join("iolab-load"))?;
+        }
         if let Some(prep) = &cfg.prepare {
             setup::prepare(&prep.replace("{dir}", &dir.to_string_lossy()))?;
         }
         let stored = cfg.clone();
-        let mut cfg = cfg;
         cfg.target = cfg.target.at(dir);
         cfg.evict = cfg
             .evict

@@ -1,6 +1,8 @@
 //! Checks and one-off preparation before the first start: everything a
 //! typo could break is tried up front, so no start is measured in vain.
 
+use std::path::{Path, PathBuf};
+
 use iolab_guard::Guard;
 use iolab_sys::block::BlockDev;
 use iolab_sys::UsageError;
@@ -15,6 +17,54 @@ use crate::ExperimentError;
 pub(super) fn check_workloads(cfg: &StartupConfig) -> Result<(), ExperimentError> {
     for w in cfg.workloads.iter().filter(|w| *w != "idle") {
         iolab_load::jobs_from_spec(w, &cfg.load_options)?;
+    }
+    Ok(())
+}
+
+/// In place (`--in DIR`), the load's files go on the user's filesystem:
+/// their size is fixed (512 MiB per file, the thesis's `dd bs=1M
+/// count=512`, unless `--load-option size=` says otherwise) instead of
+/// growing to fill the free space as on a lab, and they must fit, with a
+/// tenth of the filesystem's free space to spare, or nothing runs.
+pub(super) fn fit_in_place(
+    cfg: &mut StartupConfig,
+    load_dir: &Path,
+) -> Result<(), ExperimentError> {
+    if !cfg.load_options.iter().any(|(k, _)| k == "size") {
+        cfg.load_options
+            .push(("size".into(), iolab_load::NAMED_FILE_SIZE.to_string()));
+    }
+    let mut files: Vec<(PathBuf, u64)> = Vec::new();
+    let mut opts = vec![(
+        "directory".to_string(),
+        load_dir.to_string_lossy().into_owned(),
+    )];
+    opts.extend(cfg.load_options.iter().cloned());
+    for w in cfg.workloads.iter().filter(|w| *w != "idle") {
+        for job in iolab_load::jobs_from_spec(w, &opts)? {
+            let size = job.size.unwrap_or(0);
+            for clone in 0..job.numjobs {
+                let path = iolab_load::clone_path(&job, clone);
+                if !files.iter().any(|(p, _)| *p == path) {
+                    files.push((path, size));
+                }
+            }
+        }
+    }
+    let need: u64 = files.iter().map(|(_, s)| s).sum();
+    let parent = load_dir.parent().unwrap_or(load_dir);
+    let st = rustix::fs::statvfs(parent).map_err(|e| iolab_sys::SysError::io(parent, e.into()))?;
+    let free = st.f_bavail.saturating_mul(st.f_frsize);
+    if need > free / 10 * 9 {
+        use iolab_sys::units::format_bytes;
+        return Err(UsageError::new(format!(
+            "the background load needs {} of files ({} file(s)) in {}, but only {} is free there (a tenth kept spare): free some space, or use smaller files with --load-option size=128M",
+            format_bytes(need),
+            files.len(),
+            parent.display(),
+            format_bytes(free)
+        ))
+        .into());
     }
     Ok(())
 }
