@@ -126,6 +126,9 @@ pub struct Outcome {
     /// failed start is not a sample; `duration_ns` is then the time of the
     /// exit (0 if unknown).
     pub failure: Option<String>,
+    /// Processes the target left outside its group (a daemon that called
+    /// setsid), adopted by iolab and killed after the start: `pid comm`.
+    pub left_over: Vec<String>,
 }
 
 impl Outcome {
@@ -250,14 +253,18 @@ pub fn launch_observed<T: Send>(
     // is recorded with the guard before the target runs (a SIGKILLed iolab's
     // next run kills it), and the fork, whose cost grows with iolab's own
     // memory rather than the target's, stays out of the measured time.
-    let held = iolab_spawn::hold(&iolab_spawn::Spec {
-        argv: spec.argv.clone(),
-        stdin: iolab_spawn::Input::Null,
-        stdout: iolab_spawn::Output::Piped,
-        stderr: iolab_spawn::Output::Piped,
-        process_group: true,
-        ioprio: spec.ioprio,
-        nice: spec.nice,
+    // What the target orphans is adopted and killed after it (see
+    // `leftover`).
+    let (held, launch) = crate::leftover::Launch::hold(|| {
+        iolab_spawn::hold(&iolab_spawn::Spec {
+            argv: spec.argv.clone(),
+            stdin: iolab_spawn::Input::Null,
+            stdout: iolab_spawn::Output::Piped,
+            stderr: iolab_spawn::Output::Piped,
+            process_group: true,
+            ioprio: spec.ioprio,
+            nice: spec.nice,
+        })
     })?;
     let pgid = held.pid();
     let tracked = guard.track_process_group(pgid)?;
@@ -404,6 +411,7 @@ pub fn launch_observed<T: Send>(
         std::thread::sleep(Duration::from_millis(1));
     }
     drop(readers);
+    let left_over = launch.kill_left_over();
     guard.forget(tracked)?;
 
     let ns = |t: Instant| t.duration_since(t0).as_nanos() as u64;
@@ -449,6 +457,7 @@ pub fn launch_observed<T: Send>(
             ready_ns,
             output_tail: tail,
             failure,
+            left_over,
         },
         observed,
     ))

@@ -9,6 +9,7 @@ pub mod collect;
 pub mod engine;
 mod error;
 pub mod launch;
+mod leftover;
 pub mod place;
 pub mod pressure;
 mod schedulers;

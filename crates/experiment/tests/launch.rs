@@ -90,6 +90,28 @@ fn timeout_censors_and_kills_the_whole_group() {
 }
 
 #[test]
+fn a_daemon_that_left_the_group_is_killed_after_the_start_and_named() {
+    // `setsid` puts sleep in a session (and group) of its own, orphaned
+    // when sh exits: the group kill cannot reach it.
+    let o = run(&spec(
+        "setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $!",
+        Ready::Exit,
+        10.0,
+    ));
+    assert!(!o.failed(), "{o:?}");
+    let daemon = first_pid(&o);
+    // Named as it was when killed: `setsid` itself if it had not yet
+    // exec'd sleep.
+    assert_eq!(o.left_over.len(), 1, "{o:?}");
+    assert!(o.left_over[0].starts_with(&format!("{daemon} ")), "{o:?}");
+    // Killed and reaped: no /proc entry, not even a zombie.
+    assert!(
+        !std::path::Path::new(&format!("/proc/{daemon}")).exists(),
+        "{daemon} is still there"
+    );
+}
+
+#[test]
 fn ready_line_ends_the_start_and_the_group() {
     let re = Regex::new("^READY").unwrap();
     let o = run(&spec(

@@ -140,6 +140,37 @@ fn status_reads_back_scheduler_depth_and_throttle() {
     assert!(human.contains("read 30MiB/s write 30MiB/s"), "{human}");
     assert!(human.contains("driver depth 4"), "{human}");
     assert!(human.contains("dirty limit"), "{human}");
+    // The depth is read from the kernel (debugfs, mounted privately for
+    // the read and unmounted), not from iolab's metadata: shrunk behind
+    // iolab's back to 8 under `none`, where sysfs shows it too, it reads 8
+    // with the difference named.
+    let status = |env: &Env| {
+        let out = env
+            .cmd()
+            .args(["lab", "status", &env.name, "--json"])
+            .output()
+            .unwrap();
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    assert_eq!(status(&env)["queue_depth_kernel"], 4);
+    let queue = std::path::Path::new("/sys/block")
+        .join(s(&up, "device").trim_start_matches("/dev/"))
+        .join("queue");
+    std::fs::write(queue.join("scheduler"), "none").unwrap();
+    std::fs::write(queue.join("nr_requests"), "8").unwrap();
+    let sysfs = std::fs::read_to_string(queue.join("nr_requests")).unwrap();
+    std::fs::write(queue.join("scheduler"), "mq-deadline").unwrap();
+    let now = status(&env);
+    assert_eq!(now["queue_depth_kernel"].to_string(), sysfs.trim(), "{now}");
+    assert!(
+        now["problems"]
+            .to_string()
+            .contains("driver depth 8 in the kernel, not the 4"),
+        "{now}"
+    );
+    std::fs::write(queue.join("scheduler"), "none").unwrap();
+    std::fs::write(queue.join("nr_requests"), "4").unwrap();
+    std::fs::write(queue.join("scheduler"), "mq-deadline").unwrap();
 }
 /// `down` removes only what iolab created: a directory it made stays when
 /// the user put a file in it, the user's own directory and files stay.

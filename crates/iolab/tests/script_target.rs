@@ -60,10 +60,7 @@ fn a_launch_script_runs_with_its_arguments_and_is_stored() {
     // Both starts ran the script with its arguments, under sh.
     let lines = std::fs::read_to_string(&marker).unwrap();
     let want = format!("{} --warm x y", script.display());
-    assert_eq!(
-        lines.lines().collect::<Vec<_>>(),
-        [want.as_str(), want.as_str()]
-    );
+    assert_eq!(lines.lines().collect::<Vec<_>>(), [want.as_str(); 2]);
     let report = b.export(1);
     let target = &report["experiment"]["config"]["startup"]["target"];
     assert_eq!(target["kind"], "script");

@@ -926,7 +926,10 @@ fn a_real_device_needs_force_and_a_dir_on_it() {
             "--device", other, "--dir", &d, "--force", "--db", &db, "--", "true",
         ],
     );
-    assert!(line.contains(&format!("not on {other}")), "{line}");
+    assert!(
+        line.contains(&format!("does not go through {other}")),
+        "{line}"
+    );
 }
 
 #[test]

@@ -51,7 +51,7 @@ pub use down::{down, down_all, DownReport};
 pub use error::LabError;
 pub use meta::{LabKind, LabMeta, LabState};
 pub use spec::{slowing_from_text, Fs, LabSpec, ModelText, SpecText};
-pub use status::{list, status, LabStatus};
+pub use status::{list, read_kernel_depth, status, LabStatus};
 pub use throttle::{cgroup_warning, read_throttle, ThrottleValues};
 pub use up::{format_and_mount, up};
 pub use zram::{mem_available, ZramStatus};

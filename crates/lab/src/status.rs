@@ -48,6 +48,12 @@ pub struct LabStatus {
     /// Driver queue depth iolab set (requests beyond it wait in the
     /// scheduler); `None`: the driver's own depth.
     pub queue_depth: Option<u32>,
+    /// The driver depth the kernel uses now: the `depth=` of hardware
+    /// queue 0's tags in debugfs (see [`read_kernel_depth`]); `None` when
+    /// not read. Not `queue/nr_requests`: after a scheduler switch back
+    /// to `none` it shows the tag set's depth (128 for loop) while the
+    /// tags stay shrunk (4), as debugfs shows.
+    pub queue_depth_kernel: Option<u64>,
     /// `queue/read_ahead_kb`.
     pub read_ahead_kb: Option<u64>,
     /// Dirty page-cache limit of the lab's filesystem in bytes (bdi
@@ -145,6 +151,34 @@ pub fn list() -> Result<Vec<LabStatus>, LabError> {
         });
     }
     Ok(labs)
+}
+
+/// Reads the lab's driver depth from debugfs mounted at `debugfs`
+/// (`depth=N` in `block/NAME/hctx0/tags`) into `st`, with a problem when
+/// it is not the depth iolab set. A bio-based device (zram) has none.
+pub fn read_kernel_depth(st: &mut LabStatus, debugfs: &Path) {
+    let Some(name) = st.device.as_ref().and_then(|d| d.file_name()) else {
+        return;
+    };
+    let tags = debugfs.join("block").join(name).join("hctx0/tags");
+    st.queue_depth_kernel = std::fs::read_to_string(tags)
+        .ok()
+        .and_then(|t| parse_tags_depth(&t));
+    if let (Some(set), Some(now)) = (st.queue_depth, st.queue_depth_kernel) {
+        if u64::from(set) != now {
+            st.problems.push(format!(
+                "driver depth {now} in the kernel, not the {set} iolab set: something reset it (a scheduler switched outside iolab's guard?)"
+            ));
+        }
+    }
+}
+
+/// `depth=` of a debugfs `hctx*/tags` file (the first: the bitmap tags,
+/// not the reserved ones).
+fn parse_tags_depth(text: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("depth="))
+        .and_then(|d| d.trim().parse().ok())
 }
 
 fn from_meta(m: &LabMeta, persistent: bool) -> LabStatus {
@@ -250,5 +284,19 @@ fn read_mount(top: &BlockDev, mp: &Path, st: &mut LabStatus) {
         st.fs_size_bytes = Some(v.f_blocks * v.f_frsize);
         st.fs_free_bytes = Some(v.f_bfree * v.f_frsize);
         st.fs_avail_bytes = Some(v.f_bavail * v.f_frsize);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_depth_is_the_bitmap_tags_depth() {
+        // As this kernel prints it for a loop lab shrunk to 4, after its
+        // scheduler went to mq-deadline and back to none.
+        let text = "nr_tags=128\nnr_reserved_tags=0\nactive_queues=0\n\nbitmap_tags:\ndepth=4\nbusy=0\ncleared=3\n\nbreserved_tags:\ndepth=0\n";
+        assert_eq!(parse_tags_depth(text), Some(4));
+        assert_eq!(parse_tags_depth("nr_tags=128\n"), None);
     }
 }

@@ -79,6 +79,38 @@ pub fn parse_state_and_pgrp(stat: &str) -> Option<(char, i32)> {
     Some((state, pgrp))
 }
 
+/// Parent pid (field 4) of a /proc/PID/stat line.
+pub fn parse_ppid(stat: &str) -> Option<i32> {
+    stat[stat.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Pids whose parent is `parent` (zombies included: a child not yet
+/// reaped is still one), from /proc/PID/stat.
+pub fn children_of(parent: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            (parse_ppid(&stat)? == parent).then_some(pid)
+        })
+        .collect()
+}
+
+/// `comm` of a process, `?` once it is gone.
+pub fn comm(pid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map(|c| c.trim().to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
 /// This process's own (pid, start time).
 pub fn me() -> (i32, u64) {
     let pid = std::process::id() as i32;
@@ -134,6 +166,14 @@ mod tests {
         let line =
             "1234 (a b) c) S 1 1234 1234 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
         assert_eq!(parse_start_time(line), Some(987654));
+    }
+
+    #[test]
+    fn parent_skips_odd_comm_and_this_process_is_its_parents_child() {
+        assert_eq!(parse_ppid("1234 (a b) c) S 42 77 1234 0"), Some(42));
+        let me = std::process::id() as i32;
+        let parent = parse_ppid(&std::fs::read_to_string("/proc/self/stat").unwrap()).unwrap();
+        assert!(children_of(parent).contains(&me));
     }
 
     #[test]

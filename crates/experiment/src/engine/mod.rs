@@ -24,7 +24,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-pub use progress::Progress;
+pub use progress::{Progress, ProgressMode};
 
 use crate::place::{self, PlaceRequest, PlaceUse, Resolved};
 use crate::{ExperimentError, Schedulers};
@@ -38,8 +38,8 @@ pub struct RunOptions {
     pub resume: Option<ExperimentId>,
     /// Allow writing to a device that is not an iolab lab.
     pub force: bool,
-    /// Show a progress bar (TTY only).
-    pub progress: bool,
+    /// How progress is shown.
+    pub progress: ProgressMode,
     /// The command line, stored with the experiment.
     pub command_line: String,
 }

@@ -1,23 +1,50 @@
-//! Progress over a whole experiment: one bar, the ETA from finished runs,
-//! the current cell and the last result in the message. Hidden when stderr
-//! is not a terminal; notes that must not be lost go to stderr then.
+//! Progress over a whole experiment: on a terminal one bar (ETA from
+//! finished runs, the current cell and the last result in its message);
+//! elsewhere (nohup, ssh, CI, a log file) one plain line per finished run,
+//! as S prints one per start. Notes that must not be lost go to stderr.
 
 use std::io::IsTerminal;
+use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-/// The experiment's progress bar.
+/// How progress is shown (`--progress`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ProgressMode {
+    /// A bar on a terminal, plain lines otherwise.
+    #[default]
+    Auto,
+    /// The bar (drawn only on a terminal).
+    Bar,
+    /// One line per finished run on stderr.
+    Plain,
+    /// Nothing but notes.
+    None,
+}
+
+/// The experiment's progress.
 pub struct Progress {
     bar: ProgressBar,
+    plain: bool,
+    unit: String,
+    what: String,
     last: String,
+    started: Instant,
 }
 
 impl Progress {
-    /// A bar over `total` runs, counted in `unit` (`starts`, `runs`,
-    /// `points`); hidden unless `show` and stderr is a TTY.
-    pub fn new(total: u64, unit: &str, show: bool) -> Progress {
+    /// Progress over `total` runs, counted in `unit` (`starts`, `runs`,
+    /// `points`).
+    pub fn new(total: u64, unit: &str, mode: ProgressMode) -> Progress {
+        let tty = std::io::stderr().is_terminal();
+        let (bar_on, plain) = match mode {
+            ProgressMode::Auto => (tty, !tty),
+            ProgressMode::Bar => (tty, false),
+            ProgressMode::Plain => (false, true),
+            ProgressMode::None => (false, false),
+        };
         let bar = ProgressBar::new(total);
-        if show && std::io::stderr().is_terminal() {
+        if bar_on {
             bar.set_draw_target(ProgressDrawTarget::stderr());
             if let Ok(style) = ProgressStyle::with_template(&format!(
                 "{{elapsed_precise}} [{{bar:30}}] {{pos}}/{{len}} {unit}  ETA {{eta}}  {{msg}}"
@@ -29,20 +56,40 @@ impl Progress {
         }
         Progress {
             bar,
+            plain,
+            unit: unit.to_string(),
+            what: String::new(),
             last: String::new(),
+            started: Instant::now(),
         }
     }
 
     /// A run (or a cell's warm-up) begins: `what` names it.
-    pub fn begin(&self, what: &str) {
+    pub fn begin(&mut self, what: &str) {
+        self.what = what.to_string();
         self.bar.set_message(format!("{what}{}", self.last));
     }
 
     /// A run ended; `last` is its result in a few characters (`1.23s`,
-    /// `40.0MiB/s`).
+    /// `40.0MiB/s`, `>timeout`).
     pub fn done(&mut self, last: &str) {
         self.last = format!("  last {last}");
         self.bar.inc(1);
+        if self.plain {
+            let (pos, len) = (self.bar.position(), self.bar.length().unwrap_or(0));
+            let elapsed = self.started.elapsed().as_secs_f64();
+            let eta = if pos > 0 && len >= pos {
+                format!(", ETA {}", clock(elapsed / pos as f64 * (len - pos) as f64))
+            } else {
+                String::new()
+            };
+            eprintln!(
+                "iolab: {pos}/{len} {}: {}: {last} (elapsed {}{eta})",
+                self.unit,
+                self.what,
+                clock(elapsed)
+            );
+        }
     }
 
     /// A message that must not be lost: printed above the bar on a
@@ -56,10 +103,31 @@ impl Progress {
     }
 }
 
+/// `1:02:03` or `2:03`.
+fn clock(secs: f64) -> String {
+    let s = secs.max(0.0).round() as u64;
+    let (h, m, s) = (s / 3600, s / 60 % 60, s % 60);
+    if h > 0 {
+        format!("{h}:{m:02}:{s:02}")
+    } else {
+        format!("{m}:{s:02}")
+    }
+}
+
 impl Drop for Progress {
     /// The bar goes however the experiment ends (an error included), so
     /// the error's line is not printed over it.
     fn drop(&mut self) {
         self.bar.finish_and_clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn clock_reads_as_elapsed_time() {
+        assert_eq!(super::clock(62.4), "1:02");
+        assert_eq!(super::clock(3723.0), "1:02:03");
+        assert_eq!(super::clock(-1.0), "0:00");
     }
 }

@@ -147,6 +147,8 @@ fn reps(
 ) -> Result<CellEnd, ExperimentError> {
     let cell = c.cell;
     let cell_name = format!("{} {}", cell.scheduler, cell.workload);
+    // Starts made here, and the last of those that did not begin cold.
+    let (mut made, mut not_cold) = (0usize, Vec::<String>::new());
     for &rep in &cell.reps {
         let variants = match &st.prefetcher {
             Some(p) => p.variants(&cell.workload, rep),
@@ -167,15 +169,23 @@ fn reps(
                     "cell {cell_name} stopped before rep {rep}: {why}"
                 )));
             }
-            ctx.progress
-                .begin(&format!("{} / {} rep {rep}", cell.scheduler, cell.workload));
+            ctx.progress.begin(&format!(
+                "{} / {} rep {rep}{}",
+                cell.scheduler,
+                cell.workload,
+                variant
+                    .as_deref()
+                    .map_or_else(String::new, |v| format!(" +{v}"))
+            ));
             let pre = st.prefetcher.as_ref().zip(mode);
             let (end, run) = super::start::start(st, ctx, c, rep, pre, bg)?;
             if run.is_some() {
                 *last_run = run;
+                made += 1;
             }
             match end {
                 StartEnd::Stored => {}
+                StartEnd::NotCold(why) => not_cold.push(why),
                 StartEnd::Interrupted => return Ok(CellEnd::Interrupted),
                 StartEnd::LoadProblem(why) => {
                     return Ok(CellEnd::Stopped(format!(
@@ -195,6 +205,14 @@ fn reps(
                 }
             }
         }
+    }
+    // A cell none of whose starts began cold has no sample: as incomplete
+    // as one whose load stopped, and said so the same way.
+    if made > 0 && not_cold.len() == made {
+        return Ok(CellEnd::Stopped(format!(
+            "cell {cell_name}: none of its {made} start(s) began cold (stored as invalid); the last: {}",
+            not_cold.last().map_or("", String::as_str)
+        )));
     }
     Ok(CellEnd::Done)
 }

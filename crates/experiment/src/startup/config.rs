@@ -125,6 +125,10 @@ pub struct StartupConfig {
     /// takes the target's pages as on a phone under memory pressure.
     #[serde(default)]
     pub memory_pressure: Option<crate::pressure::Pressure>,
+    /// Rest between starts, seconds (S's pause), after the previous
+    /// start's leftovers are gone and its dirty data is written back.
+    #[serde(default)]
+    pub pause_s: Option<f64>,
 }
 
 /// Default warm-up for a scheduler. BFQ weight-raises newly started
@@ -181,6 +185,13 @@ impl StartupConfig {
             if !(0.0..=MAX_WARMUP_S).contains(&w) {
                 return Err(UsageError::new(format!(
                     "--warmup {w}: expected 0 to {MAX_WARMUP_S} seconds"
+                )));
+            }
+        }
+        if let Some(p) = self.pause_s {
+            if !(0.0..=MAX_WARMUP_S).contains(&p) {
+                return Err(UsageError::new(format!(
+                    "--pause {p}: expected 0 to {MAX_WARMUP_S} seconds"
                 )));
             }
         }
@@ -262,6 +273,7 @@ pub(crate) mod tests {
             prefetch: None,
             observe: Default::default(),
             memory_pressure: None,
+            pause_s: None,
         }
     }
 

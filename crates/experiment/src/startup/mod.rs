@@ -8,8 +8,10 @@ mod background;
 mod cell;
 mod cold;
 pub mod config;
+mod files;
 pub mod plan;
 pub mod prefetch;
+mod settle;
 mod setup;
 mod start;
 
@@ -43,6 +45,16 @@ pub struct Startup {
     prefetcher: Option<Prefetcher>,
     /// Launching `true` the same way, ns.
     overhead_ns: Vec<u64>,
+    /// The files the target read in the first start of this run of the
+    /// experiment (none with `--evict`, `--cold none`, or an activity).
+    learnt: std::sync::Mutex<Vec<std::path::PathBuf>>,
+    /// True until that first start has been recorded.
+    learn: std::sync::atomic::AtomicBool,
+    /// Every file range mapped before the target first ran.
+    maps_before: files::Maps,
+    /// The process group of the last start (0: none yet), waited for
+    /// before the next.
+    last_group: std::sync::atomic::AtomicI32,
 }
 
 impl Body for Startup {
@@ -117,6 +129,13 @@ impl Body for Startup {
             .and_then(|c| c.get("prefetch_list"))
             .and_then(Value::as_str);
         let prefetcher = Prefetcher::prepare(guard, &cfg, &target, place, &spec, stored_list)?;
+        // Before the target ever runs: what the machine already maps.
+        let maps_before = files::Maps::scan(std::path::Path::new("/proc"));
+        // An activity's app is forked by zygote, not by iolab: its
+        // package's files stand for what it reads.
+        let learn = cfg.cold != Cold::None
+            && cfg.evict.is_empty()
+            && !matches!(target, Target::Activity { .. });
         let overhead_ns = launch::harness_overhead(guard, 10)?;
         Ok(Startup {
             label: stored.target.label(),
@@ -127,6 +146,10 @@ impl Body for Startup {
             spec,
             prefetcher,
             overhead_ns,
+            learnt: std::sync::Mutex::new(Vec::new()),
+            learn: std::sync::atomic::AtomicBool::new(learn),
+            maps_before,
+            last_group: std::sync::atomic::AtomicI32::new(0),
         })
     }
 
@@ -180,6 +203,28 @@ impl Startup {
             .prefetch
             .as_ref()
             .filter(|_| self.prefetcher.is_some())
+    }
+
+    /// The target's files as they are now: what the cold step evicts
+    /// (`--cold evict`), what memory pressure measures, and whose residency
+    /// says whether a start began cold. The `--evict` list when given, else
+    /// the learnt files and the target's own (its executable or directory,
+    /// listed again each time: it may have created or deleted some).
+    fn files(&self) -> Vec<std::path::PathBuf> {
+        if !self.cfg.evict.is_empty() {
+            return self.target.files(&self.cfg.evict);
+        }
+        let mut out = self
+            .learnt
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for f in self.target.files(&[]) {
+            if !out.contains(&f) {
+                out.push(f);
+            }
+        }
+        out
     }
 
     /// The mean harness overhead, stored with every run.

@@ -13,6 +13,7 @@ use serde_json::json;
 use super::background::Background;
 use super::cold::make_cold;
 use super::config::Cold;
+use super::files::{self, ColdCheck};
 use super::prefetch::{PrefetchMode, Prefetcher};
 use super::Startup;
 use crate::collect::{Observe, Observers, RunEnd, Scope, Tuning};
@@ -51,6 +52,9 @@ pub(super) enum StartEnd {
     Interrupted,
     /// Stored as invalid: the cell's load ended or moved nothing.
     LoadProblem(String),
+    /// Stored as invalid: the target's files were still cached after the
+    /// cold step; the cell goes on.
+    NotCold(String),
     /// Stored as failed, and it was the first idle start.
     FirstIdleFailed {
         /// Why it failed.
@@ -74,11 +78,25 @@ pub(super) fn start(
     // deleted files (a database journal) since the last one. The target's
     // files: what `--cold evict` evicts and what `--memory-pressure`
     // measures.
+    let prev = st.last_group.swap(0, std::sync::atomic::Ordering::Relaxed);
+    let pause = std::time::Duration::from_secs_f64(cfg.pause_s.unwrap_or(0.0).clamp(0.0, 3600.0));
+    let settled = super::settle::settle((prev > 0).then_some(prev), ctx.place.mount()?, pause)?;
+    if let Some(why) = settled.problem() {
+        ctx.progress.note(&why);
+    }
     let files = match (cfg.cold, cfg.memory_pressure) {
-        (Cold::Evict, _) | (_, Some(_)) => st.target.files(&cfg.evict),
-        _ => Vec::new(),
+        (Cold::None, None) => Vec::new(),
+        _ => st.files(),
     };
     make_cold(guard, cfg.cold, &files, ctx.place.mount()?)?;
+    // Cold is measured, not assumed: a page mapped by a live process (a
+    // daemon of the target's, the same app open elsewhere) survives both
+    // drop_caches and fadvise.
+    let cold = (cfg.cold != Cold::None).then(|| ColdCheck::measure(&files, &st.maps_before));
+    let not_cold = cold.as_ref().and_then(ColdCheck::problem);
+    if let Some(why) = &not_cold {
+        ctx.progress.note(why);
+    }
     let pressure = match cfg.memory_pressure {
         Some(p) => Some(
             crate::pressure::apply(guard, p, &files)
@@ -95,19 +113,31 @@ pub(super) fn start(
     let devices = &ctx.place.disks;
     // Every collector attaches to the held target before it runs its
     // first instruction; the time to attach is not the start's.
-    let (outcome, observers) = launch::launch_observed(
+    // The experiment's first start also learns the target's files.
+    let learning = st.learn.load(std::sync::atomic::Ordering::Relaxed);
+    let (outcome, hooked) = launch::launch_observed(
         guard,
         &st.spec,
         Some(|pid| {
+            st.last_group
+                .store(pid, std::sync::atomic::Ordering::Relaxed);
             let scope = Scope {
                 guard,
                 devices,
                 target: Some(pid),
                 tuning: TUNING,
             };
-            Observers::start(&scope, &cfg.observe, &Observe::default())
+            let recorder = learning.then(|| files::begin(guard, pid, &st.spec.argv));
+            (
+                Observers::start(&scope, &cfg.observe, &Observe::default()),
+                recorder,
+            )
         }),
     )?;
+    let (observers, recorder) = match hooked {
+        Some((o, r)) => (Some(o), r),
+        None => (None, None),
+    };
     let window = t0.elapsed().as_secs_f64();
     let after = ctx.place.diskstats()?;
     let load_after = bg.map(Background::io);
@@ -119,6 +149,21 @@ pub(super) fn start(
         None => Default::default(),
     };
     let prefetched = running.map(|r| r.finish()).transpose()?;
+    let learnt = match recorder.map(|r| r.and_then(|r| files::finish(r, &st.spec.argv))) {
+        Some(Ok(files)) if !outcome.interrupted => {
+            st.learn.store(false, std::sync::atomic::Ordering::Relaxed);
+            *st.learnt.lock().unwrap_or_else(|p| p.into_inner()) = files.clone();
+            Some(files)
+        }
+        Some(Err(e)) => {
+            st.learn.store(false, std::sync::atomic::Ordering::Relaxed);
+            ctx.progress.note(&format!(
+                "the target's files could not be learnt ({e}): each start's cold check covers its own files only"
+            ));
+            None
+        }
+        _ => None,
+    };
     // The target's own figure, where it has one (an activity: the
     // system's TotalTime or its --ready-logcat line; am's own wall time,
     // its JVM start included, stays in the run's extra). Asked before an
@@ -169,7 +214,12 @@ pub(super) fn start(
             _ => None,
         }
     });
-    let (run_outcome, reason) = match (&outcome.failure, &load_problem) {
+    // A start that did not begin cold is not a sample of a cold cell
+    // (the cell goes on: the next may be cold); a dead load ends the cell.
+    let (run_outcome, reason) = match (
+        &outcome.failure,
+        load_problem.as_ref().or(not_cold.as_ref()),
+    ) {
         (_, Some(why)) => (RunOutcome::Invalid, Some(why.clone())),
         (Some(why), None) => (RunOutcome::Failed, Some(why.clone())),
         (None, None) if outcome.censored => (RunOutcome::Censored, None),
@@ -200,7 +250,14 @@ pub(super) fn start(
         "output_tail": if outcome.failed() { outcome.output_tail.clone() } else { String::new() },
         "memory_pressure": to_json("the memory pressure report", &pressure)?,
         "am_start": am,
+        "settle": to_json("the settle waits", &settled)?,
+        "cold": to_json("the cold check", &cold)?,
+        "left_over": outcome.left_over.clone(),
     });
+    if let Some(files) = learnt {
+        // What later starts' cold steps are checked on.
+        extra["learnt_files"] = json!(files);
+    }
     if let Some(o) = observed.extra() {
         extra["observed"] = o;
     }
@@ -244,6 +301,9 @@ pub(super) fn start(
             },
             Some(run_id),
         ));
+    }
+    if let Some(why) = not_cold {
+        return Ok((StartEnd::NotCold(why), Some(run_id)));
     }
     Ok((StartEnd::Stored, Some(run_id)))
 }

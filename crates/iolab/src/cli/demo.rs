@@ -36,6 +36,8 @@ pub struct DemoArgs {
     #[command(flatten)]
     pub db: super::db::DbArgs,
     #[command(flatten)]
+    pub progress: super::values::ProgressArg,
+    #[command(flatten)]
     pub model: super::model_args::ModelArgs,
     /// Print the full report as JSON.
     #[arg(long)]
@@ -115,6 +117,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         // 002's histograms) and CPU/pressure over each start.
         observe: Observe::of(["explain", "bio", "cpu"])?,
         memory_pressure: None,
+        pause_s: None,
     };
     if !a.json {
         let lab = match (&a.model.device_model, a.model.backend.as_deref()) {
@@ -134,7 +137,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         db: a.db.path()?,
         resume: None,
         force: false,
-        progress: !a.json,
+        progress: a.progress.mode(a.json),
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
     };
     super::startup::run_and_print(Some(cfg), &opts, a.json)

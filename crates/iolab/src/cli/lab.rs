@@ -116,10 +116,11 @@ pub fn run(c: LabCommand) -> anyhow::Result<()> {
         LabCommand::Up(a) => up(a),
         LabCommand::Down(a) => down(a),
         LabCommand::Status(a) => {
-            let labs = match &a.name {
+            let mut labs = match &a.name {
                 Some(n) => vec![iolab_lab::status(n).map_err(lab_err)?],
                 None => iolab_lab::list().map_err(lab_err)?,
             };
+            kernel_depths(&mut labs)?;
             if a.json {
                 match (&a.name, labs.as_slice()) {
                     (Some(_), [one]) => print_json(one)?,
@@ -186,6 +187,39 @@ fn up(a: UpArgs) -> anyhow::Result<()> {
             eprintln!("iolab: warning: {w}");
         }
     }
+    Ok(())
+}
+
+/// Reads each lab's driver depth from the kernel. Only debugfs shows it
+/// truthfully (see `LabStatus::queue_depth_kernel`); where it is not
+/// mounted, a private mount of it is made for the read (as root), through
+/// a guard that unmounts it.
+fn kernel_depths(labs: &mut [LabStatus]) -> anyhow::Result<()> {
+    if labs.iter().all(|s| s.device.is_none()) {
+        return Ok(());
+    }
+    let system = std::path::Path::new("/sys/kernel/debug");
+    if system.join("block").is_dir() {
+        labs.iter_mut()
+            .for_each(|s| iolab_lab::read_kernel_depth(s, system));
+        return Ok(());
+    }
+    if !rustix::process::geteuid().is_root() {
+        return Ok(());
+    }
+    let guard = iolab_guard::Guard::new();
+    let dir = std::path::Path::new("/run/iolab/debugfs");
+    std::fs::create_dir_all(dir)?;
+    if guard.mount("debugfs", dir, "debugfs", "").is_ok() {
+        labs.iter_mut()
+            .for_each(|s| iolab_lab::read_kernel_depth(s, dir));
+    }
+    for r in guard.restore() {
+        if let Err(e) = r {
+            eprintln!("iolab: warning: {e}");
+        }
+    }
+    let _ = std::fs::remove_dir(dir);
     Ok(())
 }
 
@@ -293,8 +327,12 @@ fn print_status(s: &LabStatus) {
         row("tunables", t.join(" "));
     }
     let mut queue = Vec::new();
-    if let Some(d) = s.queue_depth {
-        queue.push(format!("driver depth {d}"));
+    match (s.queue_depth, s.queue_depth_kernel) {
+        (_, Some(k)) => queue.push(format!("driver depth {k}")),
+        (Some(d), None) => queue.push(format!(
+            "driver depth {d} as iolab set it (not read from the kernel: that needs debugfs, and root)"
+        )),
+        (None, None) => {}
     }
     if let Some(n) = s.nr_requests {
         queue.push(format!("nr_requests {n}"));

@@ -85,6 +85,11 @@ pub struct StartupArgs {
     /// bfq, whose weight raising of new processes must settle; 3 otherwise).
     #[arg(long, value_name = "S", value_parser = super::values::warmup_secs)]
     pub warmup: Option<f64>,
+    /// Seconds to rest before each start (S's pause), after the previous
+    /// start's tasks are gone and its dirty data is written back (iolab
+    /// always waits for those, at most 30 s each, and stores how long).
+    #[arg(long, value_name = "S", value_parser = super::values::warmup_secs)]
+    pub pause: Option<f64>,
     /// How each start is made cold.
     #[arg(long, value_enum, default_value = "drop-caches")]
     pub cold: Cold,
@@ -189,6 +194,8 @@ pub struct StartupArgs {
     pub observe: super::observe::ObserveArgs,
     #[command(flatten)]
     pub db: super::db::DbArgs,
+    #[command(flatten)]
+    pub progress: super::values::ProgressArg,
     /// Continue interrupted experiment ID (its stored configuration is used).
     #[arg(long, value_name = "ID")]
     pub resume: Option<ExperimentId>,
@@ -212,7 +219,7 @@ pub fn run(a: StartupArgs) -> anyhow::Result<()> {
         db: a.db.path()?,
         resume: a.resume,
         force: a.force,
-        progress: !a.json,
+        progress: a.progress.mode(a.json),
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
     };
     run_and_print(cfg, &opts, a.json)
@@ -372,6 +379,7 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
         }),
         observe: a.observe.observe()?,
         memory_pressure: a.memory_pressure,
+        pause_s: a.pause,
         dirty_limit_bytes: a.dirty_limit,
     };
     cfg.validate()?;

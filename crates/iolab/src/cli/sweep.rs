@@ -117,6 +117,8 @@ pub struct SweepArgs {
     pub observe: super::observe::ObserveArgs,
     #[command(flatten)]
     pub db: super::db::DbArgs,
+    #[command(flatten)]
+    pub progress: super::values::ProgressArg,
     /// Continue interrupted sweep ID (its stored configuration is used).
     #[arg(long, value_name = "ID")]
     pub resume: Option<ExperimentId>,
@@ -288,7 +290,7 @@ fn options(a: &SweepArgs) -> anyhow::Result<RunOptions> {
         db: a.db.path()?,
         resume: a.resume,
         force: a.force,
-        progress: !(a.json || a.csv),
+        progress: a.progress.mode(a.json || a.csv),
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
     })
 }

@@ -29,6 +29,7 @@ pub fn render(report: &ExperimentReport) -> String {
         super::prefetch::render(&view.prefetch),
         super::explain::render_causes(&view.causes),
         super::observed::render(view.observed.as_ref()),
+        render_cold(report),
         render_not_samples(report),
     ]
     .into_iter()
@@ -59,6 +60,46 @@ pub fn render_background(cells: &[CellReport]) -> Option<String> {
     });
     Some(format!(
         "background throughput during the starts (read / write, by the load's own counters):\n{grid}"
+    ))
+}
+
+/// How cold the starts began: the share of the target's files still
+/// cached after each cold step (measured, see `extra.cold`), as one line.
+pub fn render_cold(report: &ExperimentReport) -> Option<String> {
+    let checks: Vec<&serde_json::Value> = report
+        .runs
+        .iter()
+        .map(|r| &r.extra["cold"])
+        .filter(|c| c.is_object())
+        .collect();
+    let last = checks.last()?;
+    let mut shares: Vec<f64> = checks
+        .iter()
+        .map(|c| {
+            let cached = c["cached_bytes"].as_u64().unwrap_or(0);
+            let before = c["mapped_before_bytes"].as_u64().unwrap_or(0);
+            let bytes = c["bytes"].as_u64().unwrap_or(0).max(1);
+            cached.saturating_sub(before) as f64 / bytes as f64
+        })
+        .collect();
+    shares.sort_by(f64::total_cmp);
+    let not_cold = report
+        .runs
+        .iter()
+        .filter(|r| {
+            r.reason
+                .as_deref()
+                .is_some_and(|w| w.starts_with("not cold"))
+        })
+        .count();
+    Some(format!(
+        "cold check: of the target's {} in {} file(s), still cached after the cold step: median {:.1} %, max {:.1} % over {} start(s); {} not cold\n",
+        iolab_sys::units::format_bytes(last["bytes"].as_u64().unwrap_or(0)),
+        last["files"].as_u64().unwrap_or(0),
+        shares[shares.len() / 2] * 100.0,
+        shares[shares.len() - 1] * 100.0,
+        shares.len(),
+        not_cold
     ))
 }
 
