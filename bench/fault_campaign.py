@@ -9,7 +9,12 @@ Faults:
     prefetch; and SIGKILL of a model lab's server in the middle of a load;
   * disk full during a load, during a startup, and under a results write;
   * two iolab processes writing one results database at once;
-  * the lab's filesystem remounted read-only in the middle of a startup.
+  * the lab's filesystem remounted read-only in the middle of a startup;
+  * SIGKILL of `startup --in` on ext4 over dm-crypt over dm-linear over a
+    partition, in a qemu guest (scripts/guest/; this kernel has no
+    device-mapper): the disk's scheduler and every queue, bdi, trace
+    instance and mount restored by the next run, the scratch directory
+    removed, every reported start stored.
 
 After each fault: `iolab restore` (what the next run does first anyway),
 then the machine's state is compared with the snapshot taken before the
@@ -22,7 +27,7 @@ more than one start before the kill is in the database (the start being
 committed at the kill may be lost; that is the only one allowed).
 
 Usage (root; about 10-15 minutes for the default 22 kills per command):
-    sudo bench/fault_campaign.py [--kills N] [--seed S] [--out FILE]
+    sudo bench/fault_campaign.py [--kills N] [--seed S] [--out FILE] [--only in-place]
 
 It builds iolab (release) unless --no-build, prints a Markdown table
 (docs/RELIABILITY.md holds the last one) and exits non-zero if any row
@@ -33,6 +38,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -266,6 +272,60 @@ class Campaign:
         self.db_kills("startup", self.startup_argv, 8.0)
         self.db_kills("sweep", self.sweep_argv, 8.0)
 
+    def in_place_dm(self):
+        """SIGKILL of `startup --in` on a laptop's stack (ext4 on dm-crypt
+        on dm-linear on a partition): in a qemu guest booted from Debian's
+        kernel (scripts/guest/), as this kernel has no device-mapper. The
+        guest compares the state of every queue, bdi, trace instance and
+        mount before the campaign with the state after each kill and
+        `iolab restore`; a start reported (a progress line is printed
+        after its start is stored) but not in the database is lost."""
+        fault, command = "SIGKILL (in place, dm-crypt stack, qemu guest)", "startup --in"
+        if shutil.which("qemu-system-x86_64") is None:
+            log("skip the in-place case: no qemu-system-x86_64 (apt-get install qemu-system-x86)")
+            self.row(fault, command)["notes"].add("not run: no qemu-system-x86_64")
+            return
+        log(f"SIGKILL × {self.kills}: startup --in on a dm-crypt stack, in a qemu guest")
+        guest, out = self.work / "guest", self.work / "guest-out"
+        env = {**os.environ, "IOLAB_BIN": self.iolab, "IOLAB_GUEST_DIR": str(guest),
+               "IOLAB_GUEST_DEBS": "/var/cache/iolab-guest"}
+        subprocess.run(["bash", str(REPO / "scripts/guest/build.sh")], env=env, check=True,
+                       stdout=subprocess.DEVNULL)
+        delays = [f"{self.rng.uniform(1.0, 25.0):.1f}" for _ in range(self.kills)]
+        env["IOLAB_GUEST_ARGS"] = ",".join(delays)
+        env["IOLAB_GUEST_TIMEOUT"] = str(60 * (5 + self.kills))
+        guest_run = subprocess.run(["bash", str(REPO / "scripts/guest/run.sh"), "fault", str(out)],
+                                   env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if guest_run.returncode != 0:
+            self.row(fault, command)["hangs"] += 1
+            self.failures.append(f"{fault}: the guest did not finish: {guest_run.stderr.strip()[-600:]}")
+            return
+        before = (out / "state-before").read_text()
+        stored_at_kill = []
+        for n in range(1, int(read(out / "kills") or 0) + 1):
+            row = self.row(fault, command)
+            row["runs"] += 1
+            after = (out / f"{n}.state-after").read_text()
+            ls = (out / f"{n}.ls").read_text()
+            reported = int(read(out / f"{n}.lines") or 0)
+            stored = len(json.loads((out / f"{n}.json").read_text() or '{"runs":[]}')["runs"])
+            residue = [line for line in after.splitlines() if line not in before.splitlines()]
+            residue += [f"gone: {line}" for line in before.splitlines() if line not in after.splitlines()]
+            if "iolab" in ls:
+                residue.append("scratch directory left: " + ls.replace("\n", " "))
+            if residue:
+                self.failures.append(f"{fault} kill {n} (after {delays[n - 1]} s): " + "; ".join(residue))
+            else:
+                row["restored"] += 1
+            if stored < reported:
+                row["lost"] += reported - stored
+                self.failures.append(f"{fault} kill {n}: {reported} starts reported, {stored} stored")
+            stored_at_kill.append(stored)
+        if stored_at_kill:
+            self.row(fault, command)["notes"].add(
+                f"kills {min(map(float, delays))}–{max(map(float, delays))} s after the start; starts stored at the kill: "
+                f"{min(stored_at_kill)}–{max(stored_at_kill)} (of 16), each one reported before the kill among them")
+
     def lab_down(self, name):
         subprocess.run(self.cmd("lab", "down", name), capture_output=True, timeout=HANG_S)
 
@@ -439,6 +499,7 @@ def main():
     ap.add_argument("--out", help="also write the Markdown table here")
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--iolab", help="the binary (default: target/release/iolab)")
+    ap.add_argument("--only", choices=["in-place"], help="run one case only")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("fault_campaign.py: needs root (it makes labs and kills iolab mid-change)")
@@ -449,18 +510,23 @@ def main():
     with tempfile.TemporaryDirectory(prefix="iolab-faults-", dir="/var/tmp") as work:
         c = Campaign(iolab, work, a.seed, a.kills)
         c.restore()
-        base = c.base_lab()
-        try:
-            c.baseline = snapshot()
-            c.sigkill_scenarios(base)
-            c.disk_full()
-            c.shared_db()
-            c.read_only()
-        finally:
-            c.lab_down("fcbase")
-            c.restore()
+        if a.only == "in-place":
+            c.in_place_dm()
+        else:
+            base = c.base_lab()
+            try:
+                c.baseline = snapshot()
+                c.sigkill_scenarios(base)
+                c.disk_full()
+                c.shared_db()
+                c.read_only()
+            finally:
+                c.lab_down("fcbase")
+                c.restore()
+            c.in_place_dm()
     table = c.table()
-    head = (f"Command: `sudo bench/fault_campaign.py --kills {a.kills} --seed {a.seed}` "
+    only = f" --only {a.only}" if a.only else ""
+    head = (f"Command: `sudo bench/fault_campaign.py --kills {a.kills} --seed {a.seed}{only}` "
             f"({time.monotonic() - t0:.0f} s, {time.strftime('%Y-%m-%d')}, kernel {os.uname().release})\n\n")
     print(head + table)
     if a.out:

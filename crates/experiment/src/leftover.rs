@@ -47,7 +47,11 @@ impl Launch {
     /// are adopted in turn, so this repeats until none is new, bounded (a
     /// task in uninterruptible sleep dies when its I/O ends).
     pub(crate) fn kill_left_over(self) -> Vec<String> {
-        let (me, own_group) = (me(), rustix::process::getpgrp().as_raw_nonzero().get());
+        // libc's, not rustix's getpgrp: a process started by an init
+        // that never made a group (a shell as PID 1, an initramfs) is in
+        // group 0, which rustix's Pid cannot hold.
+        // SAFETY: getpgrp has no arguments and cannot fail.
+        let (me, own_group) = (me(), unsafe { libc::getpgrp() });
         let mut named: Vec<(i32, String)> = Vec::new();
         let until = Instant::now() + Duration::from_secs(5);
         loop {

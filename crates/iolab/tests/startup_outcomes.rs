@@ -192,7 +192,10 @@ fn contradictory_and_unbounded_options_are_refused() {
             "--lab-fs",
         ),
         (vec!["--dir", "/tmp"], "--device"),
-        (vec!["--evict", "/tmp"], "--cold evict"),
+        (
+            vec!["--evict", "/tmp", "--cold", "none"],
+            "with --cold none",
+        ),
         (vec!["--timeout", "inf"], "finite"),
         (vec!["--timeout", "1e20"], "at most 86400"),
         (vec!["--timeout", "0"], "positive"),

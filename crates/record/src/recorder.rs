@@ -52,6 +52,11 @@ pub struct RecordOptions {
     pub buffer_kib_per_cpu: u32,
     /// Where `/proc` is (tests point it at fixtures).
     pub proc_root: PathBuf,
+    /// Run the reader thread under SCHED_IDLE: it gets a CPU only when
+    /// nothing else wants one, so recording beside a timed start takes
+    /// as little of its CPU as it can (the ring buffer holds the events
+    /// meanwhile).
+    pub idle_reader: bool,
 }
 
 impl Default for RecordOptions {
@@ -61,6 +66,7 @@ impl Default for RecordOptions {
             devices: Vec::new(),
             buffer_kib_per_cpu: 8 * 1024,
             proc_root: PathBuf::from("/proc"),
+            idle_reader: false,
         }
     }
 }
@@ -135,9 +141,18 @@ impl Recorder {
             proc_root: opts.proc_root.clone(),
         };
         let flag = stop.clone();
+        let idle = opts.idle_reader;
         let thread = std::thread::Builder::new()
             .name("iolab-record".into())
-            .spawn(move || worker.run(session, &flag, start_ns))
+            .spawn(move || {
+                if idle {
+                    let param = libc::sched_param { sched_priority: 0 };
+                    // SAFETY: this thread's own policy (pid 0), a valid
+                    // parameter; failure leaves it as it was.
+                    unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+                }
+                worker.run(session, &flag, start_ns)
+            })
             .map_err(|e| RecordError::Io {
                 path: PathBuf::from("(thread)"),
                 source: e,

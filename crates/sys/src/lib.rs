@@ -10,6 +10,7 @@ pub mod cachestat;
 pub mod cpustat;
 pub mod device_safety;
 pub mod diskstats;
+pub mod dm;
 pub mod environment;
 pub mod error;
 pub mod ioprio;

@@ -36,8 +36,10 @@ pub enum Kind {
     DeviceMapper {
         /// Its name (`dm/name`), e.g. `vg-root`, `userdata`.
         name: Option<String>,
-        /// What made it, from `dm/uuid`'s prefix: `crypt` (CRYPT-),
-        /// `lvm` (LVM-), `verity`, ..., or `dm` when it does not say.
+        /// What it does: its target types as the kernel reports them
+        /// (`crypt`, `linear`, `default-key`, `verity`; `+` between the
+        /// targets of a table with several), else from `dm/uuid`'s prefix
+        /// (`crypt` for CRYPT-, `lvm` for LVM-, ...), or `dm`.
         what: String,
     },
     /// An md array.
@@ -199,11 +201,35 @@ impl Stack {
         self.top.iter().flat_map(Node::walk).collect()
     }
 
-    /// The devices whose scheduler orders this stack's I/O (each once,
-    /// in the order found), under sysfs root `sys`.
+    /// The devices whose scheduler orders this stack's I/O: the bottom
+    /// of each branch that has a choice of scheduler (a loop device's own
+    /// queue is above its backing file's disk, and stays as it is), each
+    /// once, in the order found, under sysfs root `sys`.
     pub fn disks(&self, sys: &Path) -> Vec<BlockDev> {
+        Self::bottoms(sys, self.nodes())
+    }
+
+    /// [`Stack::disks`] under the node with device number `devno` only;
+    /// that node itself when it has a scheduler of its own (a device the
+    /// user named explicitly is the one switched).
+    pub fn disks_under(&self, sys: &Path, devno: &str) -> Vec<BlockDev> {
+        let Some(node) = self.nodes().into_iter().find(|n| n.devno == devno) else {
+            return Vec::new();
+        };
+        if node.scheduler.is_some() {
+            return BlockDev::from_name_in(sys, &node.name)
+                .into_iter()
+                .collect();
+        }
+        Self::bottoms(sys, node.walk())
+    }
+
+    fn bottoms<'a>(sys: &Path, nodes: impl IntoIterator<Item = &'a Node>) -> Vec<BlockDev> {
         let mut out: Vec<BlockDev> = Vec::new();
-        for n in self.nodes().into_iter().filter(|n| n.scheduler.is_some()) {
+        for n in nodes
+            .into_iter()
+            .filter(|n| n.scheduler.is_some() && n.below.is_empty())
+        {
             if out.iter().any(|d| d.name == n.name) {
                 continue;
             }
@@ -290,7 +316,14 @@ fn node_at(dir: &Path, depth: usize) -> Result<Node, UsageError> {
     } else if dir.join("dm").is_dir() {
         Kind::DeviceMapper {
             name: read("dm/name").filter(|n| !n.is_empty()),
-            what: dm_what(read("dm/uuid").as_deref().unwrap_or("")),
+            // The kernel's own target types where it answers (the real
+            // /sys only: a fixture's numbers are not this machine's
+            // devices), else the uuid's convention.
+            what: dir
+                .starts_with("/sys")
+                .then(|| dm_types(&devno))
+                .flatten()
+                .unwrap_or_else(|| dm_what(read("dm/uuid").as_deref().unwrap_or(""))),
         }
     } else if dir.join("md").is_dir() {
         Kind::Md {
@@ -312,7 +345,25 @@ fn node_at(dir: &Path, depth: usize) -> Result<Node, UsageError> {
             .filter(|s| s.available.len() > 1)
             .map(|s| s.current)
     };
-    let below = if scheduler.is_some() {
+    let below = if let (
+        Kind::Loop {
+            backing: Some(file),
+        },
+        true,
+    ) = (&kind, dir.starts_with("/sys"))
+    {
+        // A loop device's I/O goes on to its backing file's filesystem
+        // (a snap's squashfs, an APEX on /data, a VM image): its stack,
+        // down to the disk, is under this one — the disk's scheduler is
+        // the one the rest of the machine's I/O meets. Only on the real
+        // /sys (a fixture's files are not this machine's), and a file on
+        // tmpfs leaves the loop device as the bottom.
+        let file = file.trim_end_matches(" (deleted)");
+        match Path::new(file).parent().map(Stack::of_dir) {
+            Some(Ok(lower)) if depth < MAX_DEPTH => lower.top,
+            _ => Vec::new(),
+        }
+    } else if scheduler.is_some() {
         Vec::new()
     } else if partition {
         match dir.parent() {
@@ -340,6 +391,13 @@ fn node_at(dir: &Path, depth: usize) -> Result<Node, UsageError> {
 
 /// What made a device-mapper device, from its uuid's prefix (cryptsetup
 /// writes `CRYPT-LUKS2-...`, LVM `LVM-...`, veritysetup `CRYPT-VERITY-`).
+/// `crypt`, `linear+crypt`: the target types of dm device `major:minor`.
+fn dm_types(devno: &str) -> Option<String> {
+    let (a, b) = devno.split_once(':')?;
+    let types = crate::dm::target_types(a.parse().ok()?, b.parse().ok()?)?;
+    (!types.is_empty()).then(|| types.join("+"))
+}
+
 fn dm_what(uuid: &str) -> String {
     let u = uuid.to_ascii_uppercase();
     let what = if u.starts_with("CRYPT-VERITY") {

@@ -403,7 +403,8 @@ impl PlaceUse {
 /// A directory on the user's device: only with `--force`, and only where
 /// the directory's I/O really goes through the device named (any layer of
 /// its stack: the disk, a partition, a dm device). The scheduler is then
-/// switched on the stack's disks, as for `--in`.
+/// switched on the device named when it has one, else on the disks under
+/// it, as for `--in`.
 fn files_on_device(
     device: &str,
     dir: &std::path::Path,
@@ -430,7 +431,7 @@ fn files_on_device(
         .into());
     }
     Ok(Resolved {
-        disks: stack.disks(sys),
+        disks: stack.disks_under(sys, &named.devno),
         fs_dev: fs_device(&stack)?,
         dir: Some(dir.to_path_buf()),
         mountpoint: Some(stack.mount_point.clone()),

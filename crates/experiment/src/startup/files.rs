@@ -40,6 +40,8 @@ pub(super) fn begin(guard: &Guard, pid: i32, argv: &[String]) -> Result<Recorder
     names.add_argv(argv);
     let opts = RecordOptions {
         pids: Some(vec![pid]),
+        // The start is timed: the reader takes only idle CPU.
+        idle_reader: true,
         ..RecordOptions::default()
     };
     Ok(Recorder::start(guard, &opts, names)?)

@@ -93,8 +93,10 @@ pub struct StartupArgs {
     /// How each start is made cold.
     #[arg(long, value_enum, default_value = "drop-caches")]
     pub cold: Cold,
-    /// Files or directories evicted by `--cold evict`, and measured by
-    /// --memory-pressure (default: the command's executable).
+    /// The target's files or directories: what `--cold evict` evicts,
+    /// what each start's cold check measures, and what --memory-pressure
+    /// measures (default: the files the first start read, learnt then,
+    /// and the command's executable).
     #[arg(long, value_name = "PATH")]
     pub evict: Vec<PathBuf>,
     /// Scheduler tunable for every cell whose scheduler has it, e.g. slice_idle=0.
@@ -301,9 +303,9 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
         )
         .into());
     }
-    if !a.evict.is_empty() && a.cold != Cold::Evict && a.memory_pressure.is_none() {
+    if !a.evict.is_empty() && a.cold == Cold::None && a.memory_pressure.is_none() {
         return Err(UsageError::new(
-            "--evict names what `--cold evict` evicts (or what --memory-pressure measures): add --cold evict, or drop --evict (the default, --cold drop-caches, drops every clean page)",
+            "--evict names the target's files, for a cold step (what `--cold evict` evicts and every cold start is checked on) or --memory-pressure: with --cold none there is neither; drop --evict or --cold none",
         )
         .into());
     }

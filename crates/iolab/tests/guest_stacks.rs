@@ -1,0 +1,152 @@
+//! `startup --in` on the stacks this machine's kernel cannot build (no
+//! device-mapper, f2fs or partitions here): in a qemu guest booted from
+//! Debian's kernel (scripts/guest/), on a virtio disk partitioned like a
+//! real one. A laptop's home (ext4 on dm-crypt on dm-linear on vda1) and a
+//! phone's /data (f2fs on dm-linear on vda2): the stack is resolved to the
+//! disk, the scheduler switched there during the run (sampled from sysfs
+//! by the scenario) and restored after, the scratch directory gone; a
+//! SIGKILL mid-run is restored by the next run with nothing stored lost;
+//! tmpfs and overlay are refused with exit 2.
+#![allow(clippy::unwrap_used)]
+
+mod lab_env;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use lab_env::{have, root_or_skip};
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn read(dir: &Path, f: &str) -> String {
+    std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"))
+}
+
+fn json(dir: &Path, f: &str) -> Value {
+    serde_json::from_str(&read(dir, f)).unwrap_or_else(|e| panic!("{f}: {e}"))
+}
+
+/// The scenario's experiment: every start a sample, stored with its stack.
+fn check_in_place(out: &Path, name: &str, stack: &str) {
+    let err = read(out, &format!("{name}.err"));
+    assert_eq!(read(out, &format!("{name}.rc")).trim(), "0", "{err}");
+    // The stack, printed and stored, down to the disk with its scheduler.
+    // (vda's scheduler as it was before the run, which the scenario read.)
+    let before = read(out, &format!("{name}.sched-before"));
+    let current = before.split('[').nth(1).unwrap().split(']').next().unwrap();
+    let first = err.lines().next().unwrap();
+    assert_eq!(
+        first,
+        format!("iolab: in place: {stack} [{current}]"),
+        "{err}"
+    );
+    let e = json(out, &format!("{name}.json"));
+    let runs = e["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 8, "{err}");
+    for r in runs {
+        assert_eq!(r["outcome"], "ok", "{r}");
+        // The app's 24 MiB came from the disk under the stack, cold.
+        assert!(
+            r["extra"]["device_read_bytes"].as_u64().unwrap() >= 24 << 20,
+            "{r}"
+        );
+        if r["workload"] == "1r" {
+            assert!(r["background"]["read_bytes"].as_u64().unwrap() > 0, "{r}");
+        }
+    }
+    let env = e["experiment"]["environment"].to_string();
+    assert!(env.contains("\"name\":\"vda\""), "{env}");
+    // The scheduler under test was on vda while the experiment ran, each
+    // in turn, and vda's own is back after.
+    let seen = read(out, &format!("{name}.sched-seen"));
+    for s in ["[mq-deadline]", "[bfq]"] {
+        assert!(seen.contains(s), "{name}: {s} never seen on vda:\n{seen}");
+    }
+    assert_eq!(read(out, &format!("{name}.sched-after")), before);
+    // Nothing of iolab's is left in the directory.
+    let ls = read(out, &format!("{name}.ls-after"));
+    assert!(!ls.contains("iolab"), "{ls}");
+}
+
+#[test]
+fn in_place_on_dm_crypt_and_f2fs_stacks_in_a_guest() {
+    if !root_or_skip("in_place_on_dm_crypt_and_f2fs_stacks_in_a_guest") {
+        return;
+    }
+    if !have("qemu-system-x86_64") || !have("apt-get") {
+        iolab_testkit::skip(
+            "in_place_on_dm_crypt_and_f2fs_stacks_in_a_guest",
+            "needs qemu-system-x86_64 and Debian's archive for the guest's kernel (apt-get install qemu-system-x86)",
+        );
+        return;
+    }
+    let work = tempfile::tempdir_in("/var/tmp").unwrap();
+    let guest = work.path().join("guest");
+    let out = work.path().join("out");
+    let build = Command::new("bash")
+        .arg(repo().join("scripts/guest/build.sh"))
+        .env("IOLAB_BIN", assert_cmd::cargo::cargo_bin("iolab"))
+        .env("IOLAB_GUEST_DIR", &guest)
+        .env("IOLAB_GUEST_DEBS", "/var/cache/iolab-guest")
+        .output()
+        .unwrap();
+    assert!(
+        build.status.success(),
+        "{}",
+        String::from_utf8_lossy(&build.stderr)
+    );
+    let run = Command::new("bash")
+        .arg(repo().join("scripts/guest/run.sh"))
+        .args(["stacks"])
+        .arg(&out)
+        .env("IOLAB_GUEST_DIR", &guest)
+        .output()
+        .unwrap();
+    let console = std::fs::read_to_string(out.join("console.log")).unwrap_or_default();
+    assert!(
+        run.status.success(),
+        "{}\n{console}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+
+    check_in_place(
+        &out,
+        "laptop",
+        "/home (ext4) → dm-1 (crypt crypt-home) → dm-0 (linear lv-home) → vda1 → vda",
+    );
+    check_in_place(
+        &out,
+        "phone",
+        "/data (f2fs) → dm-2 (linear userdata) → vda2 → vda",
+    );
+
+    // SIGKILLed mid-load: the scheduler stayed switched and the scratch
+    // directory stayed, until the next run (`iolab restore`) put back
+    // exactly the state before; every start it had reported is stored.
+    assert!(read(&out, "fault.sched-at-kill").contains("[bfq]"));
+    assert!(read(&out, "fault.ls-at-kill").contains("iolab-scratch-"));
+    assert_eq!(read(&out, "fault.restore-rc").trim(), "0");
+    let restore = read(&out, "fault.restore");
+    assert!(restore.contains("removed scratch directory"), "{restore}");
+    assert_eq!(
+        read(&out, "fault.state-after"),
+        read(&out, "fault.state-before")
+    );
+    assert!(!read(&out, "fault.ls-after").contains("iolab"));
+    let reported: usize = read(&out, "fault.lines-at-kill").trim().parse().unwrap();
+    let stored = json(&out, "fault.json")["runs"].as_array().unwrap().len();
+    assert!(
+        reported >= 4 && stored >= reported,
+        "{stored} stored of {reported} reported"
+    );
+
+    // No block device under tmpfs or overlay: refused, exit 2.
+    for fs in ["tmpfs", "overlay"] {
+        assert_eq!(read(&out, &format!("{fs}.rc")).trim(), "2");
+        let err = read(&out, &format!("{fs}.err"));
+        assert!(err.contains("which no block device holds"), "{err}");
+    }
+}

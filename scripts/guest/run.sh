@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Boots the guest built by build.sh (qemu TCG: nested KVM fails here) with
+# a fresh 1.2 GiB disk partitioned on the host (vda1 700 MiB, vda2 the
+# rest, an msdos label) and runs scenarios/SCENARIO.sh in it; what the
+# scenario put in /results is copied to OUTDIR, its exit code in OUTDIR/rc.
+#
+#   bash scripts/guest/run.sh stacks /tmp/out
+#   IOLAB_GUEST_ARGS=2.5,9 bash scripts/guest/run.sh fault /tmp/out  # iolab.args=
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+scenario=$1
+outdir=$2
+g=${IOLAB_GUEST_DIR:-target/guest}
+[ -f "$g/initramfs.cpio.gz" ] || { echo "no guest: run scripts/guest/build.sh first" >&2; exit 2; }
+mkdir -p "$outdir"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+truncate -s 1200M "$work/disk.img"
+printf 'label: dos\n,700M,L\n,,L\n' | sfdisk -q "$work/disk.img"
+truncate -s 64M "$work/results.img"
+# One vCPU by default: with two on a busy two-core host, qemu 7.2's TCG
+# starved one for minutes and the guest kernel locked up on the other,
+# waiting for it (soft lockup); one vCPU never waits on another.
+timeout "${IOLAB_GUEST_TIMEOUT:-900}" qemu-system-x86_64 -accel tcg -m 2048 -smp "${IOLAB_GUEST_SMP:-1}" \
+    -nographic -no-reboot -kernel "$g/vmlinuz" -initrd "$g/initramfs.cpio.gz" \
+    -append "console=ttyS0 panic=-1 quiet iolab.scenario=$scenario iolab.args=${IOLAB_GUEST_ARGS:-}" \
+    -drive "file=$work/disk.img,format=raw,if=virtio" \
+    -drive "file=$work/results.img,format=raw,if=virtio" \
+    > "$outdir/console.log" 2>&1 || { echo "qemu failed: see $outdir/console.log" >&2; tail -30 "$outdir/console.log" >&2; exit 1; }
+tar -xf "$work/results.img" -C "$outdir" 2>/dev/null || { echo "the guest wrote no results: see $outdir/console.log" >&2; tail -30 "$outdir/console.log" >&2; exit 1; }
+cat "$outdir/rc"
