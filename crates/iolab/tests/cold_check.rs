@@ -131,6 +131,17 @@ fn a_daemon_the_target_leaves_is_killed_so_the_next_start_is_cold() {
     }
 }
 
+/// The holder server, killed however the test ends: alive, it would keep
+/// the temporary lab's files mapped, and so its loop device attached.
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 fn a_holder_outside_iolab_makes_the_start_not_cold_and_is_named() {
     if !root_or_skip("a_holder_outside_iolab_makes_the_start_not_cold_and_is_named") {
@@ -149,14 +160,16 @@ fn a_holder_outside_iolab_makes_the_start_not_cold_and_is_named() {
         .success());
     // A server the test started, not iolab: it maps whatever the target
     // asks it to, as a zygote or a desktop's session daemon would.
-    let mut server = std::process::Command::new("python3")
-        .arg(&holder)
-        .arg(&fifo)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut server = Server(
+        std::process::Command::new("python3")
+            .arg(&holder)
+            .arg(&fifo)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let mut line = String::new();
-    std::io::BufReader::new(server.stdout.take().unwrap())
+    std::io::BufReader::new(server.0.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
     assert_eq!(line.trim(), "ready");
@@ -167,7 +180,7 @@ fn a_holder_outside_iolab_makes_the_start_not_cold_and_is_named() {
         wait_held()
     );
     let out = startup(&b, &target);
-    let pid = server.id();
+    let pid = server.0.id();
     ok(&out);
     let report = b.export(1);
     let runs = report["runs"].as_array().unwrap();
@@ -211,8 +224,7 @@ fn a_holder_outside_iolab_makes_the_start_not_cold_and_is_named() {
         .arg(&probe)
         .output()
         .unwrap();
-    server.kill().unwrap();
-    server.wait().unwrap();
+    drop(server);
     let res: u64 = String::from_utf8_lossy(&fincore.stdout)
         .trim()
         .parse()
