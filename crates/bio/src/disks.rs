@@ -131,10 +131,23 @@ impl Disks {
         })
     }
 
-    /// Resolves what a user typed: `sda`, `/dev/sda`, `/dev/sda1` or
+    /// Resolves what a user typed: `sda`, `/dev/sda`, `/dev/block/sda`
+    /// (Android's nodes), `/dev/block/by-name/userdata`, `/dev/sda1` or
     /// `8:0` (a partition resolves to its disk: request events only name
-    /// disks).
+    /// disks). A node is resolved by its device number, so any name or
+    /// link to it works.
     pub fn resolve(&self, spec: &str) -> Result<Disk, UsageError> {
+        if spec.starts_with('/') {
+            use std::os::unix::fs::{FileTypeExt, MetadataExt};
+            if let Ok(m) = std::fs::metadata(spec) {
+                if m.file_type().is_block_device() {
+                    let (maj, min) = (libc::major(m.rdev()), libc::minor(m.rdev()));
+                    if let Ok(d) = self.resolve(&format!("{maj}:{min}")) {
+                        return Ok(d);
+                    }
+                }
+            }
+        }
         if let Some(dev) = parse_devno(spec) {
             let dir = self.disk_dir(dev).ok_or_else(|| {
                 UsageError::new(format!(
@@ -146,7 +159,10 @@ impl Disks {
             })?;
             return self.open_name(&name.to_string_lossy());
         }
-        let name = spec.strip_prefix("/dev/").unwrap_or(spec);
+        let name = spec
+            .strip_prefix("/dev/block/")
+            .or_else(|| spec.strip_prefix("/dev/"))
+            .unwrap_or(spec);
         if self.sys.join("block").join(name).exists() {
             return self.open_name(name);
         }
@@ -210,6 +226,8 @@ mod tests {
         assert_eq!((vda.dev, vda.bio_based), (Dev::new(254, 0), false));
         assert_eq!(vda.partitions, [Dev::new(254, 1)]);
         assert_eq!(d.resolve("/dev/vda").unwrap(), vda);
+        assert_eq!(d.resolve("/dev/block/vda").unwrap(), vda);
+        assert_eq!(d.resolve("/dev/block/vda1").unwrap(), vda);
         assert_eq!(d.resolve("254:0").unwrap(), vda);
         assert_eq!(d.resolve("vda1").unwrap(), vda);
         assert_eq!(d.resolve("254:1").unwrap(), vda);

@@ -8,7 +8,7 @@
 //! let explainer = iolab_explain::Explainer::start(&guard, held.pid())?;
 //! let done = held.release()?.wait()?;
 //! let attribution = explainer.finish_with_cpu(Some(done.cpu_ns()))?;
-//! println!("{}", attribution.wall_ns);
+//! iolab_sys::show!("{}", attribution.wall_ns);
 //! # Ok(()) }
 //! ```
 

@@ -350,10 +350,13 @@ fn undo_loop(backing: &Path, dev: Option<&str>) -> Result<String, GuardError> {
     ))
 }
 
-/// LOOP_CLR_FD via losetup -d. The kernel defers the detach while the device
-/// is open ("autoclear"), which is what we want for a busy device.
+/// LOOP_CLR_FD by ioctl. The kernel defers the detach while the device is
+/// open ("autoclear"), which is what we want for a busy device.
 fn detach_loop(dev: &str) -> Result<(), GuardError> {
-    crate::run_cmd("losetup", &["-d", &format!("/dev/{dev}")]).map(|_| ())
+    iolab_sys::loopdev::detach(dev).map_err(|e| GuardError::Command {
+        command: format!("detach loop device {dev}"),
+        stderr: e.to_string(),
+    })
 }
 
 fn is_mounted(target: &Path) -> bool {

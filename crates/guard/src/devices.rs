@@ -9,7 +9,7 @@ use iolab_sys::UsageError;
 
 use crate::change::{write_attr, Change};
 use crate::guard::{Guard, Recorded};
-use crate::{run_cmd, GuardError};
+use crate::GuardError;
 
 impl Guard {
     /// Creates `path` and any missing parents, each journaled for removal.
@@ -94,31 +94,38 @@ impl Guard {
     }
 
     /// Attaches `backing` to a free loop device (with direct I/O when asked,
-    /// so the page cache is not doubled) and returns the device.
+    /// so the page cache is not doubled) and returns the device. By ioctl,
+    /// not losetup (see [`iolab_sys::loopdev`]); a node iolab had to make
+    /// for it is removed with it.
     pub fn attach_loop(&self, backing: &Path, direct_io: bool) -> Result<BlockDev, GuardError> {
         let backing = std::fs::canonicalize(backing).map_err(|e| GuardError::io(backing, e))?;
         let seq = self.st().record(Change::Loop {
             backing: backing.clone(),
             dev: None,
         })?;
-        let dio = if direct_io {
-            "--direct-io=on"
-        } else {
-            "--direct-io=off"
-        };
-        let b = backing.to_string_lossy();
-        let out = run_cmd("losetup", &["--find", "--show", dio, &b])?;
-        let name = out.trim().trim_start_matches("/dev/").to_string();
+        let att = iolab_sys::loopdev::attach(&backing, direct_io, false).map_err(|e| {
+            GuardError::Command {
+                command: format!("attach a loop device to {}", backing.display()),
+                stderr: e.to_string(),
+            }
+        })?;
         let mut st = self.st();
         st.journal()?.update(
             seq,
             Change::Loop {
                 backing: backing.clone(),
-                dev: Some(name.clone()),
+                dev: Some(att.name.clone()),
             },
         )?;
+        if att.node_made {
+            // Undone before the loop itself (reverse order): detaching
+            // then opens the device by a node of its own.
+            st.record(Change::File {
+                path: att.node.clone(),
+            })?;
+        }
         drop(st);
-        Ok(BlockDev::from_name(&name)?)
+        Ok(BlockDev::from_name(&att.name)?)
     }
 
     /// Hot-adds a zram device of `size_bytes` and returns it. The kernel

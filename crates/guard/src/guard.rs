@@ -121,7 +121,7 @@ impl Drop for State {
     fn drop(&mut self) {
         for line in self.restore() {
             if let Err(e) = line {
-                eprintln!("iolab: restore: {e}");
+                iolab_sys::say!("iolab: restore: {e}");
             }
         }
     }

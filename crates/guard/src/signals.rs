@@ -55,8 +55,8 @@ fn restore_all_live() {
         let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
         for line in st.restore() {
             match line {
-                Ok(s) => eprintln!("iolab: restored: {s}"),
-                Err(e) => eprintln!("iolab: restore FAILED: {e}"),
+                Ok(s) => iolab_sys::say!("iolab: restored: {s}"),
+                Err(e) => iolab_sys::say!("iolab: restore FAILED: {e}"),
             }
         }
     }
@@ -76,14 +76,14 @@ pub fn install_signal_handlers() -> Result<(), GuardError> {
             for sig in signals.forever() {
                 SIGNAL.store(sig, Ordering::Relaxed);
                 if STOP.swap(true, Ordering::SeqCst) {
-                    eprintln!("iolab: second signal: restoring system state now");
+                    iolab_sys::say!("iolab: second signal: restoring system state now");
                     restore_all_live();
                     std::process::exit(128 + sig);
                 }
-                eprintln!("iolab: stopping (signal {sig}); again to force");
+                iolab_sys::say!("iolab: stopping (signal {sig}); again to force");
                 std::thread::spawn(move || {
                     std::thread::sleep(GRACE);
-                    eprintln!(
+                    iolab_sys::say!(
                         "iolab: still running {}s after the signal: restoring now",
                         GRACE.as_secs()
                     );

@@ -15,7 +15,7 @@ pub fn run_and_report(f: fn() -> anyhow::Result<()>) -> i32 {
             if is_broken_pipe(&err) {
                 return 0;
             }
-            eprintln!("iolab: {}", one_line(&err));
+            iolab_sys::say!("iolab: {}", one_line(&err));
             interrupted.unwrap_or_else(|| code_for(&err))
         }
     }

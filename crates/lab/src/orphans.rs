@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 use crate::{meta, LabError};
 
 /// iolab's default image directory (`lab up --dir`).
-pub const IMAGE_DIR: &str = "/var/tmp/iolab";
+pub fn image_dir() -> PathBuf {
+    iolab_sys::paths::image_dir()
+}
 
 /// Names of orphaned images in `dir`, sorted: `NAME.img` with no lab of
 /// that name and no loop device over it. Labs that cannot be listed are
@@ -43,9 +45,9 @@ pub fn orphans_in(dir: &Path) -> Result<Vec<String>, LabError> {
 
 /// The orphaned image of `name`, if there is one.
 pub fn orphan(name: &str) -> Result<Option<PathBuf>, LabError> {
-    Ok(orphans_in(Path::new(IMAGE_DIR))?
+    Ok(orphans_in(&image_dir())?
         .contains(&name.to_string())
-        .then(|| Path::new(IMAGE_DIR).join(format!("{name}.img"))))
+        .then(|| image_dir().join(format!("{name}.img"))))
 }
 
 /// Removes the orphaned image of `name` (and the image directory when it
@@ -59,8 +61,8 @@ pub fn remove(name: &str) -> Result<Vec<String>, LabError> {
         "removed {} (an image left by a lab of a previous boot)",
         img.display()
     )];
-    if std::fs::remove_dir(IMAGE_DIR).is_ok() {
-        done.push(format!("removed directory {IMAGE_DIR}"));
+    if std::fs::remove_dir(image_dir()).is_ok() {
+        done.push(format!("removed directory {}", image_dir().display()));
     }
     Ok(done)
 }

@@ -146,7 +146,7 @@ impl Default for LabSpec {
             iops: None,
             queue_depth: None,
             dirty_limit_bytes: None,
-            dir: PathBuf::from("/var/tmp/iolab"),
+            dir: iolab_sys::paths::image_dir(),
             zram: false,
             from: None,
             compress: None,

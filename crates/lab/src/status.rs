@@ -137,8 +137,9 @@ pub fn list() -> Result<Vec<LabStatus>, LabError> {
             })
         })
         .collect();
-    for name in crate::orphans::orphans_in(Path::new(crate::orphans::IMAGE_DIR))? {
-        let image = Path::new(crate::orphans::IMAGE_DIR).join(format!("{name}.img"));
+    let dir = crate::orphans::image_dir();
+    for name in crate::orphans::orphans_in(&dir)? {
+        let image = dir.join(format!("{name}.img"));
         labs.push(LabStatus {
             problems: vec![format!(
                 "orphaned image {} (its lab is gone, e.g. after a reboot): `iolab lab down {name}` removes it",
@@ -188,8 +189,8 @@ fn from_meta(m: &LabMeta, persistent: bool) -> LabStatus {
         state: Some(m.state),
         persistent,
         owner_pid: Some(m.owner_pid),
-        device: m.device.as_ref().map(|d| PathBuf::from("/dev").join(d)),
-        lower: m.lower.as_ref().map(|d| PathBuf::from("/dev").join(d)),
+        device: m.device.as_deref().map(node),
+        lower: m.lower.as_deref().map(node),
         image: m.image.clone(),
         size_bytes: Some(m.spec.size_bytes),
         queue_depth: m.queue_depth,
@@ -285,6 +286,12 @@ fn read_mount(top: &BlockDev, mp: &Path, st: &mut LabStatus) {
         st.fs_free_bytes = Some(v.f_bfree * v.f_frsize);
         st.fs_avail_bytes = Some(v.f_bavail * v.f_frsize);
     }
+}
+
+/// The node of device `name` where this system keeps it (`/dev/block/` on
+/// Android).
+fn node(name: &str) -> PathBuf {
+    iolab_sys::block::node_of(name).unwrap_or_else(|| PathBuf::from("/dev").join(name))
 }
 
 #[cfg(test)]

@@ -192,9 +192,12 @@ fn mkfs_at(path: &std::path::Path, fs: Fs, zeroed: bool) -> Result<(), LabError>
     let (prog, args): (&str, Vec<&str>) = match fs {
         // Built from its source directory with the image (image.rs).
         Fs::None | Fs::Erofs => return Ok(()),
+        // mke2fs, not mkfs.ext4: Android has only the former.
         Fs::Ext4 => (
-            "mkfs.ext4",
+            "mke2fs",
             vec![
+                "-t",
+                "ext4",
                 "-q",
                 "-F",
                 "-E",
@@ -246,7 +249,7 @@ fn mount_data(fs: Fs) -> &'static str {
 fn checkpoint(#[allow(unused_variables)] step: &str) -> Result<(), LabError> {
     #[cfg(feature = "test-seams")]
     if std::env::var("IOLAB_TEST_PAUSE_AFTER").is_ok_and(|s| s == step) {
-        eprintln!("iolab: test pause after {step}");
+        iolab_sys::say!("iolab: test pause after {step}");
         for _ in 0..600 {
             if iolab_guard::stop_requested() {
                 break;

@@ -13,7 +13,7 @@
 //! let load = start(jobs, StartOptions::default())?; // runs in background threads
 //! // ... launch and time the target ...
 //! let report = load.stop();                         // stops, returns what was measured
-//! println!("background read {} B, written {} B", report.read_bytes(), report.write_bytes());
+//! iolab_sys::show!("background read {} B, written {} B", report.read_bytes(), report.write_bytes());
 //! # Ok(()) }
 //! ```
 //!

@@ -92,9 +92,12 @@ impl BlockDev {
         self.sysfs.join("queue").join(attr)
     }
 
-    /// `/dev/<name>`.
+    /// The device's node: `/dev/block/<name>` (Android's ueventd makes
+    /// nodes there only), `/dev/<name>`, or one iolab made (see
+    /// [`crate::loopdev`]); `/dev/<name>` when there is none, for the
+    /// error to name.
     pub fn dev_path(&self) -> PathBuf {
-        PathBuf::from("/dev").join(&self.name)
+        node_of(&self.name).unwrap_or_else(|| PathBuf::from("/dev").join(&self.name))
     }
 
     /// Reads the scheduler list, e.g. `none [mq-deadline] kyber bfq`.
@@ -176,6 +179,26 @@ pub(crate) fn list_names(dir: &Path) -> Vec<String> {
         .unwrap_or_default();
     v.sort();
     v
+}
+
+/// The node of block device `name` where this system keeps it, checked by
+/// number against sysfs (a stale node of another device is not it).
+pub fn node_of(name: &str) -> Option<PathBuf> {
+    let want =
+        std::fs::read_to_string(Path::new("/sys/class/block").join(name).join("dev")).ok()?;
+    let (maj, min) = want.trim().split_once(':')?;
+    let want = (maj.parse::<u32>().ok()?, min.parse::<u32>().ok()?);
+    let made = crate::paths::machine_dir().join("dev");
+    [Path::new("/dev/block"), Path::new("/dev"), made.as_path()]
+        .iter()
+        .map(|d| d.join(name))
+        .find(|p| {
+            use std::os::unix::fs::{FileTypeExt, MetadataExt};
+            std::fs::metadata(p).is_ok_and(|m| {
+                m.file_type().is_block_device()
+                    && (libc::major(m.rdev()), libc::minor(m.rdev())) == want
+            })
+        })
 }
 
 /// Parses the `queue/scheduler` format.

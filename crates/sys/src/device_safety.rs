@@ -7,12 +7,14 @@
 //! EBUSY: swap in use, a filesystem mounted in another namespace, an
 //! assembled RAID member).
 //!
-//! "Holds something" is libblkid's low-level probe (`blkid -p`), which
-//! knows every signature util-linux knows — filesystems, partition tables,
-//! LVM physical volumes, LUKS, md and bcache members, swap, ZFS, f2fs, ...
-//! — and reads the device itself rather than a cache. An unused LVM PV
-//! holds a volume group's data as surely as a mounted ext4 does. When the
-//! probe cannot run, nothing can be said, and the device is refused too.
+//! "Holds something" is two probes: iolab's own ([`crate::signatures`]:
+//! filesystems, partition tables, LVM physical volumes, LUKS, md and
+//! bcache members, swap, ZFS, at the offsets libblkid reads), which needs
+//! nothing installed (a phone's blkid is toybox's, with no low-level
+//! probe), and, where util-linux is installed, libblkid's own (`blkid -p`),
+//! which knows every signature util-linux knows and reads the device
+//! itself rather than a cache. An unused LVM PV holds a volume group's
+//! data as surely as a mounted ext4 does.
 
 use std::path::Path;
 use std::process::Command;
@@ -78,8 +80,14 @@ pub fn users_of(dev: &BlockDev) -> Vec<String> {
         if !holders.is_empty() {
             users.push(format!("{name} held by {}", holders.join(", ")));
         }
-        for l in loops_backed_by(&Path::new("/dev").join(name)) {
-            users.push(format!("{name} backs {l}"));
+        // A loop's backing_file is the node it was opened by: /dev/NAME
+        // or, on Android, /dev/block/NAME.
+        let mut nodes = vec![Path::new("/dev").join(name)];
+        nodes.extend(crate::block::node_of(name).filter(|n| !nodes.contains(n)));
+        for node in &nodes {
+            for l in loops_backed_by(node) {
+                users.push(format!("{name} backs {l}"));
+            }
         }
     }
     if users.is_empty() && busy(&dev.dev_path()) {
@@ -104,10 +112,26 @@ fn busy(path: &Path) -> bool {
     )
 }
 
-/// What libblkid's probe finds on `path`: `Ok(None)` for nothing it
-/// recognises, `Ok(Some(description))` for a signature, `Err(why)` when
-/// the probe could not run (then nothing is known).
+/// What the probes find on `path`: `Ok(None)` for nothing either
+/// recognises, `Ok(Some(description))` for a signature. iolab's own probe
+/// runs first; util-linux's `blkid -p` after it where it is installed (a
+/// blkid that cannot probe, toybox's, adds nothing). `Err(why)` when the
+/// device cannot be read at all.
 pub fn probe_contents(path: &Path) -> Result<Option<String>, String> {
+    match crate::signatures::probe(path) {
+        Ok(Some(f)) => {
+            let key = if f.table { "PTTYPE" } else { "TYPE" };
+            return Ok(Some(describe(&format!("{key}={}\n", f.name))));
+        }
+        Ok(None) => {}
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    }
+    Ok(blkid_probe(path).ok().flatten())
+}
+
+/// util-linux's low-level probe: `Ok(None)` for nothing found, `Err(why)`
+/// when it could not run (not installed, or a blkid without `-p`).
+pub fn blkid_probe(path: &Path) -> Result<Option<String>, String> {
     // -p: low-level probe of the device itself (no cache); export format;
     // -o export prints KEY=VALUE lines. Exit 2: nothing found.
     let out = Command::new("blkid")
@@ -148,6 +172,8 @@ pub fn describe(export: &str) -> String {
             "xfs" => "an XFS filesystem",
             "btrfs" => "a Btrfs filesystem",
             "vfat" => "a FAT filesystem",
+            "erofs" => "an EROFS image",
+            "squashfs" => "a SquashFS image",
             "ntfs" => "an NTFS filesystem",
             _ => return None,
         })
@@ -192,7 +218,7 @@ pub fn check_before_writing(
             path.display()
         ))),
         Err(why) => Err(UsageError::new(format!(
-            "refusing {}: cannot tell what it holds ({why}); {consequence}: install util-linux's blkid, or pass --force",
+            "refusing {}: cannot tell what it holds ({why}); {consequence}: pass --force if it holds nothing you need",
             path.display()
         ))),
     }
@@ -214,6 +240,6 @@ mod tests {
             "a LUKS encrypted volume (crypto_LUKS)"
         );
         assert_eq!(describe("PTTYPE=gpt\n"), "a gpt partition table");
-        assert_eq!(describe("TYPE=squashfs\n"), "a squashfs signature");
+        assert_eq!(describe("TYPE=hfsplus\n"), "a hfsplus signature");
     }
 }

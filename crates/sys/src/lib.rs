@@ -1,7 +1,7 @@
 //! Thin, read-only wrappers over the kernel interfaces iolab reads.
 //!
-//! Nothing here changes system state: every write goes through
-//! `iolab-guard`. Each reader takes a root path (`/sys`, `/proc`) so tests can
+//! Nothing here changes system state on its own: every write goes through
+//! `iolab-guard` (`loopdev` holds the ioctls the guard calls). Each reader takes a root path (`/sys`, `/proc`) so tests can
 //! point it at fixture files instead of the live system.
 #![deny(missing_docs)]
 
@@ -14,12 +14,15 @@ pub mod dm;
 pub mod environment;
 pub mod error;
 pub mod ioprio;
+pub mod loopdev;
 pub mod mounts;
 pub mod pagecache;
 pub mod paths;
 pub mod pressure;
 pub mod process;
+pub mod say;
 pub mod shaping;
+pub mod signatures;
 pub mod stack;
 pub mod text;
 pub mod units;

@@ -70,7 +70,10 @@ pub fn residency(path: &Path) -> Result<Residency, SysError> {
 }
 
 /// Evicts each file from the page cache: `fdatasync` first (dirty pages
-/// cannot be dropped), then `POSIX_FADV_DONTNEED` over the whole file.
+/// cannot be dropped), then `POSIX_FADV_DONTNEED` over the whole file. A
+/// file on a filesystem without fsync (EROFS, which holds a phone's
+/// system, system_ext, product and vendor, says EINVAL) or a read-only
+/// one has no dirty pages: it is not synced.
 /// Pages mapped by a running process stay cached; everything else goes.
 pub fn evict<P: AsRef<Path>>(paths: &[P]) -> Result<(), SysError> {
     for p in paths {
@@ -82,7 +85,10 @@ pub fn evict<P: AsRef<Path>>(paths: &[P]) -> Result<(), SysError> {
 /// Evicts one file; see [`evict`].
 pub fn evict_file(path: &Path) -> Result<(), SysError> {
     let file = File::open(path).map_err(|e| SysError::io(path, e))?;
-    rustix::fs::fdatasync(&file).map_err(|e| SysError::io(path, e.into()))?;
+    match rustix::fs::fdatasync(&file) {
+        Ok(()) | Err(rustix::io::Errno::INVAL) | Err(rustix::io::Errno::ROFS) => {}
+        Err(e) => return Err(SysError::io(path, e.into())),
+    }
     rustix::fs::fadvise(&file, 0, None::<NonZeroU64>, Advice::DontNeed)
         .map_err(|e| SysError::io(path, e.into()))
 }
@@ -340,5 +346,48 @@ mod tests {
     fn missing_file_error_names_it() {
         let e = evict_file(Path::new("/nonexistent/iolab-x")).unwrap_err();
         assert!(e.to_string().contains("/nonexistent/iolab-x"), "{e}");
+    }
+
+    /// EROFS (a phone's system partitions) has no fsync: eviction works
+    /// there all the same, and fincore sees the file dropped.
+    #[test]
+    fn a_file_on_erofs_is_evicted() {
+        let test = "a_file_on_erofs_is_evicted";
+        if !iolab_testkit::is_root() {
+            return iolab_testkit::skip(test, "mounting an EROFS image needs root");
+        }
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let src = dir.path().join("src");
+        std::fs::create_dir(&src).unwrap();
+        std::fs::write(src.join("app.odex"), vec![9u8; 64 * page_size() as usize]).unwrap();
+        let img = dir.path().join("system_ext.img");
+        let made = std::process::Command::new("mkfs.erofs")
+            .arg(&img)
+            .arg(&src)
+            .output();
+        if !made.as_ref().is_ok_and(|o| o.status.success()) {
+            return iolab_testkit::skip(test, "mkfs.erofs (erofs-utils) is not installed");
+        }
+        let att = crate::loopdev::attach(&img, false, true).unwrap();
+        let mnt = dir.path().join("mnt");
+        std::fs::create_dir(&mnt).unwrap();
+        let mounted = rustix::mount::mount(
+            &att.node,
+            &mnt,
+            "erofs",
+            rustix::mount::MountFlags::RDONLY,
+            None,
+        );
+        let result = std::panic::catch_unwind(|| {
+            mounted.expect("mount erofs");
+            let odex = mnt.join("app.odex");
+            std::fs::read(&odex).unwrap();
+            assert!(residency(&odex).unwrap().cached_pages > 0);
+            evict_file(&odex).unwrap();
+            assert_eq!(fincore_pages(&odex), Some(0));
+        });
+        let _ = rustix::mount::unmount(&mnt, rustix::mount::UnmountFlags::empty());
+        crate::loopdev::detach(&att.name).unwrap();
+        result.unwrap();
     }
 }

@@ -45,6 +45,23 @@ pub fn machine_dir() -> PathBuf {
     machine_dir_in(Path::new("/"))
 }
 
+/// The default directory of lab images under `root`: on Android
+/// `/data/local/tmp/iolab/images` (no /var there, and /data is where
+/// there is room); elsewhere `/var/tmp/iolab` (on disk, not a tmpfs, and
+/// kept across reboots so a lab's image can be found again).
+pub fn image_dir_in(root: &Path) -> PathBuf {
+    if is_android_in(root) {
+        root.join("data/local/tmp/iolab/images")
+    } else {
+        root.join("var/tmp/iolab")
+    }
+}
+
+/// The default directory of lab images on this system.
+pub fn image_dir() -> PathBuf {
+    image_dir_in(Path::new("/"))
+}
+
 /// The results database's file name in the data directory: what every
 /// command opens by default and what `iolab remote` pulls from a device.
 pub const DB_FILE_NAME: &str = "results.db";

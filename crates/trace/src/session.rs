@@ -54,9 +54,9 @@ impl PageSink for InboxSink {
 /// let guard = iolab_guard::Guard::new();
 /// let config = SessionConfig::new(vec![EventRequest::new("sched", "sched_process_fork")]);
 /// let mut session = TraceSession::start(&guard, config)?;
-/// session.poll(&mut |r| println!("{} {} {:?}", r.ts_ns, r.name(), r.u64("child_pid")))?;
+/// session.poll(&mut |r| iolab_sys::show!("{} {} {:?}", r.ts_ns, r.name(), r.u64("child_pid")))?;
 /// let stats = session.finish(&mut |_| {})?;
-/// println!("{stats}");
+/// iolab_sys::show!("{stats}");
 /// # Ok(()) }
 /// ```
 pub struct TraceSession {

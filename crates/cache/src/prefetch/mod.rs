@@ -8,7 +8,7 @@
 //! use iolab_cache::prefetch::{self, PrefetchList, PrefetchOptions};
 //! let list = PrefetchList::parse("/usr/bin/ls 0:65536\n/usr/bin/cat\n")?;
 //! let report = prefetch::run(&list, &PrefetchOptions::default())?;
-//! println!("{} bytes in {:.3} s", report.bytes_requested, report.duration_s);
+//! iolab_sys::show!("{} bytes in {:.3} s", report.bytes_requested, report.duration_s);
 //! # Ok::<(), iolab_cache::CacheError>(())
 //! ```
 //!

@@ -83,7 +83,7 @@ impl Progress {
             } else {
                 String::new()
             };
-            eprintln!(
+            iolab_sys::say!(
                 "iolab: {pos}/{len} {}: {}: {last} (elapsed {}{eta})",
                 self.unit,
                 self.what,
@@ -96,7 +96,7 @@ impl Progress {
     /// terminal, on stderr otherwise.
     pub fn note(&self, msg: &str) {
         if self.bar.is_hidden() {
-            eprintln!("iolab: {msg}");
+            iolab_sys::say!("iolab: {msg}");
         } else {
             self.bar.println(format!("iolab: {msg}"));
         }

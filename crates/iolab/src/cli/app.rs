@@ -98,7 +98,7 @@ fn finish<T: serde::Serialize>(
     text: impl FnOnce() -> String,
 ) -> anyhow::Result<()> {
     if ready {
-        eprintln!("ready");
+        iolab_sys::say!("ready");
     }
     let mut out = std::io::stdout().lock();
     if json {
@@ -122,9 +122,9 @@ fn prepare(a: &AppArgs) -> anyhow::Result<()> {
     let t = app::totals(&m, &app::plan(&m));
     if a.json {
         let v = serde_json::json!({ "dir": a.dir, "manifest": m, "profile": t });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        iolab_sys::show!("{}", serde_json::to_string_pretty(&v)?);
     } else {
-        println!(
+        iolab_sys::show!(
             "{verb} {}: {} files, {} (scale {}, seed {}); a launch reads {}, touches {} pages, writes {}, {} fsyncs",
             a.dir.display(),
             m.files.len(),
@@ -183,7 +183,7 @@ fn replay(a: &AppArgs, path: &std::path::Path) -> anyhow::Result<()> {
         .map_err(|e| iolab_sys::UsageError::new(format!("{}: {e}", path.display())))?;
     if a.prepare {
         r::prepare(&a.dir, &trace).context("creating the replay files")?;
-        eprintln!(
+        iolab_sys::say!(
             "prepared {} file(s) of {} in {}",
             trace.procs.len(),
             format_bytes(r::FILE_BYTES),

@@ -161,7 +161,7 @@ pub fn run(a: CacheArgs) -> anyhow::Result<()> {
     if !a.json {
         let tty = std::io::stderr().is_terminal();
         for s in result.notes.sentences() {
-            eprintln!("iolab: {}{s}", if tty { "note: " } else { "" });
+            iolab_sys::say!("iolab: {}{s}", if tty { "note: " } else { "" });
         }
     }
     if let Some(e) = result.missing.take() {

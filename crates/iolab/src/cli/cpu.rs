@@ -309,7 +309,7 @@ impl<W: Write> Printer<W> {
                     self.table_block("Average", c, p)?;
                 }
                 if series.missed_samples > 0 {
-                    eprintln!(
+                    iolab_sys::say!(
                         "iolab: note: {} readings of /proc failed and were skipped",
                         series.missed_samples
                     );

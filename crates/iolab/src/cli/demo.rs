@@ -128,7 +128,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
             ),
             (None, None) => iolab_sys::units::format_rate(a.bw as f64),
         };
-        eprintln!(
+        iolab_sys::say!(
             "iolab demo: a {lab} lab, the synthetic app, every scheduler x idle/1r/1w/1r1w x {} starts (a few minutes)",
             a.reps
         );

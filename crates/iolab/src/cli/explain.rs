@@ -94,7 +94,7 @@ fn list_rules(rules: &RuleSet) -> String {
 pub fn run(args: ExplainArgs) -> anyhow::Result<()> {
     let rules = rules(&args)?;
     if args.list_rules {
-        print!("{}", list_rules(&rules));
+        iolab_sys::show_part!("{}", list_rules(&rules));
         return Ok(());
     }
     match (args.pid, args.command.is_empty()) {
@@ -165,10 +165,10 @@ pub fn run(args: ExplainArgs) -> anyhow::Result<()> {
         }
     }
     if let Some(n) = note {
-        eprintln!("iolab explain: {n}");
+        iolab_sys::say!("iolab explain: {n}");
     }
     if attribution.trace.lost > 0 {
-        eprintln!(
+        iolab_sys::say!(
             "iolab explain: warning: the kernel lost {} events (trace buffer full): totals around them are untraced",
             attribution.trace.lost
         );

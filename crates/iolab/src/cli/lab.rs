@@ -58,9 +58,10 @@ pub struct UpArgs {
     /// else the kernel's global limits].
     #[arg(long, value_name = "SIZE")]
     pub dirty_limit: Option<String>,
-    /// Directory for the image file.
-    #[arg(long, default_value = "/var/tmp/iolab")]
-    pub dir: String,
+    /// Directory for the image file [default: /var/tmp/iolab; on Android
+    /// /data/local/tmp/iolab/images].
+    #[arg(long)]
+    pub dir: Option<String>,
     /// A zram device (RAM speed, no scheduler) instead of an image file.
     #[arg(long)]
     pub zram: bool,
@@ -127,11 +128,11 @@ pub fn run(c: LabCommand) -> anyhow::Result<()> {
                     _ => print_json(&serde_json::json!({ "labs": labs }))?,
                 }
             } else if labs.is_empty() {
-                println!("no labs: make one with `iolab lab up`");
+                iolab_sys::show!("no labs: make one with `iolab lab up`");
             } else {
                 for (i, s) in labs.iter().enumerate() {
                     if i > 0 {
-                        println!();
+                        iolab_sys::show!();
                     }
                     print_status(s);
                 }
@@ -161,7 +162,10 @@ fn up(a: UpArgs) -> anyhow::Result<()> {
         iops: a.iops.as_deref(),
         queue_depth: a.queue_depth.as_deref(),
         dirty_limit: a.dirty_limit.as_deref(),
-        dir: &a.dir,
+        dir: &a
+            .dir
+            .clone()
+            .unwrap_or_else(|| iolab_sys::paths::image_dir().display().to_string()),
         zram: a.zram,
         from: a.from.as_deref(),
         compress: a.compress.as_deref(),
@@ -179,12 +183,12 @@ fn up(a: UpArgs) -> anyhow::Result<()> {
     if a.json {
         return print_json(&st);
     }
-    println!("lab {:?} is up", lab.name);
+    iolab_sys::show!("lab {:?} is up", lab.name);
     print_status(&st);
-    println!("remove it with: iolab lab down {}", lab.name);
+    iolab_sys::show!("remove it with: iolab lab down {}", lab.name);
     if st.backend == Some(iolab_lab::Backend::Throttle) {
         if let Some(w) = iolab_lab::cgroup_warning() {
-            eprintln!("iolab: warning: {w}");
+            iolab_sys::say!("iolab: warning: {w}");
         }
     }
     Ok(())
@@ -216,7 +220,7 @@ fn kernel_depths(labs: &mut [LabStatus]) -> anyhow::Result<()> {
     }
     for r in guard.restore() {
         if let Err(e) = r {
-            eprintln!("iolab: warning: {e}");
+            iolab_sys::say!("iolab: warning: {e}");
         }
     }
     let _ = std::fs::remove_dir(dir);
@@ -232,7 +236,7 @@ fn down(a: DownArgs) -> anyhow::Result<()> {
     if a.json {
         print_json(&serde_json::json!({ "labs": reports }))?;
     } else if reports.is_empty() {
-        println!("no labs to remove");
+        iolab_sys::show!("no labs to remove");
     }
     let mut failed = 0;
     for r in &reports {
@@ -260,17 +264,17 @@ fn lab_err(e: LabError) -> anyhow::Error {
 }
 
 fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(v)?);
+    iolab_sys::show!("{}", serde_json::to_string_pretty(v)?);
     Ok(())
 }
 
 fn print_down(r: &DownReport) {
-    println!("lab {:?} removed:", r.name);
+    iolab_sys::show!("lab {:?} removed:", r.name);
     for l in &r.restored {
-        println!("  {l}");
+        iolab_sys::show!("  {l}");
     }
     for l in &r.failed {
-        println!("  FAILED: {l}");
+        iolab_sys::show!("  FAILED: {l}");
     }
 }
 
@@ -307,8 +311,8 @@ fn print_status(s: &LabStatus) {
         (false, Some(p)) => format!("temporary, belongs to iolab pid {p}"),
         (false, None) => "temporary".to_string(),
     };
-    println!("{} ({kind}, {owner})", s.name);
-    let row = |k: &str, v: String| println!("  {k:<11} {v}");
+    iolab_sys::show!("{} ({kind}, {owner})", s.name);
+    let row = |k: &str, v: String| iolab_sys::show!("  {k:<11} {v}");
     row(
         "device",
         format!("{}  (the device under test)", path_or(&s.device, "?")),
@@ -431,7 +435,7 @@ fn print_status(s: &LabStatus) {
 
 fn print_list(labs: &[LabStatus]) {
     if labs.is_empty() {
-        println!("no labs: make one with `iolab lab up`");
+        iolab_sys::show!("no labs: make one with `iolab lab up`");
         return;
     }
     let rows: Vec<[String; 7]> = labs
@@ -476,7 +480,7 @@ fn print_list(labs: &[LabStatus]) {
                 out.push_str(&format!("{c:<width$}  ", width = w[i]));
             }
         }
-        println!("{out}");
+        iolab_sys::show!("{out}");
     };
     line(head);
     for r in &rows {

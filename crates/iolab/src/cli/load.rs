@@ -365,7 +365,7 @@ fn render(
 ) -> anyhow::Result<String> {
     let text = if format.starts_with("json") {
         for w in &report.warnings {
-            eprintln!("iolab: note: {w}");
+            iolab_sys::say!("iolab: note: {w}");
         }
         let doc = if format == "json+" {
             iolab_load::json::to_fio_json_plus(report)

@@ -147,7 +147,7 @@ pub fn run() -> anyhow::Result<()> {
     let explicit_restore = matches!(cli.command, Command::Restore(_));
     if !explicit_restore && iolab_sys::is_root() {
         for line in iolab_guard::recover_stale()? {
-            eprintln!("iolab: {line}");
+            iolab_sys::say!("iolab: {line}");
         }
     }
     iolab_guard::install_signal_handlers()?;

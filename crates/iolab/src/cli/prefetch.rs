@@ -145,7 +145,7 @@ pub fn run(a: PrefetchArgs) -> anyhow::Result<()> {
     };
     let (list, notes) = build_list(&a, stdin.as_deref())?;
     for s in notes.sentences() {
-        eprintln!("iolab: {s}");
+        iolab_sys::say!("iolab: {s}");
     }
     if list.is_empty() {
         return Err(UsageError::new(
@@ -185,7 +185,7 @@ pub fn run(a: PrefetchArgs) -> anyhow::Result<()> {
                 let old = d.schedulers()?.current;
                 g.set_scheduler(d, s)?;
                 if a.verbose {
-                    eprintln!(
+                    iolab_sys::say!(
                         "iolab: {}: scheduler {old} -> {s} (restored at exit)",
                         d.name
                     );
@@ -205,11 +205,11 @@ pub fn run(a: PrefetchArgs) -> anyhow::Result<()> {
         ..PrefetchOptions::default()
     };
     if a.log {
-        eprintln!("iolab prefetch: start {}", stamp_text(Stamp::now()));
+        iolab_sys::say!("iolab prefetch: start {}", stamp_text(Stamp::now()));
     }
     let report = prefetch::run(&list, &opts).map_err(cache_error)?;
     if a.log {
-        eprintln!(
+        iolab_sys::say!(
             "iolab prefetch: end {} ({:.3} s)",
             stamp_text(report.end),
             report.duration_s
@@ -323,7 +323,7 @@ fn spawn_background(stdin: Option<&str>) -> anyhow::Result<()> {
         pipe.write_all(text.as_bytes())
             .context("handing the list to the background prefetch")?;
     }
-    eprintln!(
+    iolab_sys::say!(
         "iolab: prefetch continues in the background as pid {}",
         child.id()
     );

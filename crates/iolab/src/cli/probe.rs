@@ -103,7 +103,7 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<()> {
     };
     let summary = probe::run(&cfg, |s| {
         if !json {
-            println!("{}", slow_line(s));
+            iolab_sys::show!("{}", slow_line(s));
         }
     })?;
     let causes = explain.map(|e| e.finish(&summary)).transpose()?;

@@ -150,14 +150,14 @@ pub fn run(a: RecordArgs) -> anyhow::Result<()> {
         out.write_all(text.as_bytes())?;
     }
     out.flush()?;
-    eprintln!("iolab record: {}", rec.summary());
+    iolab_sys::say!("iolab record: {}", rec.summary());
     if rec.events == 0 {
-        eprintln!(
+        iolab_sys::say!(
             "iolab record: no pages were added: were the files already cached? (--evict PATH or --drop-caches)"
         );
     }
     if rec.lost > 0 {
-        eprintln!(
+        iolab_sys::say!(
             "iolab record: the kernel dropped {} events: the list may miss pages (raise --buffer-kib)",
             rec.lost
         );

@@ -92,7 +92,7 @@ pub fn run(a: RemoteArgs) -> anyhow::Result<()> {
     let device = RemoteHost::connect(transport, a.remote_dir.clone())?;
     let binary = iolab_remote::binary::choose(&device.probe.arch, a.binary.as_deref())?;
     let (bin, pushed) = device.install(&binary)?;
-    eprintln!(
+    iolab_sys::say!(
         "iolab: {label}: {} {} ({}, {}), iolab {} {}",
         device.probe.hostname,
         device.probe.arch,
@@ -106,7 +106,7 @@ pub fn run(a: RemoteArgs) -> anyhow::Result<()> {
         if pushed { "copied" } else { "already there" }
     );
     if device.root == iolab_remote::Root::Without {
-        eprintln!(
+        iolab_sys::say!(
             "iolab: {label}: uid {} without passwordless sudo: commands that change kernel \
              state will refuse there; log in as root for those",
             device.probe.uid
@@ -119,7 +119,7 @@ pub fn run(a: RemoteArgs) -> anyhow::Result<()> {
         Transport::Adb(_) => status.code().is_none(),
     };
     if lost {
-        eprintln!(
+        iolab_sys::say!(
             "iolab: {label}: the connection ended before the command did; the iolab there \
              stops by itself and restores the device. Results measured so far follow."
         );
@@ -130,7 +130,7 @@ pub fn run(a: RemoteArgs) -> anyhow::Result<()> {
         import(&device, &bin, &label, a.db.as_deref())?
     };
     if lost {
-        eprintln!(
+        iolab_sys::say!(
             "iolab: resume with `iolab remote {} -- {} --resume {}`",
             remote_flags(&a),
             a.command.first().map_or("startup", String::as_str),
@@ -169,7 +169,7 @@ fn import(
     let fetched = device.fetch_results(bin, &local);
     let result = match fetched {
         Ok(false) => {
-            eprintln!("iolab: {label}: no results database there yet");
+            iolab_sys::say!("iolab: {label}: no results database there yet");
             Ok(None)
         }
         Ok(true) => {
@@ -180,7 +180,7 @@ fn import(
                 host_label: None,
             };
             let imported = store.import(&local, &from)?;
-            eprintln!("iolab: {label}: results merged into {}", path.display());
+            iolab_sys::say!("iolab: {label}: results merged into {}", path.display());
             let mut err = std::io::stderr().lock();
             super::results::write_imported(&mut err, &imported, false)?;
             Ok(imported.iter().map(|i| i.remote_id).max())
@@ -233,7 +233,7 @@ pub fn stop_when_stdin_ends() {
             iolab_guard::request_stop();
         });
     if let Err(e) = spawned {
-        eprintln!(
+        iolab_sys::say!(
             "iolab: cannot watch the connection ({e}); a lost connection will not stop this run"
         );
     }

@@ -68,7 +68,7 @@ pub fn run(a: ReportArgs) -> anyhow::Result<()> {
                 // Asked for explicitly: a wrong metric or cell is an error.
                 Err(e) if explicit => return Err(UsageError::new(e).into()),
                 Err(e) => {
-                    eprintln!("iolab report: no comparison section: {e}");
+                    iolab_sys::say!("iolab report: no comparison section: {e}");
                     None
                 }
             }
@@ -90,12 +90,12 @@ pub fn run(a: ReportArgs) -> anyhow::Result<()> {
     write(&out, &html)?;
     let ms = started.elapsed().as_secs_f64() * 1e3;
     if a.json {
-        println!(
+        iolab_sys::show!(
             "{}",
             serde_json::json!({"path": out, "bytes": html.len(), "generation_ms": ms})
         );
     } else {
-        println!(
+        iolab_sys::show!(
             "report: {} ({}, {ms:.0} ms)",
             out.display(),
             iolab_sys::units::format_bytes(html.len() as u64)
@@ -138,12 +138,12 @@ pub fn write_and_say(store_db: &Path, report: &ExperimentReport, stdout_is_data:
         Ok(p) => {
             let line = format!("report: {} (open it in a browser)", p.display());
             if stdout_is_data {
-                eprintln!("iolab: {line}");
+                iolab_sys::say!("iolab: {line}");
             } else {
-                println!("{line}");
+                iolab_sys::show!("{line}");
             }
         }
-        Err(e) => eprintln!(
+        Err(e) => iolab_sys::say!(
             "iolab: no HTML report written ({e}); `iolab report {} -o FILE` makes one",
             report.experiment.id.0
         ),

@@ -15,12 +15,12 @@ pub fn run(args: RestoreArgs) -> anyhow::Result<()> {
     super::require_root("iolab restore")?;
     let lines = iolab_guard::recover_stale()?;
     if args.json {
-        println!("{}", serde_json::json!({ "restored": lines }));
+        iolab_sys::show!("{}", serde_json::json!({ "restored": lines }));
     } else if lines.is_empty() {
-        println!("nothing to restore: no iolab run left system state behind");
+        iolab_sys::show!("nothing to restore: no iolab run left system state behind");
     } else {
         for l in lines {
-            println!("{l}");
+            iolab_sys::show!("{l}");
         }
     }
     Ok(())

@@ -144,7 +144,7 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<()> {
                 serde_json::to_writer_pretty(&mut out, &list)?;
                 writeln!(out)?;
             } else if list.is_empty() {
-                eprintln!(
+                iolab_sys::say!(
                     "no experiments in {} yet: `iolab startup` or `iolab demo` records them",
                     path.display()
                 );

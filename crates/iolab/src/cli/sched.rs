@@ -183,7 +183,7 @@ fn record(a: RecordArgs) -> anyhow::Result<()> {
     let command_exit = if a.command.is_empty() {
         let until = duration.map(|d| t0 + d);
         if until.is_none() && !a.json {
-            eprintln!("iolab: recording to {}; Ctrl-C to stop", a.output.display());
+            iolab_sys::say!("iolab: recording to {}; Ctrl-C to stop", a.output.display());
         }
         while !iolab_guard::stop_requested() && until.is_none_or(|u| Instant::now() < u) {
             std::thread::sleep(Duration::from_millis(20));
@@ -205,9 +205,9 @@ fn record(a: RecordArgs) -> anyhow::Result<()> {
         command_exit,
     };
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        iolab_sys::show!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        eprintln!(
+        iolab_sys::say!(
             "iolab: recorded {} events ({} lost) in {:.1} s to {} ({}); recorder CPU {:.2} s",
             out.events,
             out.lost_events,
@@ -428,24 +428,24 @@ fn report(a: ReportArgs) -> anyhow::Result<()> {
             "works": works,
             "samples": samples,
         });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        iolab_sys::show!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(());
     }
-    print!("{}", header(&a.file, &l));
+    iolab_sys::show_part!("{}", header(&a.file, &l));
     if let Some(s) = &summary {
-        print!("{}", seed_table(s, &a.select.delay));
+        iolab_sys::show_part!("{}", seed_table(s, &a.select.delay));
     } else {
-        print!("{}", table::render_rows(&rows));
+        iolab_sys::show_part!("{}", table::render_rows(&rows));
     }
     if let Some(h) = &hist {
-        println!("\n{} delays ({}):", h.total(), a.select.delay);
-        print!("{}", h.render());
+        iolab_sys::show!("\n{} delays ({}):", h.total(), a.select.delay);
+        iolab_sys::show_part!("{}", h.render());
     }
     if sel.work.is_some() && !works.is_empty() {
-        println!("\nwork items, queued → started:");
-        print!("{}", render_works(&works));
+        iolab_sys::show!("\nwork items, queued → started:");
+        iolab_sys::show_part!("{}", render_works(&works));
     }
-    print!("{}", footer(&l));
+    iolab_sys::show_part!("{}", footer(&l));
     Ok(())
 }
 
@@ -566,10 +566,10 @@ fn compare(a: CompareArgs) -> anyhow::Result<()> {
         lb.stats.lost,
     );
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&c)?);
+        iolab_sys::show!("{}", serde_json::to_string_pretty(&c)?);
     } else {
-        println!("{} delay of the selected tasks:", a.select.delay);
-        print!("{}", c.render());
+        iolab_sys::show!("{} delay of the selected tasks:", a.select.delay);
+        iolab_sys::show_part!("{}", c.render());
     }
     Ok(())
 }

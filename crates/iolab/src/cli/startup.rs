@@ -236,7 +236,7 @@ pub fn run_and_print(
 ) -> anyhow::Result<()> {
     let announce = move |line: &str| {
         if !json {
-            eprintln!("iolab: {line}");
+            iolab_sys::say!("iolab: {line}");
         }
     };
     let fin = engine::run::<Startup>(cfg, opts, &announce).context("startup experiment")?;
@@ -248,27 +248,27 @@ pub fn print_finished(fin: &Finished<Vec<u64>>, json: bool) -> anyhow::Result<()
     use iolab_report::export::{Exporter, JsonExporter};
     if json {
         let bytes = JsonExporter.serialize(&iolab_report::ExperimentView::of(&fin.report))?;
-        println!("{}", String::from_utf8_lossy(&bytes));
+        iolab_sys::show!("{}", String::from_utf8_lossy(&bytes));
         super::report::write_and_say(&fin.db, &fin.report, true);
         return stopped_cells(fin);
     }
-    print!("{}", iolab_report::text::startup::render(&fin.report));
+    iolab_sys::show_part!("{}", iolab_report::text::startup::render(&fin.report));
     let ov = &fin.body;
     if !ov.is_empty() {
         let s = iolab_stats::summarize(&iolab_stats::Sample::all_exact(
             &ov.iter().map(|&n| n as f64 / 1e6).collect::<Vec<_>>(),
         ));
         if let (Some(med), Some(min), Some(max)) = (s.median, s.min, s.max) {
-            println!(
+            iolab_sys::show!(
                 "harness overhead (launching `true` the same way): {med:.2} ms median, {min:.2}–{max:.2} ms (n={})",
                 s.n
             );
         }
     }
-    println!("stored as experiment {} in {}", fin.id, fin.db.display());
+    iolab_sys::show!("stored as experiment {} in {}", fin.id, fin.db.display());
     super::report::write_and_say(&fin.db, &fin.report, false);
     if fin.interrupted {
-        println!(
+        iolab_sys::show!(
             "interrupted: continue with `iolab startup --resume {} --db {}`",
             fin.id,
             fin.db.display()

@@ -141,7 +141,7 @@ pub fn run(a: SweepArgs) -> anyhow::Result<()> {
     } else {
         Some(config(&a)?)
     };
-    let announce = |line: &str| eprintln!("iolab sweep: {line}");
+    let announce = |line: &str| iolab_sys::say!("iolab sweep: {line}");
     let fin = engine::run::<Sweep>(cfg, &options(&a)?, &announce)?;
     print_finished(&fin, &a)
 }
@@ -222,10 +222,10 @@ fn print<S>(fin: &Finished<S>, a: &SweepArgs, p: Printed) -> anyhow::Result<()> 
     }
     super::report::write_and_say(&fin.db, &fin.report, a.json || a.csv);
     for w in &fin.warnings {
-        eprintln!("iolab {}: note: {w}", p.mode);
+        iolab_sys::say!("iolab {}: note: {w}", p.mode);
     }
     if fin.interrupted {
-        eprintln!(
+        iolab_sys::say!(
             "iolab {0}: interrupted: continue with `iolab {0} --resume {1} --db {2}`",
             p.mode,
             fin.id,
@@ -315,7 +315,7 @@ fn run_max(a: &SweepArgs) -> anyhow::Result<()> {
     } else {
         Some(max_config(a)?)
     };
-    let announce = |line: &str| eprintln!("iolab sweep --max: {line}");
+    let announce = |line: &str| iolab_sys::say!("iolab sweep --max: {line}");
     let fin = engine::run::<Max>(cfg, &options(a)?, &announce)?;
     let table = MaxTable::from_runs(&fin.report.runs);
     let runtime = fin

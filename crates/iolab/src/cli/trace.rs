@@ -250,7 +250,7 @@ fn report(w: &mut impl Write, a: &BioArgs, trace: &BioTrace) -> anyhow::Result<(
             serde_json::to_writer(&mut *w, &trace.counts())?;
             writeln!(w)?;
         }
-        eprintln!("iolab: {}", trace.counts_line());
+        iolab_sys::say!("iolab: {}", trace.counts_line());
         return Ok(());
     }
     if a.json {
@@ -290,7 +290,7 @@ fn write_perfetto(path: &PathBuf, trace: &BioTrace) -> anyhow::Result<()> {
         .write_perfetto(&mut w)
         .and_then(|_| w.flush())
         .with_context(|| format!("writing {}", path.display()))?;
-    eprintln!(
+    iolab_sys::say!(
         "iolab: wrote {} ({} requests, {} events lost): open it in https://ui.perfetto.dev",
         path.display(),
         trace.requests.len(),

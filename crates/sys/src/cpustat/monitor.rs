@@ -7,7 +7,7 @@
 //! let monitor = iolab_sys::cpustat::CpuMonitor::start(Duration::from_secs(1))?;
 //! // ... run the workload ...
 //! let series = monitor.stop();
-//! println!("{}", series.summary_line());
+//! iolab_sys::show!("{}", series.summary_line());
 //! # Ok(()) }
 //! ```
 
