@@ -94,6 +94,27 @@ up() {
     done
     cp /usr/bin/mksh "$sys/bin/mksh"; ln -sf mksh "$sys/bin/sh"
     cp /usr/sbin/mke2fs "$sys/bin/mke2fs"
+    # Android's /etc is a link to /system/etc. bionic knows the AIDs
+    # (root 0, shell 2000) without a passwd file; glibc's toybox reads one.
+    mkdir -p "$sys/etc"
+    printf 'root:x:0:0::/:/system/bin/sh\nshell:x:2000:2000::/:/system/bin/sh\n' > "$sys/etc/passwd"
+    printf 'root:x:0:\nshell:x:2000:\n' > "$sys/etc/group"
+    # getprop: what Android's prints (system/core/toolbox/getprop.cpp):
+    # one value, or every property as "[name]: [value]". A phone's
+    # properties live in shared memory; the rig's in two files, the
+    # serial (androidboot.serialno on a phone) in prop.default.
+    echo "ro.serialno=RIGSERIAL01" > "$sys/etc/prop.default"
+    cat > "$sys/bin/getprop" <<'GETPROP'
+#!/system/bin/sh
+props() { cat /system/build.prop /system/etc/prop.default | grep -v '^#' | grep =; }
+if [ $# = 0 ]; then
+    props | sort | sed 's/^\([^=]*\)=\(.*\)$/[\1]: [\2]/'
+    exit 0
+fi
+v=$(props | grep "^$1=" | tail -n 1 | cut -d= -f2-)
+echo "${v:-$2}"
+GETPROP
+    chmod 755 "$sys/bin/getprop"
     cat > "$sys/build.prop" <<EOF
 # The rig's build.prop (format as in AOSP's build/make/tools/buildinfo.sh)
 ro.build.version.sdk=34
@@ -121,6 +142,7 @@ EOF
         mount --bind -o ro /usr/lib "$r/usr/lib"; mount -o remount,bind,ro "$r/usr/lib"
         mount --bind -o ro /lib64 "$r/lib64"; mount -o remount,bind,ro "$r/lib64"
         ln -s usr/lib "$r/lib"
+        ln -s system/etc "$r/etc"
         # /dev as ueventd leaves it: block nodes under /dev/block only.
         mount -t tmpfs -o mode=755 rig-dev "$r/dev"
         mkdir -p "$r/dev/block/by-name"
