@@ -99,22 +99,12 @@ up() {
     mkdir -p "$sys/etc"
     printf 'root:x:0:0::/:/system/bin/sh\nshell:x:2000:2000::/:/system/bin/sh\n' > "$sys/etc/passwd"
     printf 'root:x:0:\nshell:x:2000:\n' > "$sys/etc/group"
-    # getprop: what Android's prints (system/core/toolbox/getprop.cpp):
-    # one value, or every property as "[name]: [value]". A phone's
-    # properties live in shared memory; the rig's in two files, the
-    # serial (androidboot.serialno on a phone) in prop.default.
+    # The framework's commands, standing in (each cites the real one's
+    # source for what it prints): am, pm, cmd, dumpsys, getprop, and the
+    # zygote that forks the app.
+    cp "$(dirname "$0")"/system/bin/* "$sys/bin/"
+    # The serial (androidboot.serialno on a phone) for getprop.
     echo "ro.serialno=RIGSERIAL01" > "$sys/etc/prop.default"
-    cat > "$sys/bin/getprop" <<'GETPROP'
-#!/system/bin/sh
-props() { cat /system/build.prop /system/etc/prop.default | grep -v '^#' | grep =; }
-if [ $# = 0 ]; then
-    props | sort | sed 's/^\([^=]*\)=\(.*\)$/[\1]: [\2]/'
-    exit 0
-fi
-v=$(props | grep "^$1=" | tail -n 1 | cut -d= -f2-)
-echo "${v:-$2}"
-GETPROP
-    chmod 755 "$sys/bin/getprop"
     cat > "$sys/build.prop" <<EOF
 # The rig's build.prop (format as in AOSP's build/make/tools/buildinfo.sh)
 ro.build.version.sdk=34
@@ -136,7 +126,8 @@ EOF
         mount -o remount,bind,ro "$r/system"
         mount -t erofs -o ro "$ext" "$r/system_ext"
         mount -t ext4 "$data" "$r/data"
-        mkdir -p "$r/data/local/tmp" "$r/data/data"
+        mkdir -p "$r/data/local/tmp" "$r/data/data/com.example.iolab.rigapp" "$r/data/system"
+        head -c 1048576 /dev/urandom > "$r/data/data/com.example.iolab.rigapp/settings.db"
         mount --rbind /sys "$r/sys"
         mount -t proc proc "$r/proc"
         mount --bind -o ro /usr/lib "$r/usr/lib"; mount -o remount,bind,ro "$r/usr/lib"
@@ -163,16 +154,23 @@ EOF
     echo $! > "$dir/holder.pid"
     for _ in $(seq 100); do [ -f "$dir/ready" ] && break; sleep 0.1; done
     [ -f "$dir/ready" ] || { down_quiet; die "the rig did not come up"; }
+    # zygote, started as init starts it.
+    in_rig /system/bin/sh /system/bin/zygote </dev/null >/dev/null 2>&1 &
+    for _ in $(seq 100); do
+        in_rig /system/bin/sh -c '[ -p /data/system/zygote.fifo ]' && break; sleep 0.05
+    done
     echo "rig up in $dir: data on $data_loop (/dev/block/by-name/userdata), system_ext on $ext_loop; app $PKG"
 }
 
 down_quiet() {
-    local pid; pid=$(holder_pid)
+    local pid ns p; pid=$(holder_pid)
     if [ -n "$pid" ] && [ -d "/proc/$pid" ]; then
-        # The namespace init is unshare's child: kill both by pid (this
-        # rig's own, recorded at up), never by name.
-        pkill -KILL -P "$pid" 2>/dev/null || true
-        kill -KILL "$pid" 2>/dev/null || true
+        # Every process in the rig's mount namespace (its init, zygote, the
+        # apps, what iolab left): found by namespace, never by name.
+        ns=$(readlink "/proc/$pid/ns/mnt")
+        for p in /proc/[0-9]*; do
+            [ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$ns" ] && kill -KILL "${p#/proc/}" 2>/dev/null
+        done
         for _ in $(seq 50); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
     fi
     if [ -f "$dir/loops" ]; then

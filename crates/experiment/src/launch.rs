@@ -95,6 +95,11 @@ pub struct LaunchSpec {
     pub ioprio: Option<iolab_sys::ioprio::IoPrio>,
     /// Nice value for the target, applied before exec.
     pub nice: Option<i32>,
+    /// The name of the target's real process when someone else forks it
+    /// (an Android app, forked by zygote after `am start`): `ioprio` and
+    /// `nice` go to that process as soon as it appears, not to the
+    /// launched command (see [`crate::app_process`]).
+    pub app: Option<String>,
 }
 
 /// The measured outcome of one launch.
@@ -129,6 +134,9 @@ pub struct Outcome {
     /// Processes the target left outside its group (a daemon that called
     /// setsid), adopted by iolab and killed after the start: `pid comm`.
     pub left_over: Vec<String>,
+    /// The app's own process ([`LaunchSpec::app`]), when one was looked
+    /// for and found: what it was given, and how soon.
+    pub app: Option<crate::app_process::AppProcess>,
 }
 
 impl Outcome {
@@ -262,8 +270,9 @@ pub fn launch_observed<T: Send>(
             stdout: iolab_spawn::Output::Piped,
             stderr: iolab_spawn::Output::Piped,
             process_group: true,
-            ioprio: spec.ioprio,
-            nice: spec.nice,
+            // With an app forked elsewhere, its settings are its own.
+            ioprio: spec.ioprio.filter(|_| spec.app.is_none()),
+            nice: spec.nice.filter(|_| spec.app.is_none()),
         })
     })?;
     let pgid = held.pid();
@@ -274,6 +283,10 @@ pub fn launch_observed<T: Send>(
         let _ = std::fs::remove_file(p);
     }
     let t0 = Instant::now();
+    let app_watch = spec
+        .app
+        .as_deref()
+        .map(|name| crate::app_process::AppWatch::start(name, spec.ioprio, spec.nice, t0));
     let mut child = match held.release() {
         Ok(c) => c,
         Err(e) => {
@@ -411,6 +424,7 @@ pub fn launch_observed<T: Send>(
         std::thread::sleep(Duration::from_millis(1));
     }
     drop(readers);
+    let app = app_watch.and_then(crate::app_process::AppWatch::finish);
     let left_over = launch.kill_left_over();
     guard.forget(tracked)?;
 
@@ -458,6 +472,7 @@ pub fn launch_observed<T: Send>(
             output_tail: tail,
             failure,
             left_over,
+            app,
         },
         observed,
     ))
@@ -512,6 +527,7 @@ pub fn harness_overhead(guard: &Guard, runs: usize) -> Result<Vec<u64>, LaunchEr
         timeout: Duration::from_secs(10),
         ioprio: None,
         nice: None,
+        app: None,
     };
     (0..runs)
         .map(|_| launch(guard, &spec).map(|o| o.duration_ns))

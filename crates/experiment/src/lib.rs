@@ -5,6 +5,7 @@
 //! that observe their runs ([`collect`]), the targets a startup starts
 //! ([`target`]) and how one is launched and timed ([`launch`]).
 
+pub mod app_process;
 pub mod collect;
 pub mod engine;
 mod error;

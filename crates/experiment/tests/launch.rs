@@ -18,6 +18,7 @@ fn spec(script: &str, ready: Ready, timeout_s: f64) -> LaunchSpec {
         timeout: Duration::from_secs_f64(timeout_s),
         ioprio: None,
         nice: None,
+        app: None,
     }
 }
 
@@ -230,6 +231,7 @@ fn missing_program_is_a_spawn_error() {
         timeout: Duration::from_secs(5),
         ioprio: None,
         nice: None,
+        app: None,
     };
     let err = launch(&guard, &s).unwrap_err();
     assert!(matches!(err, LaunchError::Spawn { .. }), "{err:?}");
@@ -333,6 +335,7 @@ else:
         timeout: Duration::from_secs(20),
         ioprio: None,
         nice: None,
+        app: None,
     };
     let before = monotonic_s();
     let o = run(&s);

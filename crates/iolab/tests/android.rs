@@ -29,7 +29,8 @@ fn phone(logcat: Option<&str>) -> (tempfile::TempDir, String) {
     write(
         "am",
         format!(
-            "[ \"$*\" = 'start -W -S -n com.android.settings/.Settings' ] || \
+            "[ \"$*\" = 'force-stop com.android.settings' ] && exit 0\n\
+             [ \"$*\" = 'start -W -S -n com.android.settings/.Settings' ] || \
              {{ echo \"Error: unexpected $*\"; exit 1; }}\nsleep 0.2\ncat <<'EOF'\n{RECORDED}\nEOF\n"
         ),
     );
@@ -182,4 +183,243 @@ fn ready_logcat_times_the_fully_drawn_line() {
         assert_eq!(r["duration_ns"], 2_000_000_000u64);
     }
     assert_eq!(pids_gone(bin.path()), 2);
+}
+
+/// zygote, standing in: a server the test starts (not iolab's child, as
+/// zygote is not) that forks the app for each line on its fifo. The child
+/// specialises for 50 ms, then takes the package name as argv[0] (as
+/// zygote's child does) by exec, maps the app's APK and stays alive until
+/// force-stopped.
+const ZYGOTE: &str = r#"
+import os, signal, sys, time
+fifo, pkg, apk = sys.argv[1], sys.argv[2], sys.argv[3]
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+APP = "import mmap, time, sys\nf = open(sys.argv[1], 'rb')\nm = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\nsum(m[i] for i in range(0, len(m), 4096))\ntime.sleep(600)\n"
+print("ready", flush=True)
+while True:
+    with open(fifo) as f:
+        for line in f:
+            if os.fork() == 0:
+                time.sleep(0.05)
+                os.execv(sys.executable, [pkg, "-c", APP, apk])
+"#;
+
+/// A phone whose `am start -S` force-stops the app and has zygote fork
+/// it; `cmd package compile` says Success and, unless `skip` (as when
+/// dexopt is skipped), sets the state `dumpsys package` then shows.
+struct Zygote {
+    dir: tempfile::TempDir,
+    path: String,
+    server: std::process::Child,
+}
+
+const PKG: &str = "com.example.rigapp";
+
+impl Zygote {
+    fn start(skip_dexopt: bool) -> Zygote {
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let d = dir.path();
+        let app = d.join("app");
+        std::fs::create_dir_all(app.join("oat/arm64")).unwrap();
+        // Written back, as an installed app's files are: drop_caches
+        // cannot drop dirty pages.
+        for (f, b) in [("base.apk", 3u8), ("oat/arm64/base.odex", 4u8)] {
+            let mut file = std::fs::File::create(app.join(f)).unwrap();
+            std::io::Write::write_all(&mut file, &vec![b; 3 << 20]).unwrap();
+            file.sync_all().unwrap();
+        }
+        std::fs::write(d.join("zygote.py"), ZYGOTE).unwrap();
+        let fifo = d.join("zygote.fifo");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        std::fs::write(d.join("dexopt"), "verify install").unwrap();
+        let bin = d.join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let write = |name: &str, body: String| {
+            let p = bin.join(name);
+            std::fs::write(&p, format!("#!/bin/sh\n{body}")).unwrap();
+            std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .unwrap();
+        };
+        // am: force-stop (and start's -S) kill the app by its name; start
+        // then asks ActivityManager, here zygote, and waits as -W does.
+        write(
+            "am",
+            format!(
+                "for p in /proc/[0-9]*; do [ \"$(tr '\\0' '\\n' < $p/cmdline 2>/dev/null | head -n 1)\" = {PKG} ] && kill -9 ${{p#/proc/}}; done\n\
+                 [ \"$*\" = 'force-stop {PKG}' ] && exit 0\n\
+                 [ \"$*\" = 'start -W -S -n {PKG}/.Main' ] || {{ echo \"Error: unexpected $*\"; exit 1; }}\n\
+                 echo start > {fifo}\nsleep 0.3\n\
+                 printf 'Starting: Intent {{ cmp={PKG}/.Main }}\\nStatus: ok\\nLaunchState: COLD\\nActivity: {PKG}/.Main\\nTotalTime: 250\\nWaitTime: 260\\nComplete\\n'\n",
+                fifo = fifo.display()
+            ),
+        );
+        write("pm", format!("echo package:{}/base.apk\n", app.display()));
+        write(
+            "cmd",
+            format!(
+                "[ \"$1 $2 $3 $5 $6\" = 'package compile -m -f {PKG}' ] || exit 1\n\
+                 {}echo \"$4 cmdline\" > {d}/dexopt\necho Success\n",
+                if skip_dexopt {
+                    "echo Success; exit 0\n"
+                } else {
+                    ""
+                },
+                d = d.display()
+            ),
+        );
+        // dumpsys package: the Dexopt state section as ART service prints it.
+        write(
+            "dumpsys",
+            format!(
+                "read status reason < {d}/dexopt\n\
+                 printf 'Dexopt state:\\n  [{PKG}]\\n    path: {app}/base.apk\\n      arm64: [status=%s] [reason=%s] [primary-abi]\\n        [location is {app}/oat/arm64/base.odex]\\n' \"$status\" \"$reason\"\n",
+                d = d.display(),
+                app = app.display()
+            ),
+        );
+        let mut server = std::process::Command::new("python3")
+            .arg(d.join("zygote.py"))
+            .arg(&fifo)
+            .arg(PKG)
+            .arg(app.join("base.apk"))
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(server.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        assert_eq!(line.trim(), "ready");
+        let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+        Zygote { dir, path, server }
+    }
+
+    /// The app's live processes.
+    fn apps(&self) -> Vec<i32> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|p| {
+                std::fs::read(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| c.split(|&b| b == 0).next() == Some(PKG.as_bytes()))
+            })
+            .collect()
+    }
+}
+
+impl Drop for Zygote {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+        for p in self.apps() {
+            // SAFETY: kill(2) of the app processes this test's zygote made.
+            unsafe { libc::kill(p, libc::SIGKILL) };
+        }
+        let _ = &self.dir;
+    }
+}
+
+fn zygote_startup(b: &Bench, z: &Zygote, extra: &[&str]) -> std::process::Output {
+    b.cmd()
+        .env("PATH", &z.path)
+        .args(["startup", "--lab-size", "64MiB", "--reps", "2"])
+        .args(["--schedulers", "none", "--workloads", "idle"])
+        .args(["--am-start", &format!("{PKG}/.Main")])
+        .args(extra)
+        .arg("--db")
+        .arg(&b.db)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_app_zygote_forks_gets_the_targets_ioprio_and_nice_and_compile_is_checked() {
+    if !root_or_skip("the_app_zygote_forks_gets_the_targets_ioprio_and_nice_and_compile_is_checked")
+    {
+        return;
+    }
+    let z = Zygote::start(false);
+    let b = Bench::new("android-zygote");
+    let out = zygote_startup(
+        &b,
+        &z,
+        &[
+            "--target-ioprio",
+            "idle",
+            "--target-nice",
+            "5",
+            "--compile",
+            "speed",
+        ],
+    );
+    ok(&out);
+    let report = b.export(1);
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    let mut pids = Vec::new();
+    for r in runs {
+        assert_eq!(r["outcome"], "ok", "{r}");
+        let app = &r["extra"]["app_process"];
+        assert_eq!(app["ioprio"], "idle", "{app}");
+        assert_eq!(app["nice"], 5, "{app}");
+        // Named 50 ms after its fork; set within the next poll or two.
+        let age = app["set_after_birth_ms"].as_f64().unwrap();
+        assert!(age < 1000.0, "{app}");
+        pids.push(app["pid"].as_i64().unwrap() as i32);
+    }
+    // The kernel's view of the app still running (the last start's; the
+    // first was force-stopped by the second's am): what iolab stored.
+    assert_ne!(pids[0], pids[1]);
+    let live = z.apps();
+    assert_eq!(live, vec![pids[1]], "live apps");
+    let raw = unsafe { libc::syscall(libc::SYS_ioprio_get, 1, pids[1]) };
+    assert_eq!(raw >> 13, 3, "ioprio class of the app: idle (3)");
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pids[1])).unwrap();
+    let nice: i32 = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .nth(16)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(nice, 5);
+    // am itself ran with the defaults: only the app is the target.
+    // The dexopt state --compile produced is stored with the experiment.
+    let dexopt = &report["experiment"]["config"]["dexopt"];
+    assert_eq!(dexopt["dexopt"][0]["status"], "speed", "{dexopt}");
+    assert_eq!(dexopt["dexopt"][0]["reason"], "cmdline", "{dexopt}");
+    // The compiled code is among the files each cold start checks.
+    let learnt = runs[1]["extra"]["cold"]["files"].as_u64().unwrap();
+    assert!(learnt >= 2, "{}", runs[1]["extra"]["cold"]);
+}
+
+#[test]
+fn a_compile_that_said_success_but_did_not_take_is_refused() {
+    if !root_or_skip("a_compile_that_said_success_but_did_not_take_is_refused") {
+        return;
+    }
+    let z = Zygote::start(true);
+    let b = Bench::new("android-skipped");
+    let out = zygote_startup(&b, &z, &["--compile", "speed"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        bench_env::text(&out.stderr)
+    );
+    let err = bench_env::text(&out.stderr);
+    assert!(
+        err.contains("did not take") && err.contains("status=verify"),
+        "{err}"
+    );
 }

@@ -24,6 +24,21 @@ use serde_json::Value;
 
 const APP: &str = "/system_ext/priv-app/RigApp";
 
+/// The issue's matrix: two schedulers, idle and 1r1w, 3 reps (a small
+/// load file: the rig's /data is 1 GiB).
+const MATRIX: [&str; 10] = [
+    "--schedulers",
+    "mq-deadline,bfq",
+    "--workloads",
+    "idle,1r1w",
+    "--load-option",
+    "size=64M",
+    "--reps",
+    "3",
+    "--timeout",
+    "20",
+];
+
 /// One rig at a time: each adds loop devices and reads their stats.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -134,6 +149,87 @@ fn read_bytes(dev: &str) -> u64 {
     s.split_whitespace().nth(2).unwrap().parse::<u64>().unwrap() * 512
 }
 
+/// The host's view of a device's scheduler, every 50 ms until finished.
+struct SchedWatch {
+    seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl SchedWatch {
+    fn start(dev: &str) -> SchedWatch {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (s, st, dev) = (seen.clone(), stop.clone(), dev.to_string());
+        let thread = std::thread::spawn(move || {
+            while !st.load(std::sync::atomic::Ordering::Relaxed) {
+                let now = scheduler(&dev);
+                let mut v = s.lock().unwrap();
+                if v.last() != Some(&now) {
+                    v.push(now);
+                }
+                drop(v);
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        SchedWatch { seen, stop, thread }
+    }
+
+    fn finish(self) -> Vec<String> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().unwrap();
+        let v = self.seen.lock().unwrap().clone();
+        v
+    }
+}
+
+/// A rig with a directory on /data for in-place runs, and the host
+/// watching the scheduler of /data's disk for the whole test.
+struct OnData {
+    _one: std::sync::MutexGuard<'static, ()>,
+    rig: Rig,
+    /// /data's loop device on the host.
+    data: String,
+    /// Its scheduler before the test.
+    original: String,
+    /// The host's results database.
+    db: PathBuf,
+    watch: SchedWatch,
+}
+
+impl OnData {
+    fn up(test: &str) -> Option<OnData> {
+        if !root_or_skip(test) {
+            return None;
+        }
+        let one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let rig = Rig::up()?;
+        rig.ok("mkdir -p /data/local/tmp/app");
+        let data = rig.loop_of("userdata.img");
+        let original = scheduler(&data);
+        let db = rig.dir.path().join("host.db");
+        let watch = SchedWatch::start(&data);
+        Some(OnData {
+            _one: one,
+            rig,
+            data,
+            original,
+            db,
+            watch,
+        })
+    }
+}
+
+fn export(db: &Path, id: u64) -> Value {
+    let out = Command::new(assert_cmd::cargo::cargo_bin("iolab"))
+        .args(["results", "--db"])
+        .arg(db)
+        .args(["export", &id.to_string()])
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 fn scheduler(dev: &str) -> String {
     let s = std::fs::read_to_string(format!("/sys/block/{dev}/queue/scheduler")).unwrap();
     iolab_sys::block::parse_schedulers(s.trim())
@@ -212,34 +308,12 @@ fn with_toybox_only_a_lab_comes_up_bio_is_traced_by_dev_block_and_erofs_is_evict
 
 #[test]
 fn over_adb_in_place_on_data_a_disconnect_restores_the_disk_and_resume_completes() {
-    if !root_or_skip(
-        "over_adb_in_place_on_data_a_disconnect_restores_the_disk_and_resume_completes",
-    ) {
+    let Some(d) =
+        OnData::up("over_adb_in_place_on_data_a_disconnect_restores_the_disk_and_resume_completes")
+    else {
         return;
-    }
-    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(rig) = Rig::up() else { return };
-    rig.ok("mkdir -p /data/local/tmp/app");
-    let data = rig.loop_of("userdata.img");
-    let original = scheduler(&data);
-    let db = rig.dir.path().join("host.db");
-    // The host's view of /data's disk, every 50 ms, for the whole test.
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let watcher = {
-        let (seen, stop, data) = (seen.clone(), stop.clone(), data.clone());
-        std::thread::spawn(move || {
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let s = scheduler(&data);
-                let mut v = seen.lock().unwrap();
-                if v.last() != Some(&s) {
-                    v.push(s);
-                }
-                drop(v);
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        })
     };
+    let (rig, data, original, db, watch) = (d.rig, d.data, d.original, d.db, d.watch);
     let target = format!(
         "cat {APP}/RigApp.apk {APP}/oat/arm64/RigApp.odex {APP}/lib/arm64/librigapp.so > /dev/null"
     );
@@ -248,20 +322,7 @@ fn over_adb_in_place_on_data_a_disconnect_restores_the_disk_and_resume_completes
         .arg("--db")
         .arg(&db)
         .args(["--", "startup", "--in", "/data/local/tmp/app"])
-        .args([
-            "--schedulers",
-            "mq-deadline,bfq",
-            "--workloads",
-            "idle,1r1w",
-        ])
-        .args([
-            "--load-option",
-            "size=64M",
-            "--reps",
-            "3",
-            "--timeout",
-            "20",
-        ])
+        .args(MATRIX)
         .args(["--target-ioprio", "idle", "--", "sh", "-c", &target])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -282,6 +343,7 @@ fn over_adb_in_place_on_data_a_disconnect_restores_the_disk_and_resume_completes
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(1), "{log}");
     assert!(log.contains("5/12 starts"), "{log}");
+    assert!(log.contains("connection ended"), "{log}");
     // The device's iolab, hung up with its pipes closed, restores the
     // disk by itself (no one is left to tell it to).
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -321,19 +383,11 @@ fn over_adb_in_place_on_data_a_disconnect_restores_the_disk_and_resume_completes
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    watcher.join().unwrap();
-    let seen = seen.lock().unwrap().clone();
+    let seen = watch.finish();
     assert!(seen.contains(&"mq-deadline".to_string()), "{seen:?}");
     assert!(seen.contains(&"bfq".to_string()), "{seen:?}");
     assert_eq!(scheduler(&data), original, "{seen:?}");
-    let out = Command::new(assert_cmd::cargo::cargo_bin("iolab"))
-        .args(["results", "--db"])
-        .arg(&db)
-        .args(["export", "1"])
-        .output()
-        .unwrap();
-    let export: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let export = export(&db, 1);
     let runs = export["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 12, "{}", export["experiment"]);
     assert_eq!(export["experiment"]["status"], "done");
@@ -344,6 +398,86 @@ fn over_adb_in_place_on_data_a_disconnect_restores_the_disk_and_resume_completes
     assert!(
         export.to_string().contains("RIGSERIAL01"),
         "the device's serial (getprop ro.serialno) is not with its results"
+    );
+}
+
+/// The issue's own run: an activity (the rig's app, forked by its zygote),
+/// in place on /data, two schedulers, idle and 1r1w, 3 reps, driven from
+/// the host over adb.
+#[test]
+fn over_adb_an_activity_in_place_is_cold_its_app_gets_the_ioprio_and_compile_is_verified() {
+    let Some(d) = OnData::up(
+        "over_adb_an_activity_in_place_is_cold_its_app_gets_the_ioprio_and_compile_is_verified",
+    ) else {
+        return;
+    };
+    let (rig, data, original, db, watch) = (d.rig, d.data, d.original, d.db, d.watch);
+    let out = rig
+        .adb()
+        .arg("--db")
+        .arg(&db)
+        .args([
+            "--",
+            "startup",
+            "--am-start",
+            "com.example.iolab.rigapp/.Main",
+        ])
+        .args(["--in", "/data/local/tmp/app"])
+        .args(MATRIX)
+        .args(["--target-ioprio", "idle", "--compile", "speed"])
+        .output()
+        .unwrap();
+    let seen = watch.finish();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(seen.contains(&"mq-deadline".to_string()), "{seen:?}");
+    assert!(seen.contains(&"bfq".to_string()), "{seen:?}");
+    assert_eq!(scheduler(&data), original, "{seen:?}");
+    let export = export(&db, 1);
+    assert_eq!(export["experiment"]["status"], "done");
+    let runs = export["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 12);
+    for r in runs {
+        assert_eq!(r["outcome"], "ok", "{r}");
+        // The app, not am, got the I/O priority.
+        assert_eq!(r["extra"]["app_process"]["ioprio"], "idle", "{r}");
+        // Cold: of the app's files (APK, odex, vdex, .so, the compiled
+        // code in dalvik-cache, its data), at most 1 % cached after the
+        // cold step.
+        let cold = &r["extra"]["cold"];
+        assert!(cold["files"].as_u64().unwrap() >= 6, "{cold}");
+        let kept =
+            cold["cached_bytes"].as_u64().unwrap() - cold["mapped_before_bytes"].as_u64().unwrap();
+        assert!(
+            kept as f64 <= 0.01 * cold["bytes"].as_f64().unwrap(),
+            "{cold}"
+        );
+    }
+    // The last start's app is still up (as on a phone): the kernel says
+    // its I/O priority class is idle (3).
+    let pid = runs[11]["extra"]["app_process"]["pid"].as_i64().unwrap();
+    // SAFETY: ioprio_get(IOPRIO_WHO_PROCESS, pid) reads a number.
+    let raw = unsafe { libc::syscall(libc::SYS_ioprio_get, 1, pid) };
+    assert_eq!(raw >> 13, 3, "ioprio of the app {pid}");
+    // --compile verified in dumpsys and stored: compiled into dalvik-cache.
+    let dexopt = &export["experiment"]["config"]["dexopt"]["dexopt"][0];
+    assert_eq!(dexopt["status"], "speed", "{dexopt}");
+    assert!(
+        dexopt["location"]
+            .as_str()
+            .unwrap()
+            .starts_with("/data/dalvik-cache/"),
+        "{dexopt}"
+    );
+    assert!(export.to_string().contains("RIGSERIAL01"));
+    // A compile that prints Success but does not take is refused there.
+    rig.ok("touch /data/local/tmp/dexopt.skip && rm -f /data/system/dexopt.state");
+    let out = rig.ok(
+        "./iolab-bin startup --am-start com.example.iolab.rigapp/.Main --in /data/local/tmp/app \
+         --schedulers none --workloads idle --reps 1 --compile speed-profile 2>&1; echo rc=$?",
+    );
+    assert!(
+        out.contains("did not take") && out.contains("rc=2"),
+        "{out}"
     );
 }
 

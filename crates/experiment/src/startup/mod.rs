@@ -52,6 +52,8 @@ pub struct Startup {
     learn: std::sync::atomic::AtomicBool,
     /// Every file range mapped before the target first ran.
     maps_before: files::Maps,
+    /// An activity's dexopt state, read once before the matrix.
+    dexopt: Option<Value>,
     /// The process group of the last start (0: none yet), waited for
     /// before the next.
     last_group: std::sync::atomic::AtomicI32,
@@ -115,7 +117,7 @@ impl Body for Startup {
         // before an experiment is stored that could never have a run.
         let mut target = cfg.target.clone();
         target.check()?;
-        target.prepare()?;
+        let dexopt = target.prepare()?;
         // Every check passed: say where the experiment runs (and, for a
         // slow lab, which backend and why).
         (s.announce)(&place.what);
@@ -149,6 +151,7 @@ impl Body for Startup {
             learnt: std::sync::Mutex::new(Vec::new()),
             learn: std::sync::atomic::AtomicBool::new(learn),
             maps_before,
+            dexopt,
             last_group: std::sync::atomic::AtomicI32::new(0),
         })
     }
@@ -159,6 +162,9 @@ impl Body for Startup {
                 "startup",
                 to_json("the startup configuration", &self.stored)?,
             ),
+            // An activity's compiled state after --compile (or as found):
+            // how much code its starts read from storage.
+            ("dexopt", self.dexopt.clone().unwrap_or(Value::Null)),
             (
                 "prefetch_list",
                 self.prefetcher
@@ -258,5 +264,10 @@ fn launch_spec(cfg: &StartupConfig, target: &Target) -> Result<LaunchSpec, Exper
         timeout: cfg.timeout(),
         ioprio: cfg.target_ioprio,
         nice: cfg.target_nice,
+        // An activity's app is zygote's child: found by its package name.
+        app: match target {
+            Target::Activity { am, .. } => Some(am.package().to_string()),
+            _ => None,
+        },
     })
 }

@@ -84,6 +84,9 @@ pub(super) fn start(
     if let Some(why) = settled.problem() {
         ctx.progress.note(&why);
     }
+    if cfg.cold != Cold::None {
+        st.target.stop()?;
+    }
     let files = match (cfg.cold, cfg.memory_pressure) {
         (Cold::None, None) => Vec::new(),
         _ => st.files(),
@@ -253,6 +256,7 @@ pub(super) fn start(
         "settle": to_json("the settle waits", &settled)?,
         "cold": to_json("the cold check", &cold)?,
         "left_over": outcome.left_over.clone(),
+        "app_process": outcome.app.clone(),
     });
     if let Some(files) = learnt {
         // What later starts' cold steps are checked on.

@@ -145,6 +145,123 @@ pub fn parse_am_start(text: &str) -> AmResult {
     r
 }
 
+/// One dex file's compiled state, as `dumpsys package PKG` prints it in
+/// its "Dexopt state:" section (ART service's DumpHelper, Android 14+;
+/// the same `ISA: [status=..] [reason=..]` lines since Android 10):
+///
+/// ```text
+///   [com.example.foo]
+///     path: /data/app/foo/base.apk
+///       arm64: [status=speed-profile] [reason=bg-dexopt] [primary-abi]
+///         [location is /data/app/foo/oat/arm64/base.odex]
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dexopt {
+    /// The APK (or split) the code is compiled from.
+    pub path: String,
+    /// Instruction set, e.g. `arm64`.
+    pub isa: String,
+    /// The compiler filter in force (`speed-profile`, `verify`,
+    /// `run-from-apk`, ...).
+    pub status: String,
+    /// Why it is so (`cmdline` after `cmd package compile`, `install`,
+    /// `bg-dexopt`, ...).
+    pub reason: String,
+    /// True for the app's primary ABI (the one its processes run).
+    pub primary: bool,
+    /// Where the compiled code is (an odex/vdex beside the APK, or under
+    /// /data/dalvik-cache for a system app), when dumpsys says.
+    pub location: Option<String>,
+}
+
+/// The command that prints the package's state, its dexopt among it.
+pub fn dumpsys_argv(package: &str) -> Vec<String> {
+    ["dumpsys", "package", package].map(String::from).to_vec()
+}
+
+/// The dexopt entries of `package` in `dumpsys package` output.
+pub fn parse_dexopt(text: &str, package: &str) -> Vec<Dexopt> {
+    let want = format!("[{package}]");
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let mut out: Vec<Dexopt> = Vec::new();
+    let mut lines = text.lines();
+    // The package's block in the "Dexopt state:" section.
+    let mut in_section = false;
+    let base = loop {
+        let Some(l) = lines.next() else {
+            return out;
+        };
+        if l.trim() == "Dexopt state:" {
+            in_section = true;
+        } else if in_section && l.trim() == want {
+            break indent(l);
+        }
+    };
+    let mut path = String::new();
+    for l in lines {
+        let t = l.trim();
+        if t.is_empty() {
+            continue;
+        }
+        if indent(l) <= base {
+            break;
+        }
+        if let Some(p) = t.strip_prefix("path: ") {
+            path = p.to_string();
+        } else if let Some(loc) = t
+            .strip_prefix("[location is ")
+            .and_then(|r| r.strip_suffix(']'))
+        {
+            // "primary.vdex in /x/split_0.dm": the file is the container.
+            let loc = loc.rsplit(" in ").next().unwrap_or(loc);
+            if let Some(last) = out.last_mut() {
+                last.location = Some(loc.to_string());
+            }
+        } else if let Some((isa, rest)) = t.split_once(": [status=") {
+            let status = rest.split(']').next().unwrap_or_default().to_string();
+            let reason = rest
+                .split("[reason=")
+                .nth(1)
+                .and_then(|r| r.split(']').next())
+                .unwrap_or_default()
+                .to_string();
+            out.push(Dexopt {
+                path: path.clone(),
+                isa: isa.to_string(),
+                status,
+                reason,
+                primary: rest.contains("[primary-abi]"),
+                location: None,
+            });
+        }
+    }
+    out
+}
+
+/// Why `--compile MODE` did not take, judged from dumpsys: the entries of
+/// the primary ABI (every entry where none is marked) must show MODE.
+pub fn compile_mismatch(entries: &[Dexopt], mode: &str) -> Option<String> {
+    if entries.is_empty() {
+        return Some("dumpsys shows no dexopt state for it".into());
+    }
+    let primary: Vec<&Dexopt> = if entries.iter().any(|e| e.primary) {
+        entries.iter().filter(|e| e.primary).collect()
+    } else {
+        entries.iter().collect()
+    };
+    let off: Vec<String> = primary
+        .iter()
+        .filter(|e| e.status != mode)
+        .map(|e| {
+            format!(
+                "{} {}: status={} reason={}",
+                e.path, e.isa, e.status, e.reason
+            )
+        })
+        .collect();
+    (!off.is_empty()).then(|| off.join("; "))
+}
+
 /// The APK paths `pm path PKG` printed (`package:PATH` lines; split APKs
 /// give several).
 pub fn parse_pm_path(text: &str) -> Vec<std::path::PathBuf> {
@@ -343,6 +460,69 @@ Complete
 Error type 3
 Error: Activity class {com.nope/com.nope.Main} does not exist.
 ";
+
+    /// The format of ART service's DumpHelper, as its own test in AOSP
+    /// (art/libartservice/service/javatests/.../DumpHelperTest.java)
+    /// expects it, inside `dumpsys package`'s output.
+    const DUMPSYS: &str = r#"Packages:
+  Package [com.example.foo] (1a2b3c):
+    versionCode=1
+Dexopt state:
+  [com.example.foo]
+    path: /data/app/foo/base.apk
+      arm64: [status=speed-profile] [reason=cmdline] [primary-abi]
+        [location is /data/app/foo/oat/arm64/base.odex]
+      arm: [status=verify] [reason=install]
+        [location is /data/app/foo/oat/arm/base.odex]
+    path: /data/app/foo/split_0.apk
+      arm64: [status=verify] [reason=vdex] [primary-abi]
+        [location is primary.vdex in /data/app/foo/split_0.dm]
+  [com.example.bar]
+    path: /system_ext/priv-app/Bar/Bar.apk
+      arm64: [status=speed] [reason=cmdline] [primary-abi]
+        [location is /data/dalvik-cache/arm64/system_ext@priv-app@Bar@Bar.apk@classes.dex]
+
+Compiler stats:
+  [com.example.foo]
+"#;
+
+    #[test]
+    fn dexopt_state_is_read_per_apk_and_abi() {
+        let foo = parse_dexopt(DUMPSYS, "com.example.foo");
+        assert_eq!(foo.len(), 3);
+        assert_eq!(
+            (
+                foo[0].isa.as_str(),
+                foo[0].status.as_str(),
+                foo[0].reason.as_str(),
+                foo[0].primary
+            ),
+            ("arm64", "speed-profile", "cmdline", true)
+        );
+        assert_eq!(
+            foo[0].location.as_deref(),
+            Some("/data/app/foo/oat/arm64/base.odex")
+        );
+        assert_eq!(foo[2].location.as_deref(), Some("/data/app/foo/split_0.dm"));
+        assert!(!foo[1].primary);
+        // The split's primary ABI is only verified: speed-profile did not
+        // take for all of the app.
+        let why = compile_mismatch(&foo, "speed-profile").unwrap();
+        assert!(
+            why.contains("split_0.apk arm64: status=verify reason=vdex"),
+            "{why}"
+        );
+        let bar = parse_dexopt(DUMPSYS, "com.example.bar");
+        assert_eq!(bar.len(), 1);
+        assert!(compile_mismatch(&bar, "speed").is_none());
+        assert!(bar[0]
+            .location
+            .as_deref()
+            .unwrap()
+            .starts_with("/data/dalvik-cache/"));
+        assert_eq!(parse_dexopt(DUMPSYS, "com.example.none"), vec![]);
+        assert!(compile_mismatch(&[], "speed").is_some());
+    }
 
     #[test]
     fn reads_the_systems_own_times() {

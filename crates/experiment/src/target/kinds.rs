@@ -228,40 +228,101 @@ impl Target {
         }))
     }
 
-    /// Once per experiment: an activity's compilation state is set and its
-    /// files are looked up.
-    pub fn prepare(&mut self) -> Result<(), ExperimentError> {
-        if let Target::Activity { am, roots, .. } = self {
-            if let Some(argv) = am.compile_argv() {
-                let said = run(&argv, "--compile")?;
-                if !said.contains("Success") {
-                    return Err(UsageError::new(format!(
-                        "`{}` did not say Success: {}",
-                        argv.join(" "),
-                        said.trim()
-                    ))
-                    .into());
-                }
-            }
-            let apks = android::parse_pm_path(&run(&am.path_argv(), "--am-start")?);
-            if apks.is_empty() {
+    /// Once per experiment: an activity's compilation state is set (and
+    /// checked in `dumpsys package`: `cmd package compile` says Success
+    /// even when dexopt was skipped) and its files are looked up, its
+    /// compiled code (an odex beside the APK, or under /data/dalvik-cache
+    /// for a system app) among them. Returns the dexopt state read, to be
+    /// stored with the experiment.
+    pub fn prepare(&mut self) -> Result<Option<Value>, ExperimentError> {
+        let Target::Activity { am, roots, .. } = self else {
+            return Ok(None);
+        };
+        if let Some(argv) = am.compile_argv() {
+            let said = run(&argv, "--compile")?;
+            if !said.contains("Success") {
                 return Err(UsageError::new(format!(
-                    "`pm path {}` names no APK: is the package installed?",
-                    am.package()
+                    "`{}` did not say Success: {}",
+                    argv.join(" "),
+                    said.trim()
                 ))
                 .into());
             }
-            // The APK's directory holds what a cold start reads besides
-            // the APK: oat/ (odex, vdex, art) and lib/.
-            *roots = apks
-                .iter()
-                .filter_map(|a| a.parent().map(Path::to_path_buf))
-                .collect();
-            roots.dedup();
-            let data = Path::new("/data/data").join(am.package());
-            if data.is_dir() {
-                roots.push(data);
+        }
+        let dumpsys = android::dumpsys_argv(am.package());
+        let dexopt = match (run(&dumpsys, "--am-start"), &am.compile) {
+            (Ok(text), _) => android::parse_dexopt(&text, am.package()),
+            // Without --compile the state is only recorded: its absence
+            // is no reason to refuse the experiment.
+            (Err(_), None) => Vec::new(),
+            (Err(e), Some(_)) => return Err(e),
+        };
+        if let Some(mode) = &am.compile {
+            if let Some(why) = android::compile_mismatch(&dexopt, mode) {
+                return Err(UsageError::new(format!(
+                    "--compile {mode}: `cmd package compile` said Success, but `{}` shows it did not take ({why}): see `logcat -s PackageManager ArtService` for why dexopt was skipped",
+                    dumpsys.join(" ")
+                ))
+                .into());
             }
+        }
+        let apks = android::parse_pm_path(&run(&am.path_argv(), "--am-start")?);
+        if apks.is_empty() {
+            return Err(UsageError::new(format!(
+                "`pm path {}` names no APK: is the package installed?",
+                am.package()
+            ))
+            .into());
+        }
+        // The APK's directory holds what a cold start reads besides
+        // the APK: oat/ (odex, vdex, art) and lib/.
+        *roots = apks
+            .iter()
+            .filter_map(|a| a.parent().map(Path::to_path_buf))
+            .collect();
+        roots.dedup();
+        // Compiled code elsewhere (a system app's, in dalvik-cache): the
+        // file dumpsys names and its siblings of the same stem (.odex or
+        // .dex, .vdex, .art).
+        for loc in dexopt.iter().filter_map(|d| d.location.as_deref()) {
+            let loc = Path::new(loc);
+            if roots.iter().any(|r| loc.starts_with(r)) {
+                continue;
+            }
+            let (Some(dir), Some(stem)) = (loc.parent(), loc.file_stem()) else {
+                continue;
+            };
+            for ext in ["odex", "dex", "vdex", "art"] {
+                // Not with_extension: dalvik-cache names hold dots
+                // (`...@Settings.apk@classes.odex`).
+                let mut name = stem.to_os_string();
+                name.push(format!(".{ext}"));
+                let f = dir.join(name);
+                if f.is_file() && !roots.contains(&f) {
+                    roots.push(f);
+                }
+            }
+        }
+        let data = Path::new("/data/data").join(am.package());
+        if data.is_dir() {
+            roots.push(data);
+        }
+        Ok(Some(
+            json!({ "package": am.package(), "compile": am.compile, "dexopt": dexopt }),
+        ))
+    }
+
+    /// Before each start's cold step: an activity's app, which outlives
+    /// `am start` (it stays up until something stops it, as on a phone),
+    /// is force-stopped, so its mappings do not keep its files cached
+    /// through the cold step (Macrobenchmark's cold start does the same:
+    /// kill the process, then drop caches).
+    pub fn stop(&self) -> Result<(), ExperimentError> {
+        if let Target::Activity { am, .. } = self {
+            run(
+                &["am", "force-stop", am.package()].map(String::from),
+                "--am-start",
+            )?;
         }
         Ok(())
     }

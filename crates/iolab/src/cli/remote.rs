@@ -116,7 +116,10 @@ pub fn run(a: RemoteArgs) -> anyhow::Result<()> {
     let lost = match &device.transport {
         // ssh's own failure, or the client killed under us.
         Transport::Ssh(_) => status.code().is_none_or(|c| c == 255),
-        Transport::Adb(_) => status.code().is_none(),
+        // The client killed under us, or adb's own failure: its client
+        // exits 255 when the device goes away mid-shell, a code iolab
+        // itself never exits with.
+        Transport::Adb(_) => status.code().is_none_or(|c| c == 255),
     };
     if lost {
         iolab_sys::say!(
