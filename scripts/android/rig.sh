@@ -21,6 +21,11 @@
 #   bash scripts/android/rig.sh push DIR SRC DST
 #   bash scripts/android/rig.sh pull DIR SRC DST
 #   bash scripts/android/rig.sh down DIR        # takes it all down
+#   RIG_ARCH=aarch64 bash scripts/android/rig.sh up DIR
+#                    # an arm64 phone: `uname -m` says aarch64, and aarch64
+#                    # binaries run through qemu-aarch64-static, registered
+#                    # with binfmt_misc for as long as the rig is up (the
+#                    # registration is the rig's, removed by `down`)
 #
 # The host side (this script) uses util-linux (unshare, nsenter, losetup):
 # it plays the phone's init, vold and adbd, not what runs on the phone.
@@ -37,6 +42,37 @@ shift 2
 PKG=com.example.iolab.rigapp
 
 holder_pid() { cat "$dir/holder.pid" 2>/dev/null || true; }
+
+BINFMT=/proc/sys/fs/binfmt_misc
+BINFMT_NAME=iolab-rig-aarch64
+
+# aarch64 ELF executables to qemu (the magic and mask of qemu's own
+# scripts/qemu-binfmt-conf.sh); F: the interpreter is opened now, so it
+# works inside the rig's root.
+binfmt_up() {
+    local qemu; qemu=$(command -v qemu-aarch64-static) || die "RIG_ARCH=aarch64 needs qemu-user-static"
+    if ! grep -q "^binfmt_misc $BINFMT " /proc/mounts; then
+        mount -t binfmt_misc binfmt_misc "$BINFMT"
+        touch "$dir/binfmt.mounted"
+    fi
+    # A registration of the machine's own (qemu-user-binfmt) serves as well.
+    if ! grep -qs "^interpreter .*qemu-aarch64" "$BINFMT"/*; then
+        # The escapes are binfmt_misc's to decode: written as text.
+        echo ":$BINFMT_NAME:M::"'\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\xb7\x00:\xff\xff\xff\xff\xff\xff\xff\x00\xff\xff\xff\xff\xff\xff\xff\xff\xfe\xff\xff\xff'":$qemu:F" > "$BINFMT/register"
+        touch "$dir/binfmt.registered"
+    fi
+}
+
+binfmt_down() {
+    if [ -f "$dir/binfmt.registered" ]; then
+        [ -e "$BINFMT/$BINFMT_NAME" ] && echo -1 > "$BINFMT/$BINFMT_NAME"
+        rm -f "$dir/binfmt.registered"
+    fi
+    if [ -f "$dir/binfmt.mounted" ]; then
+        umount "$BINFMT" 2>/dev/null || true
+        rm -f "$dir/binfmt.mounted"
+    fi
+}
 
 # Runs "$@" in the rig: its namespace, its root, its environment.
 in_rig() {
@@ -103,6 +139,14 @@ up() {
     # source for what it prints): am, pm, cmd, dumpsys, getprop, and the
     # zygote that forks the app.
     cp "$(dirname "$0")"/system/bin/* "$sys/bin/"
+    if [ "${RIG_ARCH:-}" = aarch64 ]; then
+        # An arm64 phone's uname; the kernel underneath stays this one.
+        # (uname is a link to toybox: replaced, not written through.)
+        rm -f "$sys/bin/uname"
+        printf '#!/system/bin/sh\nif [ "$*" = -m ]; then echo aarch64; else exec toybox uname "$@"; fi\n' > "$sys/bin/uname"
+        chmod 755 "$sys/bin/uname"
+        binfmt_up
+    fi
     # The serial (androidboot.serialno on a phone) for getprop.
     echo "ro.serialno=RIGSERIAL01" > "$sys/etc/prop.default"
     cat > "$sys/build.prop" <<EOF
@@ -179,6 +223,7 @@ down_quiet() {
         done < "$dir/loops"
     fi
     rm -f "$dir/holder.pid" "$dir/loops" "$dir/ready"
+    binfmt_down
 }
 
 case "$cmd" in

@@ -43,6 +43,10 @@ pub struct AppProcess {
     pub ioprio: Option<String>,
     /// Its main thread's nice value read back (`/proc/PID/stat`).
     pub nice: Option<i32>,
+    /// Its own I/O over the start (`/proc/PID/io` at the end of the start;
+    /// it was born after the launch, so all of it is this start's): the
+    /// app's, where wait4 gives only am's.
+    pub io: Option<iolab_sys::process::IoCounters>,
     /// Settings that failed (a thread gone meanwhile is not one).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<String>,
@@ -51,6 +55,8 @@ pub struct AppProcess {
 /// A watcher thread looking for the app during one start.
 pub struct AppWatch {
     stop: Arc<AtomicBool>,
+    /// The app's pid once found (0 until then).
+    pid: Arc<std::sync::atomic::AtomicI32>,
     handle: std::thread::JoinHandle<Option<AppProcess>>,
 }
 
@@ -61,11 +67,19 @@ impl AppWatch {
         let stop = Arc::new(AtomicBool::new(false));
         let name = name.to_string();
         let s = stop.clone();
+        let pid = Arc::new(std::sync::atomic::AtomicI32::new(0));
+        let p = pid.clone();
         // Read here, not in the thread: a process started right after
         // this call must count as new.
         let base = last_pid();
-        let handle = std::thread::spawn(move || watch(&name, base?, ioprio, nice, t0, &s));
-        AppWatch { stop, handle }
+        let handle = std::thread::spawn(move || watch(&name, base?, ioprio, nice, t0, &s, &p));
+        AppWatch { stop, pid, handle }
+    }
+
+    /// The app's pid, once found: the process whose memory
+    /// `--ready-rss-stable` watches.
+    pub fn pid(&self) -> Option<i32> {
+        Some(self.pid.load(Ordering::Relaxed)).filter(|&p| p > 0)
     }
 
     /// Stops looking; what was found, if anything.
@@ -97,6 +111,7 @@ fn watch(
     nice: Option<i32>,
     t0: Instant,
     stop: &AtomicBool,
+    found_pid: &std::sync::atomic::AtomicI32,
 ) -> Option<AppProcess> {
     let mut seen = base;
     let mut pending: Vec<i32> = Vec::new();
@@ -146,6 +161,7 @@ fn watch(
                         threads_set: 0,
                         ioprio: None,
                         nice: None,
+                        io: None,
                         errors: Vec::new(),
                     };
                     set_threads(&mut app, &mut set_tids, ioprio, nice);
@@ -153,6 +169,7 @@ fn watch(
                     app.set_after_birth_ms = age_ms(pid);
                     app.ioprio = IoPrio::get_for(pid).ok().map(|p| p.to_string());
                     app.nice = nice_of(pid);
+                    found_pid.store(pid, Ordering::Relaxed);
                     found = Some(app);
                 }
             }
@@ -162,7 +179,10 @@ fn watch(
         }
         std::thread::sleep(Duration::from_millis(1));
     }
-    found
+    found.map(|mut a| {
+        a.io = iolab_sys::process::io_counters(Path::new("/proc"), a.pid);
+        a
+    })
 }
 
 /// Sets every thread of the app not set yet.

@@ -334,6 +334,10 @@ pub fn launch_observed<T: Send>(
     let mut ready: Option<Instant> = None;
     let mut wait_failed = false;
     let poll = Duration::from_millis(1);
+    // An app zygote forks settles after the command that asked for it
+    // (am) is gone: its exit does not end the wait, the app's memory does.
+    let app_settles = app_watch.is_some() && matches!(spec.ready, Ready::Settled(_));
+    let mut launcher_done = false;
     let mut settle = match &spec.ready {
         Ready::Settled(s) => Some(SettleWatch {
             settle: *s,
@@ -355,7 +359,18 @@ pub fn launch_observed<T: Send>(
             Ready::Settled(s) => s.step().min(deadline - now),
             _ => deadline - now,
         };
-        match rx.recv_timeout(wait) {
+        let event = if launcher_done {
+            std::thread::sleep(wait);
+            Err(mpsc::RecvTimeoutError::Timeout)
+        } else {
+            rx.recv_timeout(wait)
+        };
+        match event {
+            Ok(Event::Exited(at, st, u)) if app_settles && st.success() => {
+                exit = Some((at, st));
+                usage = Some(u);
+                launcher_done = true;
+            }
             Ok(Event::Exited(at, st, u)) => {
                 exit = Some((at, st));
                 usage = Some(u);
@@ -380,7 +395,13 @@ pub fn launch_observed<T: Send>(
         }
         if let Some(w) = settle.as_mut() {
             let at = Instant::now();
-            if let Some(began) = w.sample(at, iolab_sys::process::group_memory_bytes(pgid)) {
+            let bytes = match (&app_watch, app_watch.as_ref().and_then(|a| a.pid())) {
+                (_, Some(app)) => iolab_sys::process::memory_bytes(app),
+                // Not forked yet: nothing of the app to weigh.
+                (Some(_), None) => None,
+                (None, _) => Some(iolab_sys::process::group_memory_bytes(pgid)),
+            };
+            if let Some(began) = bytes.and_then(|b| w.sample(at, b)) {
                 ready = Some(began.max(t0));
                 break;
             }
@@ -441,7 +462,9 @@ pub fn launch_observed<T: Send>(
         failure_of(
             &spec.ready,
             ready_ns.is_some(),
-            exit.map(|(_, s)| s),
+            // The launcher's own exit, once the app is what is waited for,
+            // is no failure of the start.
+            exit.filter(|_| !launcher_done).map(|(_, s)| s),
             wait_failed,
         )
     };

@@ -373,6 +373,10 @@ fn the_app_zygote_forks_gets_the_targets_ioprio_and_nice_and_compile_is_checked(
         // Named 50 ms after its fork; set within the next poll or two.
         let age = app["set_after_birth_ms"].as_f64().unwrap();
         assert!(age < 1000.0, "{app}");
+        // Its own reads, from cold: the 3 MiB APK it maps whole (am's
+        // wait4 would have said nothing of them).
+        let read = app["io"]["read_bytes"].as_u64().unwrap();
+        assert!(read >= 2 << 20, "{app}");
         pids.push(app["pid"].as_i64().unwrap() as i32);
     }
     // The kernel's view of the app still running (the last start's; the
@@ -420,6 +424,43 @@ fn a_compile_that_said_success_but_did_not_take_is_refused() {
     let err = bench_env::text(&out.stderr);
     assert!(
         err.contains("did not take") && err.contains("status=verify"),
+        "{err}"
+    );
+}
+
+#[test]
+fn ready_rss_stable_weighs_the_app_not_am() {
+    if !root_or_skip("ready_rss_stable_weighs_the_app_not_am") {
+        return;
+    }
+    let z = Zygote::start(false);
+    let b = Bench::new("android-rss");
+    // am (a shell script, about 1 MiB) never reaches 6 MiB; the app (a
+    // python that maps its 3 MiB APK) does, after am is gone.
+    let out = zygote_startup(&b, &z, &["--ready-rss-stable", "6M,1M,300ms"]);
+    ok(&out);
+    let report = b.export(1);
+    for r in report["runs"].as_array().unwrap() {
+        assert_eq!(r["outcome"], "ok", "{r}");
+        let app = &r["extra"]["app_process"];
+        // Ready when the app had reached its size: after it was named.
+        let found_ns = app["set_after_ms"].as_f64().unwrap() * 1e6;
+        assert!(r["duration_ns"].as_f64().unwrap() >= found_ns - 2e6, "{r}");
+    }
+}
+
+#[test]
+fn explain_of_an_activity_is_refused_rather_than_following_am() {
+    if !root_or_skip("explain_of_an_activity_is_refused_rather_than_following_am") {
+        return;
+    }
+    let b = Bench::new("android-explain");
+    let (_bin, path) = phone(None);
+    let out = startup(&b, &path, &["--explain"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = bench_env::text(&out.stderr);
+    assert!(
+        err.contains("--explain follows the launched command's processes"),
         "{err}"
     );
 }

@@ -425,6 +425,10 @@ fn over_adb_an_activity_in_place_is_cold_its_app_gets_the_ioprio_and_compile_is_
         .args(["--in", "/data/local/tmp/app"])
         .args(MATRIX)
         .args(["--target-ioprio", "idle", "--compile", "speed"])
+        .args([
+            "--ready-logcat",
+            "Fully drawn com\\.example\\.iolab\\.rigapp",
+        ])
         .output()
         .unwrap();
     let seen = watch.finish();
@@ -438,6 +442,11 @@ fn over_adb_an_activity_in_place_is_cold_its_app_gets_the_ioprio_and_compile_is_
     assert_eq!(runs.len(), 12);
     for r in runs {
         assert_eq!(r["outcome"], "ok", "{r}");
+        // Timed to the app's reportFullyDrawn line, read by the rig's logcat.
+        let line = r["extra"]["am_start"]["logcat"]["line"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(line.contains("I ActivityTaskManager: Fully drawn"), "{r}");
         // The app, not am, got the I/O priority.
         assert_eq!(r["extra"]["app_process"]["ioprio"], "idle", "{r}");
         // Cold: of the app's files (APK, odex, vdex, .so, the compiled

@@ -166,6 +166,19 @@ impl Observe {
         REGISTRY.iter().filter(|e| self.0.contains(e.name))
     }
 
+    /// Refuses a collector that follows the launched process tree where
+    /// the target's process is not in it: an activity's app is forked by
+    /// zygote, so it would follow `am`, not the app.
+    pub fn check_forked_elsewhere(&self) -> Result<(), UsageError> {
+        match self.entries().find(|e| e.needs == Needs::Target) {
+            Some(e) => Err(UsageError::new(format!(
+                "{} follows the launched command's processes, and with --am-start that is am, not the app zygote forks: drop it (the app's I/O priority, nice, own I/O and --ready-rss-stable are the app's)",
+                flag_words(e.flag)
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// Refuses a collector that needs a target where runs have none.
     pub fn check(&self, has_target: bool, command: &str) -> Result<(), UsageError> {
         match self

@@ -208,6 +208,7 @@ impl StartupConfig {
             }
         }
         if let Target::Activity { am, .. } = &self.target {
+            self.observe.check_forked_elsewhere()?;
             if let Some(regex) = &am.ready_logcat {
                 Regex::new(regex).map_err(|e| {
                     UsageError::new(format!(

@@ -389,8 +389,12 @@ impl Target {
         if started {
             match (r.failure(), r.total_ms) {
                 (Some(why), _) => outcome.failure = Some(why),
-                (None, Some(ms)) => outcome.duration_ns = ms * 1_000_000,
-                (None, None) => {}
+                // am's figure, unless the start was timed by the app itself
+                // (--ready-rss-stable on the app's memory).
+                (None, Some(ms)) if outcome.ready_ns.is_none() => {
+                    outcome.duration_ns = ms * 1_000_000
+                }
+                (None, _) => {}
             }
         }
         let logcat = match watch.0 {
