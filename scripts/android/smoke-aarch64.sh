@@ -19,7 +19,7 @@ host=${2:-target/debug/iolab}
 [ -x "$host" ] || { echo "smoke-aarch64: no host binary $host: cargo build -p iolab" >&2; exit 2; }
 dir=$(mktemp -d /var/tmp/rig-a64.XXXXXX)
 rig() { bash scripts/android/rig.sh "$1" "$dir" "${@:2}"; }
-run() { rig exec /system/bin/sh -c "cd /data/local/tmp && ./iolab $1"; }
+run() { rig exec /system/bin/sh -c "cd /data/local/tmp && ./iolab-a64 $1"; }
 trap 'run restore >/dev/null 2>&1 || true; rig down; rm -rf "$dir"' EXIT
 RIG_ARCH=aarch64 rig up
 fail() { echo "smoke-aarch64: $*" >&2; exit 1; }
@@ -49,7 +49,7 @@ print("smoke-aarch64: phone run: 12 valid cold starts, app at idle I/O priority,
 EOF
 
 # 2. On the device itself, with toybox only.
-rig push "$bin" /data/local/tmp/iolab
+rig push "$bin" /data/local/tmp/iolab-a64
 run "lab up --name A --size 128MiB"
 run "lab status A" | grep -q 'device      /dev/block/loop' || fail "lab A is not on a /dev/block node"
 run "trace bio -d /dev/block/by-name/system_ext --summary -- sh -c 'echo 3 > /proc/sys/vm/drop_caches; cat $app/RigApp.apk > /dev/null'" | tee "$dir/bio.txt"
