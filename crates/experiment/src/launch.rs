@@ -257,6 +257,19 @@ pub fn launch_observed<T: Send>(
     spec: &LaunchSpec,
     on_fork: Option<impl FnOnce(i32) -> T + Send>,
 ) -> Result<(Outcome, Option<T>), LaunchError> {
+    launch_with_app(guard, spec, on_fork, |_: &mut T, _| {})
+}
+
+/// As [`launch_observed`]; and when [`LaunchSpec::app`] names an app
+/// someone else forks, `on_app(observed, pid)` is called once, as soon as
+/// that process is found, so what observes the launch can take it on
+/// (`--explain` follows it).
+pub fn launch_with_app<T: Send>(
+    guard: &Guard,
+    spec: &LaunchSpec,
+    on_fork: Option<impl FnOnce(i32) -> T + Send>,
+    mut on_app: impl FnMut(&mut T, i32),
+) -> Result<(Outcome, Option<T>), LaunchError> {
     // Every launch is held before exec, observed or not: the process group
     // is recorded with the guard before the target runs (a SIGKILLed iolab's
     // next run kills it), and the fork, whose cost grows with iolab's own
@@ -277,7 +290,7 @@ pub fn launch_observed<T: Send>(
     })?;
     let pgid = held.pid();
     let tracked = guard.track_process_group(pgid)?;
-    let observed = on_fork.map(|f| f(pgid));
+    let mut observed = on_fork.map(|f| f(pgid));
     if let Ready::File(p) = &spec.ready {
         // A file left by an earlier run would make this one "ready" at once.
         let _ = std::fs::remove_file(p);
@@ -337,6 +350,8 @@ pub fn launch_observed<T: Send>(
     // An app zygote forks settles after the command that asked for it
     // (am) is gone: its exit does not end the wait, the app's memory does.
     let app_settles = app_watch.is_some() && matches!(spec.ready, Ready::Settled(_));
+    // No app to hand over: nothing awaited.
+    let mut app_handed = app_watch.is_none();
     let mut launcher_done = false;
     let mut settle = match &spec.ready {
         Ready::Settled(s) => Some(SettleWatch {
@@ -354,10 +369,27 @@ pub fn launch_observed<T: Send>(
             interrupted = true;
             break;
         }
+        // The app, once found, is handed to the observers (once).
+        let awaiting_app = !app_handed && observed.is_some();
+        if awaiting_app {
+            if let Some(pid) = app_watch.as_ref().and_then(|a| a.pid()) {
+                if let Some(o) = observed.as_mut() {
+                    on_app(o, pid);
+                }
+                app_handed = true;
+            }
+        }
         let wait = match &spec.ready {
             Ready::File(_) => poll.min(deadline - now),
             Ready::Settled(s) => s.step().min(deadline - now),
             _ => deadline - now,
+        };
+        // Looked for every 2 ms until found: the app's start is what the
+        // observers are for.
+        let wait = if awaiting_app && !app_handed {
+            wait.min(Duration::from_millis(2))
+        } else {
+            wait
         };
         let event = if launcher_done {
             std::thread::sleep(wait);

@@ -52,8 +52,9 @@ pub struct FillReport {
     pub filled_bytes: u64,
     /// Time to fill, seconds.
     pub fill_s: f64,
-    /// The helper's resident memory when it was released, as the kernel
-    /// counts it (/proc/PID/statm): the fill, checked.
+    /// The helper's private resident memory when it was released, as the
+    /// kernel counts it (/proc/PID/smaps_rollup Private_*; statm's RSS
+    /// where that is missing): the fill, checked.
     pub helper_rss_bytes: u64,
     /// Of the fill, what the kernel had swapped out when it was released
     /// (`VmSwap`; on a phone, into zram): memory the fill did not hold.
@@ -264,10 +265,28 @@ fn fill(guard: &Guard, bytes: u64) -> std::io::Result<Fill> {
             }
         }
     }
-    let rss = std::fs::read_to_string(format!("/proc/{pid}/statm"))
+    // Its private memory (smaps_rollup): what it wrote, and what iolab has
+    // written over since the fork (those copies are the helper's alone).
+    // Its RSS would also count the pages it still shares with iolab.
+    let private = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
         .ok()
-        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .map_or(0, |pages| pages * page as u64);
+        .map(|s| {
+            s.lines()
+                .filter_map(|l| {
+                    let v = l
+                        .strip_prefix("Private_Dirty:")
+                        .or_else(|| l.strip_prefix("Private_Clean:"))?;
+                    v.trim().trim_end_matches("kB").trim().parse::<u64>().ok()
+                })
+                .sum::<u64>()
+                << 10
+        });
+    let rss = private.unwrap_or_else(|| {
+        std::fs::read_to_string(format!("/proc/{pid}/statm"))
+            .ok()
+            .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .map_or(0, |pages| pages * page as u64)
+    });
     let swap = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
@@ -382,9 +401,19 @@ mod tests {
             ..
         } = fill(&guard, 256 << 20).unwrap();
         assert_eq!((filled, short), (256 << 20, None));
-        // The kernel counts it resident (the helper's own code and stack
-        // add a little).
-        assert!(rss >= filled && rss < filled + (16 << 20), "rss {rss}");
+        // The kernel counts it resident. Beyond the fill it can only hold
+        // what it inherited at the fork (pages this test process, busy
+        // with other tests, wrote since are left to the helper alone) and
+        // its own code and stack.
+        let mine = std::fs::read_to_string("/proc/self/statm")
+            .ok()
+            .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .unwrap()
+            * iolab_sys::pagecache::page_size();
+        assert!(
+            rss >= filled && rss < filled + mine + (16 << 20),
+            "rss {rss}, this process {mine}"
+        );
         // Killed and reaped: no such process any more.
         assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
     }

@@ -126,6 +126,13 @@ struct Shared {
 /// time went.
 pub struct Explainer {
     root: i32,
+    /// The instance's `set_event_pid`, appended to by [`Explainer::follow_late`].
+    pid_file: PathBuf,
+    /// Tasks to follow from now on, for the reader thread's tracker.
+    late: std::sync::mpsc::Sender<(i32, String, u64, Initial)>,
+    /// True once a task outside the root's tree is followed: `wait4` of
+    /// the root then says nothing of all the time traced.
+    followed_late: bool,
     stop: Arc<AtomicBool>,
     /// The end of the window once `finish` is called (0 before): events
     /// after it, still read while tracing stops, are not counted.
@@ -162,6 +169,7 @@ impl Explainer {
         // a followed thread (iolab tracing itself), event-fork would follow
         // it and the trace would record its own reading.
         let (tx, rx) = std::sync::mpsc::channel::<(TraceSession, Decoder, Tracker)>();
+        let (late, late_rx) = std::sync::mpsc::channel::<(i32, String, u64, Initial)>();
         let stop = Arc::new(AtomicBool::new(false));
         let end_at = Arc::new(AtomicU64::new(0));
         let (stop2, end_at2) = (stop.clone(), end_at.clone());
@@ -169,7 +177,7 @@ impl Explainer {
             .name("iolab-explain".into())
             .spawn(move || match rx.recv() {
                 Ok((session, decoder, tracker)) => {
-                    run(session, decoder, tracker, &stop2, &end_at2).map(Some)
+                    run(session, decoder, tracker, &late_rx, &stop2, &end_at2).map(Some)
                 }
                 Err(_) => Ok(None),
             })
@@ -188,6 +196,7 @@ impl Explainer {
             },
         )?;
         let start_ns = session.start_ns();
+        let pid_file = session.instance_path().join("set_event_pid");
         let decoder = Decoder::new(session.formats(), kallsyms)?;
         let mut tracker = Tracker::new(
             config.rules.clone(),
@@ -223,12 +232,61 @@ impl Explainer {
             .map_err(|_| ExplainError::Thread)?;
         Ok(Explainer {
             root: root_pid,
+            pid_file,
+            late,
+            followed_late: false,
             stop,
             end_at,
             thread: Some(thread),
             schedstat,
             proc,
         })
+    }
+
+    /// Follows `pid` too from now on (its threads, its descendants and what
+    /// they create later): a process outside the root's tree that belongs
+    /// to the start, as an Android app zygote forked after `am start`.
+    /// Its time before this call is not in the attribution.
+    pub fn follow_late(&mut self, pid: i32) -> Result<(), ExplainError> {
+        let tids = procfs::tree_tids(&self.proc, pid);
+        let now = monotonic_ns();
+        for &tid in &tids {
+            let initial = match procfs::state(&self.proc, tid) {
+                None | Some('Z' | 'X') => continue,
+                Some(c @ ('S' | 'D' | 'I' | 'T' | 't')) => {
+                    let state = if c == 't' { 'T' } else { c };
+                    Initial::Blocked(state, procfs::stack(&self.proc, tid))
+                }
+                _ => Initial::Unknown,
+            };
+            let comm = procfs::comm(&self.proc, tid).unwrap_or_default();
+            // Followed before its events can arrive: the reader takes this
+            // before it next reads the buffer, and the pid filter below is
+            // what lets the events in.
+            self.late
+                .send((tid, comm, now, initial))
+                .map_err(|_| ExplainError::Thread)?;
+            if let Some(ns) = procfs::on_cpu_ns(&self.proc, tid) {
+                self.schedstat.push((tid, ns));
+            }
+        }
+        // Appended (no O_TRUNC): the tree already followed stays.
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&self.pid_file)
+            .map_err(|e| TraceError::Io {
+                path: self.pid_file.clone(),
+                source: e,
+            })?;
+        let list: Vec<String> = tids.iter().map(i32::to_string).collect();
+        f.write_all(list.join(" ").as_bytes())
+            .map_err(|e| TraceError::Io {
+                path: self.pid_file.clone(),
+                source: e,
+            })?;
+        self.followed_late = true;
+        Ok(())
     }
 
     /// Stops following and returns the attribution, with the on-CPU time
@@ -268,6 +326,8 @@ impl Explainer {
         a.start_ns = a.start_ns.min(end_ns);
         a.trace.events = shared.stats.events;
         a.trace.out_of_order = shared.stats.out_of_order;
+        // wait4 covers the root's tree only.
+        let tree_cpu_ns = tree_cpu_ns.filter(|_| !self.followed_late);
         a.on_cpu_check = match tree_cpu_ns {
             Some(ns) => Some(OnCpuCheck::new("wait4", a.on_cpu_ns, ns)),
             None => {
@@ -303,19 +363,31 @@ fn run(
     mut session: TraceSession,
     mut decoder: Decoder,
     mut tracker: Tracker,
+    late: &std::sync::mpsc::Receiver<(i32, String, u64, Initial)>,
     stop: &AtomicBool,
     end_at: &AtomicU64,
 ) -> Result<Shared, ExplainError> {
+    while !stop.load(Ordering::Relaxed) {
+        for (tid, comm, ts, initial) in late.try_iter() {
+            tracker.follow(tid, &comm, ts, initial);
+        }
+        session.poll(&mut |r: &iolab_trace::Record| {
+            let end = end_at.load(Ordering::Relaxed);
+            if end == 0 || r.ts_ns <= end {
+                decoder.feed(r, &mut tracker);
+            }
+        })?;
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for (tid, comm, ts, initial) in late.try_iter() {
+        tracker.follow(tid, &comm, ts, initial);
+    }
     let mut feed = |r: &iolab_trace::Record| {
         let end = end_at.load(Ordering::Relaxed);
         if end == 0 || r.ts_ns <= end {
             decoder.feed(r, &mut tracker);
         }
     };
-    while !stop.load(Ordering::Relaxed) {
-        session.poll(&mut feed)?;
-        std::thread::sleep(Duration::from_millis(50));
-    }
     let stats = session.finish(&mut feed)?;
     Ok(Shared { tracker, stats })
 }

@@ -450,17 +450,44 @@ fn ready_rss_stable_weighs_the_app_not_am() {
 }
 
 #[test]
-fn explain_of_an_activity_is_refused_rather_than_following_am() {
-    if !root_or_skip("explain_of_an_activity_is_refused_rather_than_following_am") {
+fn explain_follows_the_app_zygote_forks_not_only_am() {
+    if !root_or_skip("explain_follows_the_app_zygote_forks_not_only_am") {
         return;
     }
+    let z = Zygote::start(false);
     let b = Bench::new("android-explain");
+    ok(&zygote_startup(&b, &z, &["--explain"]));
+    let e = b.export(1);
+    let arts = e["artifacts"].as_array().unwrap();
+    for r in e["runs"].as_array().unwrap() {
+        let app = r["extra"]["app_process"]["pid"].as_i64().unwrap();
+        let a = arts
+            .iter()
+            .find(|a| a["kind"] == "explain" && a["rep"] == r["rep"])
+            .unwrap_or_else(|| panic!("run {r} has no explain artifact"));
+        // The app's own task is in the attribution, with time traced:
+        // its cold read of the APK it maps.
+        let tasks = a["json"]["tasks"].as_array().unwrap();
+        let t = tasks
+            .iter()
+            .find(|t| t["tid"].as_i64() == Some(app))
+            .unwrap_or_else(|| panic!("the app {app} is not among {tasks:?}"));
+        assert!(t["on_cpu_ns"].as_u64().unwrap() > 0, "{t}");
+    }
+}
+
+#[test]
+fn sched_of_an_activity_is_refused_rather_than_following_am() {
+    if !root_or_skip("sched_of_an_activity_is_refused_rather_than_following_am") {
+        return;
+    }
+    let b = Bench::new("android-sched");
     let (_bin, path) = phone(None);
-    let out = startup(&b, &path, &["--explain"]);
+    let out = startup(&b, &path, &["--sched"]);
     assert_eq!(out.status.code(), Some(2));
     let err = bench_env::text(&out.stderr);
     assert!(
-        err.contains("--explain follows the launched command's processes"),
+        err.contains("follows the launched command's processes"),
         "{err}"
     );
 }

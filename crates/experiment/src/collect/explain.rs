@@ -28,6 +28,11 @@ fn start(scope: &Scope<'_>) -> Result<Box<dyn Collector>, ExperimentError> {
 }
 
 impl Collector for Explain {
+    fn follow(&mut self, pid: i32) -> Result<bool, ExperimentError> {
+        self.0.follow_late(pid)?;
+        Ok(true)
+    }
+
     fn stop(self: Box<Self>, end: &RunEnd) -> Result<Collected, ExperimentError> {
         let attribution = self.0.finish_with_cpu(end.target_cpu_ns)?;
         Ok(Collected {

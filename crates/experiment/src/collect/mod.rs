@@ -75,6 +75,12 @@ pub struct Collected {
 pub trait Collector: Send {
     /// Stops it and returns what it saw.
     fn stop(self: Box<Self>, end: &RunEnd) -> Result<Collected, ExperimentError>;
+
+    /// Follows `pid` too, a process of the start's outside the launched
+    /// tree (an app zygote forked). False: this collector cannot.
+    fn follow(&mut self, _pid: i32) -> Result<bool, ExperimentError> {
+        Ok(false)
+    }
 }
 
 /// What a collector needs of a scope.
@@ -166,13 +172,17 @@ impl Observe {
         REGISTRY.iter().filter(|e| self.0.contains(e.name))
     }
 
-    /// Refuses a collector that follows the launched process tree where
-    /// the target's process is not in it: an activity's app is forked by
-    /// zygote, so it would follow `am`, not the app.
+    /// Refuses a collector that follows the launched process tree and
+    /// cannot take on a process outside it: with an activity that tree is
+    /// am's, and the app is zygote's child. `--explain` follows the app
+    /// once it appears; `--sched` cannot yet.
     pub fn check_forked_elsewhere(&self) -> Result<(), UsageError> {
-        match self.entries().find(|e| e.needs == Needs::Target) {
+        match self
+            .entries()
+            .find(|e| e.needs == Needs::Target && e.name != "explain")
+        {
             Some(e) => Err(UsageError::new(format!(
-                "{} follows the launched command's processes, and with --am-start that is am, not the app zygote forks: drop it (the app's I/O priority, nice, own I/O and --ready-rss-stable are the app's)",
+                "{} follows the launched command's processes, and with --am-start that is am, not the app zygote forks: drop it (--explain follows the app)",
                 flag_words(e.flag)
             ))),
             None => Ok(()),
@@ -276,6 +286,14 @@ impl Observers {
             }
         }
         Ok(o)
+    }
+
+    /// Has every collector follow `pid` too (see [`Collector::follow`]).
+    pub fn follow(&mut self, pid: i32) -> Result<(), ExperimentError> {
+        for (_, c) in &mut self.running {
+            c.follow(pid)?;
+        }
+        Ok(())
     }
 
     /// Stops them all, in the order they started.

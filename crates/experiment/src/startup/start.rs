@@ -118,7 +118,7 @@ pub(super) fn start(
     // first instruction; the time to attach is not the start's.
     // The experiment's first start also learns the target's files.
     let learning = st.learn.load(std::sync::atomic::Ordering::Relaxed);
-    let (outcome, hooked) = launch::launch_observed(
+    let (outcome, hooked) = launch::launch_with_app(
         guard,
         &st.spec,
         Some(|pid| {
@@ -136,6 +136,14 @@ pub(super) fn start(
                 recorder,
             )
         }),
+        // An activity's app, forked by zygote: the observers take it on.
+        |(observers, _), pid| {
+            if let Ok(o) = observers {
+                if let Err(e) = o.follow(pid) {
+                    *observers = Err(e);
+                }
+            }
+        },
     )?;
     let (observers, recorder) = match hooked {
         Some((o, r)) => (Some(o), r),
