@@ -52,9 +52,9 @@ pub struct FillReport {
     pub filled_bytes: u64,
     /// Time to fill, seconds.
     pub fill_s: f64,
-    /// The helper's private resident memory when it was released, as the
-    /// kernel counts it (/proc/PID/smaps_rollup Private_*; statm's RSS
-    /// where that is missing): the fill, checked.
+    /// Of the fill, what was resident when the helper was released, by
+    /// mincore over the fill's own mappings (the helper's whole RSS where
+    /// it could not say): the fill, checked.
     pub helper_rss_bytes: u64,
     /// Of the fill, what the kernel had swapped out when it was released
     /// (`VmSwap`; on a phone, into zram): memory the fill did not hold.
@@ -196,6 +196,8 @@ pub fn apply(guard: &Guard, p: Pressure, files: &[PathBuf]) -> std::io::Result<F
 
 /// Pages are touched in chunks of this size; the helper reports each.
 const CHUNK: usize = 64 << 20;
+/// Chunks the helper counts resident (256 GiB of fill).
+const MAX_CHUNKS: usize = 4096;
 /// The longest a fill may take (at a few hundred MB/s on a slow board, a
 /// phone's memory fills in well under this).
 const FILL_LIMIT: Duration = Duration::from_secs(300);
@@ -226,7 +228,7 @@ fn fill(guard: &Guard, bytes: u64) -> std::io::Result<Fill> {
         return Err(std::io::Error::last_os_error());
     }
     if pid == 0 {
-        unsafe { helper(w.as_raw_fd(), bytes, oom_path.as_ptr()) }
+        unsafe { helper(w.as_raw_fd(), bytes, page, oom_path.as_ptr()) }
     }
     // The parent sets the group too: whichever runs first, it is set
     // before the guard records it.
@@ -265,23 +267,23 @@ fn fill(guard: &Guard, bytes: u64) -> std::io::Result<Fill> {
             }
         }
     }
-    // Its private memory (smaps_rollup): what it wrote, and what iolab has
-    // written over since the fork (those copies are the helper's alone).
-    // Its RSS would also count the pages it still shares with iolab.
-    let private = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
-        .ok()
-        .map(|s| {
-            s.lines()
-                .filter_map(|l| {
-                    let v = l
-                        .strip_prefix("Private_Dirty:")
-                        .or_else(|| l.strip_prefix("Private_Clean:"))?;
-                    v.trim().trim_end_matches("kB").trim().parse::<u64>().ok()
-                })
-                .sum::<u64>()
-                << 10
-        });
-    let rss = private.unwrap_or_else(|| {
+    // The fill's resident bytes, as the helper counted them with mincore
+    // after its last chunk (not when it was stopped by the deadline: it
+    // may still be filling).
+    let counted = if short
+        .as_deref()
+        .is_some_and(|s| s.starts_with("stopped after"))
+    {
+        None
+    } else {
+        use std::io::Read;
+        let mut b = [0u8; 8];
+        reader
+            .read_exact(&mut b)
+            .ok()
+            .map(|()| u64::from_ne_bytes(b))
+    };
+    let rss = counted.unwrap_or_else(|| {
         std::fs::read_to_string(format!("/proc/{pid}/statm"))
             .ok()
             .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
@@ -315,7 +317,7 @@ fn fill(guard: &Guard, bytes: u64) -> std::io::Result<Fill> {
 /// The helper, in the forked child: own group, OOM victim first, touch
 /// `bytes` of anonymous memory a chunk at a time, reporting the running
 /// total, then wait to be killed.
-unsafe fn helper(fd: i32, bytes: u64, oom_path: *const libc::c_char) -> ! {
+unsafe fn helper(fd: i32, bytes: u64, page: usize, oom_path: *const libc::c_char) -> ! {
     unsafe {
         libc::setpgid(0, 0);
         let oom = libc::open(oom_path, libc::O_WRONLY);
@@ -323,6 +325,10 @@ unsafe fn helper(fd: i32, bytes: u64, oom_path: *const libc::c_char) -> ! {
             libc::write(oom, b"1000".as_ptr().cast(), 4);
             libc::close(oom);
         }
+        // The fill's own mappings (no allocation in a forked child: a
+        // fixed table; past its end a fill is filled but not counted).
+        let mut regions = [(std::ptr::null_mut::<libc::c_void>(), 0usize); MAX_CHUNKS];
+        let mut n = 0;
         let mut done: u64 = 0;
         while done < bytes {
             let len = CHUNK.min((bytes - done) as usize);
@@ -344,10 +350,27 @@ unsafe fn helper(fd: i32, bytes: u64, oom_path: *const libc::c_char) -> ! {
             // KiB faults takes a minute in a VM.
             libc::madvise(p, len, libc::MADV_HUGEPAGE);
             fill_incompressible(p.cast::<u64>(), len / 8, done ^ 0x9e37_79b9_7f4a_7c15);
+            if n < MAX_CHUNKS {
+                regions[n] = (p, len);
+                n += 1;
+            }
             done += len as u64;
             let m = done.to_ne_bytes();
             libc::write(fd, m.as_ptr().cast(), 8);
         }
+        // Then what of it is resident, by mincore over those mappings: the
+        // fill itself, not what the helper inherited from iolab at the fork.
+        let mut vec = [0u8; CHUNK / 4096];
+        let mut resident: u64 = 0;
+        for &(p, len) in &regions[..n] {
+            let pages = len.div_ceil(page).min(vec.len());
+            if libc::mincore(p, pages * page, vec.as_mut_ptr()) == 0 {
+                resident +=
+                    vec[..pages].iter().filter(|&&b| b & 1 == 1).count() as u64 * page as u64;
+            }
+        }
+        let m = resident.to_ne_bytes();
+        libc::write(fd, m.as_ptr().cast(), 8);
         loop {
             libc::pause();
         }
@@ -396,23 +419,16 @@ mod tests {
         let Fill {
             filled,
             rss,
+            swap,
             short,
             pid,
-            ..
         } = fill(&guard, 256 << 20).unwrap();
         assert_eq!((filled, short), (256 << 20, None));
-        // The kernel counts it resident. Beyond the fill it can only hold
-        // what it inherited at the fork (pages this test process, busy
-        // with other tests, wrote since are left to the helper alone) and
-        // its own code and stack.
-        let mine = std::fs::read_to_string("/proc/self/statm")
-            .ok()
-            .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-            .unwrap()
-            * iolab_sys::pagecache::page_size();
+        // The kernel counts it resident (mincore): all of it, bar what went
+        // to swap.
         assert!(
-            rss >= filled && rss < filled + mine + (16 << 20),
-            "rss {rss}, this process {mine}"
+            rss <= filled && rss + swap >= filled,
+            "rss {rss} swap {swap}"
         );
         // Killed and reaped: no such process any more.
         assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
