@@ -50,6 +50,31 @@ fn json_statistics_equal_a_recomputation_from_raw_runs() {
             assert_eq!(cell.ratio_to_idle, ratio_of_means(&want, &idle));
         }
     }
+    // min / median / max (Macrobenchmark's figures), computed here from
+    // the raw durations without iolab-stats: the JSON carries them.
+    for (i, cell) in cells.iter().enumerate() {
+        let mut v: Vec<f64> = samples(&cell.scheduler, &cell.workload)
+            .iter()
+            .map(|s| s.value)
+            .collect();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        let c = &json["cells"][i];
+        let close = |k: &str, want: f64| {
+            let got = c[k].as_f64().unwrap();
+            assert!((got - want).abs() < 1e-9, "{k}: {got} vs {want} in {c}");
+        };
+        close("min", v[0]);
+        close("max", v[n - 1]);
+        if !c["median_is_lower_bound"].as_bool().unwrap() {
+            close("median", median);
+        }
+    }
     // The censored cell is honest: a lower-bound mean, no interval.
     let none_load = &json["cells"][3];
     assert_eq!(none_load["workload"], "1r1w");

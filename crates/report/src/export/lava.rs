@@ -8,8 +8,8 @@
 //! (`lava_dispatcher.actions.test.shell.handle_testcase`), so ids hold
 //! no space or `=`: `startup.<scheduler>.<workload>.<metric>`.
 //! A cell passes when it has samples, none cut off at the timeout and no
-//! more failed starts than the store flags; the measurement is then its
-//! mean (a sweep's: median) in the unit given.
+//! more failed starts than the store flags; the measurements are then its
+//! mean, min, median and max (a sweep's: median) in the unit given.
 
 use std::fmt::Write as _;
 
@@ -62,6 +62,17 @@ fn cases(v: &ExperimentView) -> Vec<Case> {
                 measurement: s.mean,
                 units: "s",
             });
+            // Macrobenchmark's min / median / max beside the mean; a value
+            // that is a bound (a start cut off at the timeout) fails with
+            // its cell.
+            for (metric, value) in [("min", s.min), ("median", s.median), ("max", s.max)] {
+                out.push(Case {
+                    id: format!("{id}.{metric}"),
+                    pass,
+                    measurement: value,
+                    units: "s",
+                });
+            }
             if let Some(r) = cell.ratio_to_idle.as_ref().filter(|_| s.censored == 0) {
                 out.push(Case {
                     id: format!("{id}.ratio_to_idle"),
@@ -190,12 +201,33 @@ mod tests {
         }
         assert_eq!(
             ids,
-            ["startup.bfq.idle.mean", "startup.mq-deadline.1r_1w.mean",]
+            [
+                "startup.bfq.idle.mean",
+                "startup.bfq.idle.min",
+                "startup.bfq.idle.median",
+                "startup.bfq.idle.max",
+                "startup.mq-deadline.1r_1w.mean",
+                "startup.mq-deadline.1r_1w.min",
+                "startup.mq-deadline.1r_1w.median",
+                "startup.mq-deadline.1r_1w.max",
+            ]
         );
         // The cell with a timed-out start fails; its mean is a bound.
         assert!(text.contains(
             "TEST_CASE_ID=startup.bfq.idle.mean RESULT=pass UNITS=s MEASUREMENT=0.650000"
         ));
+        for (metric, v) in [
+            ("min", "0.600000"),
+            ("median", "0.650000"),
+            ("max", "0.700000"),
+        ] {
+            assert!(
+                text.contains(&format!(
+                    "TEST_CASE_ID=startup.bfq.idle.{metric} RESULT=pass UNITS=s MEASUREMENT={v}"
+                )),
+                "{text}"
+            );
+        }
         assert!(text.contains("TEST_CASE_ID=startup.mq-deadline.1r_1w.mean RESULT=fail"));
     }
 }

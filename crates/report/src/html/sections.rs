@@ -118,6 +118,20 @@ fn startup(st: &StartupView) -> String {
                 if let Some(ci) = &cell.stats.ci95 {
                     let _ = write!(title, ", 95 % CI [{}, {}]", num(ci.low), num(ci.high));
                 }
+                // min / median / max, a bound marked ≥ (a timed-out start).
+                let v = |x: Option<f64>, b: bool| {
+                    x.map_or("-".to_string(), |x| {
+                        format!("{}{}", if b { "≥ " } else { "" }, num(x))
+                    })
+                };
+                let st = &cell.stats;
+                let _ = write!(
+                    title,
+                    "; min {}, median {}, max {} s",
+                    v(st.min, st.min_is_lower_bound),
+                    v(st.median, st.median_is_lower_bound),
+                    v(st.max, st.max_is_lower_bound)
+                );
                 if cell.stats.censored > 0 {
                     let _ = write!(title, ", {} timed out", cell.stats.censored);
                 }
@@ -151,6 +165,18 @@ fn startup(st: &StartupView) -> String {
                             cell.stats.mean.map_or(String::new(), |m| m.to_string()),
                         ),
                         ("n", cell.stats.n.to_string()),
+                        (
+                            "min",
+                            cell.stats.min.map_or(String::new(), |m| m.to_string()),
+                        ),
+                        (
+                            "median",
+                            cell.stats.median.map_or(String::new(), |m| m.to_string()),
+                        ),
+                        (
+                            "max",
+                            cell.stats.max.map_or(String::new(), |m| m.to_string()),
+                        ),
                     ],
                 });
             }

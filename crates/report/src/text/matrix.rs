@@ -40,6 +40,17 @@ pub fn render_matrix(cells: &[CellReport], title: &str) -> String {
         out.push_str(&grid(&mine));
     }
     out.push_str(&legend(cells));
+    // Macrobenchmark's figures, min / median / max, for whoever reads a
+    // start-up as Jetpack and Perfetto report it.
+    out.push_str(&format!("\n{title}: min / median / max\n"));
+    for target in &targets {
+        let mine: Vec<&CellReport> = cells.iter().filter(|c| c.target == *target).collect();
+        if targets.len() > 1 {
+            out.push_str(&format!("\ntarget: {target}\n"));
+        }
+        let d = table_decimals(mine.iter().copied());
+        out.push_str(&workload_grid(&mine, |c| spread_text(c, d)));
+    }
     out
 }
 
@@ -78,6 +89,26 @@ pub fn cell_text(cell: &CellReport, d: usize) -> String {
         text.push('!');
     }
     text
+}
+
+/// `min / median / max` of a cell's samples with `d` decimals; a value
+/// that is only a lower bound (a start cut off at the timeout) as `>v`.
+pub fn spread_text(cell: &CellReport, d: usize) -> String {
+    let s = &cell.stats;
+    let one = |v: Option<f64>, bound: bool| match v {
+        Some(v) if bound => format!(">{}", trimmed(v, d)),
+        Some(v) => fixed(v, d),
+        None => "-".to_string(),
+    };
+    if s.n == 0 {
+        return "-".to_string();
+    }
+    format!(
+        "{} / {} / {}",
+        one(s.min, s.min_is_lower_bound),
+        one(s.median, s.median_is_lower_bound),
+        one(s.max, s.max_is_lower_bound)
+    )
 }
 
 /// ` [f/n failed]` and ` [i/n invalid]`, n counting every start of the cell.
@@ -240,6 +271,18 @@ mod tests {
         let cells = cells_from_runs(&runs);
         assert_eq!(cell_text(&cells[0], 2), "med 11.00 [1/3]");
         assert_eq!(table_decimals(&cells), 2);
+        // The timed-out start makes the max a bound, not a value.
+        assert_eq!(spread_text(&cells[0], 2), "10.00 / 11.00 / >60");
+    }
+
+    #[test]
+    fn min_median_max_follow_the_mean_table() {
+        let t = table();
+        let at = t.find("start-up time [s]: min / median / max").expect(&t);
+        let rest: Vec<&str> = t[at..].lines().collect();
+        assert!(rest[1].starts_with("workload"), "{t}");
+        // none/1r1w: 60, 60 (timed out) and 40: median and max are bounds.
+        assert!(rest[2].contains(">60 / >60"), "{t}");
     }
 
     #[test]
