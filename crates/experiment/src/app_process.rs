@@ -225,27 +225,16 @@ fn set_threads(
     }
 }
 
-/// The parent of `pid` (`PPid` in /proc/PID/status).
+/// The parent of `pid`.
 fn parent_of(pid: i32) -> Option<i32> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    s.lines()
-        .find_map(|l| l.strip_prefix("PPid:"))?
-        .trim()
-        .parse()
-        .ok()
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    iolab_sys::process::parse_ppid(&stat)
 }
 
 /// How long `pid` has lived, ms: now (`/proc/uptime`, boot time) less
-/// its starttime (field 22 of `/proc/PID/stat`, in clock ticks).
+/// its start time (clock ticks since boot).
 fn age_ms(pid: i32) -> Option<f64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let ticks: f64 = s
-        .rsplit_once(')')?
-        .1
-        .split_whitespace()
-        .nth(19)?
-        .parse()
-        .ok()?;
+    let ticks = iolab_sys::process::start_time(pid)? as f64;
     let up: f64 = std::fs::read_to_string("/proc/uptime")
         .ok()?
         .split_whitespace()
