@@ -27,6 +27,10 @@ pub fn sleep_until(due_ns: u64, late: &Oversleep) {
     let lead = late.0.load(Ordering::Relaxed);
     let target = due_ns.saturating_sub(lead);
     if now_ns() >= target {
+        // Too late to sleep. The lead decays here too: a burst of very late
+        // wake-ups (a busy host) could otherwise leave it above every
+        // interval, and each sleep would return at once, for good.
+        late.0.store(lead - lead / 16, Ordering::Relaxed);
         return;
     }
     let ts = libc::timespec {
