@@ -204,11 +204,15 @@ fn misspelled_options_are_refused_before_anything_is_written() {
 /// keep the long-run rate (I/O count against the test's own clock), but
 /// only Poisson arrivals vary like independent clients. Counted in 10 ms
 /// windows from fio's latency log, a Poisson process has a variance equal
-/// to its mean (index of dispersion 1); evenly spaced I/Os have almost none.
+/// to its mean (index of dispersion 1) at any window size; evenly spaced
+/// I/Os have almost none. Linear arrivals are counted in 100 ms windows: a
+/// loaded CI machine wakes the pacer a millisecond or two late, which moves
+/// an I/O across a 10 ms boundary often enough to look random there (a run
+/// measured 0.46), but cannot make a 100-I/O window vary like a Poisson one.
 #[test]
 fn poisson_arrivals_keep_the_rate_and_vary_as_a_poisson_process() {
     let env = Env::new();
-    let dispersion = |process: &str| {
+    let dispersion = |process: &str, window_ms: usize| {
         let t0 = std::time::Instant::now();
         let out = env
             .cmd(&[
@@ -244,24 +248,29 @@ fn poisson_arrivals_keep_the_rate_and_vary_as_a_poisson_process() {
             "{process}: {ios} I/Os in 2 s at 1000/s"
         );
         let text = std::fs::read_to_string(env.dir().join(format!("{process}_lat.1.log"))).unwrap();
-        let mut windows = vec![0f64; 200];
+        let n = 2000 / window_ms;
+        let mut windows = vec![0f64; n];
         for l in text.lines() {
             let ms: usize = l.split(", ").next().unwrap().parse().unwrap();
-            if let Some(w) = windows.get_mut(ms / 10) {
+            if let Some(w) = windows.get_mut(ms / window_ms) {
                 *w += 1.0;
             }
         }
         // The first and last windows are partial.
-        let w = &windows[1..199];
+        let w = &windows[1..n - 1];
         let mean = w.iter().sum::<f64>() / w.len() as f64;
         let var = w.iter().map(|c| (c - mean).powi(2)).sum::<f64>() / (w.len() - 1) as f64;
         var / mean
     };
-    let poisson = dispersion("poisson");
-    let linear = dispersion("linear");
+    let poisson = dispersion("poisson", 10);
+    let linear = dispersion("linear", 100);
     eprintln!("index of dispersion: poisson {poisson:.2}, linear {linear:.2}");
+    // Above 1 is expected on a VM: a vCPU preempted for a few ms moves a
+    // clump of I/Os into the next window. fio 3.33 itself, run the same way
+    // on this machine, measured 1.45, 1.55 and 2.02; evenly spaced I/Os
+    // cannot reach 0.6, independent ones cannot stay below it.
     assert!(
-        (0.6..1.5).contains(&poisson),
+        (0.6..3.0).contains(&poisson),
         "poisson dispersion {poisson}"
     );
     assert!(linear < 0.3, "linear dispersion {linear}");
