@@ -43,9 +43,10 @@ pub struct AppProcess {
     pub ioprio: Option<String>,
     /// Its main thread's nice value read back (`/proc/PID/stat`).
     pub nice: Option<i32>,
-    /// Its own I/O over the start (`/proc/PID/io` at the end of the start;
-    /// it was born after the launch, so all of it is this start's): the
-    /// app's, where wait4 gives only am's.
+    /// Its own I/O (`/proc/PID/io` at the end of the start; born after
+    /// the launch, all of it is this start's, except in a hot start,
+    /// where it is the app's life so far): the app's, where wait4 gives
+    /// only am's.
     pub io: Option<iolab_sys::process::IoCounters>,
     /// Settings that failed (a thread gone meanwhile is not one).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -61,9 +62,16 @@ pub struct AppWatch {
 }
 
 impl AppWatch {
-    /// Starts looking for a process named `name` begun from now on, to
-    /// give it `ioprio` and `nice`.
-    pub fn start(name: &str, ioprio: Option<IoPrio>, nice: Option<i32>, t0: Instant) -> AppWatch {
+    /// Starts looking for a process named `name` begun from now on (or,
+    /// with `live`, one running already: a hot start's), to give it
+    /// `ioprio` and `nice`.
+    pub fn start(
+        name: &str,
+        live: bool,
+        ioprio: Option<IoPrio>,
+        nice: Option<i32>,
+        t0: Instant,
+    ) -> AppWatch {
         let stop = Arc::new(AtomicBool::new(false));
         let name = name.to_string();
         let s = stop.clone();
@@ -72,7 +80,13 @@ impl AppWatch {
         // Read here, not in the thread: a process started right after
         // this call must count as new.
         let base = last_pid();
-        let handle = std::thread::spawn(move || watch(&name, base?, ioprio, nice, t0, &s, &p));
+        let running = if live {
+            running_named(&name)
+        } else {
+            Vec::new()
+        };
+        let handle =
+            std::thread::spawn(move || watch(&name, base?, running, ioprio, nice, t0, &s, &p));
         AppWatch { stop, pid, handle }
     }
 
@@ -104,9 +118,25 @@ fn argv0(pid: i32) -> Option<String> {
     Some(String::from_utf8_lossy(first).into_owned())
 }
 
+/// Processes alive now whose argv[0] is `name`, oldest (lowest pid) first.
+fn running_named(name: &str) -> Vec<i32> {
+    let mut pids: Vec<i32> = std::fs::read_dir("/proc")
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .filter(|&p| argv0(p).as_deref() == Some(name))
+                .collect()
+        })
+        .unwrap_or_default();
+    pids.sort_unstable();
+    pids
+}
+
+#[allow(clippy::too_many_arguments)]
 fn watch(
     name: &str,
     base: i32,
+    running: Vec<i32>,
     ioprio: Option<IoPrio>,
     nice: Option<i32>,
     t0: Instant,
@@ -114,7 +144,7 @@ fn watch(
     found_pid: &std::sync::atomic::AtomicI32,
 ) -> Option<AppProcess> {
     let mut seen = base;
-    let mut pending: Vec<i32> = Vec::new();
+    let mut pending: Vec<i32> = running;
     let mut found: Option<AppProcess> = None;
     let mut set_tids: Vec<i32> = Vec::new();
     while !stop.load(Ordering::Relaxed) {
@@ -270,7 +300,7 @@ mod tests {
     #[test]
     fn a_process_named_later_is_found_and_set() {
         let t0 = Instant::now();
-        let w = AppWatch::start("com.example.rig", Some(IoPrio::Idle), Some(7), t0);
+        let w = AppWatch::start("com.example.rig", false, Some(IoPrio::Idle), Some(7), t0);
         // exec -a sets argv[0]; the sleep before it is zygote's
         // specialisation time.
         let mut child = std::process::Command::new("bash")

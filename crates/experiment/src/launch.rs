@@ -100,6 +100,14 @@ pub struct LaunchSpec {
     /// `nice` go to that process as soon as it appears, not to the
     /// launched command (see [`crate::app_process`]).
     pub app: Option<String>,
+    /// The app is already running (a hot start brings it back): the
+    /// process of that name alive now is the app, not only one forked
+    /// after the launch.
+    pub app_live: bool,
+    /// A second line that marks the start as fully done (time to full
+    /// display, after the ready line's initial display): the launch goes
+    /// on until it is printed, or the timeout.
+    pub full_line: Option<Regex>,
 }
 
 /// The measured outcome of one launch.
@@ -107,6 +115,9 @@ pub struct LaunchSpec {
 pub struct Outcome {
     /// Start-up time (to exit or readiness), or the timeout when censored.
     pub duration_ns: u64,
+    /// When the clock started (the target's release), CLOCK_MONOTONIC ns:
+    /// the start's window in a trace is `[started_mono_ns, +duration_ns]`.
+    pub started_mono_ns: u64,
     /// True when the timeout hit first: the start-up took longer than
     /// `duration_ns` (a lower bound, shown as `>T`).
     pub censored: bool,
@@ -120,6 +131,9 @@ pub struct Outcome {
     pub exit_ns: Option<u64>,
     /// Ready time (line or file mode), when seen.
     pub ready_ns: Option<u64>,
+    /// Time of the [`LaunchSpec::full_line`], when printed (time to full
+    /// display); `None` without one or when it never came.
+    pub full_ready_ns: Option<u64>,
     /// True when iolab was asked to stop (Ctrl-C) mid-launch: the run is
     /// neither complete nor censored and must not be stored as a sample.
     pub interrupted: bool,
@@ -235,6 +249,8 @@ pub enum LaunchError {
 enum Event {
     Exited(Instant, std::process::ExitStatus, Usage),
     ReadyLine(Instant),
+    /// The `full_line` (time to full display) was printed.
+    FullLine(Instant),
     WaitFailed,
 }
 
@@ -296,10 +312,10 @@ pub fn launch_with_app<T: Send>(
         let _ = std::fs::remove_file(p);
     }
     let t0 = Instant::now();
-    let app_watch = spec
-        .app
-        .as_deref()
-        .map(|name| crate::app_process::AppWatch::start(name, spec.ioprio, spec.nice, t0));
+    let started_mono_ns = iolab_trace::monotonic_ns();
+    let app_watch = spec.app.as_deref().map(|name| {
+        crate::app_process::AppWatch::start(name, spec.app_live, spec.ioprio, spec.nice, t0)
+    });
     let mut child = match held.release() {
         Ok(c) => c,
         Err(e) => {
@@ -323,8 +339,11 @@ pub fn launch_with_app<T: Send>(
     for out in outs {
         let tx = tx.clone();
         let re = line_re.clone();
+        let full = spec.full_line.clone();
         let tail = tail.clone();
-        readers.push(std::thread::spawn(move || read_output(out, re, tx, tail)));
+        readers.push(std::thread::spawn(move || {
+            read_output(out, re, full, tx, tail)
+        }));
     }
     let waiter_tx = tx.clone();
     // wait4 rather than Child::wait: its rusage is the target's own I/O
@@ -345,6 +364,9 @@ pub fn launch_with_app<T: Send>(
     let mut usage: Option<Usage> = None;
     let mut exit: Option<(Instant, std::process::ExitStatus)> = None;
     let mut ready: Option<Instant> = None;
+    let mut full: Option<Instant> = None;
+    // Once ready, the launch still waits for the full line, if one is asked.
+    let done = |full: Option<Instant>| spec.full_line.is_none() || full.is_some();
     let mut wait_failed = false;
     let poll = Duration::from_millis(1);
     // An app zygote forks settles after the command that asked for it
@@ -410,7 +432,15 @@ pub fn launch_with_app<T: Send>(
             }
             Ok(Event::ReadyLine(at)) => {
                 ready = Some(at);
-                break;
+                if done(full) {
+                    break;
+                }
+            }
+            Ok(Event::FullLine(at)) => {
+                full = Some(at);
+                if ready.is_some() {
+                    break;
+                }
             }
             Ok(Event::WaitFailed) => {
                 wait_failed = true;
@@ -419,13 +449,15 @@ pub fn launch_with_app<T: Send>(
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
-        if let Ready::File(p) = &spec.ready {
+        if let (Ready::File(p), None) = (&spec.ready, ready) {
             if p.exists() {
                 ready = Some(Instant::now());
-                break;
+                if done(full) {
+                    break;
+                }
             }
         }
-        if let Some(w) = settle.as_mut() {
+        if let (Some(w), None) = (settle.as_mut(), ready) {
             let at = Instant::now();
             let bytes = match (&app_watch, app_watch.as_ref().and_then(|a| a.pid())) {
                 (_, Some(app)) => iolab_sys::process::memory_bytes(app),
@@ -435,18 +467,26 @@ pub fn launch_with_app<T: Send>(
             };
             if let Some(began) = bytes.and_then(|b| w.sample(at, b)) {
                 ready = Some(began.max(t0));
-                break;
+                if done(full) {
+                    break;
+                }
             }
         }
     }
     // A target that prints its ready line and exits at once can have its
     // exit reach us before the reader thread's line: look for the line
     // (time-stamped when read) before calling the start "never ready".
-    if ready.is_none() && exit.is_some() && matches!(spec.ready, Ready::Line(_)) {
+    let lines_awaited = (ready.is_none() && matches!(spec.ready, Ready::Line(_)))
+        || (ready.is_some() && !done(full));
+    if lines_awaited && exit.is_some() {
         let until = Instant::now() + Duration::from_millis(200);
         while let Ok(ev) = rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
-            if let Event::ReadyLine(at) = ev {
-                ready = Some(at);
+            match ev {
+                Event::ReadyLine(at) => ready = Some(at),
+                Event::FullLine(at) => full = full.or(Some(at)),
+                _ => {}
+            }
+            if ready.is_some() && done(full) {
                 break;
             }
         }
@@ -484,6 +524,9 @@ pub fn launch_with_app<T: Send>(
     let ns = |t: Instant| t.duration_since(t0).as_nanos() as u64;
     let exit_ns = exit.map(|(at, _)| ns(at));
     let ready_ns = ready.map(ns);
+    // A full line printed before the ready one still marks full display
+    // no earlier than initial display.
+    let full_ready_ns = full.map(ns).map(|f| f.max(ready_ns.unwrap_or(0)));
     let finished = match spec.ready {
         Ready::Exit => exit_ns,
         _ => ready_ns,
@@ -517,6 +560,7 @@ pub fn launch_with_app<T: Send>(
     Ok((
         Outcome {
             duration_ns,
+            started_mono_ns,
             censored,
             exit_code: status.and_then(|s| s.code()),
             signal: status.and_then(|s| s.signal()),
@@ -524,6 +568,7 @@ pub fn launch_with_app<T: Send>(
             usage,
             exit_ns,
             ready_ns,
+            full_ready_ns,
             output_tail: tail,
             failure,
             left_over,
@@ -536,12 +581,14 @@ pub fn launch_with_app<T: Send>(
 fn read_output(
     out: Box<dyn Read + Send>,
     re: Option<Regex>,
+    full: Option<Regex>,
     tx: mpsc::Sender<Event>,
     tail: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
 ) {
     let mut reader = BufReader::new(out);
     let mut line = Vec::new();
     let mut seen = false;
+    let mut seen_full = false;
     while let Ok(n) = reader.read_until(b'\n', &mut line) {
         if n == 0 {
             break;
@@ -552,6 +599,14 @@ fn read_output(
                 if re.is_match(&String::from_utf8_lossy(&line)) {
                     seen = true;
                     let _ = tx.send(Event::ReadyLine(at));
+                }
+            }
+        }
+        if !seen_full {
+            if let Some(re) = &full {
+                if re.is_match(&String::from_utf8_lossy(&line)) {
+                    seen_full = true;
+                    let _ = tx.send(Event::FullLine(at));
                 }
             }
         }
@@ -583,6 +638,8 @@ pub fn harness_overhead(guard: &Guard, runs: usize) -> Result<Vec<u64>, LaunchEr
         ioprio: None,
         nice: None,
         app: None,
+        app_live: false,
+        full_line: None,
     };
     (0..runs)
         .map(|_| launch(guard, &spec).map(|o| o.duration_ns))

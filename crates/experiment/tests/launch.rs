@@ -19,6 +19,8 @@ fn spec(script: &str, ready: Ready, timeout_s: f64) -> LaunchSpec {
         ioprio: None,
         nice: None,
         app: None,
+        app_live: false,
+        full_line: None,
     }
 }
 
@@ -232,6 +234,8 @@ fn missing_program_is_a_spawn_error() {
         ioprio: None,
         nice: None,
         app: None,
+        app_live: false,
+        full_line: None,
     };
     let err = launch(&guard, &s).unwrap_err();
     assert!(matches!(err, LaunchError::Spawn { .. }), "{err:?}");
@@ -336,6 +340,8 @@ else:
         ioprio: None,
         nice: None,
         app: None,
+        app_live: false,
+        full_line: None,
     };
     let before = monotonic_s();
     let o = run(&s);
@@ -376,4 +382,39 @@ fn a_target_that_exits_before_settling_failed() {
     let o = run(&spec("sleep 0.3", Ready::Settled(settle), 10.0));
     assert!(o.failed(), "{o:?}");
     assert!(o.failure.unwrap().contains("memory settled"));
+}
+
+/// `--full-ready-line`: the ready line is the initial display and stays
+/// the start-up time; the launch goes on to the full line (its time is
+/// stored, against the wall clock), and a full line that never comes
+/// leaves the initial display measured, not censored.
+#[test]
+fn a_full_ready_line_is_waited_for_and_timed_after_the_ready_line() {
+    let mut s = spec(
+        "sleep 0.1; echo ready; sleep 0.3; echo fully drawn; sleep 30",
+        Ready::Line(Regex::new("^ready").unwrap()),
+        10.0,
+    );
+    s.full_line = Some(Regex::new("fully drawn").unwrap());
+    let t0 = Instant::now();
+    let o = run(&s);
+    let wall = t0.elapsed().as_secs_f64();
+    assert!(!o.censored && !o.failed(), "{o:?}");
+    let ready = o.ready_ns.unwrap() as f64 / S;
+    let full = o.full_ready_ns.unwrap() as f64 / S;
+    assert_eq!(o.duration_ns, o.ready_ns.unwrap());
+    assert!((0.1..1.0).contains(&ready), "{o:?}");
+    assert!(full - ready >= 0.3 && full < wall, "{o:?} in {wall} s");
+    // Not waited for the 30 s sleep after it.
+    assert!(wall < 5.0, "{wall}");
+
+    let mut s = spec(
+        "echo ready; sleep 30",
+        Ready::Line(Regex::new("^ready").unwrap()),
+        0.5,
+    );
+    s.full_line = Some(Regex::new("fully drawn").unwrap());
+    let o = run(&s);
+    assert!(!o.censored && !o.failed(), "{o:?}");
+    assert!(o.ready_ns.is_some() && o.full_ready_ns.is_none(), "{o:?}");
 }

@@ -64,6 +64,112 @@ pub struct Attribution {
     pub on_cpu_check: Option<OnCpuCheck>,
     /// The rule table used (`builtin`, or `FILE + builtin`).
     pub rules: String,
+    /// The main thread's life in the window, interval by interval: the
+    /// root's, or the app's a launcher started (followed late).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub main_thread: Option<MainThread>,
+}
+
+/// A thread's state, split as Perfetto's `main_thread_by_task_state`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ThreadState {
+    /// On a CPU.
+    Running,
+    /// Waiting for a CPU (after a wakeup or a preemption).
+    Runnable,
+    /// Uninterruptible sleep (`D`) in `io_schedule*`: the kernel's
+    /// `in_iowait`, what delay accounting counts as blkio.
+    UninterruptibleIo,
+    /// Uninterruptible sleep for anything else (a lock, reclaim).
+    UninterruptibleOther,
+    /// Interruptible sleep (`S`, and `I`, `T`): waiting for work.
+    Sleeping,
+    /// Not known (before its first event, around lost events).
+    Untraced,
+}
+
+/// One interval of the main thread in one state: `[start_ns, end_ns,
+/// state]` in the JSON (CLOCK_MONOTONIC ns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateSpan(pub u64, pub u64, pub ThreadState);
+
+/// The main thread's intervals.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MainThread {
+    /// Thread id (the process's pid).
+    pub tid: i32,
+    /// Its comm.
+    pub comm: String,
+    /// Every interval in the window, in time order, adjacent and
+    /// non-overlapping while the thread was followed.
+    pub spans: Vec<StateSpan>,
+}
+
+/// Time by state between two instants (Perfetto's field names).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateSplit {
+    /// On a CPU.
+    pub running_dur_ns: u64,
+    /// Waiting for a CPU.
+    pub runnable_dur_ns: u64,
+    /// Uninterruptible sleep waiting for I/O.
+    pub uninterruptible_io_sleep_dur_ns: u64,
+    /// Uninterruptible sleep for anything else.
+    pub uninterruptible_non_io_sleep_dur_ns: u64,
+    /// Interruptible sleep.
+    pub interruptible_sleep_dur_ns: u64,
+    /// Followed, state not known.
+    pub untraced_dur_ns: u64,
+    /// Before the thread's first interval (an app zygote had not forked
+    /// yet) or after its last (it had exited).
+    pub not_alive_dur_ns: u64,
+}
+
+impl StateSplit {
+    /// Every part: the length of the interval it was taken over.
+    pub fn total_ns(&self) -> u64 {
+        self.running_dur_ns
+            + self.runnable_dur_ns
+            + self.uninterruptible_io_sleep_dur_ns
+            + self.uninterruptible_non_io_sleep_dur_ns
+            + self.interruptible_sleep_dur_ns
+            + self.untraced_dur_ns
+            + self.not_alive_dur_ns
+    }
+}
+
+impl MainThread {
+    /// Its time by state from `from` to `to`; what no interval covers is
+    /// `not_alive` (before its first or after its last) or `untraced`.
+    pub fn split(&self, from: u64, to: u64) -> StateSplit {
+        let mut out = StateSplit::default();
+        let mut covered = 0u64;
+        for &StateSpan(a, b, state) in &self.spans {
+            let (a, b) = (a.max(from), b.min(to));
+            if b <= a {
+                continue;
+            }
+            let d = b - a;
+            covered += d;
+            let slot = match state {
+                ThreadState::Running => &mut out.running_dur_ns,
+                ThreadState::Runnable => &mut out.runnable_dur_ns,
+                ThreadState::UninterruptibleIo => &mut out.uninterruptible_io_sleep_dur_ns,
+                ThreadState::UninterruptibleOther => &mut out.uninterruptible_non_io_sleep_dur_ns,
+                ThreadState::Sleeping => &mut out.interruptible_sleep_dur_ns,
+                ThreadState::Untraced => &mut out.untraced_dur_ns,
+            };
+            *slot += d;
+        }
+        let first = self.spans.first().map_or(to, |s| s.0.clamp(from, to));
+        let last = self.spans.last().map_or(to, |s| s.1.clamp(from, to));
+        out.not_alive_dur_ns = (first - from) + (to - last.max(first));
+        let window = to.saturating_sub(from);
+        // Gaps between intervals (none while followed): untraced.
+        out.untraced_dur_ns += window.saturating_sub(covered + out.not_alive_dur_ns);
+        out
+    }
 }
 
 /// Blocked time of one cause.
@@ -179,6 +285,13 @@ pub struct TaskTime {
     pub blocked_ns: u64,
     /// Part of `blocked_ns` in idle causes.
     pub idle_ns: u64,
+    /// Part of `blocked_ns` in uninterruptible sleep waiting for I/O
+    /// (`io_schedule*` on the stack: the kernel's `in_iowait`).
+    #[serde(default)]
+    pub d_io_ns: u64,
+    /// Part of `blocked_ns` in uninterruptible sleep for anything else.
+    #[serde(default)]
+    pub d_other_ns: u64,
     /// Untraced time, ns.
     pub untraced_ns: u64,
     /// Context switches out.
@@ -207,6 +320,10 @@ pub struct TraceCounts {
     /// late on their CPU); 0 in a healthy trace.
     #[serde(default)]
     pub out_of_order: u64,
+    /// Switch-ins the trace did not record, dated from the CPU time the
+    /// kernel reported as the task ran (`sched_stat_runtime`).
+    #[serde(default)]
+    pub inferred_switch_ins: u64,
 }
 
 /// On-CPU time from the trace against the kernel's own accounting.

@@ -41,6 +41,7 @@ pub struct Decoder {
     wakeup_new: Option<(u16, Field)>,
     fork: Option<Fork>,
     exit: Option<(u16, Field)>,
+    runtime: Option<(u16, Field, Field)>,
     kallsyms: Kallsyms,
     names: HashMap<u64, Frame>,
 }
@@ -92,6 +93,14 @@ impl Decoder {
             wakeup_new: single("sched_wakeup_new", "pid")?,
             fork,
             exit: single("sched_process_exit", "pid")?,
+            runtime: match find(formats, "sched_stat_runtime") {
+                Some(f) => Some((
+                    f.id,
+                    f.require("pid")?.clone(),
+                    f.require("runtime")?.clone(),
+                )),
+                None => None,
+            },
             kallsyms,
             names: HashMap::new(),
         })
@@ -163,6 +172,12 @@ impl Decoder {
             tracker.event(SchedEvent::WakeupNew {
                 ts_ns: rec.ts_ns,
                 pid: f.i64(d) as i32,
+            });
+        } else if let Some((_, pid, runtime)) = self.runtime.as_ref().filter(|(i, _, _)| *i == id) {
+            tracker.event(SchedEvent::Runtime {
+                ts_ns: rec.ts_ns,
+                pid: pid.i64(d) as i32,
+                runtime_ns: runtime.u64(d),
             });
         } else if let Some((_, f)) = self.exit.as_ref().filter(|(i, _)| *i == id) {
             tracker.event(SchedEvent::Exit {

@@ -151,6 +151,16 @@ pub enum SchedEvent<'a> {
         /// The task.
         pid: i32,
     },
+    /// `sched_stat_runtime`: the task ran for `runtime_ns` up to now (at
+    /// a tick, or as it leaves the CPU, just before its switch-out).
+    Runtime {
+        /// Timestamp.
+        ts_ns: u64,
+        /// The task.
+        pid: i32,
+        /// CPU time since the last such event or its switch-in, ns.
+        runtime_ns: u64,
+    },
 }
 
 #[cfg(test)]

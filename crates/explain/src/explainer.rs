@@ -114,6 +114,11 @@ pub fn events(waker_stacks: bool) -> Vec<EventRequest> {
         EventRequest::new("sched", "sched_wakeup_new").optional(),
         EventRequest::new("sched", "sched_process_fork"),
         EventRequest::new("sched", "sched_process_exit"),
+        // A followed task's switch-in from the idle task or a kernel
+        // thread is not recorded under `set_event_pid` on some kernels
+        // (6.18 here: 2 of 130 were); the CPU time the kernel reports as
+        // it runs dates the switch-in the trace missed.
+        EventRequest::new("sched", "sched_stat_runtime").optional(),
     ]
 }
 
@@ -129,7 +134,7 @@ pub struct Explainer {
     /// The instance's `set_event_pid`, appended to by [`Explainer::follow_late`].
     pid_file: PathBuf,
     /// Tasks to follow from now on, for the reader thread's tracker.
-    late: std::sync::mpsc::Sender<(i32, String, u64, Initial)>,
+    late: std::sync::mpsc::Sender<(i32, String, u64, Initial, bool)>,
     /// True once a task outside the root's tree is followed: `wait4` of
     /// the root then says nothing of all the time traced.
     followed_late: bool,
@@ -169,7 +174,7 @@ impl Explainer {
         // a followed thread (iolab tracing itself), event-fork would follow
         // it and the trace would record its own reading.
         let (tx, rx) = std::sync::mpsc::channel::<(TraceSession, Decoder, Tracker)>();
-        let (late, late_rx) = std::sync::mpsc::channel::<(i32, String, u64, Initial)>();
+        let (late, late_rx) = std::sync::mpsc::channel::<(i32, String, u64, Initial, bool)>();
         let stop = Arc::new(AtomicBool::new(false));
         let end_at = Arc::new(AtomicU64::new(0));
         let (stop2, end_at2) = (stop.clone(), end_at.clone());
@@ -208,6 +213,9 @@ impl Explainer {
         );
         let lookup_proc = proc.clone();
         tracker.set_comm_lookup(Box::new(move |pid| procfs::comm(&lookup_proc, pid)));
+        // The root's main thread is the start's, until an app a launcher
+        // started is followed (`follow_late`).
+        tracker.set_main(root_pid);
         let mut schedstat = Vec::new();
         for &tid in &tids {
             // Tasks already running: their phase now, and the stack of a
@@ -264,7 +272,7 @@ impl Explainer {
             // before it next reads the buffer, and the pid filter below is
             // what lets the events in.
             self.late
-                .send((tid, comm, now, initial))
+                .send((tid, comm, now, initial, tid == pid))
                 .map_err(|_| ExplainError::Thread)?;
             if let Some(ns) = procfs::on_cpu_ns(&self.proc, tid) {
                 self.schedstat.push((tid, ns));
@@ -363,13 +371,16 @@ fn run(
     mut session: TraceSession,
     mut decoder: Decoder,
     mut tracker: Tracker,
-    late: &std::sync::mpsc::Receiver<(i32, String, u64, Initial)>,
+    late: &std::sync::mpsc::Receiver<(i32, String, u64, Initial, bool)>,
     stop: &AtomicBool,
     end_at: &AtomicU64,
 ) -> Result<Shared, ExplainError> {
     while !stop.load(Ordering::Relaxed) {
-        for (tid, comm, ts, initial) in late.try_iter() {
+        for (tid, comm, ts, initial, main) in late.try_iter() {
             tracker.follow(tid, &comm, ts, initial);
+            if main {
+                tracker.set_main(tid);
+            }
         }
         session.poll(&mut |r: &iolab_trace::Record| {
             let end = end_at.load(Ordering::Relaxed);
@@ -379,8 +390,11 @@ fn run(
         })?;
         std::thread::sleep(Duration::from_millis(50));
     }
-    for (tid, comm, ts, initial) in late.try_iter() {
+    for (tid, comm, ts, initial, main) in late.try_iter() {
         tracker.follow(tid, &comm, ts, initial);
+        if main {
+            tracker.set_main(tid);
+        }
     }
     let mut feed = |r: &iolab_trace::Record| {
         let end = end_at.load(Ordering::Relaxed);

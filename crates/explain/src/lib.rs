@@ -38,7 +38,10 @@ mod summary;
 pub mod timeline;
 mod wakers;
 
-pub use attribution::{describe_diff, Attribution, CauseDelta, CauseTime, Stall, Totals};
+pub use attribution::{
+    describe_diff, Attribution, CauseDelta, CauseTime, MainThread, Stall, StateSpan, StateSplit,
+    ThreadState, Totals,
+};
 pub use decode::Decoder;
 pub use explainer::{ExplainError, Explainer, ExplainerConfig};
 pub use rules::{Kind, RuleError, RuleSet};

@@ -55,6 +55,22 @@ pub fn is_tracing_frame(name: &str) -> bool {
         || name == "__ftrace_trace_stack"
 }
 
+/// True when a sleep with this stack counts as waiting for I/O: the
+/// kernel's `in_iowait` (what delay accounting's blkio time and `iowait`
+/// count). Only `io_schedule_prepare()` sets it, and only these `__sched`
+/// functions call it, so one of them is on the stack of every such sleep
+/// (they are never inlined: `__sched` puts them in their own section).
+/// Dirty throttling (`balance_dirty_pages` → `io_schedule_timeout`) is
+/// I/O wait by this definition, as it is to the kernel.
+pub fn is_io_wait<S: AsRef<str>>(frames: &[S]) -> bool {
+    frames.iter().any(|f| {
+        matches!(
+            f.as_ref(),
+            "io_schedule" | "io_schedule_timeout" | "mutex_lock_io" | "mutex_lock_io_nested"
+        )
+    })
+}
+
 /// The system call or fault a stack is in, from its outermost frames:
 /// `__x64_sys_fsync` → `fsync`, `asm_exc_page_fault` → `page fault`.
 pub fn syscall_of<S: AsRef<str>>(frames: &[S]) -> Option<String> {
@@ -110,6 +126,22 @@ mod tests {
         assert_ne!(a, c);
         assert_eq!(s.len(), 2);
         assert_eq!(s.get(c).len(), 1);
+    }
+
+    #[test]
+    fn io_wait_is_told_by_the_frames_that_set_in_iowait() {
+        assert!(is_io_wait(&[
+            "io_schedule",
+            "folio_wait_bit_common",
+            "filemap_fault"
+        ]));
+        assert!(is_io_wait(&["io_schedule_timeout", "balance_dirty_pages"]));
+        assert!(!is_io_wait(&[
+            "schedule",
+            "rwsem_down_read_slowpath",
+            "filemap_fault"
+        ]));
+        assert!(!is_io_wait(&["schedule", "do_nanosleep"]));
     }
 
     #[test]

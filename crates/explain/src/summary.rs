@@ -2,7 +2,9 @@
 
 use std::collections::HashMap;
 
-use crate::attribution::{Attribution, CauseTime, StackTime, Stall, TaskTime, WakerTime};
+use crate::attribution::{
+    Attribution, CauseTime, MainThread, StackTime, Stall, TaskTime, WakerTime,
+};
 use crate::rules::Kind;
 use crate::stacks::syscall_of;
 use crate::timeline::Tracker;
@@ -12,6 +14,7 @@ impl Tracker {
     /// tree; `start_ns` is the window start.
     pub fn into_attribution(mut self, root_pid: i32, end_ns: u64) -> Attribution {
         self.close(end_ns);
+        let main = self.main.take();
         let start_ns = self.opts.window_start_ns;
         let ncause = self.rules.rules.len() + 1;
         let kind = |t: &Tracker, i: usize| t.rules.kind(t.cause_of_index(i));
@@ -44,6 +47,8 @@ impl Tracker {
                 preempted_ns: t.preempted_ns,
                 blocked_ns: t.blocked.iter().sum(),
                 idle_ns: idle,
+                d_io_ns: t.d_io_ns,
+                d_other_ns: t.d_other_ns,
                 untraced_ns: t.untraced_ns,
                 switches: t.switches,
                 sleeps: t.sleeps,
@@ -172,6 +177,11 @@ impl Tracker {
             trace: self.counts.clone(),
             on_cpu_check: None,
             rules: self.rules.source.clone(),
+            main_thread: main.map(|(tid, spans)| MainThread {
+                tid,
+                comm: comm_of.get(&tid).copied().unwrap_or("").to_string(),
+                spans,
+            }),
         }
     }
 }

@@ -18,10 +18,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::attribution::TraceCounts;
+use crate::attribution::{StateSpan, ThreadState, TraceCounts};
 use crate::event::{Frame, Leaving, SchedEvent, WakerContext};
 use crate::rules::{CauseId, RuleSet};
-use crate::stacks::{StackId, Stacks};
+use crate::stacks::{is_io_wait, StackId, Stacks};
 use crate::wakers::{waker_group, waker_site};
 
 /// How a task starts being followed.
@@ -64,6 +64,8 @@ pub(crate) struct OpenStall {
     pub(crate) stack: Option<StackId>,
     pub(crate) cause: CauseId,
     pub(crate) wake: Option<Wake>,
+    /// The task slept in `io_schedule*` (the kernel's `in_iowait`).
+    pub(crate) io_wait: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -94,6 +96,10 @@ pub(crate) struct Task {
     pub(crate) untraced_ns: u64,
     /// Blocked time by cause index ([`Tracker::cause_index`]).
     pub(crate) blocked: Vec<u64>,
+    /// Blocked time in uninterruptible sleep waiting for I/O.
+    pub(crate) d_io_ns: u64,
+    /// Blocked time in uninterruptible sleep for anything else.
+    pub(crate) d_other_ns: u64,
     pub(crate) switches: u64,
     pub(crate) sleeps: u64,
     /// A wakeup seen while the task was still running (it had set its
@@ -145,6 +151,8 @@ pub struct Tracker {
     pub(crate) counts: TraceCounts,
     waker_names: HashMap<i32, Arc<str>>,
     lookup: Option<CommLookup>,
+    /// The main thread, and every interval of its life by state.
+    pub(crate) main: Option<(i32, Vec<StateSpan>)>,
 }
 
 impl Tracker {
@@ -163,6 +171,31 @@ impl Tracker {
             counts: TraceCounts::default(),
             waker_names: HashMap::new(),
             lookup: None,
+            main: None,
+        }
+    }
+
+    /// Records the state intervals of `tid` (the start's main thread)
+    /// from now on, instead of any earlier one's.
+    pub fn set_main(&mut self, tid: i32) {
+        if self.main.as_ref().is_none_or(|(m, _)| *m != tid) {
+            self.main = Some((tid, Vec::new()));
+        }
+    }
+
+    /// Notes that `tid` was in `state` from `from` to `to` (inside the
+    /// window), when it is the main thread.
+    fn mark(&mut self, tid: i32, state: ThreadState, from: u64, to: u64) {
+        let from = from.max(self.opts.window_start_ns);
+        if let Some((m, spans)) = &mut self.main {
+            if *m == tid && to > from {
+                match spans.last_mut() {
+                    // One sleep's blocked part ends where its runnable
+                    // part begins: adjacent equal states merge.
+                    Some(last) if last.2 == state && last.1 == from => last.1 = to,
+                    _ => spans.push(StateSpan(from, to, state)),
+                }
+            }
         }
     }
 
@@ -198,6 +231,8 @@ impl Tracker {
                 preempted_ns: 0,
                 untraced_ns: 0,
                 blocked: Vec::new(),
+                d_io_ns: 0,
+                d_other_ns: 0,
                 switches: 0,
                 sleeps: 0,
                 pending: None,
@@ -260,6 +295,7 @@ impl Tracker {
     }
 
     fn open_stall(&mut self, ts_ns: u64, state: char, frames: Option<Vec<Frame>>) -> OpenStall {
+        let io_wait = frames.as_deref().is_some_and(is_io_wait);
         let stack = frames.map(|f| self.stacks.intern(f));
         let cause = match stack {
             Some(id) => match self.causes_of.get(&id) {
@@ -281,6 +317,7 @@ impl Tracker {
             stack,
             cause,
             wake: None,
+            io_wait,
         }
     }
 
@@ -344,6 +381,11 @@ impl Tracker {
                     }
                 }
             }
+            SchedEvent::Runtime {
+                ts_ns,
+                pid,
+                runtime_ns,
+            } => self.ran(ts_ns, pid, runtime_ns),
             SchedEvent::Exit { ts_ns, pid } => {
                 if let Some(t) = self.tasks.get_mut(&pid) {
                     t.end_ns.get_or_insert(ts_ns);
@@ -394,12 +436,19 @@ impl Tracker {
             t.comm = comm.to_string();
         }
         match std::mem::replace(&mut t.phase, Phase::Dead) {
-            Phase::Running(since) => t.on_cpu_ns += self.span(since, ts),
-            Phase::Unknown(since) => t.untraced_ns += self.span(since, ts),
+            Phase::Running(since) => {
+                t.on_cpu_ns += self.span(since, ts);
+                self.mark(tid, ThreadState::Running, since, ts);
+            }
+            Phase::Unknown(since) => {
+                t.untraced_ns += self.span(since, ts);
+                self.mark(tid, ThreadState::Untraced, since, ts);
+            }
             Phase::Held => {}
             Phase::Runnable(since, stall) => {
                 self.counts.inconsistent += 1;
                 t.untraced_ns += self.span(since, ts);
+                self.mark(tid, ThreadState::Untraced, since, ts);
                 if let Some(s) = stall {
                     self.finish_stall(&mut t, s, ts, false);
                 }
@@ -407,6 +456,7 @@ impl Tracker {
             Phase::Blocked(since, stall) => {
                 self.counts.inconsistent += 1;
                 t.untraced_ns += self.span(since, ts);
+                self.mark(tid, ThreadState::Untraced, since, ts);
                 self.finish_stall(&mut t, stall, ts, false);
             }
             Phase::Dead => {}
@@ -443,6 +493,7 @@ impl Tracker {
             Phase::Runnable(since, stall) => {
                 let d = self.span(since, ts);
                 t.runnable_ns += d;
+                self.mark(tid, ThreadState::Runnable, since, ts);
                 match stall {
                     Some(s) => self.finish_stall(&mut t, s, ts, false),
                     None => t.preempted_ns += d,
@@ -457,6 +508,7 @@ impl Tracker {
                 let wake_ts = stall.wake.as_ref().map_or(ts, |w| w.ts_ns).min(ts);
                 self.add_blocked(&mut t, &stall, wake_ts);
                 t.runnable_ns += self.span(wake_ts, ts);
+                self.mark(tid, ThreadState::Runnable, wake_ts, ts);
                 if let Some(w) = stall.wake.as_mut() {
                     w.ts_ns = wake_ts;
                 } else {
@@ -471,12 +523,34 @@ impl Tracker {
             Phase::Running(since) => {
                 self.counts.inconsistent += 1;
                 t.untraced_ns += self.span(since, ts);
+                self.mark(tid, ThreadState::Untraced, since, ts);
             }
-            Phase::Unknown(since) => t.untraced_ns += self.span(since, ts),
+            Phase::Unknown(since) => {
+                t.untraced_ns += self.span(since, ts);
+                self.mark(tid, ThreadState::Untraced, since, ts);
+            }
             Phase::Held | Phase::Dead => {}
         }
         t.phase = Phase::Running(ts);
         self.tasks.insert(tid, t);
+    }
+
+    /// The task ran for `runtime` up to `ts`: when the trace has it
+    /// runnable (or unknown), its switch-in was not recorded, and it is
+    /// dated `runtime` before now (never before the runnable phase began).
+    fn ran(&mut self, ts: u64, tid: i32, runtime: u64) {
+        let since = match self.tasks.get(&tid).map(|t| &t.phase) {
+            Some(Phase::Runnable(since, _) | Phase::Unknown(since)) => *since,
+            _ => return,
+        };
+        let comm = self
+            .tasks
+            .get(&tid)
+            .map(|t| t.comm.clone())
+            .unwrap_or_default();
+        let at = ts.saturating_sub(runtime).clamp(since, ts);
+        self.counts.inferred_switch_ins += 1;
+        self.switch_in(at, tid, &comm);
     }
 
     fn waking(&mut self, ts: u64, tid: i32, wake: Wake) {
@@ -495,6 +569,7 @@ impl Tracker {
             }
             Phase::Unknown(since) => {
                 t.untraced_ns += self.span(since, ts);
+                self.mark(tid, ThreadState::Untraced, since, ts);
                 Phase::Runnable(ts, None)
             }
             Phase::Held => {
@@ -507,12 +582,25 @@ impl Tracker {
         self.tasks.insert(tid, t);
     }
 
-    fn add_blocked(&self, t: &mut Task, stall: &OpenStall, until: u64) {
+    fn add_blocked(&mut self, t: &mut Task, stall: &OpenStall, until: u64) {
         let i = self.cause_index(stall.cause);
         if t.blocked.len() <= i {
             t.blocked.resize(i + 1, 0);
         }
-        t.blocked[i] += self.span(stall.start_ns, until);
+        let d = self.span(stall.start_ns, until);
+        t.blocked[i] += d;
+        let state = match (stall.state, stall.io_wait) {
+            ('D', true) => {
+                t.d_io_ns += d;
+                ThreadState::UninterruptibleIo
+            }
+            ('D', false) => {
+                t.d_other_ns += d;
+                ThreadState::UninterruptibleOther
+            }
+            _ => ThreadState::Sleeping,
+        };
+        self.mark(t.tid, state, stall.start_ns, until);
     }
 
     /// Records a stall whose blocked part was already added to the task.
@@ -561,10 +649,14 @@ impl Tracker {
             };
             let end = t.end_ns.unwrap_or(end_ns).min(end_ns).max(t.start_ns);
             match std::mem::replace(&mut t.phase, Phase::Dead) {
-                Phase::Running(since) => t.on_cpu_ns += self.span(since, end),
+                Phase::Running(since) => {
+                    t.on_cpu_ns += self.span(since, end);
+                    self.mark(tid, ThreadState::Running, since, end);
+                }
                 Phase::Runnable(since, stall) => {
                     let d = self.span(since, end);
                     t.runnable_ns += d;
+                    self.mark(tid, ThreadState::Runnable, since, end);
                     match stall {
                         Some(s) => self.finish_stall(&mut t, s, end, false),
                         None => t.preempted_ns += d,
@@ -574,7 +666,10 @@ impl Tracker {
                     self.add_blocked(&mut t, &stall, end);
                     self.finish_stall(&mut t, stall, end, true);
                 }
-                Phase::Unknown(since) => t.untraced_ns += self.span(since, end),
+                Phase::Unknown(since) => {
+                    t.untraced_ns += self.span(since, end);
+                    self.mark(tid, ThreadState::Untraced, since, end);
+                }
                 Phase::Held | Phase::Dead => {}
             }
             t.end_ns = Some(end);

@@ -315,3 +315,65 @@ proptest::proptest! {
         proptest::prop_assert_eq!(by_cause, a.blocked_ns);
     }
 }
+
+/// The main thread's intervals by state: D-state sleeps with
+/// `io_schedule*` on the stack are I/O (dirty throttling is, as to the
+/// kernel), other D-state sleeps are not, S is sleeping; they tile its
+/// life, and `split` over a window sums to the window.
+#[test]
+fn the_main_thread_is_split_by_state_and_tiles_its_life() {
+    let mut t = tracker(0);
+    t.set_main(10);
+    t.follow(10, "app", 0, Initial::Unknown);
+    t.event(sw(0, 1, 1, 10, None)); // running from 0
+    t.event(sw(10 * MS, 10, 2, 1, frames(DIRTY))); // D, io_schedule_timeout
+    t.event(wake(30 * MS, 10, 500));
+    t.event(sw(31 * MS, 1, 1, 10, None)); // 1 ms runnable
+    t.event(sw(40 * MS, 10, 2, 1, frames(JOURNAL))); // D, not I/O
+    t.event(wake(55 * MS, 10, 500));
+    t.event(sw(55 * MS, 1, 1, 10, None));
+    t.event(sw(60 * MS, 10, 1, 1, frames(&["schedule", "do_nanosleep"]))); // S
+    t.event(wake(80 * MS, 10, 0));
+    t.event(sw(82 * MS, 1, 1, 10, None));
+    let a = t.into_attribution(10, 100 * MS);
+    let m = a.main_thread.as_ref().unwrap();
+    let s = m.split(0, 100 * MS);
+    assert_eq!(s.running_dur_ns, (10 + 9 + 5 + 18) * MS);
+    assert_eq!(s.runnable_dur_ns, 3 * MS);
+    assert_eq!(s.uninterruptible_io_sleep_dur_ns, 20 * MS);
+    assert_eq!(s.uninterruptible_non_io_sleep_dur_ns, 15 * MS);
+    assert_eq!(s.interruptible_sleep_dur_ns, 20 * MS);
+    assert_eq!(s.untraced_dur_ns + s.not_alive_dur_ns, 0);
+    assert_eq!(s.total_ns(), 100 * MS);
+    let task = &a.tasks[0];
+    assert_eq!((task.d_io_ns, task.d_other_ns), (20 * MS, 15 * MS));
+    // A window that begins before the thread: the gap is not alive.
+    let w = m.split(0, 50 * MS);
+    assert_eq!(w.total_ns(), 50 * MS);
+}
+
+/// A switch-in the trace did not record (a followed task's, from the idle
+/// task, on some kernels): the CPU time the kernel reports as the task
+/// runs dates it, instead of an inconsistent, untraced interval.
+#[test]
+fn a_missing_switch_in_is_dated_by_the_runtime_the_kernel_reports() {
+    let mut t = tracker(0);
+    t.follow(10, "app", 0, Initial::Unknown);
+    t.event(sw(0, 1, 1, 10, None));
+    t.event(sw(10 * MS, 10, 2, 1, frames(DIRTY)));
+    t.event(wake(30 * MS, 10, 0));
+    // Its switch-in at 32 ms is missing; at its switch-out at 40 ms the
+    // kernel says it ran 8 ms.
+    t.event(SchedEvent::Runtime {
+        ts_ns: 40 * MS,
+        pid: 10,
+        runtime_ns: 8 * MS,
+    });
+    t.event(sw(40 * MS, 10, 1, 1, frames(&["schedule", "do_nanosleep"])));
+    let a = t.into_attribution(10, 40 * MS);
+    assert_eq!(a.trace.inconsistent, 0);
+    assert_eq!(a.trace.inferred_switch_ins, 1);
+    assert_eq!(a.on_cpu_ns, 18 * MS);
+    assert_eq!(a.runnable_ns, 2 * MS);
+    assert_eq!(a.untraced_ns, 0);
+}

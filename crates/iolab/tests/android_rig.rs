@@ -488,6 +488,46 @@ fn over_adb_an_activity_in_place_is_cold_its_app_gets_the_ioprio_and_compile_is_
         out.contains("did not take") && out.contains("rc=2"),
         "{out}"
     );
+    // Warm against hot starts of the same app: warm is a new process
+    // (force-stopped, zygote forks it, am says COLD), hot only brings the
+    // live one back from home (am says HOT, nothing forked): faster, by
+    // am's own TotalTime.
+    let modes = |mode: &str| -> Vec<Value> {
+        let out = rig.ok(&format!(
+            "./iolab-bin startup --am-start com.example.iolab.rigapp/.Main --in /data/local/tmp/app \
+             --schedulers none --workloads idle --reps 3 --start-mode {mode} --db {mode}.db --json"
+        ));
+        let id = serde_json::from_str::<Value>(&out).unwrap()["experiment"]["id"]
+            .as_u64()
+            .unwrap();
+        let e: Value = serde_json::from_str(
+            &rig.ok(&format!("./iolab-bin results --db {mode}.db export {id}")),
+        )
+        .unwrap();
+        e["runs"].as_array().unwrap().clone()
+    };
+    let warm = modes("warm");
+    let hot = modes("hot");
+    let ms = |r: &Value| r["duration_ns"].as_f64().unwrap() / 1e6;
+    for (runs, state) in [(&warm, "COLD"), (&hot, "HOT")] {
+        assert_eq!(runs.len(), 3);
+        for r in runs {
+            assert_eq!(r["outcome"], "ok", "{r}");
+            assert_eq!(
+                r["extra"]["am_start"]["result"]["launch_state"], state,
+                "{r}"
+            );
+            // The app's process was found: forked (warm) or alive (hot).
+            assert!(r["extra"]["app_process"]["pid"].as_i64().is_some(), "{r}");
+        }
+    }
+    let slowest_hot = hot.iter().map(ms).fold(0.0, f64::max);
+    let fastest_warm = warm.iter().map(ms).fold(f64::MAX, f64::min);
+    eprintln!("hot ≤ {slowest_hot} ms, warm ≥ {fastest_warm} ms");
+    assert!(
+        slowest_hot < fastest_warm,
+        "hot {slowest_hot} ms, warm {fastest_warm} ms"
+    );
 }
 
 #[test]

@@ -123,6 +123,40 @@ fn in_place_on_dm_crypt_and_f2fs_stacks_in_a_guest() {
         "/data (f2fs) → dm-2 (linear userdata) → vda2 → vda",
     );
 
+    // On Debian's kernel, whose delay accounting is sound, the main
+    // thread's D-state I/O from iolab's trace agrees with the kernel's
+    // blkio delay of the same thread over the same span (taskstats),
+    // within 10 % or 5 ms, on starts with at least 100 ms of it.
+    assert_eq!(
+        read(&out, "delayacct.rc").trim(),
+        "0",
+        "{}",
+        read(&out, "delayacct.err")
+    );
+    let runs = json(&out, "delayacct.json")["runs"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let mut checked = 0;
+    for r in &runs {
+        let d = &r["extra"]["observed"]["explain"]["main_thread"]["delayacct"];
+        let traced = d["traced_io_ns"].as_f64().unwrap();
+        let kernel = d["blkio_delay_ns"].as_f64().unwrap();
+        eprintln!("guest: traced D-state I/O {traced} ns, delayacct blkio {kernel} ns");
+        assert_eq!(d["credible"], true, "{d}");
+        if traced >= 100e6 {
+            checked += 1;
+            assert!(
+                (traced - kernel).abs() <= (0.1 * kernel).max(5e6),
+                "traced {traced} ns against the kernel's {kernel} ns: {d}"
+            );
+        }
+    }
+    assert!(
+        checked >= 1,
+        "no start with 100 ms of D-state I/O: {runs:?}"
+    );
+
     // SIGKILLed mid-load: the scheduler stayed switched and the scratch
     // directory stayed, until the next run (`iolab restore`) put back
     // exactly the state before; every start it had reported is stored.

@@ -989,6 +989,56 @@ fn trace_cpu_and_explain_are_stored_with_every_start() {
         // page-cache reads (the idle start has nothing else to wait for).
         let a = &of("explain")["json"];
         assert_eq!(a["trace"]["lost"], 0, "{}", a["trace"]);
+        // The main thread (cat's) by state covers the measured start:
+        // the five states sum to its duration within 2 %.
+        let m = &r["extra"]["observed"]["explain"]["main_thread"];
+        let split = &m["by_task_state"];
+        let known: u64 = [
+            "running_dur_ns",
+            "runnable_dur_ns",
+            "uninterruptible_io_sleep_dur_ns",
+            "uninterruptible_non_io_sleep_dur_ns",
+            "interruptible_sleep_dur_ns",
+        ]
+        .iter()
+        .map(|k| split[k].as_u64().unwrap())
+        .sum();
+        let dur_ns = r["duration_ns"].as_u64().unwrap() as f64;
+        assert!(
+            (known as f64 - dur_ns).abs() <= 0.02 * dur_ns,
+            "states sum to {known} ns of a {dur_ns} ns start: {m}\ntrace: {}\ntasks: {}",
+            a["trace"],
+            a["tasks"]
+        );
+        // Its I/O waits against the kernel's delay accounting of the same
+        // thread over the same span (taskstats at release and at exit): a
+        // cold 8 MiB read at 20 MiB/s waits 100s of ms. Where the kernel's
+        // figure is credible (no more than the thread lived) they agree
+        // within 10 % or 5 ms; this host's 6.18 kernel reports more than
+        // that at times, which iolab flags (Debian's kernel, which does
+        // not, is checked in tests/guest_stacks.rs).
+        let d = &m["delayacct"];
+        let traced = d["traced_io_ns"].as_u64().unwrap() as f64;
+        let kernel = d["blkio_delay_ns"].as_u64().unwrap() as f64;
+        let lived = d["lived_ns"].as_u64().unwrap() as f64;
+        assert!(traced >= 100e6, "{m}");
+        assert!(d["blkio_count"].as_u64().unwrap() > 0, "{d}");
+        assert_eq!(
+            d["credible"].as_bool().unwrap(),
+            kernel <= lived * 1.02 + 1e6,
+            "{d}"
+        );
+        if d["credible"] == true {
+            assert!(
+                (traced - kernel).abs() <= (0.1 * kernel).max(5e6),
+                "traced D-state I/O {traced} ns against delayacct blkio {kernel} ns: {d}"
+            );
+        }
+        // Most of it is the start's own, and it is named as such.
+        assert!(
+            split["uninterruptible_io_sleep_dur_ns"].as_u64().unwrap() as f64 >= 0.5 * traced,
+            "{m}"
+        );
         let wall = a["wall_ns"].as_u64().unwrap() as f64;
         let dur = r["duration_ns"].as_u64().unwrap() as f64;
         assert!(
@@ -1021,4 +1071,133 @@ fn trace_cpu_and_explain_are_stored_with_every_start() {
         .find(|l| l.starts_with("mq-deadline"))
         .unwrap_or_else(|| panic!("no causes table:\n{show}"));
     assert!(line.contains(" 1w ") && line.contains(" s"), "{line}");
+    // And the main thread by state, per cell.
+    assert!(
+        show.contains("main thread by state") && show.contains("D (I/O)"),
+        "{show}"
+    );
+}
+
+/// `--start-mode warm` against cold on the demo's app (`iolab app`, its
+/// files prepared in the lab): a warm start is a new process whose files
+/// are still cached, so it reads (nearly) nothing from the device (the
+/// device's own counters, over each start) and is faster than every cold
+/// start; its first, priming start is not stored.
+#[test]
+fn warm_starts_read_nothing_from_the_device_and_beat_cold_ones() {
+    if !root_or_skip("warm_starts_read_nothing_from_the_device_and_beat_cold_ones") {
+        return;
+    }
+    let _m = machine();
+    let b = Bench::new("st-warm");
+    let iolab = env!("CARGO_BIN_EXE_iolab");
+    let prepare = format!("{iolab} app --prepare --scale 0.25 --dir {{dir}}/app");
+    let run = |mode: &str| {
+        let out = b.startup(
+            &[
+                "--bw",
+                "40MiB/s",
+                "--schedulers",
+                "none",
+                "--workloads",
+                "idle",
+                "--start-mode",
+                mode,
+                "--prepare",
+                &prepare,
+                "--json",
+            ],
+            &[iolab, "app", "--dir", "{dir}/app"],
+        );
+        ok(&out);
+        let e = b.export(id_of(&json_of(&out.stdout)));
+        let runs = e["runs"].as_array().unwrap().clone();
+        assert_eq!(runs.len(), 2, "{mode}: two stored starts, no priming one");
+        for r in &runs {
+            assert_eq!(r["outcome"], "ok", "{r}");
+            assert_eq!(r["config"]["start_mode"], mode, "{r}");
+        }
+        runs
+    };
+    let cold = run("cold");
+    let warm = run("warm");
+    let read = |r: &Value| r["extra"]["device_read_bytes"].as_u64().unwrap();
+    for r in &cold {
+        assert!(read(r) >= 4 << 20, "a cold start read {} B", read(r));
+    }
+    for r in &warm {
+        assert!(read(r) < 1 << 20, "a warm start read {} B", read(r));
+    }
+    let slowest_warm = warm.iter().map(secs).fold(0.0, f64::max);
+    let fastest_cold = cold.iter().map(secs).fold(f64::MAX, f64::min);
+    eprintln!("warm ≤ {slowest_warm:.3} s, cold ≥ {fastest_cold:.3} s");
+    assert!(slowest_warm < fastest_cold, "warm {warm:?}\ncold {cold:?}");
+}
+
+#[test]
+fn start_modes_that_cannot_hold_are_usage_errors() {
+    let b = Bench::new("st-modes");
+    let line = usage_error(&b, &["--start-mode", "hot", "--", "true"]);
+    assert!(
+        line.contains("--start-mode hot") && line.contains("warm"),
+        "{line}"
+    );
+    let line = usage_error(
+        &b,
+        &[
+            "--start-mode",
+            "warm",
+            "--cold",
+            "drop-caches",
+            "--",
+            "true",
+        ],
+    );
+    assert!(line.contains("--cold drop-caches"), "{line}");
+}
+
+/// `--full-ready-line`: each start stores its initial display (the ready
+/// line, still the start-up time) and its full display (the second line,
+/// 300 ms later by the target's own sleep), and the report gives both.
+#[test]
+fn initial_and_full_display_are_stored_per_start() {
+    if !root_or_skip("initial_and_full_display_are_stored_per_start") {
+        return;
+    }
+    let _m = machine();
+    let b = Bench::new("st-ttfd");
+    let out = b.startup(
+        &[
+            "--schedulers",
+            "none",
+            "--workloads",
+            "idle",
+            "--cold",
+            "none",
+            "--ready-line",
+            "^displayed",
+            "--full-ready-line",
+            "^fully drawn",
+            "--json",
+        ],
+        &["sh", "-c", "echo displayed; sleep 0.3; echo fully drawn; sleep 30"],
+    );
+    ok(&out);
+    let id = id_of(&json_of(&out.stdout));
+    let e = b.export(id);
+    for r in e["runs"].as_array().unwrap() {
+        let ttid = r["extra"]["ttid_ns"].as_u64().unwrap();
+        let ttfd = r["extra"]["ttfd_ns"].as_u64().unwrap();
+        assert_eq!(ttid, r["duration_ns"].as_u64().unwrap(), "{r}");
+        assert!(ttfd >= ttid + 300_000_000 && ttfd < ttid + 5_000_000_000, "{r}");
+    }
+    let show = b
+        .cmd()
+        .args(["results", "show", &id.to_string(), "--db"])
+        .arg(&b.db)
+        .output()
+        .unwrap();
+    ok(&show);
+    let show = text(&show.stdout);
+    assert!(show.contains("time to initial / full display"), "{show}");
 }

@@ -24,6 +24,7 @@ pub mod say;
 pub mod shaping;
 pub mod signatures;
 pub mod stack;
+pub mod taskstats;
 pub mod text;
 pub mod units;
 

@@ -35,6 +35,15 @@ echo "== laptop"
 make_laptop
 run_in laptop /home/user
 
+echo "== delayacct: the main thread's D-state I/O against the kernel's delay accounting"
+# dd is the main thread and does the reads itself (cold, through dm-crypt);
+# Debian's kernel accounts blkio soundly (the host's 6.18 did not).
+iolab startup --in /home/user --schedulers mq-deadline --workloads idle --reps 2 --warmup 0 \
+    --timeout 60 --explain --progress plain --db "$R/delayacct.db" \
+    -- dd if=/home/user/app/data of=/dev/null bs=1M > /dev/null 2> "$R/delayacct.err"
+echo $? > "$R/delayacct.rc"
+iolab results export 1 --format json --db "$R/delayacct.db" > "$R/delayacct.json" 2>> "$R/delayacct.err"
+
 echo "== fault: SIGKILL during the loaded cell's second start"
 state > "$R/fault.state-before"
 iolab startup --in /home/user --schedulers bfq --workloads idle,1r --reps 3 --warmup 1 \

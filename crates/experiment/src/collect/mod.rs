@@ -14,6 +14,8 @@
 mod bio;
 mod cpu;
 mod explain;
+pub mod main_thread;
+pub use explain::delay_accounting;
 mod sched;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -59,6 +61,9 @@ pub struct Tuning {
 pub struct RunEnd {
     /// CPU time of the target's whole tree (wait4), ns.
     pub target_cpu_ns: Option<u64>,
+    /// The start's measured window, CLOCK_MONOTONIC ns (launch to ready,
+    /// or to the timeout); `None` for a run without a target.
+    pub window_ns: Option<(u64, u64)>,
 }
 
 /// What a collector returns.

@@ -149,6 +149,16 @@ fn reps(
     let cell_name = format!("{} {}", cell.scheduler, cell.workload);
     // Starts made here, and the last of those that did not begin cold.
     let (mut made, mut not_cold) = (0usize, Vec::<String>::new());
+    let to_do = cell.reps.iter().any(|&rep| {
+        !ctx.done
+            .contains(&RunKey::new(&cell.scheduler, &cell.workload, rep))
+    });
+    if st.cfg.start_mode != super::StartMode::Cold && to_do {
+        if iolab_guard::stop_requested() {
+            return Ok(CellEnd::Interrupted);
+        }
+        super::start::prime(st, ctx)?;
+    }
     for &rep in &cell.reps {
         let variants = match &st.prefetcher {
             Some(p) => p.variants(&cell.workload, rep),

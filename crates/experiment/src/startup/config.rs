@@ -37,6 +37,39 @@ pub enum Cold {
     None,
 }
 
+/// What state each measured start begins from (Macrobenchmark's
+/// StartupMode, as the issue tracker's users read it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum StartMode {
+    /// The process is new and its files are not cached: the cold step
+    /// (`--cold`) before every start; an activity's app is force-stopped.
+    #[default]
+    Cold,
+    /// The process is new but its files are cached: no cold step, and one
+    /// unmeasured priming start per cell first; an activity's app is
+    /// force-stopped before each start (am reports these as COLD launches:
+    /// a new process).
+    Warm,
+    /// The process and its activity are alive and only brought back: one
+    /// unmeasured priming start per cell, then before each start the app
+    /// is sent home (`input keyevent KEYCODE_HOME`) and started again with
+    /// `am start -W` without `-S` (am reports HOT). An activity only: a
+    /// command's process cannot be kept and brought back.
+    Hot,
+}
+
+impl StartMode {
+    /// `cold`, `warm`, `hot`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StartMode::Cold => "cold",
+            StartMode::Warm => "warm",
+            StartMode::Hot => "hot",
+        }
+    }
+}
+
 /// When a start counts as finished.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
@@ -129,6 +162,14 @@ pub struct StartupConfig {
     /// start's leftovers are gone and its dirty data is written back.
     #[serde(default)]
     pub pause_s: Option<f64>,
+    /// Cold, warm or hot starts (cold before this existed).
+    #[serde(default)]
+    pub start_mode: StartMode,
+    /// A second output line marking full display (`--full-ready-line`):
+    /// the ready criterion's time is the initial display, this line's
+    /// the full one; both are stored with every start.
+    #[serde(default)]
+    pub full_ready_line: Option<String>,
 }
 
 /// Default warm-up for a scheduler. BFQ weight-raises newly started
@@ -217,8 +258,53 @@ impl StartupConfig {
                 })?;
             }
         }
+        self.check_start_mode()?;
+        if let Some(regex) = &self.full_ready_line {
+            if let Target::Activity { .. } = &self.target {
+                return Err(UsageError::new(
+                    "--full-ready-line reads the target's output; an activity's full display is its `Fully drawn` logcat line: use --ready-logcat 'Fully drawn PKG' (am's TotalTime is kept as the initial display)",
+                ));
+            }
+            Regex::new(regex).map_err(|e| {
+                UsageError::new(format!(
+                    "--full-ready-line {regex:?} is not a valid regex: {e}"
+                ))
+            })?;
+        }
         self.observe.check(true, "startup")?;
         self.target.check_shape()
+    }
+
+    /// A warm or hot start keeps the caches (no cold step, no prefetch);
+    /// only an activity can be brought back hot.
+    fn check_start_mode(&self) -> Result<(), UsageError> {
+        let mode = self.start_mode;
+        if mode == StartMode::Cold {
+            return Ok(());
+        }
+        if self.cold != Cold::None {
+            return Err(UsageError::new(format!(
+                "--start-mode {} keeps the target's files cached, but --cold {} empties the cache before each start: drop --cold (or use --start-mode cold)",
+                mode.as_str(),
+                match self.cold {
+                    Cold::DropCaches => "drop-caches",
+                    Cold::Evict => "evict",
+                    Cold::None => "none",
+                }
+            )));
+        }
+        if self.prefetch.is_some() {
+            return Err(UsageError::new(format!(
+                "--prefetch reads a cold start's files in ahead; a {} start has them cached already: drop --prefetch or use --start-mode cold",
+                mode.as_str()
+            )));
+        }
+        if mode == StartMode::Hot && !matches!(self.target, Target::Activity { .. }) {
+            return Err(UsageError::new(
+                "--start-mode hot brings a live activity back to the front, and a command's process cannot be kept and brought back: use --start-mode warm (a new process, files cached) or an --am-start target",
+            ));
+        }
+        Ok(())
     }
 
     /// A configuration as v5 stored it (`command` and `am_start` instead
@@ -275,6 +361,8 @@ pub(crate) mod tests {
             observe: Default::default(),
             memory_pressure: None,
             pause_s: None,
+            start_mode: StartMode::Cold,
+            full_ready_line: None,
         }
     }
 

@@ -18,7 +18,7 @@ mod start;
 use iolab_results::ExperimentKind;
 use serde_json::Value;
 
-pub use config::{Cold, ReadyWhen, StartupConfig};
+pub use config::{Cold, ReadyWhen, StartMode, StartupConfig};
 pub use prefetch::{PrefetchConfig, PrefetchMode, PrefetchSource};
 
 use crate::engine::{Body, Cell, CellContext, CellEnd, Setup, StoredRuns};
@@ -126,6 +126,11 @@ impl Body for Startup {
             guard.set_queue_attr(&place.fs_dev, "read_ahead_kb", &ra.to_string())?;
         }
         let spec = launch_spec(&cfg, &target)?;
+        if cfg.observe.has("explain") {
+            // Before any target is forked: the kernel accounts a task's
+            // delays only if it was on when the task was forked.
+            crate::collect::delay_accounting(guard);
+        }
         let stored_list = s
             .resumed
             .and_then(|c| c.get("prefetch_list"))
@@ -259,7 +264,7 @@ fn launch_spec(cfg: &StartupConfig, target: &Target) -> Result<LaunchSpec, Exper
         }),
     };
     Ok(LaunchSpec {
-        argv: target.argv(),
+        argv: target.argv_for(cfg.start_mode),
         ready,
         timeout: cfg.timeout(),
         ioprio: cfg.target_ioprio,
@@ -268,6 +273,15 @@ fn launch_spec(cfg: &StartupConfig, target: &Target) -> Result<LaunchSpec, Exper
         app: match target {
             Target::Activity { am, .. } => Some(am.package().to_string()),
             _ => None,
+        },
+        app_live: cfg.start_mode == config::StartMode::Hot,
+        full_line: match &cfg.full_ready_line {
+            Some(re) => Some(regex::Regex::new(re).map_err(|e| {
+                iolab_sys::UsageError::new(format!(
+                    "--full-ready-line {re:?} is not a valid regex: {e}"
+                ))
+            })?),
+            None => None,
         },
     })
 }

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::background::Background;
 use super::cold::make_cold;
-use super::config::Cold;
+use super::config::{Cold, StartMode};
 use super::files::{self, ColdCheck};
 use super::prefetch::{PrefetchMode, Prefetcher};
 use super::Startup;
@@ -84,8 +84,14 @@ pub(super) fn start(
     if let Some(why) = settled.problem() {
         ctx.progress.note(&why);
     }
-    if cfg.cold != Cold::None {
-        st.target.stop()?;
+    // A cold or warm start is a new process: an activity's app, which
+    // outlives `am start`, is stopped first. A hot start brings it back
+    // from the background instead.
+    match cfg.start_mode {
+        StartMode::Hot => st.target.to_background()?,
+        StartMode::Warm => st.target.stop()?,
+        StartMode::Cold if cfg.cold != Cold::None => st.target.stop()?,
+        StartMode::Cold => {}
     }
     let files = match (cfg.cold, cfg.memory_pressure) {
         (Cold::None, None) => Vec::new(),
@@ -154,6 +160,10 @@ pub(super) fn start(
     let load_after = bg.map(Background::io);
     let end = RunEnd {
         target_cpu_ns: outcome.usage.map(|u| u.user_ns + u.sys_ns),
+        window_ns: Some((
+            outcome.started_mono_ns,
+            outcome.started_mono_ns + outcome.duration_ns,
+        )),
     };
     let observed = match observers {
         Some(o) => o?.stop(&end)?,
@@ -186,6 +196,21 @@ pub(super) fn start(
     if outcome.interrupted {
         return Ok((StartEnd::Interrupted, None));
     }
+    // Initial and full display, where the target has them: an activity's
+    // TotalTime (am's) and its --ready-logcat line (reportFullyDrawn); a
+    // command's ready criterion and its --full-ready-line.
+    let timed = outcome.failure.is_none() && !outcome.censored;
+    let (ttid_ns, ttfd_ns) = match &am {
+        Some(a) => (
+            a.pointer("/result/total_ms")
+                .and_then(serde_json::Value::as_u64)
+                .map(|ms| ms * 1_000_000),
+            a.get("logcat")
+                .filter(|l| !l.is_null())
+                .map(|_| outcome.duration_ns),
+        ),
+        None => (timed.then_some(outcome.duration_ns), outcome.full_ready_ns),
+    };
     // What the load itself read and wrote during the start, by its own
     // counters (so a target doing I/O on any disk, this one included,
     // neither adds to it nor cancels it); none in an idle cell. The
@@ -242,6 +267,7 @@ pub(super) fn start(
         "iosched_tunables": c.all_tunables,
         "warmup_s": cfg.warmup(&cell.scheduler).as_secs_f64(),
         "cold": cfg.cold,
+        "start_mode": cfg.start_mode,
         "target_ioprio": cfg.target_ioprio,
         "target_nice": cfg.target_nice,
         "load_ioprio": cfg.load_ioprio,
@@ -257,6 +283,8 @@ pub(super) fn start(
         "target": to_json("the target's resource use", &outcome.usage)?,
         "exit_ns": outcome.exit_ns,
         "ready_ns": outcome.ready_ns,
+        "ttid_ns": ttid_ns.filter(|_| timed),
+        "ttfd_ns": ttfd_ns.filter(|_| timed),
         "failed": outcome.failed(),
         "output_tail": if outcome.failed() { outcome.output_tail.clone() } else { String::new() },
         "memory_pressure": to_json("the memory pressure report", &pressure)?,
@@ -318,4 +346,32 @@ pub(super) fn start(
         return Ok((StartEnd::NotCold(why), Some(run_id)));
     }
     Ok((StartEnd::Stored, Some(run_id)))
+}
+
+/// A warm or hot cell's first start, unmeasured: it leaves the target's
+/// files cached (warm) or its activity alive in the background (hot), as
+/// Macrobenchmark's priming iteration does. Not stored: it is no sample of
+/// the cell, and it ran with the cell's load already going.
+pub(super) fn prime(st: &Startup, ctx: &mut CellContext<'_>) -> Result<(), ExperimentError> {
+    st.target.stop()?;
+    let spec = crate::launch::LaunchSpec {
+        argv: st.target.argv(),
+        app_live: false,
+        ..st.spec.clone()
+    };
+    let outcome = launch::launch(ctx.guard, &spec)?;
+    ctx.progress
+        .note(&match (&outcome.failure, outcome.censored) {
+            (Some(why), _) => format!(
+                "the priming start of this {} cell failed ({why}): its starts may not be {}",
+                st.cfg.start_mode.as_str(),
+                st.cfg.start_mode.as_str()
+            ),
+            (None, true) => "the priming start timed out".to_string(),
+            (None, false) => format!(
+                "priming start (not a sample): {:.2}s",
+                outcome.duration_ns as f64 / 1e9
+            ),
+        });
+    Ok(())
 }

@@ -46,6 +46,22 @@ impl AmTarget {
             .to_vec()
     }
 
+    /// The command a hot start runs: without `-S`, so a live app is only
+    /// brought back to the front.
+    pub fn argv_hot(&self) -> Vec<String> {
+        ["am", "start", "-W", "-n", &self.component]
+            .map(String::from)
+            .to_vec()
+    }
+
+    /// What sends the app to the background before a hot start: the
+    /// home key, as a user leaving the app.
+    pub fn home_argv() -> Vec<String> {
+        ["input", "keyevent", "KEYCODE_HOME"]
+            .map(String::from)
+            .to_vec()
+    }
+
     /// The command that sets the compilation state, if one is asked for.
     pub fn compile_argv(&self) -> Option<Vec<String>> {
         self.compile.as_ref().map(|m| {

@@ -147,6 +147,25 @@ impl Target {
         self.argv().join(" ")
     }
 
+    /// What each start runs in `mode`: a hot start of an activity is
+    /// `am start` without `-S` (refused for other targets by the
+    /// configuration's check).
+    pub fn argv_for(&self, mode: crate::startup::StartMode) -> Vec<String> {
+        match (self, mode) {
+            (Target::Activity { am, .. }, crate::startup::StartMode::Hot) => am.argv_hot(),
+            _ => self.argv(),
+        }
+    }
+
+    /// Before a hot start: the app is sent to the background (the home
+    /// key), its process and activity kept.
+    pub fn to_background(&self) -> Result<(), ExperimentError> {
+        if let Target::Activity { .. } = self {
+            run(&AmTarget::home_argv(), "--start-mode hot")?;
+        }
+        Ok(())
+    }
+
     /// The target with `{dir}` replaced by `dir` (the place's directory),
     /// and `iolab` as the program meaning this very binary.
     pub fn at(&self, dir: &Path) -> Target {

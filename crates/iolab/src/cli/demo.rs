@@ -118,6 +118,8 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         observe: Observe::of(["explain", "bio", "cpu"])?,
         memory_pressure: None,
         pause_s: None,
+        start_mode: Default::default(),
+        full_ready_line: None,
     };
     if !a.json {
         let lab = match (&a.model.device_model, a.model.backend.as_deref()) {

@@ -8,7 +8,8 @@ use clap::Args;
 use iolab_experiment::engine::{self, Finished, RunOptions};
 use iolab_experiment::place::Place;
 use iolab_experiment::startup::{
-    Cold, PrefetchConfig, PrefetchMode, PrefetchSource, ReadyWhen, Startup, StartupConfig,
+    Cold, PrefetchConfig, PrefetchMode, PrefetchSource, ReadyWhen, StartMode, Startup,
+    StartupConfig,
 };
 use iolab_experiment::target::android::AmTarget;
 use iolab_experiment::target::Target;
@@ -90,9 +91,20 @@ pub struct StartupArgs {
     /// always waits for those, at most 30 s each, and stores how long).
     #[arg(long, value_name = "S", value_parser = super::values::warmup_secs)]
     pub pause: Option<f64>,
-    /// How each start is made cold.
-    #[arg(long, value_enum, default_value = "drop-caches")]
-    pub cold: Cold,
+    /// How each start is made cold [default: drop-caches; none with a warm
+    /// or hot --start-mode].
+    #[arg(long, value_enum)]
+    pub cold: Option<Cold>,
+    /// What each measured start begins from (Macrobenchmark's modes).
+    /// cold: a new process, its files not cached (the --cold step before
+    /// each start; an activity's app force-stopped). warm: a new process,
+    /// its files cached (no cold step; one unmeasured priming start per
+    /// cell; an activity's app force-stopped before each start). hot: the
+    /// app's process and activity alive, only brought back (one priming
+    /// start per cell, then before each start `input keyevent
+    /// KEYCODE_HOME` and `am start -W` without -S): --am-start only.
+    #[arg(long, value_enum, default_value = "cold", verbatim_doc_comment)]
+    pub start_mode: StartMode,
     /// The target's files or directories: what `--cold evict` evicts,
     /// what each start's cold check measures, and what --memory-pressure
     /// measures (default: the files the first start read, learnt then,
@@ -108,6 +120,12 @@ pub struct StartupArgs {
     /// Count the start as done when PATH appears.
     #[arg(long, value_name = "PATH", conflicts_with = "ready_rss_stable")]
     pub ready_file: Option<PathBuf>,
+    /// Time to full display: a second stdout/stderr line, after the ready
+    /// criterion's initial display (Android's reportFullyDrawn). Each start
+    /// waits for it (until --timeout) and stores both times (ttid_ns,
+    /// ttfd_ns); the start-up time stays the initial display.
+    #[arg(long, value_name = "REGEX")]
+    pub full_ready_line: Option<String>,
     /// The target is an Android activity: each start is `am start -W -S -n
     /// PKG/ACTIVITY` and its time am's TotalTime (LaunchState and WaitTime
     /// stored too). Run on the phone (iolab remote --adb SERIAL -- ...).
@@ -303,7 +321,11 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
         )
         .into());
     }
-    if !a.evict.is_empty() && a.cold == Cold::None && a.memory_pressure.is_none() {
+    let cold = a.cold.unwrap_or(match a.start_mode {
+        StartMode::Cold => Cold::DropCaches,
+        StartMode::Warm | StartMode::Hot => Cold::None,
+    });
+    if !a.evict.is_empty() && cold == Cold::None && a.memory_pressure.is_none() {
         return Err(UsageError::new(
             "--evict names the target's files, for a cold step (what `--cold evict` evicts and every cold start is checked on) or --memory-pressure: with --cold none there is neither; drop --evict or --cold none",
         )
@@ -363,7 +385,7 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
         reps: a.reps,
         timeout_s: a.timeout,
         warmup_s: a.warmup,
-        cold: a.cold,
+        cold,
         evict: a.evict.clone(),
         iosched_params: name_values("--iosched-param", &a.iosched_params, "slice_idle=0")?,
         ready,
@@ -382,6 +404,8 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
         observe: a.observe.observe()?,
         memory_pressure: a.memory_pressure,
         pause_s: a.pause,
+        start_mode: a.start_mode,
+        full_ready_line: a.full_ready_line.clone(),
         dirty_limit_bytes: a.dirty_limit,
     };
     cfg.validate()?;

@@ -41,6 +41,9 @@ pub fn experiment(v: &ExperimentView) -> String {
     if !v.prefetch.is_empty() {
         part("prefetch", prefetch(v));
     }
+    if let Some(m) = &v.main_thread {
+        part("main-thread", main_thread(m));
+    }
     if !v.causes.is_empty() {
         part("causes", causes(v));
     }
@@ -314,6 +317,60 @@ fn causes(v: &ExperimentView) -> String {
     );
     format!(
         r#"<h3>Where the time went (iolab explain)</h3><p class="note">Mean per start over the start's tasks: on-CPU, runnable, untraced and every blocking cause that is not the app waiting on purpose (children, timers, input). Compare a loaded cell's bar with its scheduler's idle bar.</p><div class="charts">{chart}</div>"#
+    )
+}
+
+/// The main thread's states per cell, as stacked bars of the mean start,
+/// and the slow-start reasons each cell's starts were flagged with.
+fn main_thread(m: &crate::view::main_thread::MainThreadView) -> String {
+    let mut layers = m.states.clone();
+    layers.push("untraced / not yet forked".into());
+    let stacks: Vec<Stack> = m
+        .cells
+        .iter()
+        .map(|c| {
+            let mut segments: Vec<(String, f64)> = m
+                .states
+                .iter()
+                .cloned()
+                .zip(c.mean_s.iter().copied())
+                .collect();
+            segments.push((layers[layers.len() - 1].clone(), c.other_s));
+            Stack {
+                label: match &c.variant {
+                    Some(v) => format!("{} {} +{v}", c.scheduler, c.workload),
+                    None => format!("{} {}", c.scheduler, c.workload),
+                },
+                segments,
+            }
+        })
+        .collect();
+    let chart = stacked_bars(
+        "the main thread during the start, by state",
+        "mean time per start [s]",
+        &layers,
+        &stacks,
+    );
+    let mut flags = String::new();
+    for c in &m.cells {
+        for (r, k) in &c.reasons {
+            let _ = write!(
+                flags,
+                "<tr><td>{} {}</td><td>{}</td><td>{k} of {}</td></tr>",
+                esc(&c.scheduler),
+                esc(&c.workload),
+                esc(r),
+                c.n
+            );
+        }
+    }
+    let flags = if flags.is_empty() {
+        "<p class=\"note\">No start crossed a slow-start threshold.</p>".to_string()
+    } else {
+        format!("<table><tr><th>cell</th><th>slow-start reason (Perfetto's threshold)</th><th>starts</th></tr>{flags}</table>")
+    };
+    format!(
+        r#"<h3>The main thread by state</h3><p class="note">Mean per start, over the start's measured time: running, runnable (waiting for a CPU), uninterruptible sleep waiting for I/O (in io_schedule: the kernel's in_iowait, what delay accounting counts as blkio) or for anything else, and interruptible sleep. Perfetto's android_startup main_thread_by_task_state, from iolab's own trace of the thread.</p><div class="charts">{chart}</div>{flags}"#
     )
 }
 

@@ -5,6 +5,7 @@
 pub mod compare;
 pub mod explain;
 pub mod keyvalue;
+pub mod main_thread;
 pub mod matrix;
 pub mod max;
 pub mod observed;

@@ -25,9 +25,11 @@ pub fn render(report: &ExperimentReport) -> String {
         &title_for_kind(&iolab_results::ExperimentKind::Startup),
     );
     for t in [
+        super::main_thread::render_display(view.display.as_ref()),
         render_background(&cells),
         super::prefetch::render(&view.prefetch),
         super::explain::render_causes(&view.causes),
+        super::main_thread::render(view.main_thread.as_ref()),
         super::observed::render(view.observed.as_ref()),
         render_cold(report),
         render_not_samples(report),

@@ -7,7 +7,9 @@
 
 pub mod bio;
 pub mod cpu;
+pub mod display;
 pub mod explain;
+pub mod main_thread;
 pub mod max;
 pub mod observed;
 pub mod prefetch;
@@ -63,6 +65,10 @@ pub struct ExperimentView<'r> {
     pub cpu: Vec<cpu::CpuRun>,
     /// The collectors' headline numbers, per cell.
     pub observed: Option<observed::ObservedView>,
+    /// The start's main thread by state, per cell (explain).
+    pub main_thread: Option<main_thread::MainThreadView>,
+    /// Time to initial and full display per cell, when starts have both.
+    pub display: Option<Vec<display::DisplayCell>>,
     /// Runs that are not samples, with their reasons.
     pub not_samples: Vec<NotSample>,
 }
@@ -103,6 +109,8 @@ impl<'r> ExperimentView<'r> {
             latency: bio::latency_views(r),
             cpu: cpu::cpu_runs(r),
             observed: observed::observed(r),
+            main_thread: main_thread::main_thread(r),
+            display: display::display(r),
             not_samples: r
                 .runs
                 .iter()
