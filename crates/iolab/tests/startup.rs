@@ -1180,7 +1180,11 @@ fn initial_and_full_display_are_stored_per_start() {
             "^fully drawn",
             "--json",
         ],
-        &["sh", "-c", "echo displayed; sleep 0.3; echo fully drawn; sleep 30"],
+        &[
+            "sh",
+            "-c",
+            "echo displayed; sleep 0.3; echo fully drawn; sleep 30",
+        ],
     );
     ok(&out);
     let id = id_of(&json_of(&out.stdout));
@@ -1189,7 +1193,10 @@ fn initial_and_full_display_are_stored_per_start() {
         let ttid = r["extra"]["ttid_ns"].as_u64().unwrap();
         let ttfd = r["extra"]["ttfd_ns"].as_u64().unwrap();
         assert_eq!(ttid, r["duration_ns"].as_u64().unwrap(), "{r}");
-        assert!(ttfd >= ttid + 300_000_000 && ttfd < ttid + 5_000_000_000, "{r}");
+        assert!(
+            ttfd >= ttid + 300_000_000 && ttfd < ttid + 5_000_000_000,
+            "{r}"
+        );
     }
     let show = b
         .cmd()
