@@ -324,6 +324,12 @@ pub struct TraceCounts {
     /// kernel reported as the task ran (`sched_stat_runtime`).
     #[serde(default)]
     pub inferred_switch_ins: u64,
+    /// On-CPU time from those inferred switch-ins to the next switch-out:
+    /// an estimate (the kernel's runtime can include up to a few ms from
+    /// before the switch-in, after an EEVDF delayed dequeue), the rest of
+    /// the on-CPU time is from recorded switch pairs.
+    #[serde(default)]
+    pub inferred_on_cpu_ns: u64,
 }
 
 /// On-CPU time from the trace against the kernel's own accounting.

@@ -105,6 +105,9 @@ pub(crate) struct Task {
     /// A wakeup seen while the task was still running (it had set its
     /// sleep state, the waker came before the switch-out was recorded).
     pending: Option<Wake>,
+    /// The start of the current running phase when it was inferred (a
+    /// switch-in dated from `sched_stat_runtime`, not recorded).
+    inferred_run: Option<u64>,
     /// Order of first appearance.
     pub(crate) seq: usize,
 }
@@ -236,6 +239,7 @@ impl Tracker {
                 switches: 0,
                 sleeps: 0,
                 pending: None,
+                inferred_run: None,
                 seq,
             },
         );
@@ -438,6 +442,9 @@ impl Tracker {
         match std::mem::replace(&mut t.phase, Phase::Dead) {
             Phase::Running(since) => {
                 t.on_cpu_ns += self.span(since, ts);
+                if t.inferred_run.take() == Some(since) {
+                    self.counts.inferred_on_cpu_ns += self.span(since, ts);
+                }
                 self.mark(tid, ThreadState::Running, since, ts);
             }
             Phase::Unknown(since) => {
@@ -551,6 +558,9 @@ impl Tracker {
         let at = ts.saturating_sub(runtime).clamp(since, ts);
         self.counts.inferred_switch_ins += 1;
         self.switch_in(at, tid, &comm);
+        if let Some(t) = self.tasks.get_mut(&tid) {
+            t.inferred_run = Some(at);
+        }
     }
 
     fn waking(&mut self, ts: u64, tid: i32, wake: Wake) {
@@ -651,6 +661,9 @@ impl Tracker {
             match std::mem::replace(&mut t.phase, Phase::Dead) {
                 Phase::Running(since) => {
                     t.on_cpu_ns += self.span(since, end);
+                    if t.inferred_run.take() == Some(since) {
+                        self.counts.inferred_on_cpu_ns += self.span(since, end);
+                    }
                     self.mark(tid, ThreadState::Running, since, end);
                 }
                 Phase::Runnable(since, stall) => {

@@ -373,6 +373,7 @@ fn a_missing_switch_in_is_dated_by_the_runtime_the_kernel_reports() {
     let a = t.into_attribution(10, 40 * MS);
     assert_eq!(a.trace.inconsistent, 0);
     assert_eq!(a.trace.inferred_switch_ins, 1);
+    assert_eq!(a.trace.inferred_on_cpu_ns, 8 * MS);
     assert_eq!(a.on_cpu_ns, 18 * MS);
     assert_eq!(a.runnable_ns, 2 * MS);
     assert_eq!(a.untraced_ns, 0);

@@ -71,6 +71,92 @@ fn verify_backlog_checks_every_block_while_writing() {
     assert!(out.status.success(), "{}", stderr(&out));
     let v = json(&out);
     assert_eq!(v["jobs"][0]["write"]["total_ios"], 256);
+    // The read-backs are the job's reads, as fio counts them (its t0005:
+    // 100 MiB written with verify_backlog reads 100 MiB).
+    assert_eq!(v["jobs"][0]["read"]["total_ios"], 256);
+    assert_eq!(v["jobs"][0]["read"]["io_kbytes"], 2048);
+}
+
+/// fio's t0008, smaller: a 50/50 sequential read/write job with
+/// verify_backlog=1. The workload's reads land on blocks not written yet;
+/// fio checks only the read-backs of what it wrote (a mixed job's plain
+/// reads are not verified), so there is no failure, and the reads are the
+/// workload's plus one read-back per written block.
+#[test]
+fn a_mixed_job_verifies_what_it_wrote_not_what_it_read() {
+    let env = Env::new();
+    let d = env.dir().join("rw");
+    let job = write_job(
+        &env,
+        "rw.fio",
+        &format!(
+            "[foo]\nbs=4k\nverify=crc32c\nrw=readwrite\nsize=4m\ndo_verify=1\nverify_backlog=1\nfilename={}\n",
+            d.display()
+        ),
+    );
+    let out = env.run(&[&job, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    let j = &v["jobs"][0];
+    let (r, w) = (
+        j["read"]["io_kbytes"].as_u64().unwrap(),
+        j["write"]["io_kbytes"].as_u64().unwrap(),
+    );
+    // 4 MiB moved by the workload, split by coin flips, and every written
+    // KiB read back once more: the reads add up to 4 MiB.
+    assert_eq!(r, 4096, "read {r} KiB, wrote {w} KiB");
+    assert!((1024..3072).contains(&w), "wrote {w} KiB");
+}
+
+/// fio's t0007, smaller: rw=read:512k with bs=1m over 16 MiB reads at 0,
+/// 1.5, 3, ... 15 MiB: 11 MiB, then the pass ends (it does not wrap to
+/// read 16).
+#[test]
+fn a_forward_skip_off_the_end_ends_the_job_as_in_fio() {
+    let env = Env::new();
+    let d = env.dir().join("skip");
+    std::fs::write(&d, vec![7u8; 16 << 20]).unwrap();
+    let job = write_job(
+        &env,
+        "skip.fio",
+        &format!(
+            "[foo]\nsize=16m\nrw=read:512k\nbs=1m\nnorandommap\nfilename={}\n",
+            d.display()
+        ),
+    );
+    let out = env.run(&[&job, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(json(&out)["jobs"][0]["read"]["io_kbytes"], 11 * 1024);
+}
+
+/// random_generator=lfsr with norandommap still touches every block once
+/// per pass, as fio's LFSR does (iolab drew with replacement before: 153
+/// of 256 blocks). Counted from the offsets in the job's latency log.
+#[test]
+fn lfsr_with_norandommap_covers_every_block() {
+    let env = Env::new();
+    let d = env.dir().join("lfsr");
+    std::fs::write(&d, vec![7u8; 1 << 20]).unwrap();
+    let job = write_job(
+        &env,
+        "lfsr.fio",
+        &format!(
+            "[l]\nrw=randread\nbs=4k\nsize=1m\nnorandommap\nrandom_generator=lfsr\nwrite_lat_log=l\nlog_offset=1\nfilename={}\n",
+            d.display()
+        ),
+    );
+    let out = env
+        .cmd(&[&job, "--json"])
+        .current_dir(env.dir())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let log = std::fs::read_to_string(env.dir().join("l_lat.1.log")).unwrap();
+    let offsets: std::collections::BTreeSet<u64> = log
+        .lines()
+        .map(|l| l.split(", ").nth(4).unwrap().trim().parse().unwrap())
+        .collect();
+    assert_eq!(offsets.len(), 256, "{} distinct offsets", offsets.len());
 }
 
 #[test]

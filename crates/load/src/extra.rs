@@ -37,6 +37,10 @@ pub struct Extra {
     pub fill_device: bool,
     /// `norandommap`: random offsets with replacement.
     pub norandommap: bool,
+    /// `random_generator=lfsr`: every block once per pass even with
+    /// `norandommap` (fio's LFSR walks a full period without a map; iolab's
+    /// keyed permutation does the same).
+    pub lfsr: bool,
     /// `randseed`: the seed of every random choice.
     pub randseed: Option<u64>,
     /// `random_distribution`.
@@ -142,6 +146,7 @@ impl Default for Extra {
             filesize: None,
             fill_device: false,
             norandommap: false,
+            lfsr: false,
             randseed: None,
             distribution: Distribution::Uniform,
             filename_format: None,

@@ -376,8 +376,9 @@ fn apply_known(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), Stri
             if !matches!(v, "tausworthe" | "lfsr" | "tausworthe64") {
                 return Err(format!("random_generator={v}: expected tausworthe, lfsr or tausworthe64"));
             }
+            x.lfsr = v == "lfsr";
             note(job, format!(
-                "job {}: random_generator={v}: iolab draws offsets with its own generator (every block once per pass, as lfsr guarantees, unless norandommap or a distribution is set)",
+                "job {}: random_generator={v}: iolab draws offsets with its own generator (every block once per pass, as lfsr guarantees; with norandommap too when lfsr is asked, as fio)",
                 job.name
             ));
         }

@@ -91,6 +91,8 @@ pub struct Pattern {
     blocks: u64,
     units: u64,
     issued_bytes: u64,
+    /// A forward skip ran off the end: the pass is over.
+    ran_off: bool,
     issued: u64,
     seq: [u64; 2],
     seq_add: i64,
@@ -137,6 +139,7 @@ impl Pattern {
             blocks,
             units,
             issued_bytes: 0,
+            ran_off: false,
             issued: 0,
             seq: [0; 2],
             seq_add: s.seq_add,
@@ -152,7 +155,7 @@ impl Pattern {
     /// The next I/O, or the end of the pass.
     #[inline]
     pub fn next(&mut self) -> Next {
-        if self.issued_bytes >= self.io_size {
+        if self.issued_bytes >= self.io_size || self.ran_off {
             return Next::PassEnd;
         }
         let dir = match self.rw {
@@ -196,6 +199,10 @@ impl Pattern {
             let n = after as i128 + i128::from(self.seq_add);
             if n < 0 || n as u64 + len > self.size {
                 if self.seq_add > 0 {
+                    // Skipping forward off the end ends the pass (fio's
+                    // t0007: rw=read:512k, bs=1m over 128 MiB reads 85
+                    // MiB, not 128); a time-based job starts another.
+                    self.ran_off = true;
                     0
                 } else {
                     (self.size as i128 + i128::from(self.seq_add)).max(0) as u64
@@ -234,6 +241,7 @@ impl Pattern {
     pub fn new_pass(&mut self) {
         self.issued = 0;
         self.issued_bytes = 0;
+        self.ran_off = false;
         self.seq = [0; 2];
         self.last = None;
         self.perm = Permutation::new(self.blocks, self.rng.random());
@@ -385,6 +393,24 @@ mod shape_tests {
         s.seq_add = 112 * 1024;
         let o = offsets(&s, 3);
         assert_eq!(o, [0, 128 * 1024, 256 * 1024]);
+    }
+
+    /// fio's t0007: rw=read:512k with bs=1m over 128 MiB reads at 0, 1.5,
+    /// 3, ... 126 MiB, 85 MiB in all, then the pass ends.
+    #[test]
+    fn a_forward_skip_that_runs_off_the_end_ends_the_pass() {
+        let mut s = Shape::simple(Rw::Read, 50, 1 << 20, 128 << 20);
+        s.seq_add = 512 * 1024;
+        let mut p = Pattern::shaped(&s, 1);
+        let mut n = 0u64;
+        while let Next::Io(_, off, len) = p.next() {
+            assert_eq!(off, n * 1536 * 1024);
+            assert!(off + len <= 128 << 20);
+            n += 1;
+        }
+        assert_eq!(n, 85);
+        p.new_pass();
+        assert!(matches!(p.next(), Next::Io(_, 0, _)));
     }
 
     #[test]

@@ -394,7 +394,10 @@ impl<'a> Run<'a> {
             seq_add: job.x.seq_add,
             rand_every: job.x.rand_every,
             identical: job.x.identical,
-            norandommap: job.x.norandommap,
+            // fio's lfsr covers every block once per pass without a map,
+            // so norandommap does not make it draw with replacement (fio
+            // covered 256 of 256 blocks where iolab, drawing, hit 153).
+            norandommap: job.x.norandommap && !job.x.lfsr,
             distribution: job.x.distribution.clone(),
         };
         let seed = seed_for(spec);
@@ -590,10 +593,18 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// True when reads must be checked ([`Run::check_read`]).
+    /// True when reads must be checked ([`Run::check_read`]): a job that
+    /// only reads (a file an earlier job wrote). In a job that also
+    /// writes, the workload's reads may land on blocks not written yet;
+    /// only the read-back of what it wrote is checked, as fio does
+    /// (backend.c: verify_io_u for a read "if !td_rw(td)" or from the
+    /// verify list). fio's t0008 (readwrite, verify_backlog=1) failed on
+    /// iolab with "no header" until this.
     #[inline]
     pub fn checks_reads(&self) -> bool {
-        self.verify.as_ref().is_some_and(|v| v.opts.do_verify) && self.job.reads()
+        self.verify.as_ref().is_some_and(|v| v.opts.do_verify)
+            && self.job.reads()
+            && !self.job.writes()
     }
 
     /// Checks a block read at `offset` (read jobs with `verify`).
@@ -771,9 +782,18 @@ impl<'a> Run<'a> {
         v.since_check = 0;
         let blocks = std::mem::take(&mut v.written);
         let mut buf = crate::buffer::AlignedBuf::zeroed(self.job.bs as usize);
+        // The read-backs are reads of the job, counted as fio counts them
+        // (t0005: a 100 MiB write job with verify reads 100 MiB).
+        let mut done = Vec::with_capacity(blocks.len());
         for (off, len) in blocks {
             let b = &mut buf.as_mut_slice()[..len as usize];
-            match rustix::io::pread(file.as_fd(), &mut *b, off) {
+            let t0 = Instant::now();
+            let read = rustix::io::pread(file.as_fd(), &mut *b, off);
+            let now = Instant::now();
+            if let Ok(n) = &read {
+                done.push((*n as u64, now - t0, now, off));
+            }
+            match read {
                 Ok(n) if n as u64 == len => {}
                 Ok(n) => {
                     record_bad(
@@ -804,8 +824,12 @@ impl<'a> Run<'a> {
                 }
             }
         }
-        if v.bad > 0 && (v.opts.fatal || v.opts.backlog > 0) {
-            let f = verify_failure(self.job, v);
+        let failed = (v.bad > 0 && (v.opts.fatal || v.opts.backlog > 0))
+            .then(|| verify_failure(self.job, v));
+        for (n, lat, at, off) in done {
+            self.complete_at(Dir::Read, n, lat, at, off);
+        }
+        if let Some(f) = failed {
             self.fail(f);
         }
     }
