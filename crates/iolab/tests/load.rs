@@ -276,3 +276,41 @@ fn ctrl_c_prints_partial_results() {
     let v = json(&out);
     assert!(v["jobs"][0]["read"]["io_bytes"].as_u64().unwrap() > 0);
 }
+
+/// `iolab load --help` prints the help and exits 0, as the error messages
+/// that point to it promise (it was taken for a fio option named "help").
+#[test]
+fn help_works_and_names_the_options() {
+    let env = Env::new();
+    let out = env.cmd(&["--help"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Usage: iolab load"), "{text}");
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+}
+
+/// fio's `--max-jobs` (its test harness passes `--max-jobs=16` every time):
+/// accepted, and a run of more clones than it allows is refused before
+/// anything runs.
+#[test]
+fn max_jobs_is_fios_limit() {
+    let env = Env::new();
+    let dir = env.dir().to_str().unwrap().to_string();
+    let base = [
+        "--name",
+        "m",
+        "--rw",
+        "read",
+        "--bs",
+        "4k",
+        "--size",
+        "64k",
+        "--directory",
+        &dir,
+    ];
+    let ok = env.run(&[&base[..], &["--max-jobs=16", "--json"]].concat());
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    let out = env.run(&[&base[..], &["--numjobs=4", "--max-jobs=2"]].concat());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--max-jobs 2"), "{}", stderr(&out));
+}

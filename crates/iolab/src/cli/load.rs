@@ -65,6 +65,12 @@ pub struct LoadArgs {
     #[arg(long, value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
 
+    /// fio's --max-jobs: refuse a run of more than N jobs in all (numjobs
+    /// clones counted), before anything runs. fio's test harness passes it
+    /// on every invocation.
+    #[arg(long = "max-jobs", value_name = "N")]
+    pub max_jobs: Option<u32>,
+
     /// Allow writing to block devices (destroys their contents).
     #[arg(long)]
     pub force: bool,
@@ -263,7 +269,9 @@ pub fn fio_flags(argv: Vec<std::ffi::OsString>, cmd: &clap::Command) -> Vec<std:
             // Every `--KEY` that is not one of load's own flags goes to the
             // option table, which knows fio's names and suggests the
             // nearest for a misspelled one.
+            // clap's own --help is not among the arguments listed.
             if !own.iter().any(|o| o == k)
+                && k != "help"
                 && !k.is_empty()
                 && (known.contains(&k) || !k.contains('-'))
             {
@@ -293,6 +301,15 @@ pub fn run(a: LoadArgs) -> anyhow::Result<()> {
     };
     let lab_dir = a.lab.as_deref().map(lab_directory).transpose()?;
     let jobs = build_jobs(&a, lab_dir.as_deref()).map_err(usage_aware)?;
+    if let Some(max) = a.max_jobs {
+        let n: u64 = jobs.iter().map(|j| u64::from(j.numjobs.max(1))).sum();
+        if n > u64::from(max) {
+            return Err(UsageError::new(format!(
+                "--max-jobs {max}: the jobs make {n} clones in all; raise --max-jobs or lower numjobs"
+            ))
+            .into());
+        }
+    }
     let ioprio = a.ioprio.as_deref().map(str::parse::<IoPrio>).transpose()?;
     // Only a scheduler switch changes system state; the guard restores it
     // when it drops at the end of this function.
