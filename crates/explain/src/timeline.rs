@@ -105,9 +105,10 @@ pub(crate) struct Task {
     /// A wakeup seen while the task was still running (it had set its
     /// sleep state, the waker came before the switch-out was recorded).
     pending: Option<Wake>,
-    /// The start of the current running phase when it was inferred (a
-    /// switch-in dated from `sched_stat_runtime`, not recorded).
-    inferred_run: Option<u64>,
+    /// While runnable: when the kernel's runtime says it was switched in
+    /// (`sched_stat_runtime`), used only if its switch-out then comes
+    /// without a recorded switch-in.
+    pending_run: Option<u64>,
     /// Order of first appearance.
     pub(crate) seq: usize,
 }
@@ -239,7 +240,7 @@ impl Tracker {
                 switches: 0,
                 sleeps: 0,
                 pending: None,
-                inferred_run: None,
+                pending_run: None,
                 seq,
             },
         );
@@ -442,10 +443,21 @@ impl Tracker {
         match std::mem::replace(&mut t.phase, Phase::Dead) {
             Phase::Running(since) => {
                 t.on_cpu_ns += self.span(since, ts);
-                if t.inferred_run.take() == Some(since) {
-                    self.counts.inferred_on_cpu_ns += self.span(since, ts);
-                }
                 self.mark(tid, ThreadState::Running, since, ts);
+            }
+            // Runnable, then a switch-out with no switch-in recorded in
+            // between, but the kernel said when it ran: runnable up to
+            // then, on a CPU after.
+            Phase::Runnable(since, stall) if t.pending_run.is_some() => {
+                let at = t.pending_run.take().unwrap_or(since).clamp(since, ts);
+                let d = self.span(since, at);
+                t.runnable_ns += d;
+                self.mark(tid, ThreadState::Runnable, since, at);
+                match stall {
+                    Some(s) => self.finish_stall(&mut t, s, at, false),
+                    None => t.preempted_ns += d,
+                }
+                self.inferred_run(&mut t, at, ts);
             }
             Phase::Unknown(since) => {
                 t.untraced_ns += self.span(since, ts);
@@ -469,6 +481,7 @@ impl Tracker {
             Phase::Dead => {}
         }
         t.switches += 1;
+        t.pending_run = None;
         let pending = t.pending.take();
         t.phase = match leaving {
             Leaving::Runnable => Phase::Runnable(ts, None),
@@ -493,6 +506,7 @@ impl Tracker {
         let Some(mut t) = self.tasks.remove(&tid) else {
             return;
         };
+        t.pending_run = None;
         if t.comm != comm {
             t.comm = comm.to_string();
         }
@@ -546,27 +560,31 @@ impl Tracker {
     /// runnable (or unknown), its switch-in was not recorded, and it is
     /// dated `runtime` before now (never before the runnable phase began).
     fn ran(&mut self, ts: u64, tid: i32, runtime: u64) {
-        let since = match self.tasks.get(&tid).map(|t| &t.phase) {
-            Some(Phase::Runnable(since, _) | Phase::Unknown(since)) => *since,
-            _ => return,
-        };
-        let comm = self
-            .tasks
-            .get(&tid)
-            .map(|t| t.comm.clone())
-            .unwrap_or_default();
-        let at = ts.saturating_sub(runtime).clamp(since, ts);
-        self.counts.inferred_switch_ins += 1;
-        self.switch_in(at, tid, &comm);
         if let Some(t) = self.tasks.get_mut(&tid) {
-            t.inferred_run = Some(at);
+            if let Phase::Runnable(since, _) = t.phase {
+                // The first report since it became runnable dates the
+                // switch-in best (later ones count from a tick).
+                t.pending_run
+                    .get_or_insert(ts.saturating_sub(runtime).max(since));
+            }
         }
+    }
+
+    /// On a CPU from `at` (a switch-in dated by the kernel's runtime) to
+    /// `to`: counted apart, as an estimate.
+    fn inferred_run(&mut self, t: &mut Task, at: u64, to: u64) {
+        let d = self.span(at, to);
+        t.on_cpu_ns += d;
+        self.counts.inferred_on_cpu_ns += d;
+        self.counts.inferred_switch_ins += 1;
+        self.mark(t.tid, ThreadState::Running, at, to);
     }
 
     fn waking(&mut self, ts: u64, tid: i32, wake: Wake) {
         let Some(mut t) = self.tasks.remove(&tid) else {
             return;
         };
+        t.pending_run = None;
         t.phase = match std::mem::replace(&mut t.phase, Phase::Dead) {
             Phase::Blocked(_, mut stall) => {
                 self.add_blocked(&mut t, &stall, ts);
@@ -661,9 +679,6 @@ impl Tracker {
             match std::mem::replace(&mut t.phase, Phase::Dead) {
                 Phase::Running(since) => {
                     t.on_cpu_ns += self.span(since, end);
-                    if t.inferred_run.take() == Some(since) {
-                        self.counts.inferred_on_cpu_ns += self.span(since, end);
-                    }
                     self.mark(tid, ThreadState::Running, since, end);
                 }
                 Phase::Runnable(since, stall) => {
