@@ -41,7 +41,7 @@ fn a_short_real_load_reports_fio_json() {
         let d = &job[dir];
         assert!(d["io_bytes"].as_u64().unwrap() > 0, "{dir}");
         assert_consistent(d, wall, 4096);
-        let p = &d["lat_ns"]["percentile"];
+        let p = &d["clat_ns"]["percentile"];
         let keys = [
             "50.000000",
             "90.000000",

@@ -102,6 +102,9 @@ pub struct Extra {
     pub percentile_list: Option<Vec<f64>>,
     /// `unified_rw_reporting`: reads and writes reported as one.
     pub unified_rw_reporting: bool,
+    /// `clat_percentiles` (default on) and `lat_percentiles` (default
+    /// off): which of the JSON's latencies carry percentiles.
+    pub percentiles_in: (bool, bool),
     /// `gtod_reduce` / `disable_lat`: no per-I/O clock reads, no latency.
     pub no_latency: bool,
     /// fio's logs.
@@ -176,6 +179,7 @@ impl Default for Extra {
             steadystate: None,
             percentile_list: None,
             unified_rw_reporting: false,
+            percentiles_in: (true, false),
             no_latency: false,
             logs: LogOpts::default(),
             batch_submit: 1,
@@ -278,6 +282,8 @@ pub struct LogOpts {
     pub offset: bool,
     /// `log_prio`: add each I/O's priority.
     pub prio: bool,
+    /// `per_job_logs=0`: `prefix_type.log`, without the clone number.
+    pub shared: bool,
 }
 
 impl LogOpts {

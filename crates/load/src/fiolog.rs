@@ -82,7 +82,14 @@ impl CloneLogs {
         if !opts.any() {
             return Ok(None);
         }
-        let name = |prefix: &str, kind: &str| PathBuf::from(format!("{prefix}_{kind}.{n}.log"));
+        let shared = opts.shared;
+        let name = |prefix: &str, kind: &str| {
+            PathBuf::from(if shared {
+                format!("{prefix}_{kind}.log")
+            } else {
+                format!("{prefix}_{kind}.{n}.log")
+            })
+        };
         let lat = match &opts.lat {
             Some(p) => Some((
                 Sink::create(name(p, "lat"))?,

@@ -163,6 +163,12 @@ impl Job {
         }
         let x = &self.x;
         let e = self.ioengine;
+        if x.logs.shared && x.logs.any() && self.numjobs > 1 {
+            return Err(format!(
+                "per_job_logs=0 with numjobs={}: the clones' lines would interleave in one file; use per_job_logs=1 (prefix_type.N.log)",
+                self.numjobs
+            ));
+        }
         if e == IoEngine::Mmap && self.direct {
             return Err("ioengine=mmap with direct=1: a mapping always goes through the page cache; use direct=0".into());
         }

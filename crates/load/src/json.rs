@@ -15,9 +15,17 @@ use serde::Serialize;
 
 use crate::report::{DirReport, JobReport, LoadReport};
 
+/// The fio release whose JSON layout iolab writes, under `fio version`:
+/// scripts that check that key (and parse `fio-MAJOR.MINOR` from it) take
+/// the document as that fio's; `iolab version` says what wrote it.
+pub const FIO_VERSION: &str = "fio-3.33";
+
 /// The whole document.
 #[derive(Debug, Serialize)]
 pub struct FioJson {
+    /// The fio JSON layout followed ([`FIO_VERSION`]).
+    #[serde(rename = "fio version")]
+    pub fio_version: String,
     /// iolab's version.
     #[serde(rename = "iolab version")]
     pub version: String,
@@ -80,6 +88,26 @@ pub struct FioJob {
     pub majf: u64,
     /// Minor page faults.
     pub minf: u64,
+    /// Percent of I/Os queued at each depth (1, 2, 4, ... >=64).
+    pub iodepth_level: Ordered,
+    /// Percent of submit calls by I/Os carried (0, 4, 8, ... >=64).
+    pub iodepth_submit: Ordered,
+    /// Percent of reaps by completions returned (0, 4, 8, ... >=64).
+    pub iodepth_complete: Ordered,
+    /// Percent of I/Os by latency, below 1 us (buckets 2 ... 1000 ns).
+    pub latency_ns: Ordered,
+    /// 1 us to 1 ms.
+    pub latency_us: Ordered,
+    /// From 1 ms (2 ... 2000, >=2000).
+    pub latency_ms: Ordered,
+    /// `iodepth`.
+    pub latency_depth: u32,
+    /// `latency_target`: 0 (not built).
+    pub latency_target: u64,
+    /// `latency_percentile`.
+    pub latency_percentile: f64,
+    /// `latency_window`.
+    pub latency_window: u64,
 }
 
 /// One direction.
@@ -109,6 +137,28 @@ pub struct FioDir {
     pub clat_ns: FioLat,
     /// Total latency.
     pub lat_ns: FioLat,
+    /// Bandwidth samples (KiB/s, one per 500 ms of a clone): smallest.
+    pub bw_min: u64,
+    /// Largest.
+    pub bw_max: u64,
+    /// Mean sample as a percentage of the group's bandwidth.
+    pub bw_agg: f64,
+    /// Mean.
+    pub bw_mean: f64,
+    /// Standard deviation.
+    pub bw_dev: f64,
+    /// Number of samples.
+    pub bw_samples: u64,
+    /// IOPS samples: smallest.
+    pub iops_min: u64,
+    /// Largest.
+    pub iops_max: u64,
+    /// Mean.
+    pub iops_mean: f64,
+    /// Standard deviation.
+    pub iops_stddev: f64,
+    /// Number of samples.
+    pub iops_samples: u64,
 }
 
 /// A latency summary, nanoseconds.
@@ -149,6 +199,18 @@ impl Serialize for Percentiles {
 pub struct FioSync {
     /// Calls made.
     pub total_ios: u64,
+    /// Their latencies.
+    pub lat_ns: FioLat,
+}
+
+/// A map whose keys keep the order fio writes them in.
+#[derive(Debug, Clone)]
+pub struct Ordered(pub Vec<(String, f64)>);
+
+impl Serialize for Ordered {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+    }
 }
 
 /// One device (fio's `disk_util`).
@@ -191,18 +253,34 @@ pub fn to_fio_json_plus(r: &LoadReport) -> FioJson {
 }
 
 fn build(r: &LoadReport, plus: bool) -> FioJson {
-    let job = |j: &JobReport| job(j, plus);
+    // bw_agg is a percentage of the group's bandwidth (KiB/s).
+    let group_kib = |g: usize, d: usize| -> f64 {
+        r.jobs
+            .iter()
+            .filter(|j| j.group == g)
+            .map(|j| [&j.read, &j.write][d].bw_bytes() / 1024.0)
+            .sum()
+    };
+    let job = |j: &JobReport| job(j, plus, [group_kib(j.group, 0), group_kib(j.group, 1)]);
     let since = r
         .started_at
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     FioJson {
+        fio_version: FIO_VERSION.into(),
         version: format!("iolab-{}", env!("CARGO_PKG_VERSION")),
         timestamp: since.as_secs(),
         timestamp_ms: since.as_millis() as u64,
         time: ctime(since.as_secs() as i64),
         jobs: r.jobs.iter().map(job).collect(),
-        total: job(&r.total),
+        total: self::job(
+            &r.total,
+            plus,
+            [
+                r.total.read.bw_bytes() / 1024.0,
+                r.total.write.bw_bytes() / 1024.0,
+            ],
+        ),
         disk_util: r
             .disks
             .iter()
@@ -243,21 +321,70 @@ fn ctime(secs: i64) -> String {
     }
 }
 
-fn job(j: &JobReport, plus: bool) -> FioJob {
-    let dir = |d: &DirReport| dir(d, plus);
+fn job(j: &JobReport, plus: bool, group_kib: [f64; 2]) -> FioJob {
+    let (clat_p, lat_p) = j.percentiles_in;
+    let dir = |d: &DirReport, g: f64| dir(d, plus, clat_p, lat_p, g);
+    let pct = j.depth.percents();
+    let keyed = |keys: &[&str], v: &[f64]| {
+        Ordered(
+            keys.iter()
+                .zip(v)
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect(),
+        )
+    };
+    // Latency buckets are per job, all directions, in percent of its I/Os.
+    let mut buckets = [0u64; crate::fio_stats::LAT_BUCKETS];
+    for d in [&j.read, &j.write] {
+        for (a, b) in buckets.iter_mut().zip(d.lat_buckets.iter()) {
+            *a += b;
+        }
+    }
+    let total: u64 = buckets.iter().sum();
+    let share: Vec<f64> = buckets
+        .iter()
+        .map(|&n| {
+            if total == 0 {
+                0.0
+            } else {
+                n as f64 * 100.0 / total as f64
+            }
+        })
+        .collect();
+    let lat_keys = crate::fio_stats::LAT_KEYS;
     FioJob {
+        iodepth_level: keyed(&crate::fio_stats::LEVEL_KEYS, &pct[0]),
+        iodepth_submit: keyed(&crate::fio_stats::BATCH_KEYS, &pct[1]),
+        iodepth_complete: keyed(&crate::fio_stats::BATCH_KEYS, &pct[2]),
+        latency_ns: keyed(&lat_keys[..10], &share[..10]),
+        latency_us: keyed(&lat_keys[..10], &share[10..20]),
+        latency_ms: keyed(&lat_keys, &share[20..]),
+        latency_depth: j.iodepth.max(1),
+        latency_target: 0,
+        latency_percentile: 100.0,
+        latency_window: 0,
         jobname: j.name.clone(),
         groupid: j.group,
         error: j.error.as_ref().map_or(0, |e| e.errno),
         error_message: j.error.as_ref().map(|e| e.message.clone()),
         eta: 0,
         elapsed: j.runtime.as_secs(),
-        job_options: j.options.iter().cloned().collect(),
-        read: dir(&j.read),
-        write: dir(&j.write),
-        trim: dir(&DirReport::default()),
-        mixed: j.unified.then(|| dir(&j.read)),
-        sync: FioSync { total_ios: j.syncs },
+        // fio lists the job's name among its options.
+        job_options: std::iter::once(("name".to_string(), j.name.clone()))
+            .chain(j.options.iter().cloned())
+            .collect(),
+        read: dir(&j.read, group_kib[0]),
+        write: dir(&j.write, group_kib[1]),
+        trim: dir(&DirReport::default(), 0.0),
+        mixed: j.unified.then(|| dir(&j.read, group_kib[0])),
+        sync: FioSync {
+            total_ios: j.syncs,
+            lat_ns: j
+                .sync_lat
+                .as_ref()
+                .map(|l| lat(l, j.syncs, true, None))
+                .unwrap_or_default(),
+        },
         job_runtime: j.thread_time.as_millis() as u64,
         usr_cpu: j.usr_cpu(),
         sys_cpu: j.sys_cpu(),
@@ -267,24 +394,43 @@ fn job(j: &JobReport, plus: bool) -> FioJob {
     }
 }
 
-fn dir(d: &DirReport, plus: bool) -> FioDir {
-    let lat = match &d.lat {
-        Some(l) => FioLat {
-            min: l.min_ns,
-            max: l.max_ns,
-            mean: l.mean_ns,
-            stddev: l.stddev_ns,
-            n: d.total_ios,
-            percentile: Some(Percentiles(
+/// One latency object; `pct` says whether it carries percentiles (fio's
+/// clat_percentiles/lat_percentiles), `bins` the json+ bins.
+fn lat(l: &crate::stats::Latency, n: u64, pct: bool, bins: Option<&[(u64, u64)]>) -> FioLat {
+    FioLat {
+        min: l.min_ns,
+        max: l.max_ns,
+        mean: l.mean_ns,
+        stddev: l.stddev_ns,
+        n,
+        percentile: pct.then(|| {
+            Percentiles(
                 l.percentiles
                     .iter()
                     .map(|(p, v)| (format!("{p:.6}"), *v))
                     .collect(),
-            )),
-            bins: plus.then(|| d.bins.iter().copied().collect()),
+            )
+        }),
+        bins: if pct {
+            bins.map(|b| b.iter().copied().collect())
+        } else {
+            None
         },
-        None => FioLat::default(),
+    }
+}
+
+fn dir(d: &DirReport, plus: bool, clat_p: bool, lat_p: bool, group_kib: f64) -> FioDir {
+    let bins = plus.then_some(d.bins.as_slice());
+    // iolab measures one latency per I/O, from submission to completion:
+    // it is fio's lat, and clat repeats it (see the module notes).
+    let (clat, lat_ns) = match &d.lat {
+        Some(l) => (
+            lat(l, d.total_ios, clat_p, bins),
+            lat(l, d.total_ios, lat_p, bins),
+        ),
+        None => (FioLat::default(), FioLat::default()),
     };
+    let (b, i) = (d.bw_samples, d.iops_samples);
     let bw = d.bw_bytes().round() as u64;
     FioDir {
         io_bytes: d.io_bytes,
@@ -297,8 +443,23 @@ fn dir(d: &DirReport, plus: bool) -> FioDir {
         short_ios: d.short_ios,
         drop_ios: 0,
         slat_ns: FioLat::default(),
-        clat_ns: lat.clone(),
-        lat_ns: lat,
+        clat_ns: clat,
+        lat_ns,
+        bw_min: b.min,
+        bw_max: b.max,
+        bw_agg: if b.n > 0 && group_kib > 0.0 {
+            b.mean * 100.0 / group_kib
+        } else {
+            0.0
+        },
+        bw_mean: b.mean,
+        bw_dev: b.dev,
+        bw_samples: b.n,
+        iops_min: i.min,
+        iops_max: i.max,
+        iops_mean: i.mean,
+        iops_stddev: i.dev,
+        iops_samples: i.n,
     }
 }
 
@@ -329,6 +490,8 @@ mod tests {
                 .filter(|(_, c)| **c > 0)
                 .map(|(i, c)| (crate::plat::val(i), *c))
                 .collect(),
+            lat_buckets: acc.lat_buckets,
+            ..Default::default()
         };
         let j = JobReport {
             unified: false,
@@ -344,6 +507,11 @@ mod tests {
             syncs: 0,
             error: None,
             thread_ids: vec![1],
+            seeds: vec![1],
+            depth: Default::default(),
+            sync_lat: None,
+            iodepth: 1,
+            percentiles_in: (true, false),
         };
         LoadReport {
             jobs: vec![j.clone()],
@@ -397,9 +565,10 @@ mod tests {
             "99.900000",
             "99.990000",
         ] {
-            assert!(r["lat_ns"]["percentile"][p].as_u64().unwrap() > 0, "{p}");
-            assert_eq!(r["lat_ns"]["percentile"][p], r["clat_ns"]["percentile"][p]);
+            assert!(r["clat_ns"]["percentile"][p].as_u64().unwrap() > 0, "{p}");
         }
+        // lat_percentiles is off by default, as in fio.
+        assert!(r["lat_ns"].get("percentile").is_none());
         // No samples, no percentiles: like fio.
         assert!(j["write"]["lat_ns"].get("percentile").is_none());
         assert!(v["total"]["read"]["io_bytes"].is_u64());

@@ -115,6 +115,7 @@ pub const MORE: &[&str] = &[
     "log_offset",
     "log_prio",
     "per_job_logs",
+    "experimental_verify",
     "iodepth_batch",
     "iodepth_batch_submit",
     "iodepth_batch_complete",
@@ -450,6 +451,12 @@ fn apply_known(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), Stri
                 Some(k) => verify_opts(job).kind = k,
             }
         }
+        // fio's experimental_verify re-derives the written offsets by
+        // resetting its random generator instead of keeping a list; iolab
+        // keeps the list either way, so the same blocks are checked.
+        "experimental_verify" => {
+            boolean(key, value)?;
+        }
         "do_verify" => {
             let b = boolean(key, value)?;
             verify_opts(job).do_verify = b;
@@ -601,9 +608,8 @@ fn apply_known(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), Stri
             }
             x.percentile_list = Some(list);
         }
-        "clat_percentiles" | "lat_percentiles" => {
-            boolean(key, value)?;
-        }
+        "clat_percentiles" => x.percentiles_in.0 = boolean(key, value)?,
+        "lat_percentiles" => x.percentiles_in.1 = boolean(key, value)?,
         "unified_rw_reporting" => {
             x.unified_rw_reporting = match value.unwrap_or("1") {
                 "0" | "none" => false,
@@ -631,11 +637,10 @@ fn apply_known(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), Stri
         "log_max_value" => x.logs.max_value = boolean(key, value)?,
         "log_offset" => x.logs.offset = boolean(key, value)?,
         "log_prio" => x.logs.prio = boolean(key, value)?,
-        "per_job_logs" => {
-            if !boolean(key, value)? {
-                return Err(format!("{key}=0 is not supported: logs are per job (prefix_type.N.log)"));
-            }
-        }
+        // per_job_logs=0: one file per log kind without the clone number
+        // (prefix_bw.log), as fio names it; a job of several clones is
+        // checked in validate (their lines would interleave).
+        "per_job_logs" => x.logs.shared = !boolean(key, value)?,
         "iodepth_batch" | "iodepth_batch_submit" => x.batch_submit = count(key, need(key, value)?, 0)?.max(1),
         "iodepth_batch_complete" | "iodepth_batch_complete_min" => {
             x.batch_complete_min = count(key, need(key, value)?, 0)?;

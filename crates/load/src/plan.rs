@@ -206,9 +206,11 @@ fn job_size(pj: &PlannedJob) -> Result<u64, LoadError> {
         return Ok(0);
     }
     if job.ioengine == IoEngine::Null {
-        return job.size.ok_or_else(|| {
+        // fio's null engine takes its extent from filesize as well
+        // (t0030: filesize=1T only).
+        return job.size.or(job.x.filesize.map(|(lo, _)| lo)).ok_or_else(|| {
             LoadError::usage(format!(
-                "job {}: ioengine=null needs size (how many bytes the pretend I/O covers), e.g. size=1g",
+                "job {}: ioengine=null needs size or filesize (how many bytes the pretend I/O covers), e.g. size=1g",
                 job.name
             ))
         });

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant, SystemTime};
 use iolab_sys::diskstats::DiskStat;
 
 use crate::cpu::CpuUse;
+use crate::fio_stats::{DepthMaps, SampleStats};
 use crate::job::Job;
 use crate::plan::PlannedJob;
 use crate::stats::{DirAcc, Latency};
@@ -28,6 +29,12 @@ pub struct DirReport {
     /// fio's latency bins with I/Os in them: `(bin value ns, count)`
     /// (json+).
     pub bins: Vec<(u64, u64)>,
+    /// I/Os per fio latency bucket (`latency_ns/us/ms`).
+    pub lat_buckets: [u64; crate::fio_stats::LAT_BUCKETS],
+    /// Bandwidth samples, KiB/s (fio's `bw_min` ...).
+    pub bw_samples: SampleStats,
+    /// IOPS samples (fio's `iops_min` ...).
+    pub iops_samples: SampleStats,
 }
 
 impl DirReport {
@@ -52,6 +59,9 @@ impl DirReport {
                         .collect()
                 })
                 .unwrap_or_default(),
+            lat_buckets: acc.lat_buckets,
+            bw_samples: SampleStats::default(),
+            iops_samples: SampleStats::default(),
         }
     }
 
@@ -101,6 +111,16 @@ pub struct JobReport {
     pub error: Option<Failure>,
     /// Kernel thread ids of the clones.
     pub thread_ids: Vec<i32>,
+    /// The clones' random seeds (`--debug=random`).
+    pub seeds: Vec<u64>,
+    /// Queue depths (fio's `iodepth_level/submit/complete`).
+    pub depth: DepthMaps,
+    /// fsync/fdatasync latencies.
+    pub sync_lat: Option<Latency>,
+    /// `iodepth` (fio's `latency_depth`).
+    pub iodepth: u32,
+    /// `clat_percentiles`, `lat_percentiles`.
+    pub percentiles_in: (bool, bool),
     /// `unified_rw_reporting`: `read` holds reads and writes together
     /// (fio's `mixed`).
     pub unified: bool,
@@ -251,6 +271,11 @@ struct Merge {
     last: Option<Instant>,
     error: Option<Failure>,
     tids: Vec<i32>,
+    seeds: Vec<u64>,
+    /// Per direction, each clone's bandwidth and IOPS sample statistics.
+    samples: [Vec<(SampleStats, SampleStats)>; 2],
+    depth: DepthMaps,
+    sync_lat: Option<DirAcc>,
 }
 
 impl Merge {
@@ -276,6 +301,15 @@ impl Merge {
         if r.tid != 0 {
             self.tids.push(r.tid);
         }
+        self.seeds.push(r.seed);
+        for d in 0..2 {
+            let s = &r.fx.samples[d];
+            self.samples[d].push((SampleStats::of(&s.bw), SampleStats::of(&s.iops)));
+        }
+        self.depth.merge(&r.fx.depth);
+        self.sync_lat
+            .get_or_insert_with(|| DirAcc::new(false))
+            .merge(&r.fx.sync_lat);
     }
 
     fn window(&self) -> Duration {
@@ -299,20 +333,37 @@ impl Merge {
         } else {
             dirs
         };
+        let stats = |d: usize| {
+            let bw: Vec<SampleStats> = self.samples[d].iter().map(|s| s.0).collect();
+            let iops: Vec<SampleStats> = self.samples[d].iter().map(|s| s.1).collect();
+            (SampleStats::sum(&bw), SampleStats::sum(&iops))
+        };
+        let mut read = DirReport::from_acc(&dirs[0], runtime, list);
+        let mut write = DirReport::from_acc(&dirs[1], runtime, list);
+        (read.bw_samples, read.iops_samples) = stats(0);
+        (write.bw_samples, write.iops_samples) = stats(1);
         JobReport {
+            depth: self.depth,
+            sync_lat: self
+                .sync_lat
+                .as_ref()
+                .and_then(|a| a.latency_with(list.unwrap_or(&crate::stats::PERCENTILES))),
+            iodepth: job.iodepth,
+            percentiles_in: job.x.percentiles_in,
             unified,
             name: job.name.clone(),
             group,
             options: job.options.clone(),
             clones: self.clones,
-            read: DirReport::from_acc(&dirs[0], runtime, list),
-            write: DirReport::from_acc(&dirs[1], runtime, list),
+            read,
+            write,
             runtime,
             thread_time: self.thread_time,
             cpu: self.cpu,
             syncs: self.syncs,
             error: self.error.clone(),
             thread_ids: self.tids.clone(),
+            seeds: self.seeds.clone(),
         }
     }
 }

@@ -58,6 +58,17 @@ pub struct LiveSnapshot {
     pub elapsed: Duration,
 }
 
+impl LiveSnapshot {
+    fn add(&mut self, c: &LiveCounters) {
+        let (rb, ri) = c.read(Dir::Read);
+        let (wb, wi) = c.read(Dir::Write);
+        self.read_bytes += rb;
+        self.read_ios += ri;
+        self.write_bytes += wb;
+        self.write_ios += wi;
+    }
+}
+
 /// A load running in background threads.
 pub struct RunningLoad {
     ctl: Arc<Control>,
@@ -168,14 +179,29 @@ impl RunningLoad {
             ..Default::default()
         };
         for c in &self.counters {
-            let (rb, ri) = c.read(Dir::Read);
-            let (wb, wi) = c.read(Dir::Write);
-            s.read_bytes += rb;
-            s.read_ios += ri;
-            s.write_bytes += wb;
-            s.write_ios += wi;
+            s.add(c);
         }
         s
+    }
+
+    /// Totals so far per job (ramp included), in job order: the job's
+    /// name and its clones summed (`--status-interval`).
+    pub fn job_snapshots(&self) -> Vec<(String, LiveSnapshot)> {
+        let mut out = Vec::with_capacity(self.plan.jobs.len());
+        let mut at = 0;
+        for pj in &self.plan.jobs {
+            let n = pj.job.numjobs as usize;
+            let mut s = LiveSnapshot {
+                elapsed: self.started.elapsed(),
+                ..Default::default()
+            };
+            for c in self.counters.iter().skip(at).take(n) {
+                s.add(c);
+            }
+            at += n;
+            out.push((pj.job.name.clone(), s));
+        }
+        out
     }
 
     /// Kernel thread ids of the clones started so far (for tracing

@@ -31,6 +31,9 @@ pub struct DirAcc {
     hist: Option<Histogram<u64>>,
     /// fio's bins (for json+ and histogram logs).
     pub plat: Option<Box<[u64]>>,
+    /// I/Os per fio latency bucket (`latency_ns/us/ms`, see
+    /// [`crate::fio_stats::lat_bucket`]).
+    pub lat_buckets: [u64; crate::fio_stats::LAT_BUCKETS],
 }
 
 /// Latency summary of one direction, in nanoseconds.
@@ -73,6 +76,7 @@ impl DirAcc {
             max_ns: 0,
             hist: used.then(new_hist),
             plat: used.then(|| vec![0u64; crate::plat::NR].into_boxed_slice()),
+            lat_buckets: [0; crate::fio_stats::LAT_BUCKETS],
         }
     }
 
@@ -89,6 +93,7 @@ impl DirAcc {
         self.sumsq_ns += l * l;
         self.min_ns = self.min_ns.min(lat_ns);
         self.max_ns = self.max_ns.max(lat_ns);
+        self.lat_buckets[crate::fio_stats::lat_bucket(lat_ns)] += 1;
         self.hist
             .get_or_insert_with(new_hist)
             .saturating_record(lat_ns.max(1));
@@ -115,6 +120,9 @@ impl DirAcc {
         self.bytes += other.bytes;
         self.short_ios += other.short_ios;
         self.untimed += other.untimed;
+        for (a, b) in self.lat_buckets.iter_mut().zip(other.lat_buckets.iter()) {
+            *a += b;
+        }
         if let Some(p) = &other.plat {
             let mine = self
                 .plat

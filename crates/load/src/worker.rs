@@ -111,6 +111,10 @@ pub struct CloneResult {
     pub measured: Option<(Instant, Instant)>,
     /// Why it stopped early.
     pub failure: Option<Failure>,
+    /// The clone's random seed (see [`clone_seeds`]).
+    pub seed: u64,
+    /// Samples, queue depths and sync latencies.
+    pub fx: crate::fio_stats::FioExtras,
 }
 
 /// Runs one clone to its end; never panics on I/O errors.
@@ -146,6 +150,8 @@ fn run_clone_inner(spec: &CloneSpec) -> CloneResult {
         syncs: 0,
         measured: None,
         failure: None,
+        seed: seed_for(spec),
+        fx: Default::default(),
     };
     let setup = setup(spec);
     let outcome = setup.as_ref().map(|_| tid).map_err(Clone::clone);
@@ -314,12 +320,26 @@ fn seed_for(spec: &CloneSpec) -> u64 {
                 (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
             })
     } else {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0)
+        // randrepeat=0: new every run, but one value for the whole run, so
+        // each of the clone's streams and the reported seed agree.
+        static RUN: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+        let run = *RUN.get_or_init(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0)
+                ^ u64::from(std::process::id()) << 40
+        });
+        run ^ spec.job_idx as u64
     };
     base ^ (u64::from(spec.clone) << 32)
+}
+
+/// The seeds of a clone's random streams (`--debug=random` prints them as
+/// fio's `rand_seeds[]`): offsets, pacing and start delay use the first;
+/// the read/write mix and buffer contents the second.
+pub fn clone_seeds(seed: u64) -> [u64; 2] {
+    [seed, seed ^ 0x5eed]
 }
 
 /// Verify bookkeeping of a writing clone.
@@ -346,6 +366,10 @@ pub struct Run<'a> {
     /// The clock.
     pub time: Timeline,
     dirs: [DirAcc; 2],
+    /// Samples, queue depths and sync latencies (fio's other per-job
+    /// statistics).
+    pub fx: crate::fio_stats::FioExtras,
+    sampler: crate::fio_stats::Sampler,
     live_totals: [(u64, u64); 2],
     loops_left: u32,
     writes: u64,
@@ -439,6 +463,8 @@ impl<'a> Run<'a> {
                 DirAcc::new(io && job.reads()),
                 DirAcc::new(io && job.writes()),
             ],
+            fx: Default::default(),
+            sampler: Default::default(),
             live_totals: [(0, 0); 2],
             loops_left: job.loops.max(1),
             writes: 0,
@@ -638,10 +664,21 @@ impl<'a> Run<'a> {
             } else {
                 self.dirs[d].record_untimed(bytes, asked);
             }
+            if self.sampler.next.is_none_or(|n| now >= n) {
+                self.sample(now);
+            }
         }
         if self.slow_path {
             self.slow_complete(d, bytes, lat, now, offset, measuring);
         }
+    }
+
+    /// Closes a bandwidth/IOPS sample window when one is full.
+    #[cold]
+    fn sample(&mut self, now: Instant) {
+        let totals = [0, 1].map(|d| (self.dirs[d].bytes, self.dirs[d].ios));
+        let used = [self.job.reads(), self.job.writes()];
+        self.sampler.tick(now, totals, used, &mut self.fx.samples);
     }
 
     #[cold]
@@ -744,6 +781,7 @@ impl<'a> Run<'a> {
             }
         }
         let every = |n: u32| n > 0 && self.writes % u64::from(n) == 0;
+        let t0 = Instant::now();
         let r = if every(self.job.fsync) {
             self.syncs += 1;
             file.sync_all()
@@ -763,6 +801,10 @@ impl<'a> Run<'a> {
         } else {
             return;
         };
+        if self.time.measuring() {
+            let ns = t0.elapsed().as_nanos() as u64;
+            self.fx.sync_lat.record(0, 0, ns);
+        }
         if let Err(e) = r {
             self.fail(Failure {
                 errno: e.raw_os_error().unwrap_or(0),
@@ -880,6 +922,7 @@ impl<'a> Run<'a> {
             }
         }
         out.dirs = self.dirs;
+        out.fx = self.fx;
         out.syncs = self.syncs;
         out.failure = self.failure;
     }

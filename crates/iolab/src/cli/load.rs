@@ -75,6 +75,32 @@ pub struct LoadArgs {
     #[arg(long)]
     pub force: bool,
 
+    /// fio's --readonly: refuse, before anything runs, any job that writes.
+    #[arg(long)]
+    pub readonly: bool,
+
+    /// fio's --debug=TYPE[,TYPE]: `random` prints each clone's random
+    /// seeds (fio's rand_seeds[] lines) before the report; fio's other
+    /// types are accepted and print nothing.
+    #[arg(long, value_name = "TYPE")]
+    pub debug: Option<String>,
+
+    /// fio's --status-interval: while the load runs, write each job's
+    /// progress every T (seconds, or 500ms ...): a JSON document per status
+    /// with a JSON format, a line per job otherwise.
+    #[arg(long = "status-interval", value_name = "T")]
+    pub status_interval: Option<String>,
+
+    /// fio's --bandwidth-log: write the aggregate bandwidth logs
+    /// agg-read_bw.log and agg-write_bw.log (msec, KiB/s, dir, 0, 0 every
+    /// 500 ms, all jobs together) in the current directory.
+    #[arg(long = "bandwidth-log")]
+    pub bandwidth_log: bool,
+
+    /// Jobs of a fio command line with several --name (set by iolab).
+    #[arg(long = "fio-cmdline-jobs", hide = true)]
+    pub cmdline_jobs: Option<String>,
+
     /// Sample CPU utilisation and pressure stalls every second during the
     /// load (as `iolab cpu`): a summary line after the results, the whole
     /// series under "cpu" in --json.
@@ -262,6 +288,33 @@ pub fn fio_flags(argv: Vec<std::ffi::OsString>, cmd: &clap::Command) -> Vec<std:
         .collect();
     let known: Vec<&str> = iolab_load::supported_options().collect();
     let mut out: Vec<std::ffi::OsString> = argv[..=at].to_vec();
+    // Several --name: fio's command-line jobs, turned into a job file.
+    let job_flags: Vec<String> =
+        <JobFlags as clap::Args>::augment_args(clap::Command::new("jobflags"))
+            .get_arguments()
+            .filter_map(|a| a.get_long().map(str::to_string))
+            .collect();
+    let not_job: Vec<(String, bool)> = load
+        .get_arguments()
+        .filter(|a| {
+            a.get_long()
+                .is_some_and(|l| !job_flags.iter().any(|j| j == l))
+        })
+        .flat_map(|a| {
+            let takes = a.get_action().takes_values();
+            a.get_long()
+                .into_iter()
+                .chain(a.get_all_aliases().into_iter().flatten())
+                .map(move |l| (l.to_string(), takes))
+        })
+        .chain([("help".to_string(), false)])
+        .collect();
+    if let Some((kept, ini)) = super::load_fio::cmdline_jobs(&argv[at + 1..], &not_job) {
+        out.extend(kept);
+        out.push("--fio-cmdline-jobs".into());
+        out.push(ini.into());
+        return out;
+    }
     for a in &argv[at + 1..] {
         let s = a.to_string_lossy();
         if let Some(flag) = s.strip_prefix("--") {
@@ -299,8 +352,47 @@ pub fn run(a: LoadArgs) -> anyhow::Result<()> {
         )),
         None => None,
     };
+    let debug = match a.debug.as_deref() {
+        Some("?") => {
+            println!(
+                "Available debug options:\n{}",
+                super::load_fio::DEBUG_TYPES.join("\n")
+            );
+            return Ok(());
+        }
+        Some(d) => super::load_fio::parse_debug(d)?,
+        None => Default::default(),
+    };
+    let status_every = a
+        .status_interval
+        .as_deref()
+        .map(|t| {
+            // fio's times: a bare number is seconds.
+            t.parse::<f64>()
+                .ok()
+                .filter(|s| s.is_finite() && *s > 0.0)
+                .map(Duration::from_secs_f64)
+                .or_else(|| iolab_sys::units::parse_duration(t).ok())
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| {
+                    UsageError::new(format!(
+                        "--status-interval {t}: expected a time such as 1, 2s or 500ms"
+                    ))
+                })
+        })
+        .transpose()?;
     let lab_dir = a.lab.as_deref().map(lab_directory).transpose()?;
     let jobs = build_jobs(&a, lab_dir.as_deref()).map_err(usage_aware)?;
+    if a.readonly {
+        if let Some(j) = jobs.iter().find(|j| j.writes()) {
+            return Err(UsageError::new(format!(
+                "--readonly: job {} writes (rw={}); drop --readonly or make it read",
+                j.name,
+                j.rw.as_str()
+            ))
+            .into());
+        }
+    }
     if let Some(max) = a.max_jobs {
         let n: u64 = jobs.iter().map(|j| u64::from(j.numjobs.max(1))).sum();
         if n > u64::from(max) {
@@ -330,11 +422,48 @@ pub fn run(a: LoadArgs) -> anyhow::Result<()> {
         .then(|| CpuMonitor::start(Duration::from_secs(1)))
         .transpose()?;
     let bio = super::trace::BioAttachment::start(a.trace.as_deref(), &job_paths(&jobs))?;
-    let report = iolab_load::run_to_completion(jobs, opts).map_err(usage_aware);
+    let periodic = super::load_fio::Periodic {
+        status: status_every.map(|d| {
+            let json = formats.iter().any(|f| f.starts_with("json"));
+            (
+                d,
+                if json {
+                    super::load_fio::StatusFormat::Json
+                } else {
+                    super::load_fio::StatusFormat::Text
+                },
+            )
+        }),
+        bandwidth_log: a.bandwidth_log,
+    };
+    let report = iolab_load::start(jobs, opts)
+        .map_err(usage_aware)
+        .and_then(|load| {
+            if !periodic.idle() {
+                // Statuses go where the report goes (fio writes them to its
+                // output too); a failure to write one ends the watch, not the
+                // load, whose report is still written.
+                let res = match &output {
+                    Some((_, f)) => periodic.watch(&load, &mut &*f),
+                    None => periodic.watch(&load, &mut std::io::stdout()),
+                };
+                if let Err(e) = res {
+                    let report = load.stop();
+                    return Err(anyhow::anyhow!("{e:#}").context(format!(
+                        "writing statuses ({} bytes measured before it stopped)",
+                        report.read_bytes() + report.write_bytes()
+                    )));
+                }
+            }
+            Ok(load.wait())
+        });
     let cpu = monitor.map(CpuMonitor::stop);
     let bio = bio.map(super::trace::BioAttachment::stop).transpose()?;
     let report = report?;
     let mut text = String::new();
+    if debug.random {
+        text.push_str(&super::load_fio::debug_random(&report));
+    }
     for f in &formats {
         text.push_str(&render(f, &report, cpu.as_ref(), bio.as_ref())?);
     }
@@ -381,15 +510,17 @@ fn render(
     bio: Option<&iolab_bio::BioHistograms>,
 ) -> anyhow::Result<String> {
     let text = if format.starts_with("json") {
-        for w in &report.warnings {
-            iolab_sys::say!("iolab: note: {w}");
-        }
+        // Notes go into the document, not to stderr: fio's harness and
+        // scripts take anything on stderr for a failure.
         let doc = if format == "json+" {
             iolab_load::json::to_fio_json_plus(report)
         } else {
             iolab_load::json::to_fio_json(report)
         };
         let mut doc = serde_json::to_value(doc).context("serialising the report")?;
+        if !report.warnings.is_empty() {
+            doc["iolab notes"] = serde_json::json!(report.warnings);
+        }
         if let Some(cpu) = &cpu {
             doc["cpu"] = serde_json::to_value(cpu).context("serialising the CPU series")?;
         }
@@ -442,8 +573,18 @@ fn build_jobs(a: &LoadArgs, lab_dir: Option<&str>) -> Result<Vec<iolab_load::Job
     if let Some(d) = lab_dir {
         overrides.push(("directory".into(), d.to_string()));
     }
-    let shorthand = a.readers.is_some() || a.writers.is_some();
     let usage = |m: &str| LoadError::Usage(UsageError::new(m));
+    if let Some(ini) = &a.cmdline_jobs {
+        if a.spec.is_some() || a.readers.is_some() || a.writers.is_some() {
+            return Err(usage(
+                "jobs given with several --name go alone: drop the job file, workload or --readers/--writers",
+            ));
+        }
+        let mut jobs = iolab_load::jobfile::parse(ini, std::path::Path::new("<command line>"))?;
+        iolab_load::apply_overrides(&mut jobs, &overrides)?;
+        return Ok(jobs);
+    }
+    let shorthand = a.readers.is_some() || a.writers.is_some();
     if a.job.name.is_some() && (a.spec.is_some() || shorthand) {
         return Err(usage(
             "--name names a job built from flags; a job file or workload names its own jobs",

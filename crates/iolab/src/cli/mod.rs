@@ -14,6 +14,7 @@ mod explain;
 mod guard_test;
 mod lab;
 mod load;
+mod load_fio;
 mod model_args;
 mod model_server;
 mod observe;

@@ -150,6 +150,10 @@ impl<Q: Queue> Queued<Q> {
             for &s in &self.fresh {
                 self.slots[s].start = t;
             }
+            run.fx.depth.submitted(self.fresh.len());
+            if !self.fresh.is_empty() {
+                run.fx.depth.queued(inflight, self.fresh.len());
+            }
             self.fresh.clear();
             if let Err(e) = self
                 .q
@@ -166,6 +170,7 @@ impl<Q: Queue> Queued<Q> {
                 });
                 return;
             }
+            run.fx.depth.completed(self.done.len());
             if self.done.is_empty() {
                 run.time.tick(Instant::now());
                 continue;

@@ -1,0 +1,263 @@
+//! fio's command-line conventions through the real binary, as fio's test
+//! harness and people's scripts use them: several jobs from repeated
+//! --name, --readonly, --debug=random, --status-interval, --bandwidth-log,
+//! per_job_logs=0, an empty stderr, and fio's per-job statistics (samples,
+//! depths, latency buckets) checked against the files and the clock.
+#![allow(clippy::unwrap_used)]
+
+mod load_env;
+
+use load_env::{json, stderr, Env};
+
+#[test]
+fn repeated_names_run_one_job_each_with_the_global_options_before_them() {
+    let env = Env::new();
+    let d = env.dir().to_str().unwrap();
+    let out = env.run(&[
+        "--output-format=json",
+        &format!("--directory={d}"),
+        "--size=1M",
+        "--bs=64k",
+        "--name=a",
+        "--rw=write",
+        "--name=b",
+        "--rw",
+        "write",
+        "--size=2M",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    let jobs = v["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 2);
+    // Outside truth: the files the two jobs left.
+    let a = std::fs::metadata(env.dir().join("a.0.0")).unwrap().len();
+    let b = std::fs::metadata(env.dir().join("b.0.0")).unwrap().len();
+    assert_eq!((a, b), (1 << 20, 2 << 20));
+    assert_eq!(jobs[0]["write"]["io_bytes"], 1 << 20);
+    assert_eq!(jobs[1]["write"]["io_bytes"], 2 << 20);
+    assert_eq!(jobs[1]["job options"]["name"], "b");
+}
+
+#[test]
+fn readonly_refuses_a_writing_job_before_it_writes() {
+    let env = Env::new();
+    let f = env.dir().join("f");
+    let fname = format!("--filename={}", f.display());
+    let out = env.run(&[
+        "--readonly",
+        "--name=w",
+        "--rw=randwrite",
+        "--size=1M",
+        &fname,
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--readonly"), "{}", stderr(&out));
+    assert!(!f.exists(), "a refused job created its file");
+    let out = env.run(&[
+        "--name=r",
+        "--rw=randread",
+        "--size=1M",
+        &fname,
+        "--readonly",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// The offsets a run read, from its latency log (log_offset=1).
+fn offsets(env: &Env, tag: &str, extra: &[&str]) -> (Vec<u64>, Vec<u64>) {
+    let prefix = env.dir().join(tag);
+    let mut args = vec![
+        "--debug=random".to_string(),
+        "--name=r".into(),
+        "--ioengine=null".into(),
+        "--size=1M".into(),
+        "--rw=randread".into(),
+        "--log_offset=1".into(),
+        format!("--write_lat_log={}", prefix.display()),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = env.run(&a);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let seeds: Vec<u64> = text
+        .lines()
+        .filter(|l| l.starts_with("random") && l.contains("rand_seeds["))
+        .map(|l| l.rsplit('=').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(!seeds.is_empty(), "{text}");
+    let log = std::fs::read_to_string(format!("{}_lat.1.log", prefix.display())).unwrap();
+    let offs = log
+        .lines()
+        .map(|l| l.split(", ").nth(4).unwrap().trim().parse().unwrap())
+        .collect();
+    (seeds, offs)
+}
+
+#[test]
+fn debug_random_prints_the_seeds_that_drive_the_offsets() {
+    let env = Env::new();
+    let (s1, o1) = offsets(&env, "a", &["--randrepeat=1"]);
+    let (s2, o2) = offsets(&env, "b", &["--randrepeat=1"]);
+    assert_eq!(s1, s2);
+    assert_eq!(o1, o2, "same seeds, different offsets");
+    let (s3, o3) = offsets(&env, "c", &["--randrepeat=0"]);
+    let (s4, o4) = offsets(&env, "d", &["--randrepeat=0"]);
+    assert_ne!(s3, s4);
+    assert_ne!(o3, o4, "different seeds, same offsets");
+    let (s5, _) = offsets(&env, "e", &["--randseed=1234"]);
+    assert_ne!(s5, s1);
+    // 256 blocks of 4 KiB, each read once (the random map).
+    let mut all = o1.clone();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), 256);
+}
+
+#[test]
+fn notes_go_into_the_report_and_stderr_stays_empty() {
+    let env = Env::new();
+    let f = env.dir().join("f");
+    let out = env.run(&[
+        "--output-format=json",
+        "--name=j",
+        "--ioengine=libaio",
+        "--iodepth=4",
+        "--rw=randread",
+        "--size=1M",
+        &format!("--filename={}", f.display()),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "", "fio's harness takes stderr for a failure");
+    let v = json(&out);
+    let notes = v["iolab notes"].as_array().unwrap();
+    assert!(notes[0].as_str().unwrap().contains("direct=1"), "{notes:?}");
+    assert_eq!(v["fio version"], "fio-3.33");
+}
+
+#[test]
+fn samples_buckets_and_depths_add_up_against_the_clock() {
+    let env = Env::new();
+    let f = env.dir().join("f");
+    let t0 = std::time::Instant::now();
+    let out = env.run(&[
+        "--output-format=json",
+        "--name=j",
+        "--ioengine=io_uring",
+        "--iodepth=8",
+        "--rw=randrw",
+        "--size=8M",
+        "--time_based",
+        "--runtime=2",
+        "--rate_iops=2000",
+        &format!("--filename={}", f.display()),
+    ]);
+    let wall = t0.elapsed().as_secs_f64();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    let j = &v["jobs"][0];
+    for d in ["read", "write"] {
+        let x = &j[d];
+        // One sample per 500 ms of the 2 s measured: 3 or 4 (fio: 3).
+        let n = x["bw_samples"].as_u64().unwrap();
+        assert!((3..=4).contains(&n), "{d}: {n} samples in {wall:.1} s");
+        assert_eq!(x["iops_samples"], n);
+        // Paced at 2000 IOPS: each sample is near it, and so their mean.
+        let mean = x["iops_mean"].as_f64().unwrap();
+        assert!((1500.0..=2500.0).contains(&mean), "{d}: iops_mean {mean}");
+        assert!(x["iops_min"].as_u64().unwrap() <= mean as u64 + 1);
+        let kib = x["bw_mean"].as_f64().unwrap();
+        assert!(
+            (kib / 4.0 - mean).abs() < mean * 0.05,
+            "{d}: {kib} KiB/s vs {mean} IOPS"
+        );
+        let agg = x["bw_agg"].as_f64().unwrap();
+        assert!((80.0..=120.0).contains(&agg), "{d}: bw_agg {agg}");
+    }
+    let sum = |k: &str| -> f64 {
+        j[k].as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_f64().unwrap())
+            .sum()
+    };
+    let lat = sum("latency_ns") + sum("latency_us") + sum("latency_ms");
+    assert!((lat - 100.0).abs() < 0.01, "latency buckets sum to {lat}");
+    for k in ["iodepth_level", "iodepth_submit", "iodepth_complete"] {
+        assert!((sum(k) - 100.0).abs() < 0.01, "{k}: {}", sum(k));
+    }
+    assert_eq!(j["latency_depth"], 8);
+}
+
+#[test]
+fn status_interval_writes_a_document_per_interval_and_bandwidth_logs_add_up() {
+    let env = Env::new();
+    let out = env
+        .cmd(&[
+            "--output-format=json",
+            "--status-interval=1",
+            "--bandwidth-log",
+            "--name=t",
+            "--ioengine=null",
+            "--filesize=1T",
+            "--rw=read",
+            "--time_based",
+            "--runtime=3s",
+            "--rate=100m",
+        ])
+        .current_dir(env.dir())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let docs: Vec<serde_json::Value> = serde_json::Deserializer::from_str(&text)
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    // Statuses at 1 s and 2 s (and perhaps at 3 s), then the report.
+    assert!((3..=4).contains(&docs.len()), "{} documents", docs.len());
+    let last = docs.last().unwrap();
+    let total = last["jobs"][0]["read"]["io_bytes"].as_u64().unwrap();
+    let first = docs[0]["jobs"][0]["read"]["io_bytes"].as_u64().unwrap();
+    assert!(first > 0 && first < total, "{first} of {total}");
+    // The aggregate log: a line per 500 ms; KiB/s × 0.5 s adds up to the
+    // bytes the report counts, within one sample.
+    let log = std::fs::read_to_string(env.dir().join("agg-read_bw.log")).unwrap();
+    let kib: Vec<f64> = log
+        .lines()
+        .map(|l| l.split(", ").nth(1).unwrap().parse().unwrap())
+        .collect();
+    assert!((5..=7).contains(&kib.len()), "{} lines", kib.len());
+    let logged = kib.iter().sum::<f64>() * 0.5 * 1024.0;
+    let one = 100e6 * 0.5;
+    assert!(
+        (logged - total as f64).abs() <= one * 1.5,
+        "log {logged} vs report {total}"
+    );
+    assert!(env.dir().join("agg-write_bw.log").exists());
+}
+
+#[test]
+fn per_job_logs_0_names_the_log_without_the_clone_number() {
+    let env = Env::new();
+    let prefix = env.dir().join("test");
+    let out = env.run(&[
+        "--name=t",
+        "--ioengine=null",
+        "--filesize=1M",
+        "--per_job_logs=0",
+        &format!("--write_bw_log={}", prefix.display()),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(env.dir().join("test_bw.log").exists());
+    assert!(!env.dir().join("test_bw.1.log").exists());
+    let out = env.run(&[
+        "--name=t",
+        "--ioengine=null",
+        "--filesize=1M",
+        "--numjobs=2",
+        "--per_job_logs=0",
+        &format!("--write_bw_log={}", prefix.display()),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
