@@ -45,6 +45,9 @@ def parse_args():
     p.add_argument("--fio", default=shutil.which("fio"), help="the installed fio (default: PATH)")
     p.add_argument("--tests", nargs="+", type=int, default=DEFAULT_TESTS)
     p.add_argument("--only", choices=["iolab", "fio"], help="run one tool")
+    p.add_argument("--fio-log", type=Path,
+                   help="take fio's column from this earlier run's fio.log instead of running fio again "
+                        "(fio's suite takes ~15 min here, iolab's ~1)")
     p.add_argument("--work", type=Path, default=None,
                    help="where the artifacts go (default: a new dir under /var/tmp; kept)")
     p.add_argument("--markdown", type=Path, help="also write the table here")
@@ -78,6 +81,22 @@ def fio_version(fio_source, fio):
     return src, installed
 
 
+def parse(out, tests):
+    results = {}
+    for line in out.splitlines():
+        m = LINE.match(line)
+        if m:
+            tid, res, colon, rest = int(m.group(1)), m.group(2), m.group(3), m.group(4)
+            reason, desc = "", rest
+            if colon:
+                # "FAILED: reason, desc": the harness's reasons end with ','.
+                head, _, tail = rest.rpartition(", ")
+                reason, desc = (head, tail) if head else (rest, "")
+            if tid in tests:
+                results[tid] = (res, reason.strip(), desc.strip())
+    return results
+
+
 def run_suite(name, exe, args, work):
     """Runs the harness with --fio EXE; returns {test_id: (result, reason, desc)}."""
     art = work / name
@@ -95,18 +114,7 @@ def run_suite(name, exe, args, work):
         out = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
         out += f"\n(harness timed out after {args.timeout} s)\n"
     (work / f"{name}.log").write_text(out)
-    results = {}
-    for line in out.splitlines():
-        m = LINE.match(line)
-        if m:
-            tid, res, colon, rest = int(m.group(1)), m.group(2), m.group(3), m.group(4)
-            reason, desc = "", rest
-            if colon:
-                # "FAILED: reason, desc": the harness's reasons end with ','.
-                head, _, tail = rest.rpartition(", ")
-                reason, desc = (head, tail) if head else (rest, "")
-            if tid in args.tests:
-                results[tid] = (res, reason.strip(), desc.strip())
+    results = parse(out, args.tests)
     print(f"   {name}: {sum(r[0] == 'PASSED' for r in results.values())} passed of "
           f"{len(results)} in {time.monotonic() - t0:.0f} s", flush=True)
     return results
@@ -131,7 +139,9 @@ def main():
     runs = {}
     if args.only != "fio":
         runs["iolab"] = run_suite("iolab", str(wrapper), args, work)
-    if args.only != "iolab":
+    if args.fio_log:
+        runs["fio"] = parse(args.fio_log.read_text(), args.tests)
+    elif args.only != "iolab":
         if not args.fio:
             sys.exit("fio_suite: no fio installed (apt-get install fio), or pass --only iolab")
         runs["fio"] = run_suite("fio", args.fio, args, work)

@@ -261,3 +261,49 @@ fn per_job_logs_0_names_the_log_without_the_clone_number() {
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
+
+#[test]
+fn a_compressed_log_inflates_to_one_line_per_io() {
+    // fio's t/log_compression.py: 1000 MiB in 128 KiB writes on the null
+    // engine, one bw log line per I/O at offsets 0, 128 KiB, ...
+    let env = Env::new();
+    let prefix = env.dir().join("test");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "--name=job".to_string(),
+            "--ioengine=null".into(),
+            "--filesize=1000M".into(),
+            "--bs=128K".into(),
+            "--rw=write".into(),
+            "--per_job_logs=0".into(),
+            "--log_offset=1".into(),
+            "--log_compression=10K".into(),
+            format!("--write_bw_log={}", prefix.display()),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = env.run(&a);
+        assert!(out.status.success(), "{}", stderr(&out));
+    };
+    run(&[]);
+    run(&["--log_store_compressed=1"]);
+    let fz = env.dir().join("test_bw.log.fz");
+    let plain = std::fs::read(env.dir().join("test_bw.log")).unwrap();
+    assert!(std::fs::metadata(&fz).unwrap().len() * 2 < plain.len() as u64);
+    let out = env.run(&["--inflate-log", fz.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let offsets: Vec<u64> = text
+        .lines()
+        .map(|l| l.split(", ").nth(4).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(offsets.len(), 8000);
+    assert!(offsets
+        .iter()
+        .enumerate()
+        .all(|(i, &o)| o == i as u64 * 131_072));
+    let bad = env.dir().join("bad.fz");
+    std::fs::write(&bad, b"not zlib").unwrap();
+    let out = env.run(&["--inflate-log", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}

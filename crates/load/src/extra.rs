@@ -284,6 +284,8 @@ pub struct LogOpts {
     pub prio: bool,
     /// `per_job_logs=0`: `prefix_type.log`, without the clone number.
     pub shared: bool,
+    /// `log_store_compressed=1`: zlib-compressed `.fz` files.
+    pub compressed: bool,
 }
 
 impl LogOpts {

@@ -28,19 +28,77 @@ use crate::extra::LogOpts;
 use crate::plat;
 
 struct Sink {
-    w: BufWriter<File>,
+    w: Out,
     path: PathBuf,
 }
 
+/// A log file, plain or zlib-compressed (`log_store_compressed=1`,
+/// `PREFIX_TYPE.log.fz`, which `iolab load --inflate-log` expands). The
+/// compressed text is iolab's own: fio's `.fz` holds its binary samples, so
+/// each tool's `--inflate-log` reads its own files (checked: fio 3.33 prints
+/// garbage for iolab's).
+enum Out {
+    Plain(BufWriter<File>),
+    Zlib(flate2::write::ZlibEncoder<BufWriter<File>>),
+}
+
+impl Write for Out {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Out::Plain(w) => w.write(b),
+            Out::Zlib(w) => w.write(b),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Out::Plain(w) => w.flush(),
+            // The stream's end, so the file is complete when the log is.
+            Out::Zlib(w) => w.try_finish().and_then(|()| w.get_mut().flush()),
+        }
+    }
+}
+
 impl Sink {
-    fn create(path: PathBuf) -> Result<Sink, String> {
+    fn create(path: PathBuf, compressed: bool) -> Result<Sink, String> {
+        let path = if compressed {
+            PathBuf::from(format!("{}.fz", path.display()))
+        } else {
+            path
+        };
         let f = File::create(&path)
             .map_err(|e| format!("cannot create log {}: {e}", path.display()))?;
+        let b = BufWriter::with_capacity(1 << 16, f);
         Ok(Sink {
-            w: BufWriter::with_capacity(1 << 16, f),
+            w: if compressed {
+                Out::Zlib(flate2::write::ZlibEncoder::new(
+                    b,
+                    flate2::Compression::default(),
+                ))
+            } else {
+                Out::Plain(b)
+            },
             path,
         })
     }
+}
+
+/// Expands a compressed log (`--inflate-log`): one or more zlib streams
+/// one after another, written out as text.
+pub fn inflate(path: &std::path::Path, out: &mut dyn Write) -> Result<(), String> {
+    let data = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut rest: &[u8] = &data;
+    while !rest.is_empty() {
+        let mut d = flate2::bufread::ZlibDecoder::new(rest);
+        std::io::copy(&mut d, out)
+            .map_err(|e| format!("{}: not a zlib-compressed fio log: {e}", path.display()))?;
+        let used = d.total_in() as usize;
+        if used == 0 {
+            break;
+        }
+        rest = &rest[used..];
+    }
+    Ok(())
 }
 
 #[derive(Default, Clone, Copy)]
@@ -83,6 +141,7 @@ impl CloneLogs {
             return Ok(None);
         }
         let shared = opts.shared;
+        let z = opts.compressed;
         let name = |prefix: &str, kind: &str| {
             PathBuf::from(if shared {
                 format!("{prefix}_{kind}.log")
@@ -92,8 +151,8 @@ impl CloneLogs {
         };
         let lat = match &opts.lat {
             Some(p) => Some((
-                Sink::create(name(p, "lat"))?,
-                Sink::create(name(p, "clat"))?,
+                Sink::create(name(p, "lat"), z)?,
+                Sink::create(name(p, "clat"), z)?,
             )),
             None => None,
         };
@@ -105,17 +164,17 @@ impl CloneLogs {
             bw: opts
                 .bw
                 .as_deref()
-                .map(|p| Sink::create(name(p, "bw")))
+                .map(|p| Sink::create(name(p, "bw"), z))
                 .transpose()?,
             iops: opts
                 .iops
                 .as_deref()
-                .map(|p| Sink::create(name(p, "iops")))
+                .map(|p| Sink::create(name(p, "iops"), z))
                 .transpose()?,
             hist: opts
                 .hist
                 .as_deref()
-                .map(|p| Sink::create(name(p, "clat_hist")))
+                .map(|p| Sink::create(name(p, "clat_hist"), z))
                 .transpose()?,
             last: [None; 2],
             window_start: 0,

@@ -61,6 +61,7 @@ mod worker;
 
 pub use cpu::CpuUse;
 pub use error::{LoadError, Origin};
+pub use fiolog::inflate as inflate_log;
 pub use io_file::clone_path;
 pub use job::{CpuMode, Dir, DirPair, IoEngine, Job, Rw};
 pub use options::supported as supported_options;

@@ -116,6 +116,9 @@ pub const MORE: &[&str] = &[
     "log_prio",
     "per_job_logs",
     "experimental_verify",
+    "log_compression",
+    "log_store_compressed",
+    "slat_percentiles",
     "iodepth_batch",
     "iodepth_batch_submit",
     "iodepth_batch_complete",
@@ -169,7 +172,6 @@ const REFUSED: &[(&str, &str)] = &[
     ("verify_state_load", "verify state is not saved between runs"),
     ("trim_percentage", "trims are not supported"),
     ("unlink_each_loop", "files are removed at the end of the job only (unlink=1)"),
-    ("log_compression", "logs are written uncompressed"),
     ("cpus_allowed", "CPU affinity per job is not supported: use taskset on iolab"),
     ("cpumask", "CPU affinity per job is not supported: use taskset on iolab"),
     ("exec_prerun", "iolab runs no commands from job files"),
@@ -641,6 +643,17 @@ fn apply_known(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), Stri
         // (prefix_bw.log), as fio names it; a job of several clones is
         // checked in validate (their lines would interleave).
         "per_job_logs" => x.logs.shared = !boolean(key, value)?,
+        // fio compresses log chunks of this size in memory; iolab streams
+        // its logs to the file as it goes, so it holds none to compress.
+        "log_compression" => {
+            size(key, need(key, value)?)?;
+        }
+        "log_store_compressed" => x.logs.compressed = boolean(key, value)?,
+        // slat is not measured (see json.rs): slat_ns has no samples, so
+        // there are no slat percentiles to show.
+        "slat_percentiles" => {
+            boolean(key, value)?;
+        }
         "iodepth_batch" | "iodepth_batch_submit" => x.batch_submit = count(key, need(key, value)?, 0)?.max(1),
         "iodepth_batch_complete" | "iodepth_batch_complete_min" => {
             x.batch_complete_min = count(key, need(key, value)?, 0)?;

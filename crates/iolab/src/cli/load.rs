@@ -97,6 +97,11 @@ pub struct LoadArgs {
     #[arg(long = "bandwidth-log")]
     pub bandwidth_log: bool,
 
+    /// fio's --inflate-log: expand a log written with
+    /// log_store_compressed=1 (PREFIX_TYPE.log.fz) to standard output.
+    #[arg(long = "inflate-log", value_name = "FILE")]
+    pub inflate_log: Option<std::path::PathBuf>,
+
     /// Jobs of a fio command line with several --name (set by iolab).
     #[arg(long = "fio-cmdline-jobs", hide = true)]
     pub cmdline_jobs: Option<String>,
@@ -340,6 +345,11 @@ pub fn fio_flags(argv: Vec<std::ffi::OsString>, cmd: &clap::Command) -> Vec<std:
 
 /// Runs a load and prints its report.
 pub fn run(a: LoadArgs) -> anyhow::Result<()> {
+    if let Some(p) = &a.inflate_log {
+        let mut out = std::io::stdout().lock();
+        iolab_load::inflate_log(p, &mut out).map_err(UsageError::new)?;
+        return Ok(());
+    }
     // Formats and the output file are checked before anything runs, so a
     // long run never ends with nowhere to put its report.
     let formats = output_formats(&a)?;
