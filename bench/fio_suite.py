@@ -154,11 +154,14 @@ def main():
         io = runs.get("iolab", {}).get(t, ("-", "", ""))
         fo = runs.get("fio", {}).get(t, ("-", "", ""))
         desc = io[2] or fo[2]
-        note = f"{desc}" + (f" — {io[1]}" if io[0] == "FAILED" else "")
+        reason = io[1] if len(io[1]) <= 160 else io[1][:157] + "..."
+        note = f"{desc}" + (f" — {reason}" if io[0] == "FAILED" else "")
         lines.append(f"| {t} | " + " | ".join(cells) + f" | {note} |")
         if fo[0] == "PASSED" and io[0] != "PASSED" and "iolab" in runs:
             regressions.append(t)
-    summary = ", ".join(f"{n} {sum(r[0] == 'PASSED' for r in res.values())}/{len(args.tests)} passed"
+    ran = [t for t in args.tests if any(t in r for r in runs.values())]
+    lines = [ln for ln in lines if not any(ln.startswith(f"| {t} | ") for t in set(args.tests) - set(ran))]
+    summary = ", ".join(f"{n} {sum(r[0] == 'PASSED' for r in res.values())}/{len(ran)} passed"
                         for n, res in runs.items())
     lines += ["", summary]
     if "fio" in runs and "iolab" in runs:
