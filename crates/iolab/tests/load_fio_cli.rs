@@ -307,3 +307,52 @@ fn a_compressed_log_inflates_to_one_line_per_io() {
     let out = env.run(&["--inflate-log", bad.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
+
+#[test]
+fn normal_output_is_fios_report_of_the_same_run() {
+    let env = Env::new();
+    let f = env.dir().join("f");
+    let out = env.run(&[
+        "--output-format=normal,json",
+        "--name=j",
+        "--rw=write",
+        "--bs=64k",
+        "--size=4M",
+        "--fsync=16",
+        &format!("--filename={}", f.display()),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let at = text.find("\n{").unwrap();
+    let (normal, doc) = (&text[..at], &text[at + 1..]);
+    let v: serde_json::Value = serde_json::from_str(doc).unwrap();
+    assert!(
+        normal.starts_with("j: (groupid=0, jobs=1): err= 0: pid="),
+        "{normal}"
+    );
+    // 4 MiB written, as the file on disk says; fio prints it as 4096KiB.
+    assert_eq!(std::fs::metadata(&f).unwrap().len(), 4 << 20);
+    let ms = v["jobs"][0]["write"]["runtime"].as_u64().unwrap();
+    assert!(
+        normal.contains(&format!(")(4096KiB/{ms}msec)\n")),
+        "{normal}"
+    );
+    assert!(normal.contains("  write: IOPS="), "{normal}");
+    assert!(normal.contains("    clat percentiles ("), "{normal}");
+    // 64 writes, an fsync every 16: 4 syncs with their latencies.
+    assert!(
+        normal.contains("  fsync/fdatasync/sync_file_range:\n    sync ("),
+        "{normal}"
+    );
+    assert_eq!(v["jobs"][0]["sync"]["total_ios"], 4);
+    assert_eq!(v["jobs"][0]["sync"]["lat_ns"]["N"], 4);
+    assert!(
+        normal.contains("     issued rwts: total=0,64,0,0 short=0,0,0,0 dropped=0,0,0,0\n"),
+        "{normal}"
+    );
+    assert!(
+        normal.contains("\nRun status group 0 (all jobs):\n  WRITE: bw="),
+        "{normal}"
+    );
+    assert!(normal.contains("io=4096KiB (4194kB)"), "{normal}");
+}

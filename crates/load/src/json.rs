@@ -382,7 +382,7 @@ fn job(j: &JobReport, plus: bool, group_kib: [f64; 2]) -> FioJob {
             lat_ns: j
                 .sync_lat
                 .as_ref()
-                .map(|l| lat(l, j.syncs, true, None))
+                .map(|(n, l)| lat(l, *n, true, None))
                 .unwrap_or_default(),
         },
         job_runtime: j.thread_time.as_millis() as u64,

@@ -39,6 +39,7 @@ pub mod json;
 mod layout;
 mod live;
 pub mod named;
+pub mod normal;
 mod options;
 mod options_more;
 mod pattern;

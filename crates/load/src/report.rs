@@ -115,8 +115,8 @@ pub struct JobReport {
     pub seeds: Vec<u64>,
     /// Queue depths (fio's `iodepth_level/submit/complete`).
     pub depth: DepthMaps,
-    /// fsync/fdatasync latencies.
-    pub sync_lat: Option<Latency>,
+    /// fsync/fdatasync latencies while measuring, and how many.
+    pub sync_lat: Option<(u64, Latency)>,
     /// `iodepth` (fio's `latency_depth`).
     pub iodepth: u32,
     /// `clat_percentiles`, `lat_percentiles`.
@@ -344,10 +344,10 @@ impl Merge {
         (write.bw_samples, write.iops_samples) = stats(1);
         JobReport {
             depth: self.depth,
-            sync_lat: self
-                .sync_lat
-                .as_ref()
-                .and_then(|a| a.latency_with(list.unwrap_or(&crate::stats::PERCENTILES))),
+            sync_lat: self.sync_lat.as_ref().and_then(|a| {
+                a.latency_with(list.unwrap_or(&crate::stats::PERCENTILES))
+                    .map(|l| (a.ios, l))
+            }),
             iodepth: job.iodepth,
             percentiles_in: job.x.percentiles_in,
             unified,

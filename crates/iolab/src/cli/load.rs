@@ -56,8 +56,9 @@ pub struct LoadArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// normal (tables), terse (fio's terse v3), json, json+ (with fio's
-    /// latency bins); several separated by commas.
+    /// normal (fio's report layout), terse (fio's terse v3), json, json+
+    /// (with fio's latency bins), table (iolab's compact tables); several
+    /// separated by commas.
     #[arg(long = "output-format", value_name = "FORMAT")]
     pub output_format: Option<String>,
 
@@ -502,9 +503,9 @@ fn output_formats(a: &LoadArgs) -> anyhow::Result<Vec<String>> {
     let mut v = Vec::new();
     for f in spec.split(',') {
         let f = f.trim();
-        if !matches!(f, "normal" | "terse" | "json" | "json+") {
+        if !matches!(f, "normal" | "terse" | "json" | "json+" | "table") {
             return Err(UsageError::new(format!(
-                "--output-format {f}: expected normal, terse, json or json+ (several separated by commas)"
+                "--output-format {f}: expected normal, terse, json, json+ or table (several separated by commas)"
             ))
             .into());
         }
@@ -541,7 +542,18 @@ fn render(
     } else if format == "terse" {
         iolab_load::terse::render(report)
     } else {
-        let mut t = iolab_load::table::render(report);
+        // normal: fio's report layout, from the same document as JSON;
+        // table: iolab's compact tables.
+        let mut t = if format == "normal" {
+            let mut doc = serde_json::to_value(iolab_load::json::to_fio_json(report))
+                .context("serialising the report")?;
+            if !report.warnings.is_empty() {
+                doc["iolab notes"] = serde_json::json!(report.warnings);
+            }
+            iolab_load::normal::render(&doc)
+        } else {
+            iolab_load::table::render(report)
+        };
         if let Some(cpu) = &cpu {
             t.push('\n');
             t.push_str(&cpu.summary_line());
