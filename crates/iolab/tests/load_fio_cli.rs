@@ -356,3 +356,65 @@ fn normal_output_is_fios_report_of_the_same_run() {
     );
     assert!(normal.contains("io=4096KiB (4194kB)"), "{normal}");
 }
+
+/// fio is one of the packages `.ci/run` installs; without it the test says
+/// so and, in CI, fails.
+fn fio_or_skip(test: &str) -> bool {
+    let found = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("fio").is_file()));
+    if !found {
+        iolab_testkit::skip(test, "needs fio in PATH (apt-get install fio)");
+    }
+    found
+}
+
+#[test]
+fn with_fio_runs_a_job_iolab_refuses_and_adds_its_checks() {
+    if !fio_or_skip("with_fio_runs_a_job_iolab_refuses_and_adds_its_checks") {
+        return;
+    }
+    let env = Env::new();
+    let f = env.dir().join("wf");
+    // serialize_overlap is an option iolab does not build.
+    let job = env.dir().join("so.fio");
+    std::fs::write(
+        &job,
+        format!(
+            "[j]\nrw=write\nbs=64k\nsize=2m\nfilename={}\nserialize_overlap=1\nioengine=psync\nend_fsync=1\n",
+            f.display()
+        ),
+    )
+    .unwrap();
+    let job = job.to_str().unwrap();
+    let out = env.run(&[job]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--with-fio"), "{}", stderr(&out));
+    let out = env.run(&["--with-fio", job, "--output-format=json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    assert!(v["fio version"].as_str().unwrap().starts_with("fio-"));
+    // fio wrote the file: 2 MiB on disk, 2 MiB in its report and ours.
+    assert_eq!(std::fs::metadata(&f).unwrap().len(), 2 << 20);
+    assert_eq!(v["jobs"][0]["write"]["io_bytes"], 2 << 20);
+    let io = &v["iolab"];
+    assert_eq!(io["fio_write_bytes"], 2 << 20);
+    assert!(io["status"].as_array().unwrap().last().is_some(), "{io}");
+    assert_eq!(io["stalls"].as_array().unwrap().len(), 0, "{io}");
+    // The device under /var/tmp saw at least the bytes fio wrote (end_fsync).
+    let dev_w: u64 = io["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["write_bytes"].as_u64().unwrap())
+        .sum();
+    assert!(dev_w >= 2 << 20, "{io}");
+    // The normal report is fio's layout, rendered from fio's own numbers.
+    let out = env.run(&["--with-fio", job]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("j: (groupid=0, jobs=1): err= 0:"),
+        "{text}"
+    );
+    assert!(text.contains("(2048KiB/"), "{text}");
+}

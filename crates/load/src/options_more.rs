@@ -236,12 +236,12 @@ const ENGINES_REFUSED: &[(&str, &str)] = &[
 /// known one is refused.
 pub fn unknown(key: &str) -> String {
     if let Some((_, why)) = REFUSED.iter().find(|(k, _)| *k == key) {
-        return format!("option {key} is not supported: {why}");
+        return format!("option {key} is not supported: {why} (iolab load --with-fio runs the job with the installed fio)");
     }
     let names = crate::options::supported().chain(REFUSED.iter().map(|r| r.0));
     match nearest(key, names) {
         Some(n) => format!("unknown option {key:?}: did you mean {n}? (iolab load --help lists the options)"),
-        None => format!("unknown option {key:?}: not a fio option iolab knows (iolab load --help lists the options)"),
+        None => format!("unknown option {key:?}: not a fio option iolab knows (iolab load --help lists them; --with-fio runs the job with the installed fio)"),
     }
 }
 

@@ -103,6 +103,17 @@ pub struct LoadArgs {
     #[arg(long = "inflate-log", value_name = "FILE")]
     pub inflate_log: Option<std::path::PathBuf>,
 
+    /// Hand the job, unchanged, to the installed fio (job files and fio
+    /// options iolab does not build run too); iolab reads fio's status
+    /// every second (a job that stops moving bytes is reported) and puts
+    /// the devices' own byte counts next to fio's, under "iolab" in JSON.
+    #[arg(long = "with-fio")]
+    pub with_fio: bool,
+
+    /// The arguments for fio under --with-fio (set by iolab).
+    #[arg(long = "fio-argv", hide = true)]
+    pub fio_argv: Option<String>,
+
     /// Jobs of a fio command line with several --name (set by iolab).
     #[arg(long = "fio-cmdline-jobs", hide = true)]
     pub cmdline_jobs: Option<String>,
@@ -294,6 +305,14 @@ pub fn fio_flags(argv: Vec<std::ffi::OsString>, cmd: &clap::Command) -> Vec<std:
         .collect();
     let known: Vec<&str> = iolab_load::supported_options().collect();
     let mut out: Vec<std::ffi::OsString> = argv[..=at].to_vec();
+    // --with-fio: everything but iolab's own flags goes to fio untouched.
+    if argv[at + 1..].iter().any(|a| a == "--with-fio") {
+        let (kept, fio) = super::load_with_fio::split(&argv[at + 1..]);
+        out.extend(kept);
+        out.push("--fio-argv".into());
+        out.push(fio.into());
+        return out;
+    }
     // Several --name: fio's command-line jobs, turned into a job file.
     let job_flags: Vec<String> =
         <JobFlags as clap::Args>::augment_args(clap::Command::new("jobflags"))
@@ -363,6 +382,23 @@ pub fn run(a: LoadArgs) -> anyhow::Result<()> {
         )),
         None => None,
     };
+    if a.with_fio {
+        let fio_args: Vec<String> =
+            serde_json::from_str(a.fio_argv.as_deref().unwrap_or("[]")).unwrap_or_default();
+        let [format] = formats.as_slice() else {
+            return Err(UsageError::new(
+                "--with-fio takes one --output-format: normal, json or json+",
+            )
+            .into());
+        };
+        let text = super::load_with_fio::run(&fio_args, format)?;
+        return match output {
+            Some((path, mut f)) => f
+                .write_all(text.as_bytes())
+                .with_context(|| format!("writing the report to {}", path.display())),
+            None => Ok(std::io::stdout().lock().write_all(text.as_bytes())?),
+        };
+    }
     let debug = match a.debug.as_deref() {
         Some("?") => {
             println!(

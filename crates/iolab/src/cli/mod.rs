@@ -15,6 +15,7 @@ mod guard_test;
 mod lab;
 mod load;
 mod load_fio;
+mod load_with_fio;
 mod model_args;
 mod model_server;
 mod observe;

@@ -1,0 +1,294 @@
+//! `iolab load --with-fio`: the job goes, unchanged, to the installed fio,
+//! so a job file always runs, even with options iolab does not build.
+//! iolab adds what it adds to its own loads: fio's per-second status
+//! (`--status-interval=1`, JSON) is read while fio runs, so a job that
+//! stops moving bytes is reported, and the devices' own byte counters
+//! (/proc/diskstats) are put next to fio's byte counts at the end.
+
+use std::ffi::OsString;
+use std::io::Write as _;
+use std::os::unix::process::CommandExt as _;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use iolab_sys::UsageError;
+use serde_json::{json, Value};
+
+/// Flags that stay with iolab (the rest go to fio), and whether each takes
+/// a value.
+pub const OWN: [(&str, bool); 8] = [
+    ("with-fio", false),
+    ("output-format", true),
+    ("output", true),
+    ("json", false),
+    ("status-interval", true),
+    ("cpu", false),
+    ("trace", true),
+    ("force", false),
+];
+
+/// Splits the arguments after `load`: iolab's own flags (kept for clap)
+/// and fio's, returned as the JSON list the hidden `--fio-argv` carries.
+pub fn split(args: &[OsString]) -> (Vec<OsString>, String) {
+    let mut kept = Vec::new();
+    let mut fio: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let s = args[i].to_string_lossy().into_owned();
+        i += 1;
+        let key = s
+            .strip_prefix("--")
+            .map(|f| f.split('=').next().unwrap_or(f));
+        match key.and_then(|k| OWN.iter().find(|(o, _)| *o == k)) {
+            Some((_, takes)) => {
+                kept.push(OsString::from(&s));
+                if *takes && !s.contains('=') && i < args.len() {
+                    kept.push(args[i].clone());
+                    i += 1;
+                }
+            }
+            None => fio.push(s),
+        }
+    }
+    (
+        kept,
+        serde_json::to_string(&fio).unwrap_or_else(|_| "[]".into()),
+    )
+}
+
+/// What the watch saw.
+struct Watch {
+    /// `(ms since start, read bytes, write bytes)` per status.
+    samples: Vec<(u64, u64, u64)>,
+    /// Spans with fio running and no bytes moving, ms since start.
+    stalls: Vec<(u64, u64)>,
+}
+
+/// A stall is reported when no byte moved for this long.
+const STALL: Duration = Duration::from_secs(3);
+
+/// Runs fio with the user's arguments; `format` is the report asked for
+/// (normal, json or json+). Returns the text to print.
+pub fn run(fio_args: &[String], format: &str) -> anyhow::Result<String> {
+    if !matches!(format, "normal" | "json" | "json+") {
+        return Err(UsageError::new(format!(
+            "--with-fio --output-format {format}: expected normal, json or json+ (one)"
+        ))
+        .into());
+    }
+    let fio = find_fio()?;
+    let dir = TempDir::new()?;
+    let out = dir.0.join("fio.json");
+    let fmt = if format == "json+" { "json+" } else { "json" };
+    let disks_before = disks();
+    let t0 = Instant::now();
+    let mut child = Command::new(&fio)
+        .args(fio_args)
+        .arg(format!("--output-format={fmt}"))
+        .arg("--status-interval=1")
+        .arg(format!("--output={}", out.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        // Its own process group: a Ctrl-C reaches iolab, which passes one
+        // SIGINT on, and fio still writes its report.
+        .process_group(0)
+        .spawn()
+        .with_context(|| format!("starting {}", fio.display()))?;
+    let mut watch = Watch {
+        samples: Vec::new(),
+        stalls: Vec::new(),
+    };
+    let mut forwarded = false;
+    let mut moved_at = (0u64, 0u64);
+    let status = loop {
+        if let Some(st) = child.try_wait()? {
+            break st;
+        }
+        if iolab_guard::stop_requested() && !forwarded {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+            forwarded = true;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        let docs = read_docs(&out);
+        if let Some(last) = docs.last() {
+            let (r, w) = totals(last);
+            let ms = t0.elapsed().as_millis() as u64;
+            if watch.samples.last().map(|s| (s.1, s.2)) != Some((r, w)) {
+                if ms.saturating_sub(moved_at.0) >= STALL.as_millis() as u64 && moved_at.1 > 0 {
+                    watch.stalls.push((moved_at.0, ms));
+                }
+                moved_at = (ms, r + w);
+                watch.samples.push((ms, r, w));
+            }
+        }
+    };
+    let ms = t0.elapsed().as_millis() as u64;
+    if ms.saturating_sub(moved_at.0) >= STALL.as_millis() as u64 && moved_at.1 > 0 {
+        watch.stalls.push((moved_at.0, ms));
+    }
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut e, &mut err);
+    }
+    let docs = read_docs(&out);
+    let Some(mut doc) = docs.into_iter().last() else {
+        anyhow::bail!(
+            "fio exited with {status} without a report: {}",
+            err.trim().lines().last().unwrap_or("no message")
+        );
+    };
+    doc["iolab"] = iolab_part(&doc, &watch, &disks_before, &fio);
+    // fio's own complaints go where fio puts them.
+    if !err.is_empty() {
+        let _ = std::io::stderr().write_all(err.as_bytes());
+    }
+    let text = if format == "normal" {
+        let mut t = iolab_load::normal::render(&doc);
+        for (a, b) in &watch.stalls {
+            t.push_str(&format!(
+                "note: fio moved no bytes from {:.1} s to {:.1} s\n",
+                *a as f64 / 1000.0,
+                *b as f64 / 1000.0
+            ));
+        }
+        t
+    } else {
+        serde_json::to_string_pretty(&doc)? + "\n"
+    };
+    if !status.success() {
+        // The report is printed first: what was measured is not lost.
+        print!("{text}");
+        anyhow::bail!("fio exited with {status}");
+    }
+    Ok(text)
+}
+
+/// fio's output file's directory, removed when the run ends.
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn new() -> anyhow::Result<TempDir> {
+        let p = std::env::temp_dir().join(format!("iolab-with-fio-{}", std::process::id()));
+        std::fs::create_dir_all(&p).with_context(|| format!("creating {}", p.display()))?;
+        Ok(TempDir(p))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn find_fio() -> anyhow::Result<std::path::PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join("fio"))
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            UsageError::new(
+                "--with-fio: no fio in PATH; install it (apt-get install fio) or drop --with-fio",
+            )
+            .into()
+        })
+}
+
+/// The complete JSON documents in fio's output so far (the last may be
+/// half written).
+fn read_docs(path: &std::path::Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    // fio may print lines before its JSON (notes): start at the first '{'.
+    let Some(at) = text.find('{') else {
+        return Vec::new();
+    };
+    serde_json::Deserializer::from_str(&text[at..])
+        .into_iter::<Value>()
+        .map_while(Result::ok)
+        .collect()
+}
+
+fn totals(doc: &Value) -> (u64, u64) {
+    let jobs = doc["jobs"].as_array().cloned().unwrap_or_default();
+    let sum = |d: &str| {
+        jobs.iter()
+            .map(|j| j[d]["io_bytes"].as_u64().unwrap_or(0))
+            .sum()
+    };
+    (sum("read"), sum("write"))
+}
+
+fn disks() -> Vec<iolab_sys::diskstats::DiskStat> {
+    iolab_sys::diskstats::parse(&std::fs::read_to_string("/proc/diskstats").unwrap_or_default())
+}
+
+/// The `iolab` part of the document: statuses, stalls, and for each disk
+/// fio lists, what the device itself counted.
+fn iolab_part(
+    doc: &Value,
+    w: &Watch,
+    before: &[iolab_sys::diskstats::DiskStat],
+    fio: &std::path::Path,
+) -> Value {
+    let after = disks();
+    let names: Vec<String> = doc["disk_util"]
+        .as_array()
+        .map(|d| {
+            d.iter()
+                .filter_map(|x| x["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let devices: Vec<Value> = names
+        .iter()
+        .filter_map(|n| {
+            let a = after.iter().find(|d| &d.name == n)?;
+            let b = before.iter().find(|d| &d.name == n)?;
+            let d = a.since(b);
+            Some(json!({"name": n, "read_bytes": d.read_bytes(), "write_bytes": d.write_bytes()}))
+        })
+        .collect();
+    let (r, wr) = totals(doc);
+    json!({
+        "version": concat!("iolab-", env!("CARGO_PKG_VERSION")),
+        "fio": fio.display().to_string(),
+        "fio_read_bytes": r,
+        "fio_write_bytes": wr,
+        "devices": devices,
+        "status": w.samples.iter().map(|(ms, r, wr)| json!({"ms": ms, "read_bytes": r, "write_bytes": wr})).collect::<Vec<_>>(),
+        "stalls": w.stalls.iter().map(|(a, b)| json!({"from_ms": a, "to_ms": b})).collect::<Vec<_>>(),
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_flags_stay_and_the_rest_goes_to_fio() {
+        let args: Vec<OsString> = [
+            "--with-fio",
+            "job.fio",
+            "--output-format",
+            "json",
+            "--runtime=2",
+            "--output=x",
+            "--serialize_overlap=1",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        let (kept, fio) = split(&args);
+        assert_eq!(
+            kept,
+            ["--with-fio", "--output-format", "json", "--output=x"]
+                .iter()
+                .map(OsString::from)
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(fio, r#"["job.fio","--runtime=2","--serialize_overlap=1"]"#);
+    }
+}
