@@ -418,3 +418,121 @@ fn with_fio_runs_a_job_iolab_refuses_and_adds_its_checks() {
     );
     assert!(text.contains("(2048KiB/"), "{text}");
 }
+
+#[test]
+fn iologs_go_both_ways_between_iolab_and_fio() {
+    if !fio_or_skip("iologs_go_both_ways_between_iolab_and_fio") {
+        return;
+    }
+    let env = Env::new();
+    let f = env.dir().join("data");
+    let fname = format!("--filename={}", f.display());
+    let log = |n: &str| env.dir().join(n).to_string_lossy().into_owned();
+    let ios = |p: &str| -> Vec<String> {
+        std::fs::read_to_string(p)
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains(" read ") || l.contains(" write "))
+            .map(|l| l.split_once(' ').unwrap().1.to_string())
+            .collect()
+    };
+    let bytes = |v: &serde_json::Value| {
+        (
+            v["jobs"][0]["read"]["io_bytes"].as_u64().unwrap(),
+            v["jobs"][0]["write"]["io_bytes"].as_u64().unwrap(),
+        )
+    };
+    // iolab records; fio replays iolab's log and moves the same bytes.
+    let a = log("a.log");
+    let out = env.run(&[
+        "--output-format=json",
+        "--name=w",
+        "--rw=randrw",
+        "--bs=4k",
+        "--size=256k",
+        &fname,
+        &format!("--write_iolog={a}"),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let recorded = bytes(&json(&out));
+    assert_eq!(ios(&a).len(), 64);
+    let fio = std::process::Command::new("fio")
+        .args([
+            "--name=r",
+            &format!("--read_iolog={a}"),
+            "--output-format=json",
+        ])
+        .current_dir(env.dir())
+        .output()
+        .unwrap();
+    assert!(
+        fio.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fio.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&fio.stdout).unwrap();
+    assert_eq!(bytes(&v), recorded);
+    // fio records; iolab replays fio's log, recording what it issues: the
+    // same I/O, in the same order.
+    let b = log("b.log");
+    let fio = std::process::Command::new("fio")
+        .args([
+            "--name=w",
+            "--rw=randrw",
+            "--bs=8k",
+            "--size=256k",
+            &fname,
+            &format!("--write_iolog={b}"),
+            "--output-format=json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        fio.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fio.stderr)
+    );
+    let c = log("c.log");
+    let out = env.run(&[
+        "--output-format=json",
+        "--name=r",
+        &format!("--read_iolog={b}"),
+        &format!("--write_iolog={c}"),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(ios(&c), ios(&b));
+}
+
+#[test]
+fn a_replay_keeps_the_logged_time_unless_told_not_to() {
+    let env = Env::new();
+    let f = env.dir().join("data");
+    std::fs::write(&f, vec![0u8; 8192]).unwrap();
+    let log = env.dir().join("v2.log");
+    let p = f.display();
+    std::fs::write(
+        &log,
+        format!("fio version 2 iolog\n{p} add\n{p} open\n{p} read 0 4096\n{p} wait 400000 0\n{p} read 4096 4096\n{p} close\n"),
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        let l = format!("--read_iolog={}", log.display());
+        let mut args = vec!["--output-format=json", "--name=r", l.as_str()];
+        args.extend_from_slice(extra);
+        let t0 = std::time::Instant::now();
+        let out = env.run(&args);
+        let wall = t0.elapsed().as_secs_f64();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let v = json(&out);
+        assert_eq!(v["jobs"][0]["read"]["io_bytes"], 8192);
+        (wall, v["jobs"][0]["elapsed"].as_u64().unwrap())
+    };
+    let (logged, _) = run(&[]);
+    let (fast, _) = run(&["--replay_no_stall=1"]);
+    let (double, _) = run(&["--replay_time_scale=200"]);
+    // Wall clock around the whole command (start-up included): the 0.4 s
+    // wait is kept, halved at twice the rate, skipped without stalls.
+    assert!(logged >= 0.4, "{logged}");
+    assert!(double >= 0.2 && double < logged, "{double} vs {logged}");
+    assert!(fast < logged - 0.3, "{fast} vs {logged}");
+}

@@ -102,6 +102,15 @@ pub struct Extra {
     pub percentile_list: Option<Vec<f64>>,
     /// `unified_rw_reporting`: reads and writes reported as one.
     pub unified_rw_reporting: bool,
+    /// `read_iolog`: the log to replay instead of the job's pattern.
+    #[serde(skip)]
+    pub read_iolog: Option<std::sync::Arc<crate::iolog::Replay>>,
+    /// `write_iolog`: where to record the issued I/O.
+    pub write_iolog: Option<std::path::PathBuf>,
+    /// `replay_no_stall`: replay as fast as possible.
+    pub replay_no_stall: bool,
+    /// `replay_time_scale`: percent of the logged rate.
+    pub replay_scale: u32,
     /// `clat_percentiles` (default on) and `lat_percentiles` (default
     /// off): which of the JSON's latencies carry percentiles.
     pub percentiles_in: (bool, bool),
@@ -180,6 +189,10 @@ impl Default for Extra {
             percentile_list: None,
             unified_rw_reporting: false,
             percentiles_in: (true, false),
+            read_iolog: None,
+            write_iolog: None,
+            replay_no_stall: false,
+            replay_scale: 100,
             no_latency: false,
             logs: LogOpts::default(),
             batch_submit: 1,

@@ -131,12 +131,28 @@ impl Job {
 
     /// True when the job reads.
     pub fn reads(&self) -> bool {
-        self.ioengine != IoEngine::CpuIo && self.rw.reads()
+        self.ioengine != IoEngine::CpuIo
+            && match &self.x.read_iolog {
+                Some(r) => r.reads,
+                None => self.rw.reads(),
+            }
     }
 
-    /// True when the job writes.
+    /// True when the job writes (a replayed log: when the log writes, so
+    /// the checks before writing apply to it).
     pub fn writes(&self) -> bool {
-        self.ioengine != IoEngine::CpuIo && self.rw.writes()
+        self.ioengine != IoEngine::CpuIo
+            && match &self.x.read_iolog {
+                Some(r) => r.writes,
+                None => self.rw.writes(),
+            }
+    }
+
+    /// Bytes an I/O buffer must hold: the largest block size, or the
+    /// longest I/O of a replayed log.
+    pub fn buf_size(&self) -> u64 {
+        self.bs
+            .max(self.x.read_iolog.as_ref().map_or(0, |r| r.max_len))
     }
 
     /// True when the job runs until stopped: time-based without a runtime.
@@ -163,6 +179,12 @@ impl Job {
         }
         let x = &self.x;
         let e = self.ioengine;
+        if x.write_iolog.is_some() && self.numjobs > 1 {
+            return Err(format!(
+                "write_iolog with numjobs={}: the clones' lines would interleave in one log; give each job its own log",
+                self.numjobs
+            ));
+        }
         if x.logs.shared && x.logs.any() && self.numjobs > 1 {
             return Err(format!(
                 "per_job_logs=0 with numjobs={}: the clones' lines would interleave in one file; use per_job_logs=1 (prefix_type.N.log)",

@@ -51,7 +51,10 @@ pub const CORE: &[&str] = &[
 
 /// Every option iolab understands, for "did you mean" and help.
 pub fn supported() -> impl Iterator<Item = &'static str> {
-    CORE.iter().chain(crate::options_more::MORE).copied()
+    CORE.iter()
+        .chain(crate::options_more::MORE)
+        .chain(crate::options_iolog::IOLOG)
+        .copied()
 }
 
 /// Applies one option. `value` is `None` for a bare option (`time_based`).
@@ -227,7 +230,9 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
                 ));
             }
         }
-        _ => match crate::options_more::apply(job, key, value) {
+        _ => match crate::options_more::apply(job, key, value)
+            .or_else(|| crate::options_iolog::apply(job, key, value))
+        {
             Some(r) => r?,
             None => return Err(crate::options_more::unknown(key)),
         },

@@ -366,6 +366,11 @@ pub struct Run<'a> {
     /// The clock.
     pub time: Timeline,
     dirs: [DirAcc; 2],
+    /// `read_iolog`: the log replayed instead of the pattern, and where
+    /// this clone is in it.
+    replay: Option<(std::sync::Arc<crate::iolog::Replay>, crate::iolog::Cursor)>,
+    /// `write_iolog`: the record of what this clone issues.
+    iolog: Option<crate::iolog::Writer>,
     /// Samples, queue depths and sync latencies (fio's other per-job
     /// statistics).
     pub fx: crate::fio_stats::FioExtras,
@@ -481,6 +486,20 @@ impl<'a> Run<'a> {
             min_window,
             slow_path,
             timed: !job.x.no_latency,
+            replay: job.x.read_iolog.clone().map(|r| {
+                (
+                    r,
+                    crate::iolog::Cursor::new(job.x.replay_no_stall, job.x.replay_scale),
+                )
+            }),
+            iolog: match &job.x.write_iolog {
+                Some(p) => Some(crate::iolog::Writer::create(
+                    p,
+                    spec.target.as_deref().unwrap_or(Path::new("-")),
+                    go,
+                )?),
+                None => None,
+            },
         })
     }
 
@@ -533,6 +552,12 @@ impl<'a> Run<'a> {
             if self.job.x.number_ios.is_some_and(|n| self.issued >= n) {
                 return Step::Done;
             }
+            if self.replay.is_some() {
+                match self.replay_step(file) {
+                    Some(s) => return s,
+                    None => continue,
+                }
+            }
             let (dir, offset, len) = match self.pending.take() {
                 Some(io) => io,
                 None => match self.pattern.next() {
@@ -580,7 +605,62 @@ impl<'a> Run<'a> {
             {
                 self.think();
             }
-            return Step::Io(dir, self.base + offset, len);
+            let offset = self.base + offset;
+            if self.iolog.is_some() {
+                self.log_issue(dir, offset, len);
+            }
+            return Step::Io(dir, offset, len);
+        }
+    }
+
+    /// The next step of a replayed log; `None` after a sync it did itself.
+    #[cold]
+    fn replay_step(&mut self, file: &File) -> Option<Step> {
+        use crate::iolog::Action;
+        let (log, cursor) = self.replay.as_mut()?;
+        let since = Instant::now().saturating_duration_since(self.time.go);
+        let action = match cursor.next(log, since) {
+            None => return Some(Step::Done),
+            Some(Err(wait)) => return Some(Step::Wait(wait)),
+            Some(Ok(a)) => a,
+        };
+        let r = match action {
+            Action::Io(dir, offset, len) => {
+                self.issued += 1;
+                if self.iolog.is_some() {
+                    self.log_issue(dir, offset, len);
+                }
+                return Some(Step::Io(dir, offset, len));
+            }
+            Action::Sync => file.sync_all(),
+            Action::DataSync => file.sync_data(),
+        };
+        self.syncs += 1;
+        if let Err(e) = r {
+            self.fail(Failure {
+                errno: e.raw_os_error().unwrap_or(0),
+                message: format!(
+                    "job {}: replayed fsync of {} failed: {e}",
+                    self.job.name,
+                    self.path().display()
+                ),
+            });
+        }
+        None
+    }
+
+    #[cold]
+    fn log_issue(&mut self, dir: Dir, offset: u64, len: u64) {
+        let now = Instant::now();
+        if let Some(w) = &mut self.iolog {
+            if let Err(e) = w.io(now, dir, offset, len) {
+                let f = Failure {
+                    errno: e.raw_os_error().unwrap_or(0),
+                    message: format!("job {}: write_iolog: {e}", self.job.name),
+                };
+                self.iolog = None;
+                self.fail(f);
+            }
         }
     }
 
@@ -912,6 +992,14 @@ impl<'a> Run<'a> {
         if let Some(start) = self.time.measure_start {
             out.measured = Some((start, end));
             out.cpu = CpuUse::this_thread().since(&self.time.cpu_start);
+        }
+        if let Some(w) = self.iolog.take() {
+            if let Err(e) = w.finish(end) {
+                self.failure.get_or_insert(Failure {
+                    errno: e.raw_os_error().unwrap_or(0),
+                    message: format!("job {}: write_iolog: {e}", self.job.name),
+                });
+            }
         }
         if let Some(l) = self.logs.take() {
             if let Err(e) = l.finish(end) {

@@ -76,7 +76,7 @@ impl Blocking for NullIo {
 }
 
 fn blocking<E>(io: E, job: &Job, seed: u64) -> Result<BlockingEngine<E>, String> {
-    let bs = usize::try_from(job.bs).map_err(|_| "bs too large".to_string())?;
+    let bs = usize::try_from(job.buf_size()).map_err(|_| "bs too large".to_string())?;
     let mut buf = AlignedBuf::random(bs, seed);
     if job.x.buffer != crate::extra::BufferFill::Random {
         use rand::SeedableRng;
@@ -90,7 +90,7 @@ fn blocking<E>(io: E, job: &Job, seed: u64) -> Result<BlockingEngine<E>, String>
 /// job's offset `base`). Buffers are allocated here, once, aligned for O_DIRECT
 /// and filled with random data (or as the buffer options say).
 pub fn setup(job: &Job, file: &File, base: u64, region: u64, seed: u64) -> Result<Engine, String> {
-    let bs = usize::try_from(job.bs).map_err(|_| "bs too large".to_string())?;
+    let bs = usize::try_from(job.buf_size()).map_err(|_| "bs too large".to_string())?;
     let x = &job.x;
     Ok(match job.ioengine {
         IoEngine::Sync => Engine::Sync(blocking(sync::SyncIo::default(), job, seed)?),

@@ -1,0 +1,72 @@
+//! The job options of fio's I/O logs (see [`crate::iolog`]): recording
+//! with `write_iolog`, replaying with `read_iolog` and its `replay_*`
+//! companions.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::job::Job;
+
+/// The options this file handles.
+pub const IOLOG: &[&str] = &[
+    "write_iolog",
+    "read_iolog",
+    "read_iolog_chunked",
+    "replay_no_stall",
+    "replay_time_scale",
+    "replay_redirect",
+];
+
+/// Applies one of [`IOLOG`]; `None` for any other key.
+pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Option<Result<(), String>> {
+    IOLOG.contains(&key).then(|| apply_known(job, key, value))
+}
+
+fn need<'a>(key: &str, value: Option<&'a str>) -> Result<&'a str, String> {
+    match value.map(str::trim) {
+        Some(v) if !v.is_empty() => Ok(v),
+        _ => Err(format!("option {key} needs a value ({key}=...)")),
+    }
+}
+
+fn apply_known(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String> {
+    match key {
+        "write_iolog" => job.x.write_iolog = Some(PathBuf::from(need(key, value)?)),
+        "read_iolog" => {
+            let v = need(key, value)?;
+            if v.contains(':') || v == "-" {
+                return Err(format!(
+                    "{key}={v}: one log file per job (several, or stdin, are not read)"
+                ));
+            }
+            let text = std::fs::read_to_string(v).map_err(|e| {
+                format!("{key}={v}: cannot read it: {e}; give a log written by write_iolog")
+            })?;
+            let r = crate::iolog::parse(&text, Path::new(v))?;
+            // The log's file unless the job names its own (fio's
+            // replay_redirect); its extent unless the job sets a size.
+            if job.filename.is_none() {
+                job.filename = r.file.as_ref().map(PathBuf::from);
+            }
+            if job.size.is_none() && r.extent > 0 {
+                job.size = Some(r.extent);
+            }
+            job.x.read_iolog = Some(Arc::new(r));
+        }
+        // iolab reads the whole log at once; chunked reading is fio's
+        // memory saving for huge logs.
+        "read_iolog_chunked" => {
+            crate::options::boolean(key, value)?;
+        }
+        "replay_no_stall" => job.x.replay_no_stall = crate::options::boolean(key, value)?,
+        "replay_time_scale" => {
+            let v = need(key, value)?;
+            job.x.replay_scale = v.parse().ok().filter(|s| *s > 0).ok_or_else(|| {
+                format!("{key}={v}: expected a percentage above 0 (100 = as logged)")
+            })?;
+        }
+        "replay_redirect" => job.filename = Some(PathBuf::from(need(key, value)?)),
+        _ => unreachable!("only keys of IOLOG reach here"),
+    }
+    Ok(())
+}
