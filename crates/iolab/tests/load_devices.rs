@@ -237,3 +237,45 @@ fn ioscheduler_is_switched_through_the_guard_and_restored() {
     );
     assert!(json(&out)["jobs"][0]["read"]["io_bytes"].as_u64().unwrap() > 0);
 }
+
+/// The discard counters of a block device (/sys/block/NAME/stat fields
+/// 12-14: discards completed, merged, sectors).
+fn discard_sectors(dev: &BlockDev) -> u64 {
+    let stat = std::fs::read_to_string(format!("/sys/block/{}/stat", dev.name)).unwrap();
+    stat.split_whitespace().nth(13).unwrap().parse().unwrap()
+}
+
+#[test]
+fn trims_on_a_block_device_need_force_and_reach_it_as_discards() {
+    if !root_or_skip("trims_on_a_block_device_need_force_and_reach_it_as_discards") {
+        return;
+    }
+    let env = Env::new();
+    let guard = env.guard();
+    let dev = loop_dev(&env, &guard, 16 << 20);
+    let path = dev.dev_path();
+    let p = path.to_str().unwrap();
+    let args = [
+        "--filename",
+        p,
+        "--rw",
+        "randtrim",
+        "--bs",
+        "1m",
+        "--size",
+        "8m",
+    ];
+    let out = env.run(&args);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--force"), "{}", stderr(&out));
+    let before = discard_sectors(&dev);
+    let mut forced = args.to_vec();
+    forced.extend(["--force", "--json"]);
+    let out = env.run(&forced);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    assert_eq!(v["jobs"][0]["trim"]["io_bytes"], 8 << 20);
+    assert_eq!(v["jobs"][0]["trim"]["total_ios"], 8);
+    // The device counted every trimmed sector as discarded.
+    assert_eq!(discard_sectors(&dev) - before, (8 << 20) / 512);
+}

@@ -536,3 +536,65 @@ fn a_replay_keeps_the_logged_time_unless_told_not_to() {
     assert!(double >= 0.2 && double < logged, "{double} vs {logged}");
     assert!(fast < logged - 0.3, "{fast} vs {logged}");
 }
+
+#[test]
+fn trims_punch_holes_and_trimwrite_writes_each_trimmed_block() {
+    use std::os::unix::fs::MetadataExt;
+    let env = Env::new();
+    let f = env.dir().join("t");
+    std::fs::write(&f, vec![0x5au8; 4 << 20]).unwrap();
+    std::fs::File::open(&f).unwrap().sync_all().unwrap();
+    let blocks = || std::fs::metadata(&f).unwrap().blocks() * 512;
+    let before = blocks();
+    let fname = format!("--filename={}", f.display());
+    let out = env.run(&[
+        "--output-format=json",
+        "--name=t",
+        "--rw=trim",
+        "--bs=256k",
+        "--size=2m",
+        &fname,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    assert_eq!(v["jobs"][0]["trim"]["io_bytes"], 2 << 20);
+    assert_eq!(v["jobs"][0]["trim"]["total_ios"], 8);
+    assert!(v["jobs"][0]["trim"]["lat_ns"]["N"].as_u64().unwrap() == 8);
+    // Outside truth: the file system freed the first 2 MiB, kept the size.
+    assert!(before - blocks() >= 2 << 20, "{before} -> {}", blocks());
+    assert_eq!(std::fs::metadata(&f).unwrap().len(), 4 << 20);
+    let data = std::fs::read(&f).unwrap();
+    assert!(data[..2 << 20].iter().all(|&b| b == 0));
+    assert!(data[2 << 20..].iter().all(|&b| b == 0x5a));
+    // trimwrite (fio's t0023 check): every write is preceded by a trim of
+    // the same block, and the blocks are all written back.
+    let prefix = env.dir().join("tw");
+    let out = env.run(&[
+        "--name=tw",
+        "--rw=randtrimwrite",
+        "--bs=64k",
+        "--size=1m",
+        "--log_offset=1",
+        &fname,
+        &format!("--write_bw_log={}", prefix.display()),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let log = std::fs::read_to_string(format!("{}_bw.1.log", prefix.display())).unwrap();
+    let rows: Vec<(u32, u64)> = log
+        .lines()
+        .map(|l| {
+            let v: Vec<&str> = l.split(", ").collect();
+            (v[2].parse().unwrap(), v[4].parse().unwrap())
+        })
+        .collect();
+    assert_eq!(rows.len(), 32);
+    for pair in rows.chunks(2) {
+        assert_eq!((pair[0].0, pair[1].0), (2, 1), "{log}");
+        assert_eq!(pair[0].1, pair[1].1, "{log}");
+    }
+    let data = std::fs::read(&f).unwrap();
+    assert!(
+        data[..1 << 20].iter().any(|&b| b != 0),
+        "written back after the trims"
+    );
+}

@@ -119,12 +119,12 @@ pub struct CloneLogs {
     bw: Option<Sink>,
     iops: Option<Sink>,
     hist: Option<Sink>,
-    last: [Option<Instant>; 2],
+    last: [Option<Instant>; 3],
     window_start: u64,
-    window: [Window; 2],
+    window: [Window; 3],
     hist_start: u64,
-    hist_now: [Vec<u64>; 2],
-    hist_bs: [u64; 2],
+    hist_now: [Vec<u64>; 3],
+    hist_bs: [u64; 3],
     error: Option<String>,
 }
 
@@ -176,12 +176,12 @@ impl CloneLogs {
                 .as_deref()
                 .map(|p| Sink::create(name(p, "clat_hist"), z))
                 .transpose()?,
-            last: [None; 2],
+            last: [None; 3],
             window_start: 0,
-            window: [Window::default(); 2],
+            window: [Window::default(); 3],
             hist_start: 0,
-            hist_now: [vec![0; plat::NR], vec![0; plat::NR]],
-            hist_bs: [0; 2],
+            hist_now: [vec![0; plat::NR], vec![0; plat::NR], vec![0; plat::NR]],
+            hist_bs: [0; 3],
             error: None,
         }))
     }
@@ -245,7 +245,7 @@ impl CloneLogs {
         let prio = self.prio.as_str();
         let off = self.opts.offset.then_some(0);
         let mut err = None;
-        for d in 0..2 {
+        for d in 0..3 {
             let w = std::mem::take(&mut self.window[d]);
             if w.n == 0 {
                 continue;
@@ -275,7 +275,7 @@ impl CloneLogs {
 
     fn flush_hist(&mut self, t: u64) {
         let Some(s) = &mut self.hist else { return };
-        for d in 0..2 {
+        for d in 0..3 {
             if self.hist_now[d].iter().all(|c| *c == 0) {
                 continue;
             }

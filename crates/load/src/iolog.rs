@@ -45,6 +45,8 @@ pub struct Replay {
     pub extent: u64,
     /// The longest I/O (the buffers must hold it).
     pub max_len: u64,
+    /// True when the log trims.
+    pub trims: bool,
 }
 
 /// Parses a v2 or v3 log; `path` is for messages only.
@@ -91,7 +93,11 @@ pub fn parse(text: &str, path: &Path) -> Result<Replay, String> {
             "add" | "open" | "close" => None,
             "read" | "write" => {
                 let (off, len) = (num("an offset")?, num("a length")?);
-                let dir = if action == "read" { Dir::Read } else { Dir::Write };
+                let dir = if action == "read" {
+                    Dir::Read
+                } else {
+                    Dir::Write
+                };
                 r.reads |= dir == Dir::Read;
                 r.writes |= dir == Dir::Write;
                 r.extent = r.extent.max(off + len);
@@ -105,9 +111,11 @@ pub fn parse(text: &str, path: &Path) -> Result<Replay, String> {
                 None
             }
             "trim" => {
-                return Err(at(
-                    "trim: trims are not supported (iolab load --with-fio replays it with the installed fio)".into(),
-                ))
+                let (off, len) = (num("an offset")?, num("a length")?);
+                r.writes = true;
+                r.trims = true;
+                r.extent = r.extent.max(off.saturating_add(len));
+                Some(Action::Io(Dir::Trim, off, len))
             }
             a => {
                 return Err(at(format!(
@@ -203,7 +211,11 @@ impl Writer {
 
     /// An I/O issued at `now`.
     pub fn io(&mut self, now: Instant, dir: Dir, offset: u64, len: u64) -> std::io::Result<()> {
-        let what = if dir == Dir::Read { "read" } else { "write" };
+        let what = match dir {
+            Dir::Read => "read",
+            Dir::Write => "write",
+            Dir::Trim => "trim",
+        };
         self.line(now, &format!("{what} {offset} {len}"))
     }
 
@@ -240,7 +252,6 @@ mod tests {
         assert_eq!(r.entries[2], (1000, Action::Sync));
         for bad in [
             "fio version 1 iolog\n",
-            "fio version 3 iolog\n1 f trim 0 4096\n",
             "fio version 3 iolog\n1 f read 0 4096\n2 g read 0 4096\n",
             "fio version 3 iolog\nx f read 0 4096\n",
         ] {

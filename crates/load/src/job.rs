@@ -259,11 +259,20 @@ pub enum Rw {
     ReadWrite,
     /// Random mixed reads and writes.
     RandRw,
+    /// Sequential trims (discards).
+    Trim,
+    /// Random trims.
+    RandTrim,
+    /// Sequential: each block trimmed, then written.
+    TrimWrite,
+    /// Random: each block trimmed, then written.
+    RandTrimWrite,
 }
 
 impl Rw {
     /// Every accepted spelling, for error messages.
-    pub const NAMES: &'static str = "read, write, randread, randwrite, rw (readwrite), randrw";
+    pub const NAMES: &'static str =
+        "read, write, randread, randwrite, rw (readwrite), randrw, trim, randtrim, trimwrite, randtrimwrite";
 
     /// Parses fio's spelling.
     pub fn parse(s: &str) -> Option<Rw> {
@@ -274,6 +283,10 @@ impl Rw {
             "randwrite" => Rw::RandWrite,
             "rw" | "readwrite" => Rw::ReadWrite,
             "randrw" => Rw::RandRw,
+            "trim" => Rw::Trim,
+            "randtrim" => Rw::RandTrim,
+            "trimwrite" => Rw::TrimWrite,
+            "randtrimwrite" => Rw::RandTrimWrite,
             _ => return None,
         })
     }
@@ -287,22 +300,51 @@ impl Rw {
             Rw::RandWrite => "randwrite",
             Rw::ReadWrite => "rw",
             Rw::RandRw => "randrw",
+            Rw::Trim => "trim",
+            Rw::RandTrim => "randtrim",
+            Rw::TrimWrite => "trimwrite",
+            Rw::RandTrimWrite => "randtrimwrite",
         }
     }
 
     /// True when the pattern has reads.
     pub fn reads(self) -> bool {
-        !matches!(self, Rw::Write | Rw::RandWrite)
+        matches!(self, Rw::Read | Rw::RandRead | Rw::ReadWrite | Rw::RandRw)
     }
 
-    /// True when the pattern has writes.
+    /// True when the pattern changes data: writes, and trims (which
+    /// discard it), so every check before writing applies to trims too.
     pub fn writes(self) -> bool {
         !matches!(self, Rw::Read | Rw::RandRead)
     }
 
+    /// True when the pattern trims.
+    pub fn trims(self) -> bool {
+        matches!(
+            self,
+            Rw::Trim | Rw::RandTrim | Rw::TrimWrite | Rw::RandTrimWrite
+        )
+    }
+
+    /// The read/write pattern whose offsets the trims follow: a trim job
+    /// walks its blocks as reads would, a trimwrite job as writes would
+    /// (each write preceded by a trim of the same block).
+    pub fn offsets_as(self) -> Rw {
+        match self {
+            Rw::Trim => Rw::Read,
+            Rw::RandTrim => Rw::RandRead,
+            Rw::TrimWrite => Rw::Write,
+            Rw::RandTrimWrite => Rw::RandWrite,
+            rw => rw,
+        }
+    }
+
     /// True for random offsets.
     pub fn random(self) -> bool {
-        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
+        matches!(
+            self,
+            Rw::RandRead | Rw::RandWrite | Rw::RandRw | Rw::RandTrim | Rw::RandTrimWrite
+        )
     }
 }
 
@@ -410,6 +452,8 @@ pub enum Dir {
     Read = 0,
     /// Writes.
     Write = 1,
+    /// Trims (discards).
+    Trim = 2,
 }
 
 impl<T: Copy> DirPair<T> {
@@ -417,7 +461,9 @@ impl<T: Copy> DirPair<T> {
     pub fn get(&self, dir: Dir) -> T {
         match dir {
             Dir::Read => self.read,
-            Dir::Write => self.write,
+            // fio's third value (rate=R,W,T) is not taken: trims follow
+            // the write setting.
+            Dir::Write | Dir::Trim => self.write,
         }
     }
 }
@@ -432,8 +478,23 @@ mod tests {
         assert!(Rw::Read.reads() && !Rw::Read.writes());
         assert!(Rw::RandRw.reads() && Rw::RandRw.writes() && Rw::RandRw.random());
         assert_eq!(Rw::parse("readwrite"), Some(Rw::ReadWrite));
-        assert_eq!(Rw::parse("trim"), None);
-        for name in ["read", "write", "randread", "randwrite", "rw", "randrw"] {
+        assert_eq!(Rw::parse("discard"), None);
+        // Trims change data: every check before writing applies to them.
+        assert!(Rw::RandTrim.writes() && !Rw::RandTrim.reads() && Rw::RandTrim.trims());
+        assert_eq!(Rw::TrimWrite.offsets_as(), Rw::Write);
+        assert!(!Rw::Read.trims());
+        for name in [
+            "read",
+            "write",
+            "randread",
+            "randwrite",
+            "rw",
+            "randrw",
+            "trim",
+            "randtrim",
+            "trimwrite",
+            "randtrimwrite",
+        ] {
             assert_eq!(Rw::parse(name).unwrap().as_str(), name);
         }
     }

@@ -147,7 +147,7 @@ fn unknown_option_names_file_line_and_option() {
 fn bad_value_names_the_option_and_line() {
     let e = err("[j]\nbs=four\n");
     assert!(e.starts_with("t.fio:2:") && e.contains("bs=four"), "{e}");
-    let e = err("[j]\nrw=trim\n");
+    let e = err("[j]\nrw=discard\n");
     assert!(e.contains("t.fio:2:") && e.contains("randrw"), "{e}");
     let e = err("[j]\nruntime=soon\n");
     assert!(e.contains("runtime=soon"), "{e}");

@@ -335,7 +335,7 @@ fn job(j: &JobReport, plus: bool, group_kib: [f64; 2]) -> FioJob {
     };
     // Latency buckets are per job, all directions, in percent of its I/Os.
     let mut buckets = [0u64; crate::fio_stats::LAT_BUCKETS];
-    for d in [&j.read, &j.write] {
+    for d in [&j.read, &j.write, &j.trim] {
         for (a, b) in buckets.iter_mut().zip(d.lat_buckets.iter()) {
             *a += b;
         }
@@ -375,7 +375,7 @@ fn job(j: &JobReport, plus: bool, group_kib: [f64; 2]) -> FioJob {
             .collect(),
         read: dir(&j.read, group_kib[0]),
         write: dir(&j.write, group_kib[1]),
-        trim: dir(&DirReport::default(), 0.0),
+        trim: dir(&j.trim, 0.0),
         mixed: j.unified.then(|| dir(&j.read, group_kib[0])),
         sync: FioSync {
             total_ios: j.syncs,
@@ -501,6 +501,7 @@ mod tests {
             clones: 1,
             read,
             write: DirReport::default(),
+            trim: DirReport::default(),
             runtime: Duration::from_millis(500),
             thread_time: Duration::from_millis(500),
             cpu: Default::default(),

@@ -29,8 +29,8 @@ impl Control {
 #[derive(Debug, Default)]
 #[repr(align(64))]
 pub struct LiveCounters {
-    bytes: [AtomicU64; 2],
-    ios: [AtomicU64; 2],
+    bytes: [AtomicU64; 3],
+    ios: [AtomicU64; 3],
     ended: AtomicBool,
     /// Why it ended, when an error ended it (written once, at the end).
     failure: Mutex<Option<String>>,

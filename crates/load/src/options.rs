@@ -91,12 +91,6 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
                 Some((p, m)) => (p.trim(), Some(m.trim())),
                 None => (v, None),
             };
-            if matches!(pat, "trim" | "randtrim" | "trimwrite" | "randtrimwrite") {
-                return Err(format!(
-                    "rw={pat}: trims are not supported (discards on files and devices are not one of iolab's loads); expected one of {}",
-                    Rw::NAMES
-                ));
-            }
             job.rw =
                 Rw::parse(pat).ok_or_else(|| format!("rw={v}: expected one of {}", Rw::NAMES))?;
             job.x.seq_add = 0;
@@ -450,9 +444,8 @@ mod tests {
         let j = job_with(&[("rw", Some("randread:8"))]).unwrap();
         assert_eq!(j.x.rand_every, 8);
         assert!(job_with(&[("rw", Some("randread:0"))]).is_err());
-        assert!(job_with(&[("rw", Some("randtrim"))])
-            .unwrap_err()
-            .contains("trim"));
+        let j = job_with(&[("rw", Some("randtrim:4"))]).unwrap();
+        assert_eq!((j.rw, j.x.rand_every), (Rw::RandTrim, 4));
     }
 
     #[test]

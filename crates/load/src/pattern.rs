@@ -159,8 +159,10 @@ impl Pattern {
             return Next::PassEnd;
         }
         let dir = match self.rw {
-            Rw::Read | Rw::RandRead => Dir::Read,
-            Rw::Write | Rw::RandWrite => Dir::Write,
+            // Trim patterns come here as the reads or writes whose offsets
+            // they follow (Rw::offsets_as); the worker makes them trims.
+            Rw::Read | Rw::RandRead | Rw::Trim | Rw::RandTrim => Dir::Read,
+            Rw::Write | Rw::RandWrite | Rw::TrimWrite | Rw::RandTrimWrite => Dir::Write,
             Rw::ReadWrite | Rw::RandRw => {
                 if self.rng.random_range(0..100) < self.mix_read {
                     Dir::Read

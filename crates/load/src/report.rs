@@ -99,6 +99,8 @@ pub struct JobReport {
     pub read: DirReport,
     /// Writes.
     pub write: DirReport,
+    /// Trims.
+    pub trim: DirReport,
     /// Longest clone measurement (the total: first start to last end).
     pub runtime: Duration,
     /// Sum of the clones' measured times (the CPU percentages' base).
@@ -261,7 +263,7 @@ pub fn assemble(jobs: &[PlannedJob], results: &[CloneResult]) -> (Vec<JobReport>
 
 #[derive(Default)]
 struct Merge {
-    dirs: Option<[DirAcc; 2]>,
+    dirs: Option<[DirAcc; 3]>,
     cpu: CpuUse,
     syncs: u64,
     clones: u32,
@@ -282,9 +284,10 @@ impl Merge {
     fn add(&mut self, r: &CloneResult) {
         let dirs = self
             .dirs
-            .get_or_insert_with(|| [DirAcc::new(false), DirAcc::new(false)]);
-        dirs[0].merge(&r.dirs[0]);
-        dirs[1].merge(&r.dirs[1]);
+            .get_or_insert_with(|| [DirAcc::new(false), DirAcc::new(false), DirAcc::new(false)]);
+        for (a, b) in dirs.iter_mut().zip(r.dirs.iter()) {
+            a.merge(b);
+        }
         self.cpu = self.cpu.plus(&r.cpu);
         self.syncs += r.syncs;
         self.clones += 1;
@@ -320,7 +323,7 @@ impl Merge {
     }
 
     fn report(&self, job: &Job, group: usize, runtime: Duration) -> JobReport {
-        let empty = [DirAcc::new(false), DirAcc::new(false)];
+        let empty = [DirAcc::new(false), DirAcc::new(false), DirAcc::new(false)];
         let dirs = self.dirs.as_ref().unwrap_or(&empty);
         let list = job.x.percentile_list.as_deref();
         let unified = job.x.unified_rw_reporting;
@@ -328,7 +331,8 @@ impl Merge {
         let dirs = if unified {
             let mut m = dirs[0].clone();
             m.merge(&dirs[1]);
-            mixed = [m, DirAcc::new(false)];
+            m.merge(&dirs[2]);
+            mixed = [m, DirAcc::new(false), DirAcc::new(false)];
             &mixed
         } else {
             dirs
@@ -342,7 +346,9 @@ impl Merge {
         let mut write = DirReport::from_acc(&dirs[1], runtime, list);
         (read.bw_samples, read.iops_samples) = stats(0);
         (write.bw_samples, write.iops_samples) = stats(1);
+        let trim = DirReport::from_acc(&dirs[2], runtime, list);
         JobReport {
+            trim,
             depth: self.depth,
             sync_lat: self.sync_lat.as_ref().and_then(|a| {
                 a.latency_with(list.unwrap_or(&crate::stats::PERCENTILES))

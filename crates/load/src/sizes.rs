@@ -84,7 +84,9 @@ impl BlockSizes {
     pub fn of(&self, dir: Dir) -> &SizeDist {
         match dir {
             Dir::Read => &self.read,
-            Dir::Write => &self.write,
+            // fio's bs=R,W,T third value is not taken: trims use the
+            // write sizes.
+            Dir::Write | Dir::Trim => &self.write,
         }
     }
 

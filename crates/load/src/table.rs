@@ -29,7 +29,7 @@ pub fn render(r: &LoadReport) -> String {
         all.push(&r.total);
     }
     for j in all {
-        let dirs = [("read", &j.read), ("write", &j.write)];
+        let dirs = [("read", &j.read), ("write", &j.write), ("trim", &j.trim)];
         let used: Vec<_> = dirs.iter().filter(|(_, d)| d.total_ios > 0).collect();
         if used.is_empty() {
             // cpuio, or a job that did nothing: CPU use only.

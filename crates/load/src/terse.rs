@@ -3,9 +3,9 @@
 //! that cut fields by position. Latencies are in microseconds as fio
 //! writes them; iolab measures submission to completion, so `clat` and
 //! `lat` hold the same values and `slat` is zero; the bandwidth sample
-//! statistics (min/max/agg/mean/dev) and the iodepth distribution are
-//! not measured and print as zeros; the latency distribution (2 us ...
-//! >=2000 ms) is computed from fio's latency bins of every I/O.
+//! statistics and the iodepth distribution come from `fio_stats`; the
+//! latency distribution (2 us ... >=2000 ms) is computed from fio's
+//! latency bins of every I/O. Terse v3 has no trim fields.
 
 use std::fmt::Write as _;
 
@@ -60,8 +60,8 @@ fn job(out: &mut String, j: &JobReport) {
         j.cpu.majf,
         j.cpu.minf
     );
-    for _ in 0..7 {
-        out.push_str(";0.0%");
+    for p in j.depth.percents()[0] {
+        let _ = write!(out, ";{p:.1}%");
     }
     let total = (j.read.total_ios + j.write.total_ios).max(1) as f64;
     let bins: Vec<(u64, u64)> = j.read.bins.iter().chain(&j.write.bins).copied().collect();
@@ -124,5 +124,18 @@ fn dir(out: &mut String, d: &DirReport) {
         }
     }
     lat(out);
-    out.push_str(";0;0;0.000000%;0.000000;0.000000");
+    // Bandwidth samples (KiB/s): min, max, percent of the job's own
+    // bandwidth (the group's, when the job is alone in it), mean, stddev.
+    let b = d.bw_samples;
+    let kib = d.bw_bytes() / 1024.0;
+    let agg = if b.n > 0 && kib > 0.0 {
+        (b.mean * 100.0 / kib).min(100.0)
+    } else {
+        0.0
+    };
+    let _ = write!(
+        out,
+        ";{};{};{agg:.6}%;{:.6};{:.6}",
+        b.min, b.max, b.mean, b.dev
+    );
 }

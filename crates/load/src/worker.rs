@@ -76,6 +76,7 @@ impl Failure {
         let op = match dir {
             Dir::Read => "reading",
             Dir::Write => "writing",
+            Dir::Trim => "trimming",
         };
         let message = if errno == libc::ENOSPC {
             format!(
@@ -101,8 +102,8 @@ pub struct CloneResult {
     pub job_idx: usize,
     /// Kernel thread id (0 if setup never ran).
     pub tid: i32,
-    /// Reads and writes.
-    pub dirs: [DirAcc; 2],
+    /// Reads, writes and trims.
+    pub dirs: [DirAcc; 3],
     /// CPU used while measuring.
     pub cpu: CpuUse,
     /// fsync/fdatasync calls made.
@@ -145,7 +146,7 @@ fn run_clone_inner(spec: &CloneSpec) -> CloneResult {
     let mut result = CloneResult {
         job_idx: spec.job_idx,
         tid,
-        dirs: [DirAcc::new(false), DirAcc::new(false)],
+        dirs: [DirAcc::new(false), DirAcc::new(false), DirAcc::new(false)],
         cpu: CpuUse::default(),
         syncs: 0,
         measured: None,
@@ -365,17 +366,19 @@ pub struct Run<'a> {
     pacer: Option<Pacer>,
     /// The clock.
     pub time: Timeline,
-    dirs: [DirAcc; 2],
+    dirs: [DirAcc; 3],
     /// `read_iolog`: the log replayed instead of the pattern, and where
     /// this clone is in it.
     replay: Option<(std::sync::Arc<crate::iolog::Replay>, crate::iolog::Cursor)>,
     /// `write_iolog`: the record of what this clone issues.
     iolog: Option<crate::iolog::Writer>,
+    /// trimwrite: the write that follows the trim just issued.
+    then_write: Option<(u64, u64)>,
     /// Samples, queue depths and sync latencies (fio's other per-job
     /// statistics).
     pub fx: crate::fio_stats::FioExtras,
     sampler: crate::fio_stats::Sampler,
-    live_totals: [(u64, u64); 2],
+    live_totals: [(u64, u64); 3],
     loops_left: u32,
     writes: u64,
     syncs: u64,
@@ -415,7 +418,7 @@ impl<'a> Run<'a> {
         let job = &*spec.job;
         let io = job.ioengine != IoEngine::CpuIo;
         let shape = Shape {
-            rw: job.rw,
+            rw: job.rw.offsets_as(),
             rwmixread: job.rwmixread,
             sizes: job.sizes.clone(),
             size: spec.size.max(job.sizes.min()),
@@ -466,11 +469,13 @@ impl<'a> Run<'a> {
             time: Timeline::new(job, go),
             dirs: [
                 DirAcc::new(io && job.reads()),
-                DirAcc::new(io && job.writes()),
+                DirAcc::new(io && job.rw.offsets_as().writes()),
+                DirAcc::new(io && job.rw.trims()),
             ],
             fx: Default::default(),
             sampler: Default::default(),
-            live_totals: [(0, 0); 2],
+            live_totals: [(0, 0); 3],
+            then_write: None,
             loops_left: job.loops.max(1),
             writes: 0,
             syncs: 0,
@@ -558,6 +563,12 @@ impl<'a> Run<'a> {
                     None => continue,
                 }
             }
+            if let Some((offset, len)) = self.then_write.take() {
+                if self.iolog.is_some() {
+                    self.log_issue(Dir::Write, offset, len);
+                }
+                return Step::Io(Dir::Write, offset, len);
+            }
             let (dir, offset, len) = match self.pending.take() {
                 Some(io) => io,
                 None => match self.pattern.next() {
@@ -606,6 +617,17 @@ impl<'a> Run<'a> {
                 self.think();
             }
             let offset = self.base + offset;
+            // Trim patterns walk their blocks as reads (trim) or writes
+            // (trimwrite: each block trimmed, then written) would.
+            let dir = match (self.job.rw.trims(), dir) {
+                (false, d) => d,
+                (true, Dir::Read) => Dir::Trim,
+                (true, d) => {
+                    self.then_write = Some((offset, len));
+                    let _ = d;
+                    Dir::Trim
+                }
+            };
             if self.iolog.is_some() {
                 self.log_issue(dir, offset, len);
             }

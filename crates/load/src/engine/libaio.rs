@@ -190,6 +190,7 @@ impl Queue for Libaio {
             opcode: match dir {
                 Dir::Read => IOCB_CMD_PREAD,
                 Dir::Write => IOCB_CMD_PWRITE,
+                Dir::Trim => unreachable!("the queue loop does trims itself"),
             },
             fildes: self.fd,
             buf: ptr as u64,

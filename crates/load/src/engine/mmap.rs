@@ -72,6 +72,7 @@ impl Blocking for MmapIo {
             match dir {
                 Dir::Read => std::ptr::copy_nonoverlapping(self.ptr.add(off), buf.as_mut_ptr(), n),
                 Dir::Write => std::ptr::copy_nonoverlapping(buf.as_ptr(), self.ptr.add(off), n),
+                Dir::Trim => return Err(super::trim_not_here()),
             }
         }
         Ok(n)

@@ -21,6 +21,7 @@ pub mod psync;
 pub mod pvsync;
 pub mod queue;
 pub mod sync;
+pub mod trim;
 pub mod uring;
 
 /// A ready engine, with its buffers.
@@ -138,13 +139,41 @@ pub fn run(eng: &mut Engine, run: &mut Run<'_>, file: &File) {
     }
 }
 
+/// The error of a trim that reached an engine's read/write path: the
+/// loops do trims themselves ([`trim::Trimmer`]).
+pub(crate) fn trim_not_here() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "a trim reached an engine's read/write path",
+    )
+}
+
+/// Does one trim for a loop: times it, records it, or fails the clone.
+pub fn do_trim(run: &mut Run<'_>, file: &File, trimmer: trim::Trimmer, offset: u64, len: u64) {
+    let t0 = Instant::now();
+    let r = trimmer.trim(file, offset, len);
+    let t1 = Instant::now();
+    match r {
+        Ok(n) => run.complete_at(Dir::Trim, n as u64, t1 - t0, t1, offset),
+        Err(e) => {
+            let f = Failure::io(run.job, &e, Dir::Trim, run.path(), offset);
+            run.fail(f);
+        }
+    }
+}
+
 /// The loop of the blocking engines: next I/O, time it, record it.
 pub fn run_blocking<E: Blocking>(eng: &mut BlockingEngine<E>, run: &mut Run<'_>, file: &File) {
     let whole = eng.buf.as_mut_slice();
     let fd = file.as_fd();
     let checks = run.checks_reads();
     let timed = run.timed();
+    let trimmer = trim::Trimmer::for_file(file, run.job.ioengine == crate::job::IoEngine::Null);
     while let Some((dir, offset, len)) = run.next(file) {
+        if dir == Dir::Trim {
+            do_trim(run, file, trimmer, offset, len);
+            continue;
+        }
         let buf = &mut whole[..len as usize];
         if dir == Dir::Write {
             run.prepare_write(buf, offset);

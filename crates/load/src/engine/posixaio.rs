@@ -77,6 +77,7 @@ impl Queue for PosixAio {
                 match dir {
                     Dir::Read => libc::aio_read(cb),
                     Dir::Write => libc::aio_write(cb),
+                    Dir::Trim => unreachable!("the queue loop does trims itself"),
                 }
             };
             if r != 0 {

@@ -21,6 +21,7 @@ impl Blocking for PsyncIo {
         let n = match dir {
             Dir::Read => rustix::io::pread(fd, &mut *buf, offset),
             Dir::Write => rustix::io::pwrite(fd, buf, offset),
+            Dir::Trim => return Err(super::trim_not_here()),
         };
         Ok(n?)
     }

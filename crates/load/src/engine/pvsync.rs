@@ -81,6 +81,7 @@ impl Blocking for PvsyncIo {
                 (Dir::Write, false) => libc::pwritev(fd, &iov, 1, off),
                 (Dir::Read, true) => libc::preadv2(fd, &iov, 1, off, self.flags),
                 (Dir::Write, true) => libc::pwritev2(fd, &iov, 1, off, self.flags),
+                (Dir::Trim, _) => return Err(super::trim_not_here()),
             }
         };
         if n < 0 {

@@ -88,12 +88,17 @@ impl<Q: Queue> Queued<Q> {
     pub fn run(&mut self, run: &mut Run<'_>, file: &File) {
         let depth = self.slots.len();
         let checks = run.checks_reads();
+        let trimmer = super::trim::Trimmer::for_file(file, false);
         let mut inflight = 0usize;
         let mut done = false;
         loop {
             let mut due_in: Option<Duration> = None;
             while !done && inflight < depth {
                 match run.step(file) {
+                    // Synchronous, as fio's libaio engine does trims.
+                    Step::Io(Dir::Trim, offset, len) => {
+                        super::do_trim(run, file, trimmer, offset, len);
+                    }
                     Step::Io(dir, offset, len) => {
                         let Some(slot) = self.free.pop() else { break };
                         if dir == Dir::Write {

@@ -29,6 +29,7 @@ impl Blocking for SyncIo {
         let n = match dir {
             Dir::Read => rustix::io::read(fd, &mut *buf),
             Dir::Write => rustix::io::write(fd, buf),
+            Dir::Trim => return Err(super::trim_not_here()),
         };
         match n {
             Ok(n) => {

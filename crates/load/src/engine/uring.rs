@@ -101,6 +101,7 @@ impl Uring {
                         .build(),
                     (Dir::Read, false) => opcode::Read::new($fd, ptr, len).offset(offset).build(),
                     (Dir::Write, false) => opcode::Write::new($fd, ptr, len).offset(offset).build(),
+                    (Dir::Trim, _) => unreachable!("the queue loop does trims itself"),
                 }
             };
         }
