@@ -107,6 +107,8 @@ pub struct Extra {
     pub read_iolog: Option<std::sync::Arc<crate::iolog::Replay>>,
     /// `write_iolog`: where to record the issued I/O.
     pub write_iolog: Option<std::path::PathBuf>,
+    /// `serialize_overlap`: an I/O overlapping one in flight waits for it.
+    pub serialize_overlap: bool,
     /// `replay_no_stall`: replay as fast as possible.
     pub replay_no_stall: bool,
     /// `replay_time_scale`: percent of the logged rate.
@@ -192,6 +194,7 @@ impl Default for Extra {
             read_iolog: None,
             write_iolog: None,
             replay_no_stall: false,
+            serialize_overlap: false,
             replay_scale: 100,
             no_latency: false,
             logs: LogOpts::default(),

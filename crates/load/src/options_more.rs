@@ -116,6 +116,7 @@ pub const MORE: &[&str] = &[
     "log_prio",
     "per_job_logs",
     "experimental_verify",
+    "serialize_overlap",
     "log_compression",
     "log_store_compressed",
     "slat_percentiles",
@@ -456,6 +457,10 @@ fn apply_known(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), Stri
         // fio's experimental_verify re-derives the written offsets by
         // resetting its random generator instead of keeping a list; iolab
         // keeps the list either way, so the same blocks are checked.
+        // Only a queue of depth > 1 can hold overlapping I/O; the
+        // queueing engines hold an overlapping I/O back until the one in
+        // flight completes.
+        "serialize_overlap" => x.serialize_overlap = boolean(key, value)?,
         "experimental_verify" => {
             boolean(key, value)?;
         }

@@ -224,37 +224,93 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// Parses fio's pattern syntax: `0xaa555aa5` (hex bytes, big-endian as
-/// written), a decimal number (its bytes, little-endian, like fio), or a
-/// quoted string `"abc"`; several may be joined with `,`... fio joins
-/// with nothing, so one element is accepted.
+/// Parses fio's pattern syntax (lib/pattern.c): elements joined with
+/// nothing between them — `"text"`, `0xHEX` (bytes as written), a decimal
+/// number (one byte when it fits, else its little-endian bytes; negative
+/// numbers as 4-byte ints, so `-10` is `f6 ff ff ff`), and `'FILE'` (the
+/// file's bytes). fio's examples: `"123"0xFFeeCC` is `31 32 33 ff ee cc`,
+/// `-100xab` is `f6 ff ff ff ab`.
 pub fn parse_pattern(key: &str, v: &str) -> Result<Vec<u8>, String> {
     let t = v.trim();
-    let bad = || format!("{key}={v}: expected a pattern: 0xHEX, a decimal number, or \"text\"");
-    if let Some(s) = t.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
-        if s.is_empty() {
-            return Err(bad());
+    let bad = |why: &str| {
+        format!(
+            "{key}={v}: {why}; expected \"text\", 0xHEX, a decimal number or 'FILE', joined without spaces"
+        )
+    };
+    let b = t.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            q @ (b'"' | b'\'') => {
+                let end = t[i + 1..]
+                    .find(q as char)
+                    .ok_or_else(|| bad("a quote is not closed"))?;
+                let inner = &t[i + 1..i + 1 + end];
+                if q == b'"' {
+                    out.extend_from_slice(inner.as_bytes());
+                } else {
+                    let data = std::fs::read(inner)
+                        .map_err(|e| bad(&format!("cannot read pattern file {inner}: {e}")))?;
+                    out.extend_from_slice(&data);
+                }
+                i += end + 2;
+            }
+            b'0' if matches!(b.get(i + 1), Some(b'x' | b'X')) => {
+                let start = i + 2;
+                let mut j = start;
+                while j < b.len() && b[j].is_ascii_hexdigit() {
+                    // A "0x" inside starts the next element (0xFF0X1).
+                    if b[j] == b'0' && matches!(b.get(j + 1), Some(b'x' | b'X')) {
+                        break;
+                    }
+                    j += 1;
+                }
+                let h = &t[start..j];
+                if h.is_empty() {
+                    return Err(bad("0x without hex digits"));
+                }
+                let h = if h.len() % 2 == 1 {
+                    format!("0{h}")
+                } else {
+                    h.to_string()
+                };
+                for k in (0..h.len()).step_by(2) {
+                    out.push(u8::from_str_radix(&h[k..k + 2], 16).map_err(|_| bad("bad hex"))?);
+                }
+                i = j;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                let mut j = if b[i] == b'-' { i + 1 } else { i };
+                while j < b.len() && b[j].is_ascii_digit() {
+                    if b[j] == b'0' && matches!(b.get(j + 1), Some(b'x' | b'X')) && j > start {
+                        break;
+                    }
+                    j += 1;
+                }
+                let n: i64 = t[start..j]
+                    .parse()
+                    .ok()
+                    .filter(|n| (i64::from(i32::MIN)..=i64::from(u32::MAX)).contains(n))
+                    .ok_or_else(|| bad(&format!("{} is not a 32-bit number", &t[start..j])))?;
+                if n < 0 {
+                    out.extend_from_slice(&(n as i32).to_le_bytes());
+                } else {
+                    let n = n as u64;
+                    let used = 8 - (n.leading_zeros() / 8) as usize;
+                    out.extend_from_slice(&n.to_le_bytes()[..used.max(1)]);
+                }
+                i = j;
+            }
+            b'%' => return Err(bad("%o (the block's offset) is not supported")),
+            _ => return Err(bad(&format!("unexpected {:?}", &t[i..]))),
         }
-        return Ok(s.as_bytes().to_vec());
     }
-    if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        if h.is_empty() || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(bad());
-        }
-        let h = if h.len() % 2 == 1 {
-            format!("0{h}")
-        } else {
-            h.to_string()
-        };
-        return (0..h.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&h[i..i + 2], 16).map_err(|_| bad()))
-            .collect();
+    if out.is_empty() {
+        return Err(bad("empty"));
     }
-    let n: u64 = t.parse().map_err(|_| bad())?;
-    let bytes = n.to_le_bytes();
-    let used = 8 - (n.leading_zeros() / 8) as usize;
-    Ok(bytes[..used.max(1)].to_vec())
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -318,6 +374,33 @@ mod tests {
         assert_eq!(parse_pattern("p", "\"ab\"").unwrap(), b"ab");
         assert_eq!(parse_pattern("p", "255").unwrap(), [255]);
         assert!(parse_pattern("p", "0xzz").is_err());
+        // fio's own examples (lib/pattern.c) and t0028's compound pattern.
+        assert_eq!(
+            parse_pattern("p", "-1024").unwrap(),
+            [0x00, 0xfc, 0xff, 0xff]
+        );
+        assert_eq!(parse_pattern("p", "66").unwrap(), [0x42]);
+        assert_eq!(parse_pattern("p", "0xFF0X1").unwrap(), [0xff, 0x01]);
+        assert_eq!(
+            parse_pattern("p", "\"123\"0xFFeeCC").unwrap(),
+            [0x31, 0x32, 0x33, 0xff, 0xee, 0xcc]
+        );
+        assert_eq!(
+            parse_pattern("p", "-100xab").unwrap(),
+            [0xf6, 0xff, 0xff, 0xff, 0xab]
+        );
+        assert_eq!(
+            parse_pattern("p", "\"abcd\"-120xdeadface").unwrap(),
+            [b'a', b'b', b'c', b'd', 0xf4, 0xff, 0xff, 0xff, 0xde, 0xad, 0xfa, 0xce]
+        );
+        assert!(parse_pattern("p", "%o").is_err());
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("pat");
+        std::fs::write(&f, [1u8, 2, 3]).unwrap();
+        assert_eq!(
+            parse_pattern("p", &format!("'{}'", f.display())).unwrap(),
+            [1, 2, 3]
+        );
         assert!(VerifyKind::parse("crc64").unwrap_err().contains("crc32c"));
     }
 }

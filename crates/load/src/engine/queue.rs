@@ -52,6 +52,11 @@ pub struct Queued<Q> {
     batch_submit: usize,
     complete_min: usize,
     complete_max: usize,
+    /// `serialize_overlap`: slots in flight, and an I/O held back because
+    /// it overlaps one of them.
+    serialize: bool,
+    busy: Vec<bool>,
+    held: Option<(Dir, u64, u64)>,
 }
 
 impl<Q: Queue> Queued<Q> {
@@ -80,8 +85,19 @@ impl<Q: Queue> Queued<Q> {
             } else {
                 (x.batch_complete_max as usize).clamp(1, depth)
             },
+            serialize: x.serialize_overlap && depth > 1,
+            busy: vec![false; depth],
+            held: None,
             q,
         }
+    }
+
+    /// True when `[offset, offset+len)` overlaps an I/O in flight.
+    fn overlaps(&self, offset: u64, len: u64) -> bool {
+        self.busy
+            .iter()
+            .zip(&self.slots)
+            .any(|(b, s)| *b && offset < s.offset + s.len && s.offset < offset + len)
     }
 
     /// Runs the clone's I/O until it is done, then drains the queue.
@@ -94,13 +110,28 @@ impl<Q: Queue> Queued<Q> {
         loop {
             let mut due_in: Option<Duration> = None;
             while !done && inflight < depth {
-                match run.step(file) {
+                let step = match self.held.take() {
+                    Some((d, o, l)) if self.overlaps(o, l) => {
+                        self.held = Some((d, o, l));
+                        break;
+                    }
+                    Some((d, o, l)) => Step::Io(d, o, l),
+                    None => run.step(file),
+                };
+                match step {
                     // Synchronous, as fio's libaio engine does trims.
                     Step::Io(Dir::Trim, offset, len) => {
                         super::do_trim(run, file, trimmer, offset, len);
                     }
+                    Step::Io(dir, offset, len) if self.serialize && self.overlaps(offset, len) => {
+                        // fio's serialize_overlap: wait for the overlapping
+                        // I/O to complete before issuing this one.
+                        self.held = Some((dir, offset, len));
+                        break;
+                    }
                     Step::Io(dir, offset, len) => {
                         let Some(slot) = self.free.pop() else { break };
+                        self.busy[slot] = true;
                         if dir == Dir::Write {
                             run.prepare_write(&mut self.q.buf(slot)[..len as usize], offset);
                         }
@@ -145,7 +176,7 @@ impl<Q: Queue> Queued<Q> {
             }
             // A paced I/O, or a batch with room for more, goes out without
             // waiting; otherwise wait for completions.
-            let room = !done && inflight < depth && due_in.is_none();
+            let room = !done && inflight < depth && due_in.is_none() && self.held.is_none();
             let min = if room {
                 0
             } else {
@@ -186,6 +217,7 @@ impl<Q: Queue> Queued<Q> {
             for &(slot, res) in &reaped {
                 let s = self.slots[slot];
                 self.free.push(slot);
+                self.busy[slot] = false;
                 inflight -= 1;
                 if res < 0 {
                     let err = std::io::Error::from_raw_os_error(-res as i32);
