@@ -629,3 +629,49 @@ fn serialize_overlap_runs_a_deep_queue_over_a_few_blocks() {
     let full = lvl["16"].as_f64().unwrap() + lvl["32"].as_f64().unwrap();
     assert!(full < 1.0, "{lvl}");
 }
+
+#[test]
+fn strided_zones_walk_the_file_as_fio_does() {
+    // fio's t/strided.py rule: zonesize bytes in a zone of zonerange, then
+    // the next zone; past the end of the file, back to the first at offset;
+    // with the random map every block of a zone once per zonerange bytes.
+    let env = Env::new();
+    let prefix = env.dir().join("st");
+    let out = env.run(&[
+        "--name=st",
+        "--zonemode=strided",
+        "--ioengine=null",
+        "--rw=randread",
+        "--bs=4k",
+        "--offset=32k",
+        "--size=64k",
+        "--io_size=256k",
+        "--zonerange=8k",
+        "--zonesize=16k",
+        "--log_offset=1",
+        &format!("--write_iops_log={}", prefix.display()),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let log = std::fs::read_to_string(format!("{}_iops.1.log", prefix.display())).unwrap();
+    let offs: Vec<u64> = log
+        .lines()
+        .map(|l| l.split(", ").nth(4).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(offs.len(), 64, "256 KiB in 4 KiB reads");
+    let mut zone = 32 << 10;
+    for visit in offs.chunks(4) {
+        for pass in visit.chunks(2) {
+            for o in pass {
+                assert!(
+                    (zone..zone + (8 << 10)).contains(o),
+                    "{o} outside {zone}: {offs:?}"
+                );
+            }
+            assert_ne!(pass[0], pass[1], "a block twice in one pass: {offs:?}");
+        }
+        zone += 8 << 10;
+        if zone >= 64 << 10 {
+            zone = 32 << 10;
+        }
+    }
+}

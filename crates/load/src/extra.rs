@@ -107,6 +107,8 @@ pub struct Extra {
     pub read_iolog: Option<std::sync::Arc<crate::iolog::Replay>>,
     /// `write_iolog`: where to record the issued I/O.
     pub write_iolog: Option<std::path::PathBuf>,
+    /// `zonemode=strided`: `(zonerange, zonesize, zoneskip)`.
+    pub strided: Option<(u64, u64, u64)>,
     /// `serialize_overlap`: an I/O overlapping one in flight waits for it.
     pub serialize_overlap: bool,
     /// `replay_no_stall`: replay as fast as possible.
@@ -195,6 +197,7 @@ impl Default for Extra {
             write_iolog: None,
             replay_no_stall: false,
             serialize_overlap: false,
+            strided: None,
             replay_scale: 100,
             no_latency: false,
             logs: LogOpts::default(),

@@ -61,6 +61,7 @@ pub mod terse;
 mod timeline;
 mod verify;
 mod worker;
+mod zones;
 
 pub use cpu::CpuUse;
 pub use error::{LoadError, Origin};

@@ -135,6 +135,9 @@ pub const MORE: &[&str] = &[
     "prioclass",
     "error_dump",
     "zonemode",
+    "zonerange",
+    "zonesize",
+    "zoneskip",
 ];
 
 /// Options iolab knows and refuses, with the reason (said instead of "did
@@ -144,9 +147,6 @@ const REFUSED: &[(&str, &str)] = &[
     ("latency_window", "goes with latency_target, which is not built"),
     ("latency_percentile", "goes with latency_target, which is not built"),
     ("latency_run", "goes with latency_target, which is not built"),
-    ("zonesize", "zoned modes are not supported (zonemode=none only)"),
-    ("zoneskip", "zoned modes are not supported (zonemode=none only)"),
-    ("zonerange", "zoned modes are not supported (zonemode=none only)"),
     ("max_open_zones", "zoned block devices: none on this machine, and zonemode=zbd is not supported"),
     ("read_beyond_wp", "zoned block devices: zonemode=zbd is not supported"),
     ("zone_reset_threshold", "zoned block devices: zonemode=zbd is not supported"),
@@ -705,10 +705,22 @@ fn apply_known(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), Stri
         "error_dump" => {
             boolean(key, value)?;
         }
-        "zonemode" => {
-            let v = need(key, value)?;
-            if v != "none" {
-                return Err(format!("zonemode={v} is not supported: zoned and strided zone modes are not built (zonemode=none only)"));
+        "zonemode" => match need(key, value)? {
+            "none" => x.strided = None,
+            "strided" => {
+                x.strided.get_or_insert((0, 0, 0));
+            }
+            v => return Err(format!("zonemode={v} is not supported: zoned block devices (zbd) are not built; use none or strided")),
+        },
+        // fio: zonerange defaults to zonesize and the reverse; giving
+        // zonesize alone also means strided (fio's older spelling).
+        "zonerange" | "zonesize" | "zoneskip" => {
+            let n = size(key, need(key, value)?)?;
+            let z = x.strided.get_or_insert((0, 0, 0));
+            match key {
+                "zonerange" => z.0 = n,
+                "zonesize" => z.1 = n,
+                _ => z.2 = n,
             }
         }
         _ => return Err(unknown(key)),

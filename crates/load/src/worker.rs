@@ -374,6 +374,10 @@ pub struct Run<'a> {
     iolog: Option<crate::iolog::Writer>,
     /// trimwrite: the write that follows the trim just issued.
     then_write: Option<(u64, u64)>,
+    /// zonemode=strided: the zone the pattern runs in, and the bytes
+    /// issued this pass (a pass ends at io_size).
+    zones: Option<crate::zones::Zones>,
+    zone_bytes: u64,
     /// Samples, queue depths and sync latencies (fio's other per-job
     /// statistics).
     pub fx: crate::fio_stats::FioExtras,
@@ -417,12 +421,28 @@ impl<'a> Run<'a> {
     fn new(spec: &'a CloneSpec, go: Instant) -> Result<Run<'a>, String> {
         let job = &*spec.job;
         let io = job.ioengine != IoEngine::CpuIo;
+        // zonemode=strided: the pattern runs over one zone, a pass per
+        // zonerange bytes; Zones places it in the file.
+        let zones = job.x.strided.map(|(range, size, skip)| {
+            let (range, size) = match (range, size) {
+                (0, 0) => (spec.size, spec.size),
+                (0, s) => (s, s),
+                (r, 0) => (r, r),
+                (r, s) => (r, s),
+            };
+            let first = job.x.offset;
+            crate::zones::Zones::new(range, size, skip, first, spec.size.max(first + range))
+        });
+        let (size, io_size) = match &zones {
+            Some(z) => (z.range(), z.range()),
+            None => (spec.size, spec.io_size),
+        };
         let shape = Shape {
             rw: job.rw.offsets_as(),
             rwmixread: job.rwmixread,
             sizes: job.sizes.clone(),
-            size: spec.size.max(job.sizes.min()),
-            io_size: spec.io_size.max(job.sizes.min()),
+            size: size.max(job.sizes.min()),
+            io_size: io_size.max(job.sizes.min()),
             seq_add: job.x.seq_add,
             rand_every: job.x.rand_every,
             identical: job.x.identical,
@@ -476,6 +496,8 @@ impl<'a> Run<'a> {
             sampler: Default::default(),
             live_totals: [(0, 0); 3],
             then_write: None,
+            zones,
+            zone_bytes: 0,
             loops_left: job.loops.max(1),
             writes: 0,
             syncs: 0,
@@ -569,10 +591,27 @@ impl<'a> Run<'a> {
                 }
                 return Step::Io(Dir::Write, offset, len);
             }
+            if self.zones.is_some()
+                && self.pending.is_none()
+                && self.zone_bytes >= self.spec.io_size
+            {
+                self.zone_bytes = 0;
+                if !self.job.time_based {
+                    self.loops_left -= 1;
+                    if self.loops_left == 0 {
+                        return Step::Done;
+                    }
+                }
+            }
             let (dir, offset, len) = match self.pending.take() {
                 Some(io) => io,
                 None => match self.pattern.next() {
                     Next::Io(dir, offset, len) => (dir, offset, len),
+                    // A zone's pass: a fresh map over the same zone.
+                    Next::PassEnd if self.zones.is_some() => {
+                        self.pattern.new_pass();
+                        continue;
+                    }
                     Next::PassEnd => {
                         if !self.job.time_based {
                             self.loops_left -= 1;
@@ -616,7 +655,17 @@ impl<'a> Run<'a> {
             {
                 self.think();
             }
-            let offset = self.base + offset;
+            let offset = match &mut self.zones {
+                Some(z) => {
+                    let at = z.place(offset);
+                    self.zone_bytes += len;
+                    if z.done(len) {
+                        self.pattern.new_pass();
+                    }
+                    at
+                }
+                None => self.base + offset,
+            };
             // Trim patterns walk their blocks as reads (trim) or writes
             // (trimwrite: each block trimmed, then written) would.
             let dir = match (self.job.rw.trims(), dir) {
