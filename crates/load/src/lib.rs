@@ -60,6 +60,7 @@ pub mod table;
 pub mod terse;
 mod timeline;
 mod verify;
+mod verify_state;
 mod worker;
 mod zones;
 

@@ -117,6 +117,8 @@ pub const MORE: &[&str] = &[
     "per_job_logs",
     "experimental_verify",
     "serialize_overlap",
+    "verify_state_save",
+    "verify_state_load",
     "log_compression",
     "log_store_compressed",
     "slat_percentiles",
@@ -169,8 +171,6 @@ const REFUSED: &[(&str, &str)] = &[
     ("ignore_error", "iolab stops a job at its first I/O error and keeps what it measured"),
     ("verify_offset", "iolab's verify header has a fixed place at the start of each chunk"),
     ("verify_only", "iolab verifies blocks this job wrote"),
-    ("verify_state_save", "verify state is not saved between runs"),
-    ("verify_state_load", "verify state is not saved between runs"),
     ("trim_percentage", "trims are not supported"),
     ("unlink_each_loop", "files are removed at the end of the job only (unlink=1)"),
     ("cpus_allowed", "CPU affinity per job is not supported: use taskset on iolab"),
@@ -463,6 +463,14 @@ fn apply_known(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), Stri
         "serialize_overlap" => x.serialize_overlap = boolean(key, value)?,
         "experimental_verify" => {
             boolean(key, value)?;
+        }
+        "verify_state_save" => {
+            let b = boolean(key, value)?;
+            verify_opts(job).state_save = b;
+        }
+        "verify_state_load" => {
+            let b = boolean(key, value)?;
+            verify_opts(job).state_load = b;
         }
         "do_verify" => {
             let b = boolean(key, value)?;

@@ -81,6 +81,11 @@ pub struct VerifyOpts {
     pub pattern: Option<Vec<u8>>,
     /// `verify_dump`: write bad blocks to `FILE.OFFSET.received`.
     pub dump: bool,
+    /// `verify_state_save`: at the end, save which blocks were written
+    /// (`JOB-CLONE-verify.state`).
+    pub state_save: bool,
+    /// `verify_state_load`: check only the blocks a saved state lists.
+    pub state_load: bool,
 }
 
 impl VerifyOpts {
@@ -94,6 +99,8 @@ impl VerifyOpts {
             interval: None,
             pattern: None,
             dump: false,
+            state_save: false,
+            state_load: false,
         }
     }
 

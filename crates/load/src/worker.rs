@@ -353,6 +353,11 @@ struct VerifyState {
     bad: u64,
     checked: u64,
     first_bad: Option<String>,
+    /// `verify_state_save`: every block written, for the state file.
+    saved: std::collections::BTreeMap<u64, u64>,
+    /// `verify_state_load`: the blocks a saved state lists (only those
+    /// are checked).
+    loaded: Option<std::collections::BTreeMap<u64, u64>>,
 }
 
 /// The state an engine's loop drives.
@@ -453,6 +458,12 @@ impl<'a> Run<'a> {
             distribution: job.x.distribution.clone(),
         };
         let seed = seed_for(spec);
+        let loaded = match &job.x.verify {
+            Some(o) if o.state_load => Some(crate::verify_state::load(
+                &crate::verify_state::path(job, spec.clone),
+            )?),
+            _ => None,
+        };
         let verify = job.x.verify.clone().map(|opts| VerifyState {
             opts,
             written: Default::default(),
@@ -460,6 +471,8 @@ impl<'a> Run<'a> {
             bad: 0,
             checked: 0,
             first_bad: None,
+            saved: Default::default(),
+            loaded,
         });
         let prepare = job.writes()
             && (verify.is_some() || job.x.refill_buffers || job.x.buffer != BufferFill::Random);
@@ -788,6 +801,16 @@ impl<'a> Run<'a> {
     pub fn check_read(&mut self, buf: &[u8], offset: u64) {
         let path = self.spec.target.as_deref().unwrap_or(Path::new("-"));
         let Some(v) = &mut self.verify else { return };
+        if let Some(l) = &v.loaded {
+            // Only what the saved state says was written is checked.
+            if !l
+                .range(..=offset)
+                .next_back()
+                .is_some_and(|(o, n)| offset < o + n)
+            {
+                return;
+            }
+        }
         v.checked += 1;
         if let Err(why) = v.opts.check(buf, offset) {
             record_bad(v, path, buf, offset, why);
@@ -922,6 +945,9 @@ impl<'a> Run<'a> {
         self.writes += 1;
         if offset != u64::MAX {
             if let Some(v) = &mut self.verify {
+                if v.opts.state_save {
+                    remember(&mut v.saved, offset, len);
+                }
                 if v.opts.do_verify {
                     remember(&mut v.written, offset, len);
                     v.since_check += 1;
@@ -1063,6 +1089,15 @@ impl<'a> Run<'a> {
         if let Some(start) = self.time.measure_start {
             out.measured = Some((start, end));
             out.cpu = CpuUse::this_thread().since(&self.time.cpu_start);
+        }
+        if let Some(v) = self.verify.as_ref().filter(|v| v.opts.state_save) {
+            let p = crate::verify_state::path(self.job, self.spec.clone);
+            if let Err(e) = crate::verify_state::save(&p, &v.saved) {
+                self.failure.get_or_insert(Failure {
+                    errno: 0,
+                    message: format!("job {}: {e}", self.job.name),
+                });
+            }
         }
         if let Some(w) = self.iolog.take() {
             if let Err(e) = w.finish(end) {
