@@ -803,10 +803,9 @@ impl<'a> Run<'a> {
         let Some(v) = &mut self.verify else { return };
         if let Some(l) = &v.loaded {
             // Only what the saved state says was written is checked.
-            if !l
-                .range(..=offset)
+            if l.range(..=offset)
                 .next_back()
-                .is_some_and(|(o, n)| offset < o + n)
+                .is_none_or(|(o, n)| offset >= o + n)
             {
                 return;
             }
