@@ -61,10 +61,10 @@ fn a_short_real_load_reports_fio_json() {
 }
 
 #[test]
-fn the_human_table_by_default() {
+fn fios_report_by_default_and_the_table_on_request() {
     let env = Env::new();
     let dir = env.dir().to_str().unwrap();
-    let out = env.run(&[
+    let args = [
         "--rw",
         "write",
         "--bs",
@@ -73,7 +73,18 @@ fn the_human_table_by_default() {
         "4m",
         "--directory",
         dir,
-    ]);
+    ];
+    let out = env.run(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with("job: (groupid=0, jobs=1): err= 0:"),
+        "{text}"
+    );
+    assert!(text.contains("(4096KiB/"), "{text}");
+    let mut table = args.to_vec();
+    table.extend(["--output-format", "table"]);
+    let out = env.run(&table);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("JOB") && text.contains("P99.99"), "{text}");

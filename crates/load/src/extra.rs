@@ -308,6 +308,27 @@ pub struct LogOpts {
 }
 
 impl LogOpts {
+    /// The options with every default prefix (empty) set to the job's
+    /// name.
+    pub fn for_job(&self, name: &str) -> LogOpts {
+        let fix = |p: &Option<String>| {
+            p.as_ref().map(|s| {
+                if s.is_empty() {
+                    name.to_string()
+                } else {
+                    s.clone()
+                }
+            })
+        };
+        LogOpts {
+            bw: fix(&self.bw),
+            lat: fix(&self.lat),
+            iops: fix(&self.iops),
+            hist: fix(&self.hist),
+            ..self.clone()
+        }
+    }
+
     /// True when any log is asked for.
     pub fn any(&self) -> bool {
         self.bw.is_some() || self.lat.is_some() || self.iops.is_some() || self.hist.is_some()

@@ -753,10 +753,13 @@ fn micros(key: &str, v: &str) -> Result<Duration, String> {
     time(key, v)
 }
 
-fn log_prefix(name: &str, value: Option<&str>) -> String {
+/// A log's prefix; without a value, the job's name — resolved when the
+/// job runs (`LogOpts::for_job`), because a bare `write_bw_log` in
+/// [global] names each job's logs after that job (fio's t0023).
+fn log_prefix(_name: &str, value: Option<&str>) -> String {
     match value.map(str::trim) {
         Some(v) if !v.is_empty() && v != "1" => v.to_string(),
-        _ => name.to_string(),
+        _ => String::new(),
     }
 }
 

@@ -103,6 +103,10 @@ pub struct Pattern {
     last: Option<(u64, u64)>,
     perm: Permutation,
     rng: SmallRng,
+    /// Mixed block sizes with the random map: which `bs`-sized units were
+    /// touched this pass, and how far through the permutation the search
+    /// for a free one has come (fio's axmap).
+    map: Option<(Vec<bool>, u64)>,
 }
 
 impl Pattern {
@@ -122,7 +126,12 @@ impl Pattern {
         let units = (s.size.saturating_sub(s.sizes.min()) / align + 1).max(1);
         let mut rng = SmallRng::seed_from_u64(seed);
         let perm = Permutation::new(blocks, rng.random());
-        let independent = s.norandommap || !s.distribution.is_uniform() || fixed.is_none();
+        // Mixed sizes keep a map of min-size units so that every unit is
+        // touched once per pass, as fio's random map does (fio's t0023:
+        // bsrange and bssplit cover all 2048 sectors).
+        let mapped = fixed.is_none() && !s.norandommap && s.distribution.is_uniform();
+        let independent =
+            s.norandommap || !s.distribution.is_uniform() || fixed.is_none() && !mapped;
         let draw = independent.then(|| Sampler::new(&s.distribution, units, align, seed));
         Pattern {
             rw: s.rw,
@@ -149,6 +158,7 @@ impl Pattern {
             last: None,
             perm,
             rng,
+            map: mapped.then(|| (vec![false; blocks as usize], 0)),
         }
     }
 
@@ -171,14 +181,28 @@ impl Pattern {
                 }
             }
         };
-        let len = match self.fixed {
+        let mut len = match self.fixed {
             Some(b) => b,
             None => self.sizes.draw(dir, &mut self.rng),
         }
         .min(self.size);
-        let offset = if self.rw.random() {
+        let offset = if self.rw.random() && self.map.is_some() {
+            let (o, l) = self.mapped_offset(len);
+            len = l;
+            o
+        } else if self.rw.random() {
             self.random_offset(len)
         } else {
+            // The last I/O before the end is cut to fit, as fio cuts it,
+            // instead of leaving the tail untouched.
+            let pos = self.seq[dir as usize];
+            let min = self.sizes.min().max(1);
+            if self.fixed.is_none() && pos < self.size && pos + len > self.size {
+                let rest = (self.size - pos) / min * min;
+                if rest > 0 {
+                    len = rest;
+                }
+            }
             self.seq_offset(dir, len)
         };
         self.issued += 1;
@@ -217,6 +241,36 @@ impl Pattern {
         off
     }
 
+    /// A random free unit and the length that fits in the free run from
+    /// it (at most `len`); marks what it covers. A full map starts over.
+    fn mapped_offset(&mut self, len: u64) -> (u64, u64) {
+        let unit = self.sizes.min().max(1);
+        let n = self.blocks;
+        let Some((used, cursor)) = self.map.as_mut() else {
+            return (0, len);
+        };
+        if *cursor >= n {
+            used.iter_mut().for_each(|u| *u = false);
+            *cursor = 0;
+        }
+        let mut start = self.perm.at(*cursor);
+        while used[start as usize] {
+            *cursor += 1;
+            if *cursor >= n {
+                used.iter_mut().for_each(|u| *u = false);
+                *cursor = 0;
+            }
+            start = self.perm.at(*cursor);
+        }
+        let want = len.div_ceil(unit);
+        let mut run = 0;
+        while run < want && start + run < n && !used[(start + run) as usize] {
+            used[(start + run) as usize] = true;
+            run += 1;
+        }
+        (start * unit, len.min(run * unit))
+    }
+
     fn random_offset(&mut self, len: u64) -> u64 {
         if self.rand_every > 1 && self.issued % u64::from(self.rand_every) != 0 {
             if let Some((o, l)) = self.last {
@@ -247,6 +301,10 @@ impl Pattern {
         self.seq = [0; 2];
         self.last = None;
         self.perm = Permutation::new(self.blocks, self.rng.random());
+        if let Some((used, cursor)) = self.map.as_mut() {
+            used.iter_mut().for_each(|u| *u = false);
+            *cursor = 0;
+        }
     }
 }
 

@@ -484,7 +484,7 @@ impl<'a> Run<'a> {
         } else {
             u32::from(matches!(prio, Some(IoPrio::RealTime(_)))).to_string()
         };
-        let logs = CloneLogs::open(&job.x.logs, spec.number, go, prio_col)?;
+        let logs = CloneLogs::open(&job.x.logs.for_job(&job.name), spec.number, go, prio_col)?;
         let steady = job.x.steadystate.clone().map(|s| Steady::new(s, go));
         let min_window = (job.x.ratemin.read.is_some()
             || job.x.ratemin.write.is_some()
