@@ -51,6 +51,8 @@ def parse_args():
     p.add_argument("--work", type=Path, default=None,
                    help="where the artifacts go (default: a new dir under /var/tmp; kept)")
     p.add_argument("--markdown", type=Path, help="also write the table here")
+    p.add_argument("--keep", action="store_true",
+                   help="keep the artifacts of passing tests too (several GiB)")
     p.add_argument("--timeout", type=int, default=1800, help="seconds per tool")
     return p.parse_args()
 
@@ -104,6 +106,8 @@ def run_suite(name, exe, args, work):
         shutil.rmtree(art)
     cmd = [sys.executable, str(args.fio_source / "t" / "run-fio-tests.py"),
            "-r", str(args.fio_source), "-f", exe, "-a", str(art), "-k",
+           # Passing tests' data files go (fio's tests write GiBs).
+           *(["-c"] if not args.keep else []),
            "--run-only", *map(str, args.tests)]
     print(f"== {name}: {' '.join(cmd)}", flush=True)
     t0 = time.monotonic()
