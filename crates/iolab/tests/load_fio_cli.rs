@@ -374,14 +374,15 @@ fn with_fio_runs_a_job_iolab_refuses_and_adds_its_checks() {
         return;
     }
     let env = Env::new();
-    let f = env.dir().join("wf");
-    // serialize_overlap is an option iolab does not build.
-    let job = env.dir().join("so.fio");
+    let (f1, f2) = (env.dir().join("wf1"), env.dir().join("wf2"));
+    // Several files per job is something iolab does not build.
+    let job = env.dir().join("two.fio");
     std::fs::write(
         &job,
         format!(
-            "[j]\nrw=write\nbs=64k\nsize=2m\nfilename={}\nserialize_overlap=1\nioengine=psync\nend_fsync=1\n",
-            f.display()
+            "[j]\nrw=write\nbs=64k\nsize=2m\nfilename={}:{}\nioengine=psync\nend_fsync=1\n",
+            f1.display(),
+            f2.display()
         ),
     )
     .unwrap();
@@ -393,8 +394,9 @@ fn with_fio_runs_a_job_iolab_refuses_and_adds_its_checks() {
     assert!(out.status.success(), "{}", stderr(&out));
     let v = json(&out);
     assert!(v["fio version"].as_str().unwrap().starts_with("fio-"));
-    // fio wrote the file: 2 MiB on disk, 2 MiB in its report and ours.
-    assert_eq!(std::fs::metadata(&f).unwrap().len(), 2 << 20);
+    // fio wrote the files: 1 MiB each on disk, 2 MiB in its report and ours.
+    assert_eq!(std::fs::metadata(&f1).unwrap().len(), 1 << 20);
+    assert_eq!(std::fs::metadata(&f2).unwrap().len(), 1 << 20);
     assert_eq!(v["jobs"][0]["write"]["io_bytes"], 2 << 20);
     let io = &v["iolab"];
     assert_eq!(io["fio_write_bytes"], 2 << 20);

@@ -71,7 +71,7 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
             let v = need()?;
             if v.contains(':') {
                 return Err(format!(
-                    "filename={v:?}: several files per job (':') are not supported; use one file per job or numjobs"
+                    "filename={v:?}: several files per job (':') are not supported; use one file per job or numjobs (iolab load --with-fio runs the job with the installed fio)"
                 ));
             }
             job.filename = Some(PathBuf::from(v));
