@@ -96,28 +96,20 @@ impl DepthMaps {
     /// included): fio marks a commit's I/Os with the depth after it.
     #[inline]
     pub fn queued(&mut self, depth: usize, n: usize) {
-        let i = match depth {
-            0 | 1 => 0,
-            2..=3 => 1,
-            4..=7 => 2,
-            8..=15 => 3,
-            16..=31 => 4,
-            32..=63 => 5,
-            _ => 6,
-        };
-        self.level[i] += n as u64;
+        // 1, 2-3, 4-7, ... 32-63, >=64: below the next power of two.
+        self.level[bucket(depth, &[2, 4, 8, 16, 32, 64])] += n as u64;
     }
 
     /// A submit call that carried `n` I/Os.
     #[inline]
     pub fn submitted(&mut self, n: usize) {
-        self.submit[batch(n)] += 1;
+        self.submit[bucket(n, &BATCH_EDGES)] += 1;
     }
 
     /// A reap that returned `n` completions.
     #[inline]
     pub fn completed(&mut self, n: usize) {
-        self.complete[batch(n)] += 1;
+        self.complete[bucket(n, &BATCH_EDGES)] += 1;
     }
 
     /// Adds another clone's counts.
@@ -153,16 +145,12 @@ impl DepthMaps {
     }
 }
 
-fn batch(n: usize) -> usize {
-    match n {
-        0 => 0,
-        1..=4 => 1,
-        5..=8 => 2,
-        9..=16 => 3,
-        17..=32 => 4,
-        33..=64 => 5,
-        _ => 6,
-    }
+/// Batch buckets: 0, 1-4, 5-8, 9-16, 17-32, 33-64, >64.
+const BATCH_EDGES: [usize; 6] = [1, 5, 9, 17, 33, 65];
+
+/// The index of the first edge above `n` (the last bucket past them all).
+fn bucket(n: usize, edges: &[usize]) -> usize {
+    edges.iter().position(|&e| n < e).unwrap_or(edges.len())
 }
 
 /// fio's latency buckets: `latency_ns`, `latency_us` (10 each: 2, 4, 10,
@@ -296,6 +284,10 @@ mod tests {
         assert_eq!(p[0][0], 100.0);
         assert_eq!(p[1][1], 100.0);
         let mut m = DepthMaps::default();
+        assert_eq!(
+            [0, 1, 4, 5, 64, 65].map(|n| bucket(n, &BATCH_EDGES)),
+            [0, 1, 1, 2, 5, 6]
+        );
         m.queued(1, 1);
         m.queued(4, 1);
         m.queued(70, 1);

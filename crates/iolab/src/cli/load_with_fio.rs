@@ -184,16 +184,12 @@ impl Drop for TempDir {
 }
 
 fn find_fio() -> anyhow::Result<std::path::PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|d| d.join("fio"))
-        .find(|p| p.is_file())
-        .ok_or_else(|| {
-            UsageError::new(
-                "--with-fio: no fio in PATH; install it (apt-get install fio) or drop --with-fio",
-            )
-            .into()
-        })
+    iolab_spawn::resolve("fio").ok_or_else(|| {
+        UsageError::new(
+            "--with-fio: no fio in PATH; install it (apt-get install fio) or drop --with-fio",
+        )
+        .into()
+    })
 }
 
 /// The complete JSON documents in fio's output so far (the last may be
