@@ -27,6 +27,27 @@ fn diskstats(dev: &str) -> (u64, u64) {
     (f[2] * 512, f[6] * 512)
 }
 
+/// A 1 GiB lab throttled to 40 MiB/s; its device's name.
+fn lab_device(b: &Bench) -> String {
+    let lab = b.env.up(&["--size", "1GiB", "--bw", "40MiB/s"]);
+    lab["device"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("/dev/")
+        .to_string()
+}
+
+/// Each loaded cell's `cell_io` artifact, in order.
+fn cell_ios(report: &Value) -> Vec<&Value> {
+    report["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "cell_io")
+        .map(|a| &a["json"])
+        .collect()
+}
+
 fn within(got: u64, want: u64, share: f64, slack: u64) -> bool {
     got.abs_diff(want) as f64 <= want as f64 * share + slack as f64
 }
@@ -37,12 +58,7 @@ fn a_target_on_another_disk_leaves_the_loads_counts_whole() {
         return;
     }
     let b = Bench::new("bgio");
-    let lab = b.env.up(&["--size", "1GiB", "--bw", "40MiB/s"]);
-    let dev = lab["device"]
-        .as_str()
-        .unwrap()
-        .trim_start_matches("/dev/")
-        .to_string();
+    let dev = lab_device(&b);
     let before = diskstats(&dev);
     // The target reads a few MiB of the root filesystem's files cold: its
     // I/O is on another disk than the load's.
@@ -67,13 +83,7 @@ fn a_target_on_another_disk_leaves_the_loads_counts_whole() {
             "a valid cell's start was not a sample: {r}"
         );
     }
-    let cells: Vec<&Value> = report["artifacts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|a| a["kind"] == "cell_io")
-        .map(|a| &a["json"])
-        .collect();
+    let cells = cell_ios(&report);
     assert_eq!(cells.len(), 4, "one per loaded cell");
     let (mut load_read, mut load_write) = (0, 0);
     for c in &cells {
@@ -127,4 +137,108 @@ fn a_target_on_another_disk_leaves_the_loads_counts_whole() {
         );
     }
     b.env.down();
+}
+
+/// `--with-fio`: a job file iolab does not build (two files per job) loads
+/// the cell through the installed fio; fio's byte counts, as iolab stores
+/// them, agree with the lab's own /proc/diskstats; and a fio job that ends
+/// mid-cell makes the starts after it invalid, with fio named as the cause.
+#[test]
+fn with_fio_a_job_file_iolab_refuses_loads_the_cell_and_is_counted() {
+    if !root_or_skip("with_fio_a_job_file_iolab_refuses_loads_the_cell_and_is_counted") {
+        return;
+    }
+    let b = Bench::new("bgfio");
+    let reads = b.env.run.path().join("two-files.fio");
+    std::fs::write(
+        &reads,
+        "[reader]\nfilename=r1:r2\nrw=read\nbs=256k\ndirect=1\ntime_based=1\nruntime=1h\n",
+    )
+    .unwrap();
+    let ends = b.env.run.path().join("ends.fio");
+    std::fs::write(
+        &ends,
+        "[short]\nfilename=s1:s2\nrw=read\nbs=256k\ndirect=1\ntime_based=1\nruntime=2\n",
+    )
+    .unwrap();
+    let dev = lab_device(&b);
+    let workloads = format!("{},{}", reads.display(), ends.display());
+    let out = b
+        .cmd()
+        .arg("startup")
+        .args(["--lab", &b.env.name, "--schedulers", "mq-deadline"])
+        .args(["--workloads", &workloads, "--reps", "3", "--timeout", "10"])
+        .args(["--warmup", "1", "--load-option", "size=32M", "--with-fio"])
+        .arg("--db")
+        .arg(&b.db)
+        .args(["--", "sh", "-c", "sleep 1.5"])
+        .timeout(Duration::from_secs(300))
+        .output()
+        .unwrap();
+    // Everything is stored; the exit status says a cell stopped early.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("1 cell(s) stopped early"), "{err}");
+    let report = b.export(1);
+    let runs = report["runs"].as_array().unwrap();
+    let of = |w: &std::path::Path| -> Vec<&Value> {
+        runs.iter()
+            .filter(|r| r["workload"].as_str() == w.to_str())
+            .collect()
+    };
+    for r in of(&reads) {
+        assert!(
+            matches!(r["outcome"].as_str(), Some("ok" | "censored")),
+            "a start under a running fio load is a sample: {r}"
+        );
+        assert_eq!(r["config"]["load_engine"], "fio", "{r}");
+        assert!(r["background"]["read_bytes"].as_u64().unwrap() > 0, "{r}");
+    }
+    // fio's job ran 2 s: the starts after its end are not "under load".
+    let short = of(&ends);
+    let last = short.last().unwrap();
+    assert_eq!(last["outcome"], "invalid", "{last}");
+    assert!(
+        last["reason"].as_str().unwrap_or("").contains("fio"),
+        "the reason names fio: {last}"
+    );
+    // The reading cell: fio's reads as iolab stored them against the
+    // lab's device counters over the cell (direct I/O: every byte fio
+    // counts reaches the device, and nothing else reads the lab).
+    let cell = cell_ios(&report)[0];
+    let n = |k: &str| cell[k].as_u64().unwrap();
+    eprintln!("the reading cell: {cell}");
+    assert!(n("load_read_bytes") > 32 << 20, "{cell}");
+    assert!(
+        within(n("device_read_bytes"), n("load_read_bytes"), 0.05, 4 << 20),
+        "fio's reads against {dev}'s: {cell}"
+    );
+    b.env.down();
+}
+
+/// Under `--with-fio` a job file is checked by fio itself before any lab
+/// or start: its refusal is a usage error with fio's own words.
+#[test]
+fn with_fio_a_job_file_fio_refuses_stops_before_anything_runs() {
+    if !root_or_skip("with_fio_a_job_file_fio_refuses_stops_before_anything_runs") {
+        return;
+    }
+    let b = Bench::new("bgfiobad");
+    let bad = b.env.run.path().join("bad.fio");
+    std::fs::write(&bad, "[x]\nrw=bogus\n").unwrap();
+    let out = b
+        .cmd()
+        .arg("startup")
+        .args(["--workloads", bad.to_str().unwrap(), "--reps", "1"])
+        .args(["--with-fio", "--db"])
+        .arg(&b.db)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("fio --parse-only refuses it") && err.contains("rw=bogus"),
+        "{err}"
+    );
 }

@@ -30,6 +30,7 @@ mod distribution;
 mod engine;
 mod error;
 mod extra;
+pub mod fio_process;
 pub mod fio_stats;
 mod fiolog;
 mod io_file;

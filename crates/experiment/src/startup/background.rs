@@ -9,32 +9,55 @@
 //! under the loaded workload's name. So the load is checked before and
 //! after every start ([`Background::ended`]), and the device's traffic
 //! during the warm-up is kept as the rate the load is expected to reach.
+//!
+//! With `--with-fio`, a job-file workload goes to the installed fio instead
+//! (a copy of the file with the `--load-option`s closing each job), so a
+//! job file iolab does not build still loads the cell. fio inherits this
+//! process's cgroup and the load's I/O priority; its bytes come from its
+//! own status reports (one a second, and one asked for with SIGUSR1 each
+//! time iolab reads them), and a job whose bytes stop moving counts as
+//! ended, as an iolab job that ends does.
 
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use iolab_guard::Guard;
-use iolab_load::{jobs_from_spec, start, LoadReport, RunningLoad, StartOptions};
+use iolab_load::fio_process::{job_file_with, FioChild};
+use iolab_load::{jobs_from_spec, start, RunningLoad, StartOptions};
 use iolab_sys::ioprio::IoPrio;
+use iolab_sys::UsageError;
 
 use crate::ExperimentError;
 
 /// A running background load.
 pub struct Background {
-    load: RunningLoad,
+    load: Engine,
     workload: String,
     started: Instant,
 }
 
+/// Who runs the load.
+enum Engine {
+    Own(RunningLoad),
+    /// fio, and its process group as recorded with the guard (killed by
+    /// the next run if iolab itself is killed).
+    Fio(std::sync::Mutex<FioChild>, Guard, iolab_guard::Recorded),
+}
+
+/// A fio job whose bytes did not change for this long while fio kept
+/// reporting has stopped loading the cell.
+const FIO_QUIET: Duration = Duration::from_secs(5);
+
 impl Background {
     /// Starts `workload` (a named workload or a job file) with its files in
     /// `dir`; `None` for `idle`. `overrides` are fio options applied to every
-    /// job (e.g. `size=128M`).
+    /// job (e.g. `size=128M`). `with_fio`: a job file runs under fio.
     pub fn start(
         workload: &str,
         dir: &Path,
         overrides: &[(String, String)],
         prio: Option<IoPrio>,
+        with_fio: bool,
         guard: &Guard,
     ) -> Result<Option<Background>, ExperimentError> {
         if workload == "idle" {
@@ -42,6 +65,14 @@ impl Background {
         }
         let mut all = vec![("directory".to_string(), dir.to_string_lossy().into_owned())];
         all.extend(overrides.iter().cloned());
+        if with_fio && iolab_load::named::lookup(workload).is_none() {
+            let (child, tracked) = start_fio(workload, dir, &all, prio, guard)?;
+            return Ok(Some(Background {
+                load: Engine::Fio(std::sync::Mutex::new(child), guard.clone(), tracked),
+                workload: workload.to_string(),
+                started: Instant::now(),
+            }));
+        }
         let jobs = jobs_from_spec(workload, &all)?;
         let load = start(
             jobs,
@@ -53,7 +84,7 @@ impl Background {
             },
         )?;
         Ok(Some(Background {
-            load,
+            load: Engine::Own(load),
             workload: workload.to_string(),
             started: Instant::now(),
         }))
@@ -62,17 +93,37 @@ impl Background {
     /// `None` while every job of the load runs; otherwise one line saying
     /// which jobs ended, after how long, and with which error.
     pub fn ended(&self) -> Option<String> {
-        let ended = self.load.ended_clones();
-        if ended.is_empty() {
+        let what: Vec<String> = match &self.load {
+            Engine::Own(load) => load
+                .ended_clones()
+                .iter()
+                .map(|c| match &c.error {
+                    Some(e) => format!("{} failed: {e}", c.name),
+                    None => format!("{} reached its end (runtime, size or loops)", c.name),
+                })
+                .collect(),
+            Engine::Fio(child, ..) => {
+                let mut c = lock(child);
+                c.poll();
+                match c.exited() {
+                    Some(st) => {
+                        let err = c.stderr();
+                        let last = err.trim().lines().last().map(|l| format!(": {l}"));
+                        vec![format!("fio ended, {st}{}", last.unwrap_or_default())]
+                    }
+                    None => c
+                        .quiet_jobs(FIO_QUIET)
+                        .iter()
+                        .map(|(j, d)| {
+                            format!("fio job {j} moved no bytes for {:.1} s", d.as_secs_f64())
+                        })
+                        .collect(),
+                }
+            }
+        };
+        if what.is_empty() {
             return None;
         }
-        let what: Vec<String> = ended
-            .iter()
-            .map(|c| match &c.error {
-                Some(e) => format!("{} failed: {e}", c.name),
-                None => format!("{} reached its end (runtime, size or loops)", c.name),
-            })
-            .collect();
         Some(format!(
             "the background load {:?} stopped running {:.1} s after it started ({}); \
              a background job must run until iolab stops it: use time_based=1 with no \
@@ -86,14 +137,109 @@ impl Background {
     /// Bytes the load has read and written so far, by its own counters
     /// (every clone, updated at each completed I/O).
     pub fn io(&self) -> (u64, u64) {
-        let s = self.load.snapshot();
-        (s.read_bytes, s.write_bytes)
+        match &self.load {
+            Engine::Own(load) => {
+                let s = load.snapshot();
+                (s.read_bytes, s.write_bytes)
+            }
+            Engine::Fio(child, ..) => {
+                let mut c = lock(child);
+                c.refresh(Duration::from_millis(500));
+                c.totals()
+            }
+        }
     }
 
-    /// Stops the load; what it measured, and every byte it read and
-    /// wrote once its last I/O ended.
-    pub fn stop(self) -> (LoadReport, (u64, u64)) {
-        let (report, s) = self.load.stop_counted();
-        (report, (s.read_bytes, s.write_bytes))
+    /// Stops the load; every byte it read and wrote once its last I/O
+    /// ended.
+    pub fn stop(self) -> (u64, u64) {
+        match self.load {
+            Engine::Own(load) => {
+                let (_, s) = load.stop_counted();
+                (s.read_bytes, s.write_bytes)
+            }
+            Engine::Fio(child, guard, tracked) => {
+                let mut c = child.into_inner().unwrap_or_else(|e| e.into_inner());
+                c.finish(Duration::from_secs(10));
+                // Reaped: nothing is left for a later run to kill.
+                let _ = guard.forget(tracked);
+                c.totals()
+            }
+        }
     }
+}
+
+fn lock(m: &std::sync::Mutex<FioChild>) -> std::sync::MutexGuard<'_, FioChild> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The installed fio, for `--with-fio`.
+pub(super) fn fio_path() -> Result<std::path::PathBuf, ExperimentError> {
+    iolab_spawn::resolve("fio").ok_or_else(|| {
+        UsageError::new(
+            "--with-fio: no fio in PATH; install it (apt-get install fio) or drop --with-fio",
+        )
+        .into()
+    })
+}
+
+/// The job file with the overrides closing every job, written next to the
+/// load's files (so the run's own directory holds what fio ran).
+pub(super) fn fio_job_file(
+    workload: &str,
+    dir: &Path,
+    overrides: &[(String, String)],
+) -> Result<std::path::PathBuf, ExperimentError> {
+    let text = std::fs::read_to_string(workload).map_err(|e| {
+        UsageError::new(format!(
+            "background workload {workload:?}: cannot read the job file ({e}); give a named workload or a job file path"
+        ))
+    })?;
+    let path = dir.join("iolab-with-fio.fio");
+    std::fs::write(&path, job_file_with(&text, overrides))
+        .map_err(|e| iolab_sys::SysError::io(&path, e))?;
+    Ok(path)
+}
+
+fn start_fio(
+    workload: &str,
+    dir: &Path,
+    overrides: &[(String, String)],
+    prio: Option<IoPrio>,
+    guard: &Guard,
+) -> Result<(FioChild, iolab_guard::Recorded), ExperimentError> {
+    let fio = fio_path()?;
+    let job = fio_job_file(workload, dir, overrides)?;
+    let mut child = FioChild::spawn(&fio, &[job.to_string_lossy().into_owned()], false, prio)
+        .map_err(|e| iolab_sys::SysError::io(&fio, e))?;
+    let tracked = match guard.track_process_group(child.pid()) {
+        Ok(t) => t,
+        Err(e) => {
+            child.finish(Duration::from_secs(5));
+            return Err(e.into());
+        }
+    };
+    // Started means reporting: fio lays out its files first, and a job
+    // file it refuses ends it here, with its own message.
+    let until = Instant::now() + Duration::from_secs(600);
+    while child.poll() == 0 {
+        if let Some(st) = child.exited() {
+            let _ = guard.forget(tracked);
+            return Err(UsageError::new(format!(
+                "background workload {workload:?} under fio: fio exited with {st} before its first report: {}",
+                child.stderr().trim().lines().last().unwrap_or("no message")
+            ))
+            .into());
+        }
+        if Instant::now() > until || iolab_guard::stop_requested() {
+            child.finish(Duration::from_secs(5));
+            let _ = guard.forget(tracked);
+            return Err(UsageError::new(format!(
+                "background workload {workload:?} under fio: no report from fio within 600 s"
+            ))
+            .into());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok((child, tracked))
 }

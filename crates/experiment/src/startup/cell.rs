@@ -41,6 +41,7 @@ pub(super) fn run_cell(
         &load_dir,
         &st.cfg.load_options,
         st.cfg.load_ioprio,
+        st.cfg.with_fio,
         guard,
     )?;
     // From here (the load's files laid out and synced) the device's
@@ -75,7 +76,7 @@ pub(super) fn run_cell(
     let mut last_run = None;
     let end = reps(st, ctx, &conditions, bg.as_ref(), &mut last_run);
     if let Some(b) = bg.take() {
-        let (_, moved) = b.stop();
+        let moved = b.stop();
         // Stored with the cell's last run once its writeback is flushed.
         if let (Some(run), Ok(_)) = (last_run, &end) {
             let doc = cell_start.finish(ctx, moved)?;

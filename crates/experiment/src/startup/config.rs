@@ -131,6 +131,10 @@ pub struct StartupConfig {
     /// fio options applied to every background job (e.g. `size=128M`).
     #[serde(default)]
     pub load_options: Vec<(String, String)>,
+    /// Job-file workloads run under the installed fio, unchanged but for
+    /// the `load_options` (named workloads stay iolab's own).
+    #[serde(default)]
+    pub with_fio: bool,
     /// What each start starts and times; `{dir}` in it is the place's
     /// directory (a temporary lab's mount point exists only once it is up).
     pub target: Target,
@@ -350,6 +354,7 @@ pub(crate) mod tests {
             target_ioprio: None,
             target_nice: None,
             load_ioprio: None,
+            with_fio: false,
             load_options: vec![],
             target: Target::Command {
                 argv: vec!["true".into()],

@@ -14,9 +14,49 @@ use crate::ExperimentError;
 /// Every workload must parse (a named one or a readable job file, with the
 /// `--load-option`s applied) before anything is measured: a typo found at
 /// its cell would come after the lab, the preparation and the idle starts.
+/// Under `--with-fio`, a job file is checked by fio itself (`--parse-only`).
 pub(super) fn check_workloads(cfg: &StartupConfig) -> Result<(), ExperimentError> {
     for w in cfg.workloads.iter().filter(|w| *w != "idle") {
-        iolab_load::jobs_from_spec(w, &cfg.load_options)?;
+        if under_fio(cfg, w) {
+            fio_parses(w, &cfg.load_options)?;
+        } else {
+            iolab_load::jobs_from_spec(w, &cfg.load_options)?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether workload `w` runs under fio.
+pub(super) fn under_fio(cfg: &StartupConfig, w: &str) -> bool {
+    cfg.with_fio && iolab_load::named::lookup(w).is_none()
+}
+
+fn fio_parses(w: &str, overrides: &[(String, String)]) -> Result<(), ExperimentError> {
+    let fio = super::background::fio_path()?;
+    let dir = std::env::temp_dir().join(format!("iolab-fio-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| iolab_sys::SysError::io(&dir, e))?;
+    let checked = super::background::fio_job_file(w, &dir, overrides).and_then(|job| {
+        std::process::Command::new(&fio)
+            .arg("--parse-only")
+            .arg(&job)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| iolab_sys::SysError::io(&fio, e).into())
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = checked?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let why = err
+            .lines()
+            .chain(String::from_utf8_lossy(&out.stdout).lines())
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("no message")
+            .to_string();
+        return Err(UsageError::new(format!(
+            "background workload {w:?}: fio --parse-only refuses it: {why}"
+        ))
+        .into());
     }
     Ok(())
 }
@@ -40,7 +80,12 @@ pub(super) fn fit_in_place(
         load_dir.to_string_lossy().into_owned(),
     )];
     opts.extend(cfg.load_options.iter().cloned());
-    for w in cfg.workloads.iter().filter(|w| *w != "idle") {
+    // A job file under fio is fio's to size: its files are not known here.
+    for w in cfg
+        .workloads
+        .iter()
+        .filter(|w| *w != "idle" && !under_fio(cfg, w))
+    {
         for job in iolab_load::jobs_from_spec(w, &opts)? {
             let size = job.size.unwrap_or(0);
             for clone in 0..job.numjobs {

@@ -271,6 +271,7 @@ pub(super) fn start(
         "target_ioprio": cfg.target_ioprio,
         "target_nice": cfg.target_nice,
         "load_ioprio": cfg.load_ioprio,
+        "load_engine": if super::setup::under_fio(cfg, &cell.workload) { "fio" } else { "iolab" },
         "bg_warmup_read_bw_bytes": c.warmup_rate.map(|r| r.0),
         "bg_warmup_write_bw_bytes": c.warmup_rate.map(|r| r.1),
     });

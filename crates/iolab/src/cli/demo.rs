@@ -80,6 +80,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         target_ioprio: None,
         target_nice: None,
         load_ioprio: None,
+        with_fio: false,
         // 128 MiB files (not the thesis's 512 MiB) so laying them out on
         // the slow lab takes seconds, not a minute; readers still wrap
         // and re-read from the device every few seconds.

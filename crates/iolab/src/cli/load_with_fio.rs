@@ -7,11 +7,10 @@
 
 use std::ffi::OsString;
 use std::io::Write as _;
-use std::os::unix::process::CommandExt as _;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use iolab_load::fio_process::{totals, FioChild};
 use iolab_sys::UsageError;
 use serde_json::{json, Value};
 
@@ -78,23 +77,9 @@ pub fn run(fio_args: &[String], format: &str) -> anyhow::Result<String> {
         .into());
     }
     let fio = find_fio()?;
-    let dir = TempDir::new()?;
-    let out = dir.0.join("fio.json");
-    let fmt = if format == "json+" { "json+" } else { "json" };
     let disks_before = disks();
     let t0 = Instant::now();
-    let mut child = Command::new(&fio)
-        .args(fio_args)
-        .arg(format!("--output-format={fmt}"))
-        .arg("--status-interval=1")
-        .arg(format!("--output={}", out.display()))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        // Its own process group: a Ctrl-C reaches iolab, which passes one
-        // SIGINT on, and fio still writes its report.
-        .process_group(0)
-        .spawn()
+    let mut child = FioChild::spawn(&fio, fio_args, format == "json+", None)
         .with_context(|| format!("starting {}", fio.display()))?;
     let mut watch = Watch {
         samples: Vec::new(),
@@ -103,18 +88,16 @@ pub fn run(fio_args: &[String], format: &str) -> anyhow::Result<String> {
     let mut forwarded = false;
     let mut moved_at = (0u64, 0u64);
     let status = loop {
-        if let Some(st) = child.try_wait()? {
+        if let Some(st) = child.exited() {
             break st;
         }
         if iolab_guard::stop_requested() && !forwarded {
-            // SAFETY: kill(2) on our own child's pid.
-            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+            child.interrupt();
             forwarded = true;
         }
         std::thread::sleep(Duration::from_millis(200));
-        let docs = read_docs(&out);
-        if let Some(last) = docs.last() {
-            let (r, w) = totals(last);
+        if child.poll() > 0 {
+            let (r, w) = child.totals();
             let ms = t0.elapsed().as_millis() as u64;
             if watch.samples.last().map(|s| (s.1, s.2)) != Some((r, w)) {
                 if ms.saturating_sub(moved_at.0) >= STALL.as_millis() as u64 && moved_at.1 > 0 {
@@ -129,12 +112,9 @@ pub fn run(fio_args: &[String], format: &str) -> anyhow::Result<String> {
     if ms.saturating_sub(moved_at.0) >= STALL.as_millis() as u64 && moved_at.1 > 0 {
         watch.stalls.push((moved_at.0, ms));
     }
-    let mut err = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = std::io::Read::read_to_string(&mut e, &mut err);
-    }
-    let docs = read_docs(&out);
-    let Some(mut doc) = docs.into_iter().last() else {
+    child.poll();
+    let err = child.stderr();
+    let Some(mut doc) = child.last().cloned() else {
         anyhow::bail!(
             "fio exited with {status} without a report: {}",
             err.trim().lines().last().unwrap_or("no message")
@@ -166,23 +146,6 @@ pub fn run(fio_args: &[String], format: &str) -> anyhow::Result<String> {
     Ok(text)
 }
 
-/// fio's output file's directory, removed when the run ends.
-struct TempDir(std::path::PathBuf);
-
-impl TempDir {
-    fn new() -> anyhow::Result<TempDir> {
-        let p = std::env::temp_dir().join(format!("iolab-with-fio-{}", std::process::id()));
-        std::fs::create_dir_all(&p).with_context(|| format!("creating {}", p.display()))?;
-        Ok(TempDir(p))
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn find_fio() -> anyhow::Result<std::path::PathBuf> {
     iolab_spawn::resolve("fio").ok_or_else(|| {
         UsageError::new(
@@ -190,30 +153,6 @@ fn find_fio() -> anyhow::Result<std::path::PathBuf> {
         )
         .into()
     })
-}
-
-/// The complete JSON documents in fio's output so far (the last may be
-/// half written).
-fn read_docs(path: &std::path::Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    // fio may print lines before its JSON (notes): start at the first '{'.
-    let Some(at) = text.find('{') else {
-        return Vec::new();
-    };
-    serde_json::Deserializer::from_str(&text[at..])
-        .into_iter::<Value>()
-        .map_while(Result::ok)
-        .collect()
-}
-
-fn totals(doc: &Value) -> (u64, u64) {
-    let jobs = doc["jobs"].as_array().cloned().unwrap_or_default();
-    let sum = |d: &str| {
-        jobs.iter()
-            .map(|j| j[d]["io_bytes"].as_u64().unwrap_or(0))
-            .sum()
-    };
-    (sum("read"), sum("write"))
 }
 
 fn disks() -> Vec<iolab_sys::diskstats::DiskStat> {

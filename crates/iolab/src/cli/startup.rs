@@ -175,6 +175,11 @@ pub struct StartupArgs {
     /// fio option applied to every background job, e.g. size=128M (repeatable).
     #[arg(long = "load-option", value_name = "NAME=VALUE")]
     pub load_options: Vec<String>,
+    /// Run job-file workloads with the installed fio (for options iolab
+    /// does not build); iolab still counts their bytes and checks they keep
+    /// running. Named workloads stay iolab's own.
+    #[arg(long)]
+    pub with_fio: bool,
     /// read_ahead_kb of the device under test during the experiment (e.g. 128, Android's).
     #[arg(long, value_name = "KB")]
     pub read_ahead_kb: Option<u32>,
@@ -393,6 +398,7 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
         target_nice: a.target_nice,
         load_ioprio: a.load_ioprio,
         load_options: name_values("--load-option", &a.load_options, "size=128M")?,
+        with_fio: a.with_fio,
         target,
         prepare: a.prepare.clone(),
         read_ahead_kb: a.read_ahead_kb,
