@@ -10,6 +10,12 @@
 //! A cell passes when it has samples, none cut off at the timeout and no
 //! more failed starts than the store flags; the measurements are then its
 //! mean, min, median and max (a sweep's: median) in the unit given.
+//!
+//! Cases are grouped into one LAVA test set per workload (the
+//! `<LAVA_SIGNAL_TESTSET START name>` / `STOP` lines `lava-test-set`
+//! prints), so a lab's results page groups a board's cells as iolab's
+//! matrix does; the ids stay whole (scheduler and workload in each), so a
+//! case is found by the same id with or without its set.
 
 use std::fmt::Write as _;
 
@@ -25,6 +31,8 @@ pub struct LavaExporter;
 
 /// One result.
 struct Case {
+    /// The test set (the workload; a max cell's access pattern).
+    set: String,
     id: String,
     pass: bool,
     measurement: Option<f64>,
@@ -56,7 +64,9 @@ fn cases(v: &ExperimentView) -> Vec<Case> {
                 id = format!("{id}.{}", part(&cell.target));
             }
             let pass = s.n > 0 && s.censored == 0 && !cell.flagged;
+            let set = part(&cell.workload);
             out.push(Case {
+                set: set.clone(),
                 id: format!("{id}.mean"),
                 pass,
                 measurement: s.mean,
@@ -67,6 +77,7 @@ fn cases(v: &ExperimentView) -> Vec<Case> {
             // its cell.
             for (metric, value) in [("min", s.min), ("median", s.median), ("max", s.max)] {
                 out.push(Case {
+                    set: set.clone(),
                     id: format!("{id}.{metric}"),
                     pass,
                     measurement: value,
@@ -75,6 +86,7 @@ fn cases(v: &ExperimentView) -> Vec<Case> {
             }
             if let Some(r) = cell.ratio_to_idle.as_ref().filter(|_| s.censored == 0) {
                 out.push(Case {
+                    set: set.clone(),
                     id: format!("{id}.ratio_to_idle"),
                     pass,
                     measurement: Some(r.value),
@@ -86,6 +98,7 @@ fn cases(v: &ExperimentView) -> Vec<Case> {
     for p in &v.prefetch {
         let s = &p.with.stats;
         out.push(Case {
+            set: part(&p.with.workload),
             id: format!(
                 "startup.{}.{}.prefetch_{}.mean",
                 part(&p.with.scheduler),
@@ -98,9 +111,13 @@ fn cases(v: &ExperimentView) -> Vec<Case> {
         });
     }
     // Sweeps: the median over repetitions of each cell's metrics.
-    let medians = |out: &mut Vec<Case>, id: &str, metrics: [(&str, &Summary, &'static str); 2]| {
+    let medians = |out: &mut Vec<Case>,
+                   set: String,
+                   id: &str,
+                   metrics: [(&str, &Summary, &'static str); 2]| {
         for (metric, s, units) in metrics {
             out.push(Case {
+                set: set.clone(),
                 id: format!("{id}.{metric}"),
                 pass: s.median.is_some(),
                 measurement: s.median,
@@ -113,6 +130,7 @@ fn cases(v: &ExperimentView) -> Vec<Case> {
             let id = format!("sweep.{}.{}", part(&c.scheduler), part(&c.workload));
             medians(
                 &mut out,
+                part(&c.workload),
                 &id,
                 [
                     ("bw", &c.bw_mib_s, "MiB/s"),
@@ -126,6 +144,7 @@ fn cases(v: &ExperimentView) -> Vec<Case> {
             let id = format!("max.{}.{}-{}j", part(&c.scheduler), c.rw.label(), c.threads);
             medians(
                 &mut out,
+                c.rw.label().to_string(),
                 &id,
                 [
                     ("iops", &c.iops, "iops"),
@@ -137,10 +156,29 @@ fn cases(v: &ExperimentView) -> Vec<Case> {
     out
 }
 
-/// The lines for one experiment.
+/// The lines for one experiment: each test set's cases together, sets in
+/// the order their first case comes.
 pub fn lines(view: &ExperimentView) -> String {
+    let all = cases(view);
+    let mut sets: Vec<&str> = Vec::new();
+    for c in &all {
+        if !sets.contains(&c.set.as_str()) {
+            sets.push(&c.set);
+        }
+    }
     let mut out = String::new();
-    for c in cases(view) {
+    for set in sets {
+        let _ = writeln!(out, "<LAVA_SIGNAL_TESTSET START {set}>");
+        for c in all.iter().filter(|c| c.set == set) {
+            case_line(&mut out, c);
+        }
+        out.push_str("<LAVA_SIGNAL_TESTSET STOP>\n");
+    }
+    out
+}
+
+fn case_line(out: &mut String, c: &Case) {
+    {
         let result = if c.pass { "pass" } else { "fail" };
         let _ = write!(
             out,
@@ -152,7 +190,6 @@ pub fn lines(view: &ExperimentView) -> String {
         }
         out.push_str(">\n");
     }
-    out
 }
 
 impl Exporter for LavaExporter {
@@ -186,8 +223,13 @@ mod tests {
         let text = lines(&ExperimentView::of(&report()));
         let re = regex::Regex::new(r"<LAVA_SIGNAL_(\S+) ([^>]+)>").unwrap();
         let mut ids = Vec::new();
+        let mut sets = Vec::new();
         for l in text.lines() {
             let c = re.captures(l).unwrap();
+            if &c[1] == "TESTSET" {
+                sets.push(c[2].to_string());
+                continue;
+            }
             assert_eq!(&c[1], "TESTCASE");
             let kv: Vec<(&str, &str)> = c[2]
                 .split_whitespace()
@@ -212,6 +254,8 @@ mod tests {
                 "startup.mq-deadline.1r_1w.max",
             ]
         );
+        // lava-test-set's lines: one set per workload around its cases.
+        assert_eq!(sets, ["START idle", "STOP", "START 1r_1w", "STOP"]);
         // The cell with a timed-out start fails; its mean is a bound.
         assert!(text.contains(
             "TEST_CASE_ID=startup.bfq.idle.mean RESULT=pass UNITS=s MEASUREMENT=0.650000"
