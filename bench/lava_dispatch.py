@@ -12,8 +12,10 @@ What a LAVA lab does, on this machine, with no LAVA server:
 - The device is the `ssh` device type: an sshd of this script's own on
   127.0.0.1 with its own host and client keys; the device file is rendered
   from lava-server's ssh.jinja2 with a device dictionary, as the server
-  does. LAVA's test files on the device go under a directory of this run
-  (`lava_test_results_dir`), not /lava-N.
+  does. LAVA puts its test shell in /lava-JOBID on the device (every `os`
+  of its deployment data says so, over the device's constants): here that
+  is this machine, so the script removes /lava-JOBID and the overlay
+  tarball LAVA copied next to it when the job ends.
 - The job deploys to ssh, boots over ssh and runs the test definition from
   git (this repository, its committed HEAD, as a lab takes it), with the
   iolab binary served over HTTP on 127.0.0.1 as IOLAB_URL.
@@ -63,7 +65,8 @@ def log(msg):
 def unpack_debs(work):
     debs = os.path.join(work, "debs")
     os.makedirs(debs)
-    get = ["apt-get", "download", "lava-dispatcher", "lava-common", "lava-server"]
+    get = ["apt-get", "download", "lava-dispatcher", "lava-dispatcher-host", "lava-common",
+           "lava-server"]
     if subprocess.run(get, cwd=debs, capture_output=True).returncode != 0:
         # A fresh machine may have no package lists yet.
         subprocess.run(["apt-get", "update", "-qq"], check=True, capture_output=True)
@@ -98,7 +101,9 @@ class Sshd:
             f.write(f"Port {self.port}\nListenAddress 127.0.0.1\nHostKey {d}/hostkey\n"
                     f"PidFile {d}/sshd.pid\nAuthorizedKeysFile {d}/authorized_keys\n"
                     "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
-                    "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n")
+                    "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
+                    # scp speaks sftp since OpenSSH 9.
+                    "Subsystem sftp internal-sftp\n")
         self.made_privsep = not os.path.exists("/run/sshd")
         os.makedirs("/run/sshd", exist_ok=True)
         self.proc = subprocess.Popen(
@@ -144,7 +149,7 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def device_file(root, work, sshd, results_dir):
+def device_file(root, work, sshd):
     """The device configuration lava-server would render for this device."""
     sys.path.insert(0, os.path.join(root, "usr/lib/python3/dist-packages"))
     import jinja2
@@ -157,8 +162,6 @@ def device_file(root, work, sshd, results_dir):
         f"{{% set ssh_port = {sshd.port} %}}\n"
         "{% set ssh_user = 'root' %}\n"
         f"{{% set ssh_identity_file = '{sshd.key}' %}}\n"
-        f"{{% set lava_test_results_dir = '{results_dir}/lava-%s' %}}\n"
-        f"{{% set lava_test_shell_file = '{results_dir}/shell-env' %}}\n"
         # No schroot on this device.
         "{% block schroot %}{% endblock schroot %}\n"
     )
@@ -193,16 +196,20 @@ def job_file(work, repo, params, minutes):
 
 
 def log_entries(path):
-    """lava-run's log: one YAML mapping per line (`- {dt, lvl, msg}`)."""
+    """lava-run's log: one YAML mapping per line (`{dt, lvl, msg}`; a
+    server's log has `- ` before each)."""
     out = []
     with open(path, errors="replace") as f:
         for line in f:
-            if not line.startswith("- {"):
+            line = line.removeprefix("- ")
+            if not line.startswith("{"):
                 continue
             try:
-                out.extend(yaml.load(line, Loader=yaml.CSafeLoader))
+                e = yaml.load(line, Loader=yaml.CSafeLoader)
             except yaml.YAMLError:
-                pass
+                continue
+            if isinstance(e, dict):
+                out.append(e)
     return out
 
 
@@ -236,7 +243,7 @@ def main():
         for p in a.param:
             k, _, v = p.partition("=")
             params[k] = v
-        device = device_file(root, work, sshd, device_dir)
+        device = device_file(root, work, sshd)
         job = job_file(work, a.repo, params, a.minutes)
         setup_s = time.time() - t0
         env = dict(os.environ, PYTHONPATH=f"{stub}:{root}/usr/lib/python3/dist-packages")
@@ -271,8 +278,12 @@ def main():
         for c in (served, sshd):
             if c:
                 c.close()
-        # What the job left: its tmp directory, then LAVA's dirs if we made them.
+        # What the job left: its tmp directory, then LAVA's dirs if we made
+        # them, and on the "device" its test shell and overlay tarball.
         shutil.rmtree(lava_tmp, ignore_errors=True)
+        shutil.rmtree(f"/lava-{job_id}", ignore_errors=True)
+        for p in glob.glob(f"/lava-{job_id}-overlay*"):
+            os.remove(p)
         if made_lava_dirs:
             shutil.rmtree("/var/lib/lava", ignore_errors=True)
         shutil.rmtree(work, ignore_errors=True)
@@ -286,7 +297,9 @@ def check(a, iolab, entries, results, rc):
                None)
     if not job or job.get("result") != "pass" or rc != 0:
         problems.append(f"job not Complete: {job} (lava-run exit {rc})")
-    ours = [r for r in results if r.get("definition") == "iolab-startup"]
+    # The test shell names the definition's results after its run:
+    # "0_iolab-startup" for the first definition of the job.
+    ours = [r for r in results if str(r.get("definition", "")).endswith("_iolab-startup")]
     refs = {r["case"]: r.get("reference") for r in ours if "reference" in r}
     cases = [r for r in ours if "reference" not in r]
     demo = next((r for r in cases if r["case"] == "iolab-demo"), None)
