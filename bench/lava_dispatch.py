@@ -195,6 +195,23 @@ def job_file(work, repo, params, minutes):
     return path
 
 
+def machine_state():
+    """What a run could leave behind: loop devices, mounts, throttle rules."""
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    with open("/proc/self/mounts") as f:
+        mounts = [l.split()[1] for l in f]
+    rules = []
+    for p in glob.glob("/sys/fs/cgroup/blkio/blkio.throttle.*_device"):
+        with open(p) as f:
+            rules += [f"{os.path.basename(p)} {l.strip()}" for l in f if l.strip()]
+    return {"loop devices": loops.splitlines(), "mounts": mounts, "throttles": rules}
+
+
+def part(s):
+    """A test-case id part, as iolab's LAVA export writes it."""
+    return "".join(c if c.isascii() and (c.isalnum() or c in "-_.+:") else "_" for c in s)
+
+
 def log_entries(path):
     """lava-run's log: one YAML mapping per line (`{dt, lvl, msg}`; a
     server's log has `- ` before each)."""
@@ -246,6 +263,7 @@ def main():
         device = device_file(root, work, sshd)
         job = job_file(work, a.repo, params, a.minutes)
         setup_s = time.time() - t0
+        before = machine_state()
         env = dict(os.environ, PYTHONPATH=f"{stub}:{root}/usr/lib/python3/dist-packages")
         out_dir = os.path.join(work, "out")
         log_path = os.path.join(work, "lava-run.log")
@@ -259,6 +277,13 @@ def main():
         entries = log_entries(log_path)
         results = [e["msg"] for e in entries if e.get("lvl") == "results"]
         verdict = check(a, iolab, entries, results, rc)
+        # The machine as the job found it: no loop device, mount or throttle
+        # rule more than before (the script's `iolab restore` ran).
+        left = {k: sorted(set(v) - set(before[k])) for k, v in machine_state().items()}
+        left = {k: v for k, v in left.items() if v}
+        if left:
+            verdict["problems"].append(f"the job left system state behind: {left}")
+        verdict["left_behind"] = left
         verdict.update({"lava_run_exit": rc, "setup_s": round(setup_s, 1),
                         "lava_run_s": round(run_s, 1), "lava_dispatcher": "2023.01 (Debian)"})
         if a.keep:
@@ -266,6 +291,9 @@ def main():
             shutil.copy(log_path, a.keep)
             for p in [device, job]:
                 shutil.copy(p, a.keep)
+            db = (verdict["references"].get("iolab-results") or "").removeprefix("file://")
+            if os.path.exists(db):
+                shutil.copy(db, a.keep)
         if a.json:
             print(json.dumps(verdict, indent=1))
         else:
@@ -332,26 +360,34 @@ def check(a, iolab, entries, results, rc):
     exp_id = str(show[-1]["id"]) if isinstance(show, list) else None
     show = json.loads(subprocess.run([iolab, "results", "show", exp_id, "--db", db, "--json"],
                                      check=True, capture_output=True, text=True).stdout)
+    # Every case `results export --format lava` makes of the cells: id ->
+    # (value, units, result, test set).
     want = {}
     for c in show["cells"]:
-        if c.get("variant"):
+        s_, w = part(c["scheduler"]), part(c["workload"])
+        ok = "pass" if c["n"] > 0 and c["censored"] == 0 and not c["flagged"] else "fail"
+        variant = c.get("variant") or ""
+        if variant.startswith("prefetch:"):
+            mode = part(variant.split(":", 1)[1])
+            want[f"startup.{s_}.{w}.prefetch_{mode}.mean"] = (c["mean"], "s", ok, w)
             continue
         for metric in ["mean", "min", "median", "max"]:
-            want[f"startup.{c['scheduler']}.{c['workload']}.{metric}"] = (c.get(metric),
-                                                                         c["workload"])
-    got = {r["case"]: r for r in cells if r["case"].rsplit(".", 1)[-1] in
-           ("mean", "min", "median", "max")}
+            want[f"startup.{s_}.{w}.{metric}"] = (c[metric], "s", ok, w)
+        if c.get("ratio_to_idle") and c["censored"] == 0:
+            want[f"startup.{s_}.{w}.ratio_to_idle"] = (c["ratio_to_idle"]["value"], "x", ok, w)
+    got = {r["case"]: r for r in cells}
     if set(got) != set(want):
         problems.append(f"cases {sorted(set(got) ^ set(want))} differ from results show")
-    for case, (value, workload) in want.items():
+    for case, (value, units, ok, workload) in want.items():
         r = got.get(case)
         if not r:
             continue
-        if value is not None and abs(r.get("measurement", float("nan")) - value) > 1e-6:
-            problems.append(f"{case}: LAVA recorded {r.get('measurement')}, results show {value}")
-        if r.get("units") != "s":
-            problems.append(f"{case}: units {r.get('units')}")
-        if r.get("set") != workload.replace(" ", "_"):
+        m = r.get("measurement")
+        if value is not None and (m is None or abs(float(m) - value) > 1e-6):
+            problems.append(f"{case}: LAVA recorded {m}, results show {value}")
+        if r.get("units") != units or r.get("result") != ok:
+            problems.append(f"{case}: {r.get('result')} in {r.get('units')}, not {ok} in {units}")
+        if r.get("set") != workload:
             problems.append(f"{case}: in test set {r.get('set')}, not {workload}")
     verdict["cells"] = len(show["cells"])
     verdict["compared_with_results_show"] = len(want)

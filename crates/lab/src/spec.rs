@@ -81,6 +81,9 @@ impl fmt::Display for Fs {
 /// queue depth is silently raised to this.
 pub const MIN_QUEUE_DEPTH: u32 = 4;
 
+/// The slowest `--bw` a lab may have (bytes/s).
+pub const MIN_BW: u64 = 1 << 20;
+
 /// The queue depth a throttled lab gets unless told otherwise: the
 /// shallowest the kernel allows, closest to an SD card or an eMMC without
 /// command queueing, so that requests wait in the scheduler under test.
@@ -227,6 +230,16 @@ impl LabSpec {
             return Err(UsageError::new(
                 "a limit of 0 would stop the lab: give --bw (e.g. 20MiB/s) or --iops (e.g. 500) above 0",
             ));
+        }
+        // A lab slower than this cannot even be set up in reasonable time
+        // (mkfs, the mount's own reads, the load's files), and a mount
+        // blocked on a throttled read cannot be interrupted: at 1 B/s
+        // `iolab demo` hung unkillable in ext4_fill_super.
+        if let Some(bw) = self.bw_bytes.filter(|&b| b < MIN_BW) {
+            return Err(UsageError::new(format!(
+                "--bw {}/s is below iolab's floor of 1MiB/s: a slower lab cannot be formatted and mounted in reasonable time (and a throttled mount cannot be interrupted); give 1MiB/s or more (an eMMC is 40MiB/s and up)",
+                format_bytes(bw)
+            )));
         }
         if let Some(d) = self.queue_depth {
             if d < MIN_QUEUE_DEPTH {
@@ -565,6 +578,21 @@ mod tests {
             ..spec()
         };
         assert!(s.validate().unwrap_err().0.contains("multiple of 4KiB"));
+    }
+
+    #[test]
+    fn a_bandwidth_below_the_floor_is_refused_and_the_floor_is_not() {
+        let slow = LabSpec {
+            bw_bytes: Some(1),
+            ..spec()
+        };
+        let e = slow.validate().unwrap_err();
+        assert!(e.0.contains("below iolab's floor of 1MiB/s"), "{e}");
+        let floor = LabSpec {
+            bw_bytes: Some(MIN_BW),
+            ..spec()
+        };
+        floor.validate().unwrap();
     }
 
     #[test]

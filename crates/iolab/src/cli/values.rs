@@ -73,13 +73,14 @@ pub fn warmup_secs(s: &str) -> Result<f64, String> {
     .map_err(|e| e.to_string())
 }
 
-/// A scale factor of the synthetic app: above 0, at most 100 (a 100× app
-/// is gigabytes; beyond that the lab, not the app, is the question).
+/// A scale factor of the synthetic app, in the app's own range, checked where clap parses the flag so
+/// `iolab demo --scale` fails before a lab is made, not at its --prepare.
 pub fn scale(s: &str) -> Result<f64, String> {
+    let (lo, hi) = iolab_experiment::target::app::SCALE_RANGE;
     match s.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 && v <= 100.0 => Ok(v),
+        Ok(v) if v.is_finite() && (lo..=hi).contains(&v) => Ok(v),
         _ => Err(format!(
-            "{s}: expected a factor above 0 and at most 100, e.g. 0.5 or 2"
+            "{s}: expected a factor from {lo} to {hi}, e.g. 0.5 (lighter) or 2 (heavier)"
         )),
     }
 }
