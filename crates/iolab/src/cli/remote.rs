@@ -21,7 +21,7 @@ use iolab_sys::UsageError;
 #[command(after_help = "\
 Everything after -- is an iolab command line run on the device, e.g.
   iolab remote --ssh root@rpi4 -- startup --lab-size 256M --workloads 1r -- cat {dir}/f
-  iolab remote --adb R58M123 -- demo --quick
+  iolab remote --adb R58M123 -- demo --reps 1 --scale 0.25     (a quick demo)
   iolab remote --ssh root@rpi4 -- startup --resume 3     (after a lost connection)
 Paths in it (job files, --dir) are the device's paths. On an aarch64 device
 from an x86-64 host, build the device binary with scripts/build-aarch64.sh
@@ -257,6 +257,41 @@ fn redirect_output_to_log() {
             // SAFETY: dup2 onto the standard descriptors; `f` stays open
             // for the call and the process keeps the duplicates.
             unsafe { libc::dup2(f.as_raw_fd(), fd) };
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod help_tests {
+    use clap::{CommandFactory, Parser};
+
+    /// Every example in `iolab remote --help` is a command line iolab
+    /// itself accepts: the part after `--` (what runs on the device) and
+    /// the whole line. It once advertised `demo --quick`, which did not exist.
+    #[test]
+    fn every_example_in_the_help_parses() {
+        let mut cmd = super::super::Cli::command();
+        let remote = cmd.find_subcommand_mut("remote").unwrap();
+        let help = remote.get_after_help().unwrap().to_string();
+        let examples: Vec<&str> = help
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("iolab remote "))
+            .map(|l| l.split("  ").next().unwrap().trim())
+            .collect();
+        assert!(examples.len() >= 3, "{help}");
+        for e in examples {
+            let whole: Vec<&str> = ["iolab", "remote"]
+                .into_iter()
+                .chain(e.split_whitespace())
+                .collect();
+            super::super::Cli::try_parse_from(&whole).unwrap_or_else(|err| panic!("{e}: {err}"));
+            let device = e.split_once(" -- ").unwrap().1;
+            let args: Vec<&str> = std::iter::once("iolab")
+                .chain(device.split_whitespace())
+                .collect();
+            super::super::Cli::try_parse_from(&args)
+                .unwrap_or_else(|err| panic!("{device}: {err}"));
         }
     }
 }
