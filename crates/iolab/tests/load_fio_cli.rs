@@ -743,3 +743,207 @@ fn a_saved_verify_state_checks_exactly_the_blocks_written() {
         stderr(&out)
     );
 }
+
+/// The values column of a fio latency log.
+fn log_values(path: &std::path::Path) -> Vec<u64> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| l.split(", ").nth(1).unwrap().parse().unwrap())
+        .collect()
+}
+
+/// A queueing engine's I/O has fio's three latencies: slat (preparation
+/// to the submit's return), clat (from there to the reap) and lat (the
+/// whole). Per I/O in the logs lat = slat + clat; the report's counts and
+/// means are the logs'; at iodepth 1 the I/Os' latencies fit in the wall
+/// clock the test measured around the run. A blocking engine has no slat,
+/// as in fio: its clat is its lat and its slat log stays empty.
+#[test]
+fn queueing_engines_split_slat_and_clat_as_fio_does() {
+    let env = Env::new();
+    for engine in ["libaio", "io_uring", "psync"] {
+        let prefix = env.dir().join(engine);
+        let file = env.dir().join(format!("{engine}.dat"));
+        let t0 = std::time::Instant::now();
+        let out = env.run(&[
+            "--output-format=json+",
+            "--name=s",
+            &format!("--ioengine={engine}"),
+            "--rw=randread",
+            "--bs=4k",
+            "--size=4M",
+            "--direct=1",
+            "--iodepth=1",
+            "--slat_percentiles=1",
+            "--lat_percentiles=1",
+            &format!("--filename={}", file.display()),
+            &format!("--write_lat_log={}", prefix.display()),
+        ]);
+        let wall = t0.elapsed().as_nanos() as u64;
+        assert!(out.status.success(), "{engine}: {}", stderr(&out));
+        let r = &json(&out)["jobs"][0]["read"];
+        let n = r["total_ios"].as_u64().unwrap();
+        assert_eq!(n, 1024, "{engine}");
+        let log = |kind: &str| log_values(&env.dir().join(format!("{engine}_{kind}.1.log")));
+        let (lat, clat, slat) = (log("lat"), log("clat"), log("slat"));
+        assert_eq!(lat.len() as u64, n, "{engine}");
+        assert_eq!(r["lat_ns"]["N"], n, "{engine}");
+        assert_eq!(r["clat_ns"]["N"], n, "{engine}");
+        let mean = |v: &[u64]| v.iter().sum::<u64>() as f64 / v.len() as f64;
+        let near = |a: f64, b: f64| (a - b).abs() <= b * 1e-6 + 1.0;
+        assert!(
+            near(r["lat_ns"]["mean"].as_f64().unwrap(), mean(&lat)),
+            "{engine}: {r}"
+        );
+        assert!(
+            near(r["clat_ns"]["mean"].as_f64().unwrap(), mean(&clat)),
+            "{engine}: {r}"
+        );
+        assert!(
+            lat.iter().sum::<u64>() < wall,
+            "{engine}: I/Os at depth 1 outlast the run"
+        );
+        if engine == "psync" {
+            assert_eq!(r["slat_ns"]["N"], 0, "{engine}: {r}");
+            assert!(slat.is_empty(), "{engine}");
+            assert_eq!(lat, clat, "{engine}");
+            continue;
+        }
+        assert_eq!(r["slat_ns"]["N"], n, "{engine}");
+        assert_eq!(slat.len() as u64, n, "{engine}");
+        for i in 0..lat.len() {
+            assert_eq!(lat[i], slat[i] + clat[i], "{engine}: I/O {i}");
+        }
+        assert!(
+            near(r["slat_ns"]["mean"].as_f64().unwrap(), mean(&slat)),
+            "{engine}: {r}"
+        );
+        // A submission is a system call, not nothing; a read from the
+        // device takes longer than handing it over.
+        assert!(slat.iter().all(|&s| s > 0), "{engine}");
+        assert!(mean(&clat) > mean(&slat), "{engine}: {r}");
+        assert!(
+            r["slat_ns"]["percentile"].is_object() && r["slat_ns"]["bins"].is_object(),
+            "{engine}: {r}"
+        );
+    }
+}
+
+/// A private tracefs mount and instance with `block_rq_issue` on; all of
+/// it undone on drop.
+struct RqTrace {
+    mnt: tempfile::TempDir,
+    inst: std::path::PathBuf,
+}
+
+impl RqTrace {
+    fn start() -> RqTrace {
+        let mnt = tempfile::tempdir().unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tracefs", "nodev"])
+            .arg(mnt.path())
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "mount tracefs");
+        let inst = mnt
+            .path()
+            .join(format!("instances/iolab-test-{}", std::process::id()));
+        std::fs::create_dir(&inst).unwrap();
+        std::fs::write(inst.join("events/block/block_rq_issue/enable"), "1").unwrap();
+        RqTrace { mnt, inst }
+    }
+
+    /// Issued requests per ioprio class name ("none", "rt", ...).
+    fn classes(&self) -> std::collections::HashMap<String, u64> {
+        let _ = std::fs::write(self.inst.join("events/block/block_rq_issue/enable"), "0");
+        let text = std::fs::read_to_string(self.inst.join("trace")).unwrap();
+        let mut m = std::collections::HashMap::new();
+        for l in text.lines().filter(|l| l.contains("block_rq_issue:")) {
+            // "... + 8 rt,0,0 [comm]": class,hint,level before the comm.
+            let Some(cls) = l.rsplit(" [").nth(1).and_then(|s| s.rsplit(' ').next()) else {
+                continue;
+            };
+            *m.entry(cls.split(',').next().unwrap().to_string())
+                .or_insert(0) += 1;
+        }
+        m
+    }
+}
+
+impl Drop for RqTrace {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.inst.join("events/block/block_rq_issue/enable"), "0");
+        let _ = std::fs::remove_dir(&self.inst);
+        let _ = std::process::Command::new("umount")
+            .arg(self.mnt.path())
+            .status();
+    }
+}
+
+/// cmdprio_percentage=50 with cmdprio_class=1: about half the I/Os carry
+/// a real-time priority in the request itself. The kernel's own
+/// block_rq_issue events (a private tracefs instance) count as many
+/// real-time requests as the report's real-time `prios` entry; the
+/// entries add up to the direction's clat count, as fio's do.
+#[test]
+fn cmdprio_reaches_the_block_layer_per_request() {
+    if !load_env::root_or_skip("cmdprio_reaches_the_block_layer_per_request") {
+        return;
+    }
+    let env = Env::new();
+    for engine in ["libaio", "io_uring"] {
+        let file = env.dir().join(format!("{engine}.prio"));
+        // Laid out first: the layout's writes are not the job's reads.
+        let lay = env.run(&[
+            "--name=lay",
+            "--rw=write",
+            "--bs=1M",
+            "--size=8M",
+            &format!("--filename={}", file.display()),
+        ]);
+        assert!(lay.status.success(), "{}", stderr(&lay));
+        let trace = RqTrace::start();
+        let out = env.run(&[
+            "--output-format=json+",
+            "--name=p",
+            &format!("--ioengine={engine}"),
+            "--rw=randread",
+            "--bs=4k",
+            "--size=8M",
+            "--direct=1",
+            "--iodepth=4",
+            "--cmdprio_percentage=50",
+            "--cmdprio_class=1",
+            &format!("--filename={}", file.display()),
+        ]);
+        let classes = trace.classes();
+        drop(trace);
+        assert!(out.status.success(), "{engine}: {}", stderr(&out));
+        let r = &json(&out)["jobs"][0]["read"];
+        let prios = r["prios"].as_array().unwrap();
+        let n_of = |class: u64| {
+            prios
+                .iter()
+                .find(|p| p["prioclass"] == class)
+                .map_or(0, |p| p["clat_ns"]["N"].as_u64().unwrap())
+        };
+        let (none, rt) = (n_of(0), n_of(1));
+        assert_eq!(
+            none + rt,
+            r["clat_ns"]["N"].as_u64().unwrap(),
+            "{engine}: {r}"
+        );
+        assert!(
+            rt > 600 && none > 600,
+            "{engine}: 50% of 2048: {rt} rt, {none} other"
+        );
+        let k = classes.get("rt").copied().unwrap_or(0);
+        eprintln!("{engine}: report {rt} rt / {none} other; kernel {classes:?}");
+        assert!(
+            k.abs_diff(rt) <= rt / 20 + 2,
+            "{engine}: the kernel issued {k} real-time requests, the report says {rt} ({classes:?})"
+        );
+    }
+}

@@ -137,11 +137,14 @@ fn the_previous_starts_dirty_data_is_written_back_before_the_next() {
         })
         .collect();
     assert_eq!(kib.len(), 2);
-    // The second start began with the first's 96 MiB written back.
+    // The second start began with the first's 96 MiB written back: at
+    // most half of it above what was dirty before the first start (the
+    // count is the machine's, so other writers' pages are in both).
     assert!(
-        kib[1] < 48 << 10,
-        "second start began with {} KiB dirty",
-        kib[1]
+        kib[1] < kib[0] + (48 << 10),
+        "second start began with {} KiB dirty, the first with {}",
+        kib[1],
+        kib[0]
     );
     let runs = runs(&b);
     assert_eq!(

@@ -100,8 +100,9 @@ pub struct Extra {
     pub steadystate: Option<SteadyState>,
     /// `percentile_list`.
     pub percentile_list: Option<Vec<f64>>,
-    /// `unified_rw_reporting`: reads and writes reported as one.
-    pub unified_rw_reporting: bool,
+    /// `unified_rw_reporting`: 0 none, 1 `mixed` (reads, writes and trims
+    /// reported only as one), 2 `both` (as one and each on its own).
+    pub unified_rw_reporting: u8,
     /// `read_iolog`: the log to replay instead of the job's pattern.
     #[serde(skip)]
     pub read_iolog: Option<std::sync::Arc<crate::iolog::Replay>>,
@@ -115,9 +116,15 @@ pub struct Extra {
     pub replay_no_stall: bool,
     /// `replay_time_scale`: percent of the logged rate.
     pub replay_scale: u32,
-    /// `clat_percentiles` (default on) and `lat_percentiles` (default
-    /// off): which of the JSON's latencies carry percentiles.
-    pub percentiles_in: (bool, bool),
+    /// `clat_percentiles` (default on), `lat_percentiles` and
+    /// `slat_percentiles` (default off): which of the JSON's latencies
+    /// carry percentiles.
+    pub percentiles_in: (bool, bool, bool),
+    /// `disable_slat`: a queueing engine's latency is not split into slat
+    /// and clat.
+    pub no_slat: bool,
+    /// `cmdprio_*`: priorities per I/O (libaio, io_uring).
+    pub cmdprio: crate::cmdprio::CmdPrio,
     /// `gtod_reduce` / `disable_lat`: no per-I/O clock reads, no latency.
     pub no_latency: bool,
     /// fio's logs.
@@ -191,8 +198,10 @@ impl Default for Extra {
             group_reporting: false,
             steadystate: None,
             percentile_list: None,
-            unified_rw_reporting: false,
-            percentiles_in: (true, false),
+            unified_rw_reporting: 0,
+            percentiles_in: (true, false, false),
+            no_slat: false,
+            cmdprio: crate::cmdprio::CmdPrio::default(),
             read_iolog: None,
             write_iolog: None,
             replay_no_stall: false,

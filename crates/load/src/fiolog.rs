@@ -7,9 +7,11 @@
 //! time (ms), value, direction (0 read, 1 write), block size[, offset], priority
 //! ```
 //!
-//! Latency logs hold nanoseconds (`PREFIX_lat.N.log`, and the same values
-//! in `PREFIX_clat.N.log`: iolab measures from submission, so its
-//! completion latency is the whole latency; no `slat` log is written),
+//! Latency logs hold nanoseconds: `PREFIX_lat.N.log` (preparation to
+//! completion), `PREFIX_clat.N.log` and `PREFIX_slat.N.log`. For the
+//! queueing engines slat is the submission and clat the rest, as in fio;
+//! the blocking engines' clat is their whole latency and their slat log
+//! stays empty, as fio's does for its synchronous engines.
 //! bandwidth logs KiB/s, IOPS logs I/Os per second. With `log_avg_msec`
 //! each line is a window's mean (or maximum, `log_max_value`) per
 //! direction, with block size 0 as fio writes it. Histogram logs
@@ -107,6 +109,12 @@ struct Window {
     bytes: u64,
     lat_sum: u128,
     lat_max: u64,
+    /// I/Os with a slat/clat split, and their sums and maxima.
+    split_n: u64,
+    slat_sum: u128,
+    slat_max: u64,
+    clat_sum: u128,
+    clat_max: u64,
 }
 
 /// The logs of one clone.
@@ -115,7 +123,8 @@ pub struct CloneLogs {
     start: Instant,
     /// The priority column, already formatted.
     prio: String,
-    lat: Option<(Sink, Sink)>,
+    /// lat, clat and slat.
+    lat: Option<(Sink, Sink, Sink)>,
     bw: Option<Sink>,
     iops: Option<Sink>,
     hist: Option<Sink>,
@@ -126,6 +135,8 @@ pub struct CloneLogs {
     hist_now: [Vec<u64>; 3],
     hist_bs: [u64; 3],
     error: Option<String>,
+    /// The next I/O's own priority (cmdprio), for its priority column.
+    next_prio: Option<u16>,
 }
 
 impl CloneLogs {
@@ -153,6 +164,7 @@ impl CloneLogs {
             Some(p) => Some((
                 Sink::create(name(p, "lat"), z)?,
                 Sink::create(name(p, "clat"), z)?,
+                Sink::create(name(p, "slat"), z)?,
             )),
             None => None,
         };
@@ -183,7 +195,15 @@ impl CloneLogs {
             hist_now: [vec![0; plat::NR], vec![0; plat::NR], vec![0; plat::NR]],
             hist_bs: [0; 3],
             error: None,
+            next_prio: None,
         }))
+    }
+
+    /// The next recorded I/O carried its own ioprio `p` (cmdprio): its
+    /// priority column says so as fio's does (with `log_prio` the value,
+    /// else 1 for a real-time one).
+    pub fn mark_prio(&mut self, p: u16) {
+        self.next_prio = Some(p);
     }
 
     fn ms(&self, t: Instant) -> u64 {
@@ -191,7 +211,17 @@ impl CloneLogs {
     }
 
     /// Records one completed I/O.
-    pub fn record(&mut self, dir: usize, lat_ns: u64, bytes: u64, offset: u64, now: Instant) {
+    /// Records one completed I/O; `slat_ns` splits a queueing engine's
+    /// latency into slat and clat.
+    pub fn record(
+        &mut self,
+        dir: usize,
+        lat_ns: u64,
+        slat_ns: Option<u64>,
+        bytes: u64,
+        offset: u64,
+        now: Instant,
+    ) {
         let t = self.ms(now);
         if self.hist.is_some() {
             let every = self.opts.hist_msec;
@@ -211,11 +241,22 @@ impl CloneLogs {
             let bw = bytes * 1_000_000_000 / 1024 / dt;
             let iops = 1_000_000_000 / dt;
             let off = self.opts.offset.then_some(offset);
-            let prio = self.prio.as_str();
+            let own = self.next_prio.take().map(|p| {
+                if self.opts.prio {
+                    format!("0x{p:04x}")
+                } else {
+                    u32::from(p >> 13 == 1).to_string()
+                }
+            });
+            let prio = own.as_deref().unwrap_or(&self.prio);
             let mut err = None;
-            if let Some((l, c)) = &mut self.lat {
+            if let Some((l, c, sl)) = &mut self.lat {
                 err = err.or(line(l, t, lat_ns, dir, bytes, off, prio).err());
-                err = err.or(line(c, t, lat_ns, dir, bytes, off, prio).err());
+                let clat = lat_ns - slat_ns.unwrap_or(0);
+                err = err.or(line(c, t, clat, dir, bytes, off, prio).err());
+                if let Some(v) = slat_ns {
+                    err = err.or(line(sl, t, v, dir, bytes, off, prio).err());
+                }
             }
             if let Some(s) = &mut self.bw {
                 err = err.or(line(s, t, bw, dir, bytes, off, prio).err());
@@ -228,6 +269,7 @@ impl CloneLogs {
             }
             return;
         }
+        self.next_prio = None;
         if t >= self.window_start + avg {
             self.flush_window(self.window_start + avg);
             // Idle windows are skipped, as in fio.
@@ -238,6 +280,14 @@ impl CloneLogs {
         w.bytes += bytes;
         w.lat_sum += u128::from(lat_ns);
         w.lat_max = w.lat_max.max(lat_ns);
+        let clat = lat_ns - slat_ns.unwrap_or(0);
+        w.clat_sum += u128::from(clat);
+        w.clat_max = w.clat_max.max(clat);
+        if let Some(v) = slat_ns {
+            w.split_n += 1;
+            w.slat_sum += u128::from(v);
+            w.slat_max = w.slat_max.max(v);
+        }
     }
 
     fn flush_window(&mut self, t: u64) {
@@ -250,16 +300,24 @@ impl CloneLogs {
             if w.n == 0 {
                 continue;
             }
-            let lat = if self.opts.max_value {
-                w.lat_max
-            } else {
-                (w.lat_sum / u128::from(w.n)) as u64
+            let pick = |max: u64, sum: u128, n: u64| {
+                if self.opts.max_value {
+                    max
+                } else {
+                    (sum / u128::from(n.max(1))) as u64
+                }
             };
+            let lat = pick(w.lat_max, w.lat_sum, w.n);
+            let clat = pick(w.clat_max, w.clat_sum, w.n);
+            let slat = (w.split_n > 0).then(|| pick(w.slat_max, w.slat_sum, w.split_n));
             let bw = w.bytes * 1000 / 1024 / avg;
             let iops = w.n * 1000 / avg;
-            if let Some((l, c)) = &mut self.lat {
+            if let Some((l, c, sl)) = &mut self.lat {
                 err = err.or(line(l, t, lat, d, 0, off, prio).err());
-                err = err.or(line(c, t, lat, d, 0, off, prio).err());
+                err = err.or(line(c, t, clat, d, 0, off, prio).err());
+                if let Some(v) = slat {
+                    err = err.or(line(sl, t, v, d, 0, off, prio).err());
+                }
             }
             if let Some(s) = &mut self.bw {
                 err = err.or(line(s, t, bw, d, 0, off, prio).err());
@@ -306,7 +364,7 @@ impl CloneLogs {
         for s in self
             .lat
             .iter_mut()
-            .flat_map(|(a, b)| [a, b])
+            .flat_map(|(a, b, c)| [a, b, c])
             .chain(self.bw.iter_mut())
             .chain(self.iops.iter_mut())
             .chain(self.hist.iter_mut())
@@ -356,8 +414,8 @@ mod tests {
             ..Default::default()
         };
         let mut l = CloneLogs::open(&opts, 3, t0, "0".into()).unwrap().unwrap();
-        l.record(1, 5000, 4096, 0, t0 + Duration::from_millis(2));
-        l.record(0, 7000, 4096, 8192, t0 + Duration::from_millis(5));
+        l.record(1, 5000, None, 4096, 0, t0 + Duration::from_millis(2));
+        l.record(0, 7000, None, 4096, 8192, t0 + Duration::from_millis(5));
         l.finish(t0 + Duration::from_millis(6)).unwrap();
         let text = std::fs::read_to_string(format!("{prefix}_lat.3.log")).unwrap();
         assert_eq!(text, "2, 5000, 1, 4096, 0\n5, 7000, 0, 4096, 0\n");
@@ -373,9 +431,16 @@ mod tests {
         };
         let mut l = CloneLogs::open(&opts, 1, t0, "0".into()).unwrap().unwrap();
         for i in 0..10 {
-            l.record(0, 1000, 102_400, 0, t0 + Duration::from_millis(10 * i));
+            l.record(
+                0,
+                1000,
+                None,
+                102_400,
+                0,
+                t0 + Duration::from_millis(10 * i),
+            );
         }
-        l.record(0, 1000, 102_400, 0, t0 + Duration::from_millis(150));
+        l.record(0, 1000, None, 102_400, 0, t0 + Duration::from_millis(150));
         l.finish(t0 + Duration::from_millis(200)).unwrap();
         let text = std::fs::read_to_string(format!("{prefix}_bw.1.log")).unwrap();
         // 10 x 100 KiB in the first 100 ms window: 10,000 KiB/s.

@@ -191,6 +191,12 @@ impl Job {
                 self.numjobs
             ));
         }
+        if x.cmdprio.active() && !matches!(e, IoEngine::Libaio | IoEngine::IoUring) {
+            return Err(format!(
+                "cmdprio options with ioengine={}: per-I/O priorities are options of the libaio and io_uring engines (as in fio); use ioengine=libaio or io_uring, or prio/prioclass for the whole job",
+                e.as_str()
+            ));
+        }
         if e == IoEngine::Mmap && self.direct {
             return Err("ioengine=mmap with direct=1: a mapping always goes through the page cache; use direct=0".into());
         }

@@ -4,9 +4,12 @@
 //!
 //! Differences, all additive: top-level `iolab version` instead of `fio
 //! version`, a `total` object shaped like a job, and per job an
-//! `error_message` when `error` is not 0. iolab measures one latency per
-//! I/O, from submission to completion (fio's `lat`); `clat_ns` repeats it
-//! so scripts reading fio's clat percentiles work, and `slat_ns` is zero.
+//! `error_message` when `error` is not 0. Latencies are fio's: for the
+//! queueing engines (io_uring, libaio, posixaio) `lat_ns` runs from an
+//! I/O's preparation to its completion, `slat_ns` to the return of the
+//! submit that carried it and `clat_ns` from there to completion; for the
+//! blocking engines `clat_ns` is the whole latency and `slat_ns` has no
+//! samples, as in fio.
 //! A job's clones are merged, as with fio's `group_reporting`.
 
 use std::collections::BTreeMap;
@@ -62,18 +65,22 @@ pub struct FioJob {
     /// The options as written.
     #[serde(rename = "job options")]
     pub job_options: BTreeMap<String, String>,
-    /// Reads.
-    pub read: FioDir,
+    /// Reads (absent with `unified_rw_reporting=mixed`, as in fio).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read: Option<FioDir>,
     /// Writes.
-    pub write: FioDir,
-    /// Always empty: iolab does not trim.
-    pub trim: FioDir,
-    /// `unified_rw_reporting`: reads and writes together (fio's `mixed`;
-    /// `read` then holds the same).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write: Option<FioDir>,
+    /// Trims.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trim: Option<FioDir>,
+    /// `unified_rw_reporting`: reads, writes and trims together (fio's
+    /// `mixed`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mixed: Option<FioDir>,
     /// fsync/fdatasync calls.
-    pub sync: FioSync,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync: Option<FioSync>,
     /// Measured time, milliseconds, summed over the job's clones as fio
     /// sums it (so `(usr_cpu + sys_cpu) / 100 * job_runtime` is the job's
     /// CPU time, in both tools).
@@ -131,12 +138,15 @@ pub struct FioDir {
     pub short_ios: u64,
     /// Always 0.
     pub drop_ios: u64,
-    /// Submission latency: zero (see the module notes).
+    /// Submission latency (queueing engines only).
     pub slat_ns: FioLat,
-    /// Completion latency: the same as `lat_ns`.
+    /// Completion latency (the whole latency for a blocking engine).
     pub clat_ns: FioLat,
     /// Total latency.
     pub lat_ns: FioLat,
+    /// cmdprio: latency per I/O priority (fio's `prios`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prios: Option<Vec<serde_json::Value>>,
     /// Bandwidth samples (KiB/s, one per 500 ms of a clone): smallest.
     pub bw_min: u64,
     /// Largest.
@@ -322,8 +332,7 @@ fn ctime(secs: i64) -> String {
 }
 
 fn job(j: &JobReport, plus: bool, group_kib: [f64; 2]) -> FioJob {
-    let (clat_p, lat_p) = j.percentiles_in;
-    let dir = |d: &DirReport, g: f64| dir(d, plus, clat_p, lat_p, g);
+    let dir = |d: &DirReport, g: f64| dir(d, plus, j.percentiles_in, g);
     let pct = j.depth.percents();
     let keyed = |keys: &[&str], v: &[f64]| {
         Ordered(
@@ -373,18 +382,22 @@ fn job(j: &JobReport, plus: bool, group_kib: [f64; 2]) -> FioJob {
         job_options: std::iter::once(("name".to_string(), j.name.clone()))
             .chain(j.options.iter().cloned())
             .collect(),
-        read: dir(&j.read, group_kib[0]),
-        write: dir(&j.write, group_kib[1]),
-        trim: dir(&j.trim, 0.0),
-        mixed: j.unified.then(|| dir(&j.read, group_kib[0])),
-        sync: FioSync {
+        // unified_rw_reporting=mixed: fio writes `mixed` alone.
+        read: (!j.mixed_only).then(|| dir(&j.read, group_kib[0])),
+        write: (!j.mixed_only).then(|| dir(&j.write, group_kib[1])),
+        trim: (!j.mixed_only).then(|| dir(&j.trim, 0.0)),
+        mixed: j
+            .mixed
+            .as_ref()
+            .map(|m| dir(m, group_kib[0] + group_kib[1])),
+        sync: (!j.mixed_only).then(|| FioSync {
             total_ios: j.syncs,
             lat_ns: j
                 .sync_lat
                 .as_ref()
-                .map(|(n, l)| lat(l, *n, true, None))
+                .map(|(n, l)| lat(l, *n, true, plus.then_some(j.sync_bins.as_slice())))
                 .unwrap_or_default(),
-        },
+        }),
         job_runtime: j.thread_time.as_millis() as u64,
         usr_cpu: j.usr_cpu(),
         sys_cpu: j.sys_cpu(),
@@ -419,17 +432,49 @@ fn lat(l: &crate::stats::Latency, n: u64, pct: bool, bins: Option<&[(u64, u64)]>
     }
 }
 
-fn dir(d: &DirReport, plus: bool, clat_p: bool, lat_p: bool, group_kib: f64) -> FioDir {
+fn dir(d: &DirReport, plus: bool, pct: (bool, bool, bool), group_kib: f64) -> FioDir {
+    let (clat_p, lat_p, slat_p) = pct;
     let bins = plus.then_some(d.bins.as_slice());
-    // iolab measures one latency per I/O, from submission to completion:
-    // it is fio's lat, and clat repeats it (see the module notes).
-    let (clat, lat_ns) = match &d.lat {
-        Some(l) => (
-            lat(l, d.total_ios, clat_p, bins),
-            lat(l, d.total_ios, lat_p, bins),
-        ),
-        None => (FioLat::default(), FioLat::default()),
+    let lat_ns = match &d.lat {
+        Some(l) => lat(l, d.total_ios, lat_p, bins),
+        None => FioLat::default(),
     };
+    // A queueing engine's I/O has a slat and a clat of its own (fio's);
+    // a blocking engine's clat is its whole latency, and it has no slat.
+    let (slat_ns, clat) = match (&d.split, &d.lat) {
+        (Some(s), _) => {
+            let one = |l: &Option<crate::stats::Latency>, p: bool, b: &[(u64, u64)]| match l {
+                Some(l) => lat(l, d.total_ios, p, plus.then_some(b)),
+                None => FioLat::default(),
+            };
+            (
+                one(&s.slat, slat_p, &s.slat_bins),
+                one(&s.clat, clat_p, &s.clat_bins),
+            )
+        }
+        (None, Some(l)) => (FioLat::default(), lat(l, d.total_ios, clat_p, bins)),
+        (None, None) => (FioLat::default(), FioLat::default()),
+    };
+    // cmdprio: each priority's latency, when two or more have samples (as
+    // fio writes them): lat with lat_percentiles, else clat.
+    let prios = (d.prios.len() >= 2).then(|| {
+        let key = if lat_p { "lat_ns" } else { "clat_ns" };
+        d.prios
+            .iter()
+            .map(|(ioprio, l, b)| {
+                let n = b.iter().map(|(_, c)| c).sum();
+                let fl = match l {
+                    Some(l) => lat(l, n, clat_p || lat_p, plus.then_some(b.as_slice())),
+                    None => FioLat::default(),
+                };
+                serde_json::json!({
+                    "prioclass": ioprio >> 13,
+                    "prio": ioprio & 0x1fff,
+                    key: fl,
+                })
+            })
+            .collect::<Vec<_>>()
+    });
     let (b, i) = (d.bw_samples, d.iops_samples);
     let bw = d.bw_bytes().round() as u64;
     FioDir {
@@ -442,8 +487,9 @@ fn dir(d: &DirReport, plus: bool, clat_p: bool, lat_p: bool, group_kib: f64) -> 
         total_ios: d.total_ios,
         short_ios: d.short_ios,
         drop_ios: 0,
-        slat_ns: FioLat::default(),
+        slat_ns,
         clat_ns: clat,
+        prios,
         lat_ns,
         bw_min: b.min,
         bw_max: b.max,
@@ -494,7 +540,9 @@ mod tests {
             ..Default::default()
         };
         let j = JobReport {
-            unified: false,
+            mixed: None,
+            mixed_only: false,
+            sync_bins: Vec::new(),
             name: "r".into(),
             group: 0,
             options: vec![("rw".into(), "randread".into())],
@@ -512,7 +560,7 @@ mod tests {
             depth: Default::default(),
             sync_lat: None,
             iodepth: 1,
-            percentiles_in: (true, false),
+            percentiles_in: (true, false, false),
         };
         LoadReport {
             jobs: vec![j.clone()],

@@ -24,6 +24,7 @@
 #![deny(missing_docs)]
 
 mod buffer;
+pub mod cmdprio;
 mod coordinator;
 mod cpu;
 mod distribution;

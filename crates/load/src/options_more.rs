@@ -122,6 +122,10 @@ pub const MORE: &[&str] = &[
     "log_compression",
     "log_store_compressed",
     "slat_percentiles",
+    "cmdprio_percentage",
+    "cmdprio_class",
+    "cmdprio",
+    "cmdprio_bssplit",
     "iodepth_batch",
     "iodepth_batch_submit",
     "iodepth_batch_complete",
@@ -153,10 +157,6 @@ const REFUSED: &[(&str, &str)] = &[
     ("read_beyond_wp", "zoned block devices: zonemode=zbd is not supported"),
     ("zone_reset_threshold", "zoned block devices: zonemode=zbd is not supported"),
     ("zone_reset_frequency", "zoned block devices: zonemode=zbd is not supported"),
-    ("cmdprio", "per-command priorities are not supported; use prio/prioclass for the whole job"),
-    ("cmdprio_class", "per-command priorities are not supported; use prioclass for the whole job"),
-    ("cmdprio_percentage", "per-command priorities are not supported; use prio/prioclass for the whole job"),
-    ("cmdprio_bssplit", "per-command priorities are not supported; use prio/prioclass for the whole job"),
     ("dedupe_percentage", "deduplicable buffers are not supported (buffer_compress_percentage is)"),
     ("dedupe_mode", "deduplicable buffers are not supported"),
     ("dedupe_global", "deduplicable buffers are not supported"),
@@ -627,9 +627,10 @@ fn apply_known(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), Stri
         "lat_percentiles" => x.percentiles_in.1 = boolean(key, value)?,
         "unified_rw_reporting" => {
             x.unified_rw_reporting = match value.unwrap_or("1") {
-                "0" | "none" => false,
-                "1" | "mixed" | "both" => true,
-                v => return Err(format!("{key}={v}: expected none, mixed or both (0/1)")),
+                "0" | "none" => 0,
+                "1" | "mixed" => 1,
+                "2" | "both" => 2,
+                v => return Err(format!("{key}={v}: expected none, mixed or both (0/1/2)")),
             }
         }
         "gtod_reduce" | "disable_lat" | "disable_clat" => {
@@ -637,10 +638,13 @@ fn apply_known(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), Stri
                 x.no_latency = true;
             }
         }
-        // iolab measures no submission latency (slat) nor per-second
-        // bandwidth samples unless a log asks: disabling them is what is
-        // done.
-        "disable_slat" | "disable_bw_measurement" | "disable_bw" => {
+        "disable_slat" => x.no_slat = boolean(key, value)?,
+        "cmdprio_percentage" | "cmdprio_class" | "cmdprio" | "cmdprio_bssplit" => {
+            crate::cmdprio::apply(&mut x.cmdprio, key, need(key, value)?)?;
+        }
+        // iolab keeps per-second bandwidth samples only when a log asks:
+        // disabling them is what is done.
+        "disable_bw_measurement" | "disable_bw" => {
             boolean(key, value)?;
         }
         "write_bw_log" => x.logs.bw = Some(log_prefix(&name, value)),
@@ -662,11 +666,8 @@ fn apply_known(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), Stri
             size(key, need(key, value)?)?;
         }
         "log_store_compressed" => x.logs.compressed = boolean(key, value)?,
-        // slat is not measured (see json.rs): slat_ns has no samples, so
-        // there are no slat percentiles to show.
-        "slat_percentiles" => {
-            boolean(key, value)?;
-        }
+        // Only the queueing engines have a slat (as in fio).
+        "slat_percentiles" => x.percentiles_in.2 = boolean(key, value)?,
         "iodepth_batch" | "iodepth_batch_submit" => x.batch_submit = count(key, need(key, value)?, 0)?.max(1),
         "iodepth_batch_complete" | "iodepth_batch_complete_min" => {
             x.batch_complete_min = count(key, need(key, value)?, 0)?;

@@ -31,10 +31,56 @@ pub struct DirReport {
     pub bins: Vec<(u64, u64)>,
     /// I/Os per fio latency bucket (`latency_ns/us/ms`).
     pub lat_buckets: [u64; crate::fio_stats::LAT_BUCKETS],
+    /// A queueing engine's submission and completion latencies (fio's
+    /// slat and clat) with their json+ bins; `None` for the blocking
+    /// engines, whose clat is their whole latency.
+    pub split: Option<Box<SplitReport>>,
+    /// cmdprio: each ioprio with samples, its latency and json+ bins
+    /// (fio's `prios`), by ioprio value.
+    pub prios: Vec<PrioReport>,
     /// Bandwidth samples, KiB/s (fio's `bw_min` ...).
     pub bw_samples: SampleStats,
     /// IOPS samples (fio's `iops_min` ...).
     pub iops_samples: SampleStats,
+}
+
+/// One I/O priority's share of a direction (cmdprio): its ioprio value,
+/// latency and json+ bins.
+pub type PrioReport = (u16, Option<Latency>, Vec<(u64, u64)>);
+
+/// fio's slat and clat of a queueing engine's I/Os.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct SplitReport {
+    /// Preparation to the submit's return.
+    pub slat: Option<Latency>,
+    /// The submit's return to completion.
+    pub clat: Option<Latency>,
+    /// json+ bins of each.
+    pub slat_bins: Vec<(u64, u64)>,
+    /// json+ bins of clat.
+    pub clat_bins: Vec<(u64, u64)>,
+}
+
+/// An accumulator's latency at `list` (fio's default percentiles without).
+fn latency_of(acc: &DirAcc, list: Option<&[f64]>) -> Option<Latency> {
+    match list {
+        Some(l) => acc.latency_with(l),
+        None => acc.latency(),
+    }
+}
+
+/// fio's latency bins with I/Os in them: `(bin value ns, count)`.
+fn bins_of(acc: &DirAcc) -> Vec<(u64, u64)> {
+    acc.plat
+        .as_ref()
+        .map(|p| {
+            p.iter()
+                .enumerate()
+                .filter(|(_, c)| **c > 0)
+                .map(|(i, c)| (crate::plat::val(i), *c))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 impl DirReport {
@@ -44,22 +90,27 @@ impl DirReport {
             total_ios: acc.ios,
             short_ios: acc.short_ios,
             runtime: if acc.ios > 0 { runtime } else { Duration::ZERO },
-            lat: match list {
-                Some(l) => acc.latency_with(l),
-                None => acc.latency(),
-            },
-            bins: acc
-                .plat
-                .as_ref()
-                .map(|p| {
-                    p.iter()
-                        .enumerate()
-                        .filter(|(_, c)| **c > 0)
-                        .map(|(i, c)| (crate::plat::val(i), *c))
-                        .collect()
-                })
-                .unwrap_or_default(),
+            lat: latency_of(acc, list),
+            bins: bins_of(acc),
             lat_buckets: acc.lat_buckets,
+            prios: {
+                let mut v: Vec<_> = acc
+                    .prios
+                    .iter()
+                    .filter(|(_, a)| a.ios > 0)
+                    .map(|(k, a)| (*k, latency_of(a, list), bins_of(a)))
+                    .collect();
+                v.sort_by_key(|p| p.0);
+                v
+            },
+            split: acc.split.as_ref().map(|s| {
+                Box::new(SplitReport {
+                    slat: latency_of(&s.slat, list),
+                    clat: latency_of(&s.clat, list),
+                    slat_bins: bins_of(&s.slat),
+                    clat_bins: bins_of(&s.clat),
+                })
+            }),
             bw_samples: SampleStats::default(),
             iops_samples: SampleStats::default(),
         }
@@ -119,13 +170,18 @@ pub struct JobReport {
     pub depth: DepthMaps,
     /// fsync/fdatasync latencies while measuring, and how many.
     pub sync_lat: Option<(u64, Latency)>,
+    /// Their json+ bins.
+    pub sync_bins: Vec<(u64, u64)>,
     /// `iodepth` (fio's `latency_depth`).
     pub iodepth: u32,
-    /// `clat_percentiles`, `lat_percentiles`.
-    pub percentiles_in: (bool, bool),
-    /// `unified_rw_reporting`: `read` holds reads and writes together
-    /// (fio's `mixed`).
-    pub unified: bool,
+    /// `clat_percentiles`, `lat_percentiles`, `slat_percentiles`.
+    pub percentiles_in: (bool, bool, bool),
+    /// `unified_rw_reporting`: reads, writes and trims as one (fio's
+    /// `mixed`).
+    pub mixed: Option<DirReport>,
+    /// `unified_rw_reporting=mixed`: only `mixed` is reported, as fio
+    /// writes it (`both`: the directions too).
+    pub mixed_only: bool,
 }
 
 impl JobReport {
@@ -327,16 +383,6 @@ impl Merge {
         let dirs = self.dirs.as_ref().unwrap_or(&empty);
         let list = job.x.percentile_list.as_deref();
         let unified = job.x.unified_rw_reporting;
-        let mixed;
-        let dirs = if unified {
-            let mut m = dirs[0].clone();
-            m.merge(&dirs[1]);
-            m.merge(&dirs[2]);
-            mixed = [m, DirAcc::new(false), DirAcc::new(false)];
-            &mixed
-        } else {
-            dirs
-        };
         let stats = |d: usize| {
             let bw: Vec<SampleStats> = self.samples[d].iter().map(|s| s.0).collect();
             let iops: Vec<SampleStats> = self.samples[d].iter().map(|s| s.1).collect();
@@ -347,16 +393,29 @@ impl Merge {
         (read.bw_samples, read.iops_samples) = stats(0);
         (write.bw_samples, write.iops_samples) = stats(1);
         let trim = DirReport::from_acc(&dirs[2], runtime, list);
+        let mixed = (unified > 0).then(|| {
+            let mut m = dirs[0].clone();
+            m.merge(&dirs[1]);
+            m.merge(&dirs[2]);
+            let mut d = DirReport::from_acc(&m, runtime, list);
+            let (rb, ri) = stats(0);
+            let (wb, wi) = stats(1);
+            (d.bw_samples, d.iops_samples) =
+                (SampleStats::sum(&[rb, wb]), SampleStats::sum(&[ri, wi]));
+            d
+        });
         JobReport {
+            mixed,
             trim,
             depth: self.depth,
             sync_lat: self.sync_lat.as_ref().and_then(|a| {
                 a.latency_with(list.unwrap_or(&crate::stats::PERCENTILES))
                     .map(|l| (a.ios, l))
             }),
+            sync_bins: self.sync_lat.as_ref().map(bins_of).unwrap_or_default(),
             iodepth: job.iodepth,
             percentiles_in: job.x.percentiles_in,
-            unified,
+            mixed_only: unified == 1,
             name: job.name.clone(),
             group,
             options: job.options.clone(),

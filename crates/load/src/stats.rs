@@ -34,6 +34,22 @@ pub struct DirAcc {
     /// I/Os per fio latency bucket (`latency_ns/us/ms`, see
     /// [`crate::fio_stats::lat_bucket`]).
     pub lat_buckets: [u64; crate::fio_stats::LAT_BUCKETS],
+    /// A queueing engine's I/Os split into submission and completion
+    /// latency (fio's slat and clat); `None` for the blocking engines,
+    /// whose completion latency is the whole latency.
+    pub split: Option<Box<Split>>,
+    /// cmdprio: each ioprio's latency (lat with `lat_percentiles`, else
+    /// clat), as fio's `prios`.
+    pub prios: Vec<(u16, DirAcc)>,
+}
+
+/// fio's slat and clat, each accumulated as a latency of its own.
+#[derive(Debug, Clone)]
+pub struct Split {
+    /// Preparation to the submit's return.
+    pub slat: DirAcc,
+    /// The submit's return to the reap.
+    pub clat: DirAcc,
 }
 
 /// Latency summary of one direction, in nanoseconds.
@@ -77,7 +93,36 @@ impl DirAcc {
             hist: used.then(new_hist),
             plat: used.then(|| vec![0u64; crate::plat::NR].into_boxed_slice()),
             lat_buckets: [0; crate::fio_stats::LAT_BUCKETS],
+            split: None,
+            prios: Vec::new(),
         }
+    }
+
+    /// Records one I/O's latency under its ioprio (cmdprio).
+    #[inline]
+    pub fn record_prio(&mut self, ioprio: u16, ns: u64) {
+        match self.prios.iter_mut().find(|(k, _)| *k == ioprio) {
+            Some((_, a)) => a.record(0, 0, ns),
+            None => {
+                let mut a = DirAcc::new(true);
+                a.record(0, 0, ns);
+                self.prios.push((ioprio, a));
+            }
+        }
+    }
+
+    /// Records the slat/clat split of the I/O [`DirAcc::record`] just
+    /// recorded.
+    #[inline]
+    pub fn record_split(&mut self, slat_ns: u64, clat_ns: u64) {
+        let s = self.split.get_or_insert_with(|| {
+            Box::new(Split {
+                slat: DirAcc::new(true),
+                clat: DirAcc::new(true),
+            })
+        });
+        s.slat.record(0, 0, slat_ns);
+        s.clat.record(0, 0, clat_ns);
     }
 
     /// Records one completed I/O.
@@ -116,6 +161,21 @@ impl DirAcc {
 
     /// Adds another accumulator (another clone) into this one.
     pub fn merge(&mut self, other: &DirAcc) {
+        for (k, o) in &other.prios {
+            match self.prios.iter_mut().find(|(m, _)| m == k) {
+                Some((_, a)) => a.merge(o),
+                None => self.prios.push((*k, o.clone())),
+            }
+        }
+        if let Some(o) = &other.split {
+            match &mut self.split {
+                Some(m) => {
+                    m.slat.merge(&o.slat);
+                    m.clat.merge(&o.clat);
+                }
+                None => self.split = Some(o.clone()),
+            }
+        }
         self.ios += other.ios;
         self.bytes += other.bytes;
         self.short_ios += other.short_ios;

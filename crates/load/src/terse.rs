@@ -1,8 +1,10 @@
 //! `--output-format=terse`: fio's semicolon-separated terse format,
 //! version 3 (fio(1), "TERSE OUTPUT"), one line per job, for scripts
 //! that cut fields by position. Latencies are in microseconds as fio
-//! writes them; iolab measures submission to completion, so `clat` and
-//! `lat` hold the same values and `slat` is zero; the bandwidth sample
+//! writes them; a queueing engine's I/Os have a slat and a clat, a
+//! blocking engine's clat is their whole latency and their slat is zero,
+//! as in fio; the percentiles are lat's with `lat_percentiles`, else
+//! clat's with `clat_percentiles`, else none; the bandwidth sample
 //! statistics and the iodepth distribution come from `fio_stats`; the
 //! latency distribution (2 us ... >=2000 ms) is computed from fio's
 //! latency bins of every I/O. Terse v3 has no trim fields.
@@ -10,6 +12,7 @@
 use std::fmt::Write as _;
 
 use crate::report::{DirReport, JobReport, LoadReport};
+use crate::stats::Latency;
 
 const LAT_U: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
 const LAT_M: [u64; 11] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000, 2000];
@@ -49,8 +52,8 @@ fn job(out: &mut String, j: &JobReport) {
         j.group,
         j.error.as_ref().map_or(0, |e| e.errno)
     );
-    dir(out, &j.read);
-    dir(out, &j.write);
+    dir(out, &j.read, j.percentiles_in);
+    dir(out, &j.write, j.percentiles_in);
     let _ = write!(
         out,
         ";{:.6}%;{:.6}%;{};{};{}",
@@ -85,7 +88,7 @@ fn job(out: &mut String, j: &JobReport) {
     let _ = write!(out, ";{:.2}%", share(lo, u64::MAX));
 }
 
-fn dir(out: &mut String, d: &DirReport) {
+fn dir(out: &mut String, d: &DirReport, (clat_p, lat_p, _): (bool, bool, bool)) {
     let bw = d.bw_bytes().round() as u64 / 1024;
     let _ = write!(
         out,
@@ -95,8 +98,7 @@ fn dir(out: &mut String, d: &DirReport) {
         d.iops().round() as u64,
         d.runtime.as_millis()
     );
-    out.push_str(";0;0;0.000000;0.000000");
-    let lat = |out: &mut String| match &d.lat {
+    let one = |out: &mut String, l: Option<&Latency>| match l {
         Some(l) => {
             let _ = write!(
                 out,
@@ -109,12 +111,21 @@ fn dir(out: &mut String, d: &DirReport) {
         }
         None => out.push_str(";0;0;0.000000;0.000000"),
     };
-    lat(out);
-    let pcts = d
-        .lat
-        .as_ref()
-        .map(|l| l.percentiles.clone())
-        .unwrap_or_default();
+    let (slat, clat) = match &d.split {
+        Some(s) => (s.slat.as_ref(), s.clat.as_ref()),
+        None => (None, d.lat.as_ref()),
+    };
+    one(out, slat);
+    one(out, clat);
+    let pcts = if lat_p {
+        d.lat.as_ref()
+    } else if clat_p {
+        clat
+    } else {
+        None
+    }
+    .map(|l| l.percentiles.clone())
+    .unwrap_or_default();
     for i in 0..20 {
         match pcts.get(i) {
             Some((p, v)) => {
@@ -123,7 +134,7 @@ fn dir(out: &mut String, d: &DirReport) {
             None => out.push_str(";0%=0"),
         }
     }
-    lat(out);
+    one(out, d.lat.as_ref());
     // Bandwidth samples (KiB/s): min, max, percent of the job's own
     // bandwidth (the group's, when the job is alone in it), mean, stddev.
     let b = d.bw_samples;

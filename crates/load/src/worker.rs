@@ -409,6 +409,9 @@ pub struct Run<'a> {
     /// Extra per-I/O work (flow, steadystate sharing, logs).
     slow_path: bool,
     timed: bool,
+    /// cmdprio: the rules per direction, the ioprio of the job's other
+    /// I/Os, and whether the per-priority latency is lat (else clat).
+    cmdprio: Option<([Vec<crate::cmdprio::Rule>; 2], u16, bool)>,
 }
 
 /// What an engine should do next.
@@ -526,6 +529,14 @@ impl<'a> Run<'a> {
             min_window,
             slow_path,
             timed: !job.x.no_latency,
+            cmdprio: job.x.cmdprio.active().then(|| {
+                let default = job.x.prio.or(spec.ioprio).map_or(0, |p| p.raw() as u16);
+                (
+                    [job.x.cmdprio.rules(0), job.x.cmdprio.rules(1)],
+                    default,
+                    job.x.percentiles_in.1,
+                )
+            }),
             replay: job.x.read_iolog.clone().map(|r| {
                 (
                     r,
@@ -823,6 +834,72 @@ impl<'a> Run<'a> {
     /// Records a completed I/O at `offset` (for logs).
     #[inline]
     pub fn complete_at(&mut self, dir: Dir, bytes: u64, lat: Duration, now: Instant, offset: u64) {
+        self.complete(dir, bytes, lat, None, now, offset);
+    }
+
+    /// The ioprio of a queueing engine's next I/O (cmdprio), 0 for the
+    /// job's own: drawn per I/O as fio draws it.
+    #[inline]
+    pub fn cmdprio(&mut self, dir: Dir, len: u64) -> u16 {
+        use rand::Rng;
+        let Some((rules, _, _)) = &self.cmdprio else {
+            return 0;
+        };
+        let rules = &rules[(dir as usize).min(1)];
+        if rules.is_empty() {
+            return 0;
+        }
+        let r = self.rng.random_range(0..100u32);
+        crate::cmdprio::pick(rules, len, r).unwrap_or(0)
+    }
+
+    /// Records a completed I/O of a queueing engine: `lat` from its
+    /// preparation, `slat` of that to its submission (fio's slat; the rest
+    /// is its clat; `None` with `disable_slat`), `prio` its own ioprio (0:
+    /// the job's).
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub fn complete_queued(
+        &mut self,
+        dir: Dir,
+        bytes: u64,
+        lat: Duration,
+        slat: Option<Duration>,
+        prio: u16,
+        now: Instant,
+        offset: u64,
+    ) {
+        if prio != 0 {
+            // The log line this I/O gets shows its own priority.
+            if let Some(l) = &mut self.logs {
+                l.mark_prio(prio);
+            }
+        }
+        self.complete(dir, bytes, lat, slat, now, offset);
+        if let Some((_, default, use_lat)) = self.cmdprio {
+            if self.timed && self.time.measuring() {
+                let lat_ns = lat.as_nanos() as u64;
+                let v = if use_lat {
+                    lat_ns
+                } else {
+                    lat_ns - slat.map_or(0, |s| (s.as_nanos() as u64).min(lat_ns))
+                };
+                let key = if prio == 0 { default } else { prio };
+                self.dirs[dir as usize].record_prio(key, v);
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn complete(
+        &mut self,
+        dir: Dir,
+        bytes: u64,
+        lat: Duration,
+        slat: Option<Duration>,
+        now: Instant,
+        offset: u64,
+    ) {
         self.time.tick(now);
         let d = dir as usize;
         let t = &mut self.live_totals[d];
@@ -833,7 +910,12 @@ impl<'a> Run<'a> {
         let asked = bytes.max(1);
         if measuring {
             if self.timed {
-                self.dirs[d].record(bytes, asked, lat.as_nanos() as u64);
+                let lat_ns = lat.as_nanos() as u64;
+                self.dirs[d].record(bytes, asked, lat_ns);
+                if let Some(s) = slat {
+                    let s = (s.as_nanos() as u64).min(lat_ns);
+                    self.dirs[d].record_split(s, lat_ns - s);
+                }
             } else {
                 self.dirs[d].record_untimed(bytes, asked);
             }
@@ -842,7 +924,7 @@ impl<'a> Run<'a> {
             }
         }
         if self.slow_path {
-            self.slow_complete(d, bytes, lat, now, offset, measuring);
+            self.slow_complete(d, bytes, lat, slat, now, offset, measuring);
         }
     }
 
@@ -855,11 +937,13 @@ impl<'a> Run<'a> {
     }
 
     #[cold]
+    #[allow(clippy::too_many_arguments)]
     fn slow_complete(
         &mut self,
         d: usize,
         bytes: u64,
         lat: Duration,
+        slat: Option<Duration>,
         now: Instant,
         offset: u64,
         measuring: bool,
@@ -873,7 +957,8 @@ impl<'a> Run<'a> {
         }
         let lat_ns = lat.as_nanos() as u64;
         if let Some(l) = &mut self.logs {
-            l.record(d, lat_ns, bytes, offset, now);
+            let slat_ns = slat.map(|s| (s.as_nanos() as u64).min(lat_ns));
+            l.record(d, lat_ns, slat_ns, bytes, offset, now);
         }
         if self.steady.is_some() {
             shared.ss[0].fetch_add(1, Ordering::Relaxed);
@@ -957,22 +1042,36 @@ impl<'a> Run<'a> {
             }
         }
         let every = |n: u32| n > 0 && self.writes % u64::from(n) == 0;
+        // The null engine completes a sync at once, as fio's does: there
+        // is no file to sync, but the syncs are counted and timed.
+        let null = self.job.ioengine == crate::job::IoEngine::Null;
         let t0 = Instant::now();
         let r = if every(self.job.fsync) {
             self.syncs += 1;
-            file.sync_all()
-        } else if every(self.job.fdatasync) {
-            self.syncs += 1;
-            file.sync_data()
-        } else if let Some((flags, n)) = self.job.x.sync_file_range.filter(|(_, n)| every(*n)) {
-            self.syncs += 1;
-            let _ = n;
-            // SAFETY: plain syscall on an open fd; 0/0 means the whole file.
-            let r = unsafe { libc::sync_file_range(file.as_raw_fd(), 0, 0, flags) };
-            if r == 0 {
+            if null {
                 Ok(())
             } else {
-                Err(std::io::Error::last_os_error())
+                file.sync_all()
+            }
+        } else if every(self.job.fdatasync) {
+            self.syncs += 1;
+            if null {
+                Ok(())
+            } else {
+                file.sync_data()
+            }
+        } else if let Some((flags, _)) = self.job.x.sync_file_range.filter(|(_, n)| every(*n)) {
+            self.syncs += 1;
+            if null {
+                Ok(())
+            } else {
+                // SAFETY: plain syscall on an open fd; 0/0 means the whole file.
+                let r = unsafe { libc::sync_file_range(file.as_raw_fd(), 0, 0, flags) };
+                if r == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
             }
         } else {
             return;

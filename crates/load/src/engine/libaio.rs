@@ -39,6 +39,9 @@ struct IoCb {
     resfd: u32,
 }
 
+/// `iocb.aio_flags`: `aio_reqprio` holds an ioprio value.
+const IOCB_FLAG_IOPRIO: u32 = 1 << 1;
+
 /// struct io_event.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
@@ -182,7 +185,7 @@ impl Queue for Libaio {
         self.buf.slot(slot, self.bs)
     }
 
-    fn prep(&mut self, slot: usize, dir: Dir, offset: u64, len: usize) {
+    fn prep(&mut self, slot: usize, dir: Dir, offset: u64, len: usize, prio: u16) {
         // SAFETY: slot < depth, inside the buffer.
         let ptr = unsafe { self.buf.as_mut_ptr().add(slot * self.bs) };
         self.iocbs[slot] = IoCb {
@@ -196,20 +199,27 @@ impl Queue for Libaio {
             buf: ptr as u64,
             nbytes: len as u64,
             offset: offset as i64,
+            // A priority of this request's own (cmdprio), as fio's libaio
+            // engine sets it: IOCB_FLAG_IOPRIO with aio_reqprio.
+            reqprio: prio as i16,
+            flags: if prio != 0 { IOCB_FLAG_IOPRIO } else { 0 },
             ..IoCb::default()
         };
         let p: *mut IoCb = &mut self.iocbs[slot];
         self.queued.push(p);
     }
 
-    fn submit_and_reap(
+    fn submit(&mut self) -> std::io::Result<()> {
+        Libaio::submit(self)
+    }
+
+    fn reap(
         &mut self,
         min: usize,
         max: usize,
         timeout: Option<Duration>,
         out: &mut Vec<(usize, i64)>,
     ) -> std::io::Result<()> {
-        self.submit()?;
         if min == 0 {
             // The loop submits early while the queue has room; like fio,
             // reap then only when it costs no system call (the ring in

@@ -49,7 +49,7 @@ impl Queue for PosixAio {
         self.buf.slot(slot, self.bs)
     }
 
-    fn prep(&mut self, slot: usize, dir: Dir, offset: u64, len: usize) {
+    fn prep(&mut self, slot: usize, dir: Dir, offset: u64, len: usize, _prio: u16) {
         // SAFETY: slot < depth, inside the buffer.
         let ptr = unsafe { self.buf.as_mut_ptr().add(slot * self.bs) };
         // SAFETY: as in `new`.
@@ -62,13 +62,7 @@ impl Queue for PosixAio {
         self.queued.push((slot, dir));
     }
 
-    fn submit_and_reap(
-        &mut self,
-        min: usize,
-        max: usize,
-        timeout: Option<Duration>,
-        out: &mut Vec<(usize, i64)>,
-    ) -> std::io::Result<()> {
+    fn submit(&mut self) -> std::io::Result<()> {
         for (slot, dir) in std::mem::take(&mut self.queued) {
             let cb: *mut libc::aiocb = &mut self.cbs[slot];
             // SAFETY: the control block and its buffer stay put until the
@@ -85,6 +79,16 @@ impl Queue for PosixAio {
             }
             self.inflight.push(slot);
         }
+        Ok(())
+    }
+
+    fn reap(
+        &mut self,
+        min: usize,
+        max: usize,
+        timeout: Option<Duration>,
+        out: &mut Vec<(usize, i64)>,
+    ) -> std::io::Result<()> {
         let start = std::time::Instant::now();
         loop {
             let mut i = 0;

@@ -3,8 +3,10 @@
 //! `iodepth_batch_submit`), wait for at least `iodepth_batch_complete_min`
 //! completions (at most `iodepth_batch_complete_max` per reap), handle
 //! them, refill. A rate-limited I/O goes out when it is due rather than
-//! when the queue is full. Latency runs from just before the submit that
-//! carried an I/O to the reap that saw it complete: fio's `lat`.
+//! when the queue is full. As in fio, an I/O's latency (`lat`) runs from
+//! its preparation to the reap that saw it complete, its submission
+//! latency (`slat`) to the return of the submit that carried it, and its
+//! completion latency (`clat`) from there to the reap.
 
 use std::fs::File;
 use std::time::{Duration, Instant};
@@ -18,12 +20,17 @@ pub trait Queue {
     fn depth(&self) -> usize;
     /// Slot `i`'s buffer (the job's largest block size).
     fn buf(&mut self, slot: usize) -> &mut [u8];
-    /// Queues an I/O in `slot`; it goes out with the next submit.
-    fn prep(&mut self, slot: usize, dir: Dir, offset: u64, len: usize);
-    /// Submits what is queued and reaps at least `min` completions (waiting
-    /// at most `timeout`, when given), at most `max`; appends `(slot,
-    /// result)` (bytes, or -errno).
-    fn submit_and_reap(
+    /// Queues an I/O in `slot`, with an I/O priority of its own unless
+    /// `prio` is 0 (cmdprio); it goes out with the next submit.
+    fn prep(&mut self, slot: usize, dir: Dir, offset: u64, len: usize, prio: u16);
+    /// Hands what is queued to the kernel. Apart from [`Queue::reap`], as
+    /// in fio, so the submission's own time (fio's `slat`) is measured:
+    /// the time from an I/O's preparation to this call's return.
+    fn submit(&mut self) -> std::io::Result<()>;
+    /// Reaps at least `min` completions (waiting at most `timeout`, when
+    /// given), at most `max`; appends `(slot, result)` (bytes, or -errno).
+    /// With `min` 0 it reaps only what costs no wait.
+    fn reap(
         &mut self,
         min: usize,
         max: usize,
@@ -39,7 +46,12 @@ struct Slot {
     dir: Dir,
     offset: u64,
     len: u64,
+    /// Prepared (fio's `start_time`).
     start: Instant,
+    /// Its submit returned (fio's `issue_time`).
+    issued: Instant,
+    /// Its own ioprio (cmdprio), 0 for the job's.
+    prio: u16,
 }
 
 /// A queueing engine and its bookkeeping.
@@ -72,6 +84,8 @@ impl<Q: Queue> Queued<Q> {
                     offset: 0,
                     len: 0,
                     start: now,
+                    issued: now,
+                    prio: 0,
                 };
                 depth
             ],
@@ -104,6 +118,8 @@ impl<Q: Queue> Queued<Q> {
     pub fn run(&mut self, run: &mut Run<'_>, file: &File) {
         let depth = self.slots.len();
         let checks = run.checks_reads();
+        let timed = run.timed();
+        let split = !run.job.x.no_slat;
         let trimmer = super::trim::Trimmer::for_file(file, false);
         let mut inflight = 0usize;
         let mut done = false;
@@ -135,12 +151,16 @@ impl<Q: Queue> Queued<Q> {
                         if dir == Dir::Write {
                             run.prepare_write(&mut self.q.buf(slot)[..len as usize], offset);
                         }
-                        self.q.prep(slot, dir, offset, len as usize);
+                        let now = if timed { Instant::now() } else { run.time.now };
+                        let prio = run.cmdprio(dir, len);
+                        self.q.prep(slot, dir, offset, len as usize, prio);
                         self.slots[slot] = Slot {
                             dir,
                             offset,
                             len,
-                            start: run.time.now,
+                            start: now,
+                            issued: now,
+                            prio,
                         };
                         self.fresh.push(slot);
                         inflight += 1;
@@ -182,19 +202,19 @@ impl<Q: Queue> Queued<Q> {
             } else {
                 self.complete_min.clamp(1, inflight)
             };
-            let t = Instant::now();
-            for &s in &self.fresh {
-                self.slots[s].start = t;
-            }
             run.fx.depth.submitted(self.fresh.len());
+            let mut r = Ok(());
             if !self.fresh.is_empty() {
                 run.fx.depth.queued(inflight, self.fresh.len());
+                r = self.q.submit();
+                let t = if timed { Instant::now() } else { run.time.now };
+                for &s in &self.fresh {
+                    self.slots[s].issued = t;
+                }
+                self.fresh.clear();
             }
-            self.fresh.clear();
-            if let Err(e) = self
-                .q
-                .submit_and_reap(min, self.complete_max, due_in, &mut self.done)
-            {
+            let r = r.and_then(|()| self.q.reap(min, self.complete_max, due_in, &mut self.done));
+            if let Err(e) = r {
                 self.q.poison();
                 run.fail(Failure {
                     errno: e.raw_os_error().unwrap_or(0),
@@ -238,7 +258,8 @@ impl<Q: Queue> Queued<Q> {
                         let b = &self.q.buf(slot)[..n as usize];
                         run.check_read(b, s.offset);
                     }
-                    run.complete_at(s.dir, n, t_done - s.start, t_done, s.offset);
+                    let slat = split.then(|| s.issued - s.start);
+                    run.complete_queued(s.dir, n, t_done - s.start, slat, s.prio, t_done, s.offset);
                     if s.dir == Dir::Write {
                         run.after_write_at(file, s.offset, n);
                     }

@@ -86,7 +86,7 @@ impl Uring {
         })
     }
 
-    fn entry(&mut self, idx: usize, dir: Dir, offset: u64, len: u32) -> squeue::Entry {
+    fn entry(&mut self, idx: usize, dir: Dir, offset: u64, len: u32, prio: u16) -> squeue::Entry {
         // SAFETY: idx < depth, so the slice lies inside the buffer.
         let ptr = unsafe { self.buf.as_mut_ptr().add(idx * self.bs) };
         let bi = idx as u16;
@@ -95,12 +95,20 @@ impl Uring {
                 match (dir, self.fixed_bufs) {
                     (Dir::Read, true) => opcode::ReadFixed::new($fd, ptr, len, bi)
                         .offset(offset)
+                        .ioprio(prio)
                         .build(),
                     (Dir::Write, true) => opcode::WriteFixed::new($fd, ptr, len, bi)
                         .offset(offset)
+                        .ioprio(prio)
                         .build(),
-                    (Dir::Read, false) => opcode::Read::new($fd, ptr, len).offset(offset).build(),
-                    (Dir::Write, false) => opcode::Write::new($fd, ptr, len).offset(offset).build(),
+                    (Dir::Read, false) => opcode::Read::new($fd, ptr, len)
+                        .offset(offset)
+                        .ioprio(prio)
+                        .build(),
+                    (Dir::Write, false) => opcode::Write::new($fd, ptr, len)
+                        .offset(offset)
+                        .ioprio(prio)
+                        .build(),
                     (Dir::Trim, _) => unreachable!("the queue loop does trims itself"),
                 }
             };
@@ -123,8 +131,8 @@ impl Queue for Uring {
         self.buf.slot(slot, self.bs)
     }
 
-    fn prep(&mut self, slot: usize, dir: Dir, offset: u64, len: usize) {
-        let e = self.entry(slot, dir, offset, len as u32);
+    fn prep(&mut self, slot: usize, dir: Dir, offset: u64, len: usize, prio: u16) {
+        let e = self.entry(slot, dir, offset, len as u32, prio);
         // SAFETY: the entry's buffer slot is ours until its completion is
         // reaped (the loop keeps it off the free list). The ring has
         // `depth` entries and at most `depth` I/Os are queued, so the push
@@ -132,20 +140,44 @@ impl Queue for Uring {
         let _ = unsafe { self.ring.submission().push(&e) };
     }
 
-    fn submit_and_reap(
+    fn submit(&mut self) -> std::io::Result<()> {
+        if self.ring.submission().is_empty() {
+            return Ok(());
+        }
+        // io_uring_enter with nothing to wait for, as fio's commit does;
+        // the wait is a second call in `reap` (fio's getevents), so the
+        // submission's time is its own.
+        match self.ring.submit() {
+            Ok(_) => Ok(()),
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
+                ) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn reap(
         &mut self,
         min: usize,
         max: usize,
         timeout: Option<Duration>,
         out: &mut Vec<(usize, i64)>,
     ) -> std::io::Result<()> {
+        // Completions already in the ring cost no system call.
+        let ready = self.ring.completion().len();
         let r = match timeout {
-            Some(t) if min > 0 => {
+            _ if min <= ready => Ok(0),
+            Some(t) => {
                 let ts = types::Timespec::from(t);
                 let args = types::SubmitArgs::new().timespec(&ts);
                 self.ring.submitter().submit_with_args(min, &args)
             }
-            _ => self.ring.submit_and_wait(min),
+            None => self.ring.submit_and_wait(min),
         };
         match r {
             Ok(_) => {}
