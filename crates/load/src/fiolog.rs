@@ -135,8 +135,6 @@ pub struct CloneLogs {
     hist_now: [Vec<u64>; 3],
     hist_bs: [u64; 3],
     error: Option<String>,
-    /// The next I/O's own priority (cmdprio), for its priority column.
-    next_prio: Option<u16>,
 }
 
 impl CloneLogs {
@@ -195,15 +193,7 @@ impl CloneLogs {
             hist_now: [vec![0; plat::NR], vec![0; plat::NR], vec![0; plat::NR]],
             hist_bs: [0; 3],
             error: None,
-            next_prio: None,
         }))
-    }
-
-    /// The next recorded I/O carried its own ioprio `p` (cmdprio): its
-    /// priority column says so as fio's does (with `log_prio` the value,
-    /// else 1 for a real-time one).
-    pub fn mark_prio(&mut self, p: u16) {
-        self.next_prio = Some(p);
     }
 
     fn ms(&self, t: Instant) -> u64 {
@@ -211,17 +201,20 @@ impl CloneLogs {
     }
 
     /// Records one completed I/O.
-    /// Records one completed I/O; `slat_ns` splits a queueing engine's
-    /// latency into slat and clat.
+    /// Records one completed I/O; a queueing engine's `issue` splits its
+    /// latency into slat and clat, and an ioprio of its own (cmdprio) goes
+    /// in its priority column as fio writes it (with `log_prio` the value,
+    /// else 1 for a real-time one).
     pub fn record(
         &mut self,
         dir: usize,
         lat_ns: u64,
-        slat_ns: Option<u64>,
+        issue: crate::worker::Issue,
         bytes: u64,
         offset: u64,
         now: Instant,
     ) {
+        let slat_ns = issue.slat_ns;
         let t = self.ms(now);
         if self.hist.is_some() {
             let every = self.opts.hist_msec;
@@ -241,7 +234,8 @@ impl CloneLogs {
             let bw = bytes * 1_000_000_000 / 1024 / dt;
             let iops = 1_000_000_000 / dt;
             let off = self.opts.offset.then_some(offset);
-            let own = self.next_prio.take().map(|p| {
+            let own = (issue.prio != 0).then(|| {
+                let p = issue.prio;
                 if self.opts.prio {
                     format!("0x{p:04x}")
                 } else {
@@ -269,7 +263,6 @@ impl CloneLogs {
             }
             return;
         }
-        self.next_prio = None;
         if t >= self.window_start + avg {
             self.flush_window(self.window_start + avg);
             // Idle windows are skipped, as in fio.
@@ -401,6 +394,7 @@ fn line(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::worker::Issue;
     use std::time::Duration;
 
     #[test]
@@ -414,8 +408,22 @@ mod tests {
             ..Default::default()
         };
         let mut l = CloneLogs::open(&opts, 3, t0, "0".into()).unwrap().unwrap();
-        l.record(1, 5000, None, 4096, 0, t0 + Duration::from_millis(2));
-        l.record(0, 7000, None, 4096, 8192, t0 + Duration::from_millis(5));
+        l.record(
+            1,
+            5000,
+            Issue::default(),
+            4096,
+            0,
+            t0 + Duration::from_millis(2),
+        );
+        l.record(
+            0,
+            7000,
+            Issue::default(),
+            4096,
+            8192,
+            t0 + Duration::from_millis(5),
+        );
         l.finish(t0 + Duration::from_millis(6)).unwrap();
         let text = std::fs::read_to_string(format!("{prefix}_lat.3.log")).unwrap();
         assert_eq!(text, "2, 5000, 1, 4096, 0\n5, 7000, 0, 4096, 0\n");
@@ -434,13 +442,20 @@ mod tests {
             l.record(
                 0,
                 1000,
-                None,
+                Issue::default(),
                 102_400,
                 0,
                 t0 + Duration::from_millis(10 * i),
             );
         }
-        l.record(0, 1000, None, 102_400, 0, t0 + Duration::from_millis(150));
+        l.record(
+            0,
+            1000,
+            Issue::default(),
+            102_400,
+            0,
+            t0 + Duration::from_millis(150),
+        );
         l.finish(t0 + Duration::from_millis(200)).unwrap();
         let text = std::fs::read_to_string(format!("{prefix}_bw.1.log")).unwrap();
         // 10 x 100 KiB in the first 100 ms window: 10,000 KiB/s.

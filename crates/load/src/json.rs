@@ -432,6 +432,14 @@ fn lat(l: &crate::stats::Latency, n: u64, pct: bool, bins: Option<&[(u64, u64)]>
     }
 }
 
+/// A latency of its own (slat, clat, one priority's) as fio writes it.
+fn lat_bins(l: &crate::report::LatBins, pct: bool, plus: bool) -> FioLat {
+    match &l.lat {
+        Some(x) => lat(x, l.n, pct, plus.then_some(l.bins.as_slice())),
+        None => FioLat::default(),
+    }
+}
+
 fn dir(d: &DirReport, plus: bool, pct: (bool, bool, bool), group_kib: f64) -> FioDir {
     let (clat_p, lat_p, slat_p) = pct;
     let bins = plus.then_some(d.bins.as_slice());
@@ -442,16 +450,10 @@ fn dir(d: &DirReport, plus: bool, pct: (bool, bool, bool), group_kib: f64) -> Fi
     // A queueing engine's I/O has a slat and a clat of its own (fio's);
     // a blocking engine's clat is its whole latency, and it has no slat.
     let (slat_ns, clat) = match (&d.split, &d.lat) {
-        (Some(s), _) => {
-            let one = |l: &Option<crate::stats::Latency>, p: bool, b: &[(u64, u64)]| match l {
-                Some(l) => lat(l, d.total_ios, p, plus.then_some(b)),
-                None => FioLat::default(),
-            };
-            (
-                one(&s.slat, slat_p, &s.slat_bins),
-                one(&s.clat, clat_p, &s.clat_bins),
-            )
-        }
+        (Some(s), _) => (
+            lat_bins(&s.slat, slat_p, plus),
+            lat_bins(&s.clat, clat_p, plus),
+        ),
         (None, Some(l)) => (FioLat::default(), lat(l, d.total_ios, clat_p, bins)),
         (None, None) => (FioLat::default(), FioLat::default()),
     };
@@ -461,16 +463,11 @@ fn dir(d: &DirReport, plus: bool, pct: (bool, bool, bool), group_kib: f64) -> Fi
         let key = if lat_p { "lat_ns" } else { "clat_ns" };
         d.prios
             .iter()
-            .map(|(ioprio, l, b)| {
-                let n = b.iter().map(|(_, c)| c).sum();
-                let fl = match l {
-                    Some(l) => lat(l, n, clat_p || lat_p, plus.then_some(b.as_slice())),
-                    None => FioLat::default(),
-                };
+            .map(|(ioprio, l)| {
                 serde_json::json!({
                     "prioclass": ioprio >> 13,
                     "prio": ioprio & 0x1fff,
-                    key: fl,
+                    key: lat_bins(l, clat_p || lat_p, plus),
                 })
             })
             .collect::<Vec<_>>()

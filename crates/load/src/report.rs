@@ -44,21 +44,38 @@ pub struct DirReport {
     pub iops_samples: SampleStats,
 }
 
-/// One I/O priority's share of a direction (cmdprio): its ioprio value,
-/// latency and json+ bins.
-pub type PrioReport = (u16, Option<Latency>, Vec<(u64, u64)>);
+/// One I/O priority's share of a direction (cmdprio): its ioprio value
+/// and latency.
+pub type PrioReport = (u16, LatBins);
 
 /// fio's slat and clat of a queueing engine's I/Os.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct SplitReport {
     /// Preparation to the submit's return.
-    pub slat: Option<Latency>,
+    pub slat: LatBins,
     /// The submit's return to completion.
-    pub clat: Option<Latency>,
-    /// json+ bins of each.
-    pub slat_bins: Vec<(u64, u64)>,
-    /// json+ bins of clat.
-    pub clat_bins: Vec<(u64, u64)>,
+    pub clat: LatBins,
+}
+
+/// A latency with its json+ bins and how many I/Os it holds.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct LatBins {
+    /// Timed I/Os.
+    pub n: u64,
+    /// The summary; `None` without I/O.
+    pub lat: Option<Latency>,
+    /// fio's bins with I/Os in them.
+    pub bins: Vec<(u64, u64)>,
+}
+
+impl LatBins {
+    fn of(acc: &DirAcc, list: Option<&[f64]>) -> LatBins {
+        LatBins {
+            n: acc.ios - acc.untimed,
+            lat: latency_of(acc, list),
+            bins: bins_of(acc),
+        }
+    }
 }
 
 /// An accumulator's latency at `list` (fio's default percentiles without).
@@ -98,17 +115,15 @@ impl DirReport {
                     .prios
                     .iter()
                     .filter(|(_, a)| a.ios > 0)
-                    .map(|(k, a)| (*k, latency_of(a, list), bins_of(a)))
+                    .map(|(k, a)| (*k, LatBins::of(a, list)))
                     .collect();
                 v.sort_by_key(|p| p.0);
                 v
             },
             split: acc.split.as_ref().map(|s| {
                 Box::new(SplitReport {
-                    slat: latency_of(&s.slat, list),
-                    clat: latency_of(&s.clat, list),
-                    slat_bins: bins_of(&s.slat),
-                    clat_bins: bins_of(&s.clat),
+                    slat: LatBins::of(&s.slat, list),
+                    clat: LatBins::of(&s.clat, list),
                 })
             }),
             bw_samples: SampleStats::default(),

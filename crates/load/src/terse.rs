@@ -112,7 +112,7 @@ fn dir(out: &mut String, d: &DirReport, (clat_p, lat_p, _): (bool, bool, bool)) 
         None => out.push_str(";0;0;0.000000;0.000000"),
     };
     let (slat, clat) = match &d.split {
-        Some(s) => (s.slat.as_ref(), s.clat.as_ref()),
+        Some(s) => (s.slat.lat.as_ref(), s.clat.lat.as_ref()),
         None => (None, d.lat.as_ref()),
     };
     one(out, slat);

@@ -414,6 +414,15 @@ pub struct Run<'a> {
     cmdprio: Option<([Vec<crate::cmdprio::Rule>; 2], u16, bool)>,
 }
 
+/// What a queueing engine knows of a completed I/O beyond its latency.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Issue {
+    /// Its submission latency (fio's slat), when measured.
+    pub slat_ns: Option<u64>,
+    /// Its own ioprio (cmdprio); 0 for the job's.
+    pub prio: u16,
+}
+
 /// What an engine should do next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
@@ -834,7 +843,7 @@ impl<'a> Run<'a> {
     /// Records a completed I/O at `offset` (for logs).
     #[inline]
     pub fn complete_at(&mut self, dir: Dir, bytes: u64, lat: Duration, now: Instant, offset: u64) {
-        self.complete(dir, bytes, lat, None, now, offset);
+        self.complete(dir, bytes, lat, Issue::default(), now, offset);
     }
 
     /// The ioprio of a queueing engine's next I/O (cmdprio), 0 for the
@@ -869,25 +878,9 @@ impl<'a> Run<'a> {
         now: Instant,
         offset: u64,
     ) {
-        if prio != 0 {
-            // The log line this I/O gets shows its own priority.
-            if let Some(l) = &mut self.logs {
-                l.mark_prio(prio);
-            }
-        }
-        self.complete(dir, bytes, lat, slat, now, offset);
-        if let Some((_, default, use_lat)) = self.cmdprio {
-            if self.timed && self.time.measuring() {
-                let lat_ns = lat.as_nanos() as u64;
-                let v = if use_lat {
-                    lat_ns
-                } else {
-                    lat_ns - slat.map_or(0, |s| (s.as_nanos() as u64).min(lat_ns))
-                };
-                let key = if prio == 0 { default } else { prio };
-                self.dirs[dir as usize].record_prio(key, v);
-            }
-        }
+        let lat_ns = lat.as_nanos() as u64;
+        let slat_ns = slat.map(|s| (s.as_nanos() as u64).min(lat_ns));
+        self.complete(dir, bytes, lat, Issue { slat_ns, prio }, now, offset);
     }
 
     #[inline(always)]
@@ -896,7 +889,7 @@ impl<'a> Run<'a> {
         dir: Dir,
         bytes: u64,
         lat: Duration,
-        slat: Option<Duration>,
+        issue: Issue,
         now: Instant,
         offset: u64,
     ) {
@@ -912,9 +905,18 @@ impl<'a> Run<'a> {
             if self.timed {
                 let lat_ns = lat.as_nanos() as u64;
                 self.dirs[d].record(bytes, asked, lat_ns);
-                if let Some(s) = slat {
-                    let s = (s.as_nanos() as u64).min(lat_ns);
+                if let Some(s) = issue.slat_ns {
                     self.dirs[d].record_split(s, lat_ns - s);
+                }
+                if let Some((_, default, use_lat)) = self.cmdprio {
+                    // fio's `prios`: lat with lat_percentiles, else clat.
+                    let v = if use_lat {
+                        lat_ns
+                    } else {
+                        lat_ns - issue.slat_ns.unwrap_or(0)
+                    };
+                    let key = if issue.prio == 0 { default } else { issue.prio };
+                    self.dirs[d].record_prio(key, v);
                 }
             } else {
                 self.dirs[d].record_untimed(bytes, asked);
@@ -924,7 +926,7 @@ impl<'a> Run<'a> {
             }
         }
         if self.slow_path {
-            self.slow_complete(d, bytes, lat, slat, now, offset, measuring);
+            self.slow_complete(d, bytes, lat, issue, now, offset, measuring);
         }
     }
 
@@ -943,7 +945,7 @@ impl<'a> Run<'a> {
         d: usize,
         bytes: u64,
         lat: Duration,
-        slat: Option<Duration>,
+        issue: Issue,
         now: Instant,
         offset: u64,
         measuring: bool,
@@ -957,8 +959,7 @@ impl<'a> Run<'a> {
         }
         let lat_ns = lat.as_nanos() as u64;
         if let Some(l) = &mut self.logs {
-            let slat_ns = slat.map(|s| (s.as_nanos() as u64).min(lat_ns));
-            l.record(d, lat_ns, slat_ns, bytes, offset, now);
+            l.record(d, lat_ns, issue, bytes, offset, now);
         }
         if self.steady.is_some() {
             shared.ss[0].fetch_add(1, Ordering::Relaxed);
@@ -1042,31 +1043,14 @@ impl<'a> Run<'a> {
             }
         }
         let every = |n: u32| n > 0 && self.writes % u64::from(n) == 0;
-        // The null engine completes a sync at once, as fio's does: there
-        // is no file to sync, but the syncs are counted and timed.
-        let null = self.job.ioengine == crate::job::IoEngine::Null;
-        let t0 = Instant::now();
-        let r = if every(self.job.fsync) {
-            self.syncs += 1;
-            if null {
-                Ok(())
-            } else {
-                file.sync_all()
-            }
+        let sync: fn(&File, u32) -> std::io::Result<()> = if every(self.job.fsync) {
+            |f, _| f.sync_all()
         } else if every(self.job.fdatasync) {
-            self.syncs += 1;
-            if null {
-                Ok(())
-            } else {
-                file.sync_data()
-            }
-        } else if let Some((flags, _)) = self.job.x.sync_file_range.filter(|(_, n)| every(*n)) {
-            self.syncs += 1;
-            if null {
-                Ok(())
-            } else {
+            |f, _| f.sync_data()
+        } else if self.job.x.sync_file_range.is_some_and(|(_, n)| every(n)) {
+            |f, flags| {
                 // SAFETY: plain syscall on an open fd; 0/0 means the whole file.
-                let r = unsafe { libc::sync_file_range(file.as_raw_fd(), 0, 0, flags) };
+                let r = unsafe { libc::sync_file_range(f.as_raw_fd(), 0, 0, flags) };
                 if r == 0 {
                     Ok(())
                 } else {
@@ -1075,6 +1059,16 @@ impl<'a> Run<'a> {
             }
         } else {
             return;
+        };
+        self.syncs += 1;
+        let flags = self.job.x.sync_file_range.map_or(0, |(f, _)| f);
+        let t0 = Instant::now();
+        // The null engine completes a sync at once, as fio's does: there
+        // is no file to sync, but the sync is counted and timed.
+        let r = if self.job.ioengine == crate::job::IoEngine::Null {
+            Ok(())
+        } else {
+            sync(file, flags)
         };
         if self.time.measuring() {
             let ns = t0.elapsed().as_nanos() as u64;

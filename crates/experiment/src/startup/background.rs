@@ -173,8 +173,8 @@ fn lock(m: &std::sync::Mutex<FioChild>) -> std::sync::MutexGuard<'_, FioChild> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The installed fio, for `--with-fio`.
-pub(super) fn fio_path() -> Result<std::path::PathBuf, ExperimentError> {
+/// The installed fio, for `--with-fio` (`iolab load`'s and startup's).
+pub fn fio_path() -> Result<std::path::PathBuf, ExperimentError> {
     iolab_spawn::resolve("fio").ok_or_else(|| {
         UsageError::new(
             "--with-fio: no fio in PATH; install it (apt-get install fio) or drop --with-fio",

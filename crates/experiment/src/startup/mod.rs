@@ -18,6 +18,7 @@ mod start;
 use iolab_results::ExperimentKind;
 use serde_json::Value;
 
+pub use background::fio_path;
 pub use config::{Cold, ReadyWhen, StartMode, StartupConfig};
 pub use prefetch::{PrefetchConfig, PrefetchMode, PrefetchSource};
 

@@ -76,7 +76,7 @@ pub fn run(fio_args: &[String], format: &str) -> anyhow::Result<String> {
         ))
         .into());
     }
-    let fio = find_fio()?;
+    let fio = iolab_experiment::startup::fio_path()?;
     let disks_before = disks();
     let t0 = Instant::now();
     let mut child = FioChild::spawn(&fio, fio_args, format == "json+", None)
@@ -144,15 +144,6 @@ pub fn run(fio_args: &[String], format: &str) -> anyhow::Result<String> {
         anyhow::bail!("fio exited with {status}");
     }
     Ok(text)
-}
-
-fn find_fio() -> anyhow::Result<std::path::PathBuf> {
-    iolab_spawn::resolve("fio").ok_or_else(|| {
-        UsageError::new(
-            "--with-fio: no fio in PATH; install it (apt-get install fio) or drop --with-fio",
-        )
-        .into()
-    })
 }
 
 fn disks() -> Vec<iolab_sys::diskstats::DiskStat> {
