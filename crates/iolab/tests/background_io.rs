@@ -139,8 +139,8 @@ fn a_target_on_another_disk_leaves_the_loads_counts_whole() {
     b.env.down();
 }
 
-/// `--with-fio`: a job file iolab does not build (two files per job) loads
-/// the cell through the installed fio; fio's byte counts, as iolab stores
+/// `--with-fio`: a job file (two files per job) loads the cell through the
+/// installed fio; fio's byte counts, as iolab stores
 /// them, agree with the lab's own /proc/diskstats; and a fio job that ends
 /// mid-cell makes the starts after it invalid, with fio named as the cause.
 #[test]

@@ -7,7 +7,7 @@
 
 mod load_env;
 
-use load_env::{json, stderr, Env};
+use load_env::{fio_or_skip, json, stderr, Env};
 
 #[test]
 fn repeated_names_run_one_job_each_with_the_global_options_before_them() {
@@ -357,17 +357,6 @@ fn normal_output_is_fios_report_of_the_same_run() {
     assert!(normal.contains("io=4096KiB (4194kB)"), "{normal}");
 }
 
-/// fio is one of the packages `.ci/run` installs; without it the test says
-/// so and, in CI, fails.
-fn fio_or_skip(test: &str) -> bool {
-    let found = std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("fio").is_file()));
-    if !found {
-        iolab_testkit::skip(test, "needs fio in PATH (apt-get install fio)");
-    }
-    found
-}
-
 #[test]
 fn with_fio_runs_a_job_iolab_refuses_and_adds_its_checks() {
     if !fio_or_skip("with_fio_runs_a_job_iolab_refuses_and_adds_its_checks") {
@@ -375,12 +364,12 @@ fn with_fio_runs_a_job_iolab_refuses_and_adds_its_checks() {
     }
     let env = Env::new();
     let (f1, f2) = (env.dir().join("wf1"), env.dir().join("wf2"));
-    // Several files per job is something iolab does not build.
+    // Deduplicable buffers are something iolab does not build.
     let job = env.dir().join("two.fio");
     std::fs::write(
         &job,
         format!(
-            "[j]\nrw=write\nbs=64k\nsize=2m\nfilename={}:{}\nioengine=psync\nend_fsync=1\n",
+            "[j]\nrw=write\nbs=64k\nsize=2m\nfilename={}:{}\nioengine=psync\nend_fsync=1\ndedupe_percentage=50\n",
             f1.display(),
             f2.display()
         ),

@@ -97,10 +97,10 @@ impl Coordinator {
             .collect();
         for &i in &members {
             let pj = &self.plan.jobs[i];
-            if let (Some(dev), Some(name), Some(guard)) =
-                (&pj.scheduler_dev, &pj.job.ioscheduler, &self.guard)
-            {
-                guard.set_scheduler(dev, name)?;
+            if let (Some(name), Some(guard)) = (&pj.job.ioscheduler, &self.guard) {
+                for dev in &pj.scheduler_devs {
+                    guard.set_scheduler(dev, name)?;
+                }
             }
         }
         let gate = Arc::new(Gate::default());
@@ -120,7 +120,11 @@ impl Coordinator {
                     size: pj.size,
                     io_size: pj.io_size,
                     number: first_number + clone as usize + 1,
-                    target: pj.files.get(clone as usize).map(|t| t.path.clone()),
+                    targets: pj
+                        .clone_files(clone as usize)
+                        .iter()
+                        .map(|t| t.path.clone())
+                        .collect(),
                     ioprio: self.ioprio,
                     ctl: self.ctl.clone(),
                     shared: self.shared.clone(),

@@ -47,6 +47,12 @@ pub struct Extra {
     pub distribution: Distribution,
     /// `filename_format`: names of files iolab creates for the job.
     pub filename_format: Option<String>,
+    /// `filename=a:b:c`: every file of the job, when it names several.
+    pub filenames: Vec<std::path::PathBuf>,
+    /// `nrfiles`: files per clone (default 1).
+    pub nrfiles: u32,
+    /// `file_service_type`: which file each I/O goes to.
+    pub file_service: crate::file_set::FileService,
     /// `create_on_open`: create the file when the job opens it (no layout
     /// beforehand).
     pub create_on_open: bool,
@@ -173,6 +179,9 @@ impl Default for Extra {
             randseed: None,
             distribution: Distribution::Uniform,
             filename_format: None,
+            filenames: Vec::new(),
+            nrfiles: 1,
+            file_service: crate::file_set::FileService::RoundRobin(1),
             create_on_open: false,
             unlink: false,
             no_create: false,

@@ -33,15 +33,32 @@ pub struct IoFile {
     pub exists: bool,
 }
 
-/// Where clone `clone` of `job` does its I/O: `filename` (shared by all
-/// clones, relative to `directory` when both are set) or fio's
-/// `DIRECTORY/NAME.CLONE.0`.
-pub fn clone_path(job: &Job, clone: u32) -> PathBuf {
-    let dir = job.directory.clone().unwrap_or_else(|| PathBuf::from("."));
+/// Where clone `clone` of `job` does its I/O: `filename`'s files (shared
+/// by all clones, relative to `directory` when both are set) or fio's
+/// `DIRECTORY/NAME.CLONE.FILE` for each of its `nrfiles` (`filename_format`
+/// renames them).
+pub fn clone_paths(job: &Job, clone: u32) -> Vec<PathBuf> {
+    // Without `directory`, names stay as given (fio's iologs and reports
+    // say `a`, not `./a`).
+    let place = |f: &PathBuf| match &job.directory {
+        Some(d) if !f.is_absolute() => d.join(f),
+        _ => f.clone(),
+    };
+    if !job.x.filenames.is_empty() {
+        return job.x.filenames.iter().map(place).collect();
+    }
     match &job.filename {
-        Some(f) if f.is_absolute() => f.clone(),
-        Some(f) => dir.join(f),
-        None => dir.join(format!("{}.{clone}.0", job.name)),
+        Some(f) => vec![place(f)],
+        None => (0..job.nrfiles() as u32)
+            .map(|k| {
+                place(&PathBuf::from(crate::file_set::format_name(
+                    job.x.filename_format.as_deref(),
+                    &job.name,
+                    clone,
+                    k,
+                )))
+            })
+            .collect(),
     }
 }
 
@@ -223,13 +240,28 @@ mod tests {
     fn clone_paths_follow_fio() {
         let mut j = Job::new("reader");
         j.directory = Some("/mnt/lab".into());
-        assert_eq!(clone_path(&j, 3), PathBuf::from("/mnt/lab/reader.3.0"));
+        assert_eq!(clone_paths(&j, 3), [PathBuf::from("/mnt/lab/reader.3.0")]);
+        j.x.nrfiles = 2;
+        assert_eq!(
+            clone_paths(&j, 1),
+            [
+                PathBuf::from("/mnt/lab/reader.1.0"),
+                PathBuf::from("/mnt/lab/reader.1.1")
+            ]
+        );
+        j.x.filename_format = Some("f.$filenum".into());
+        assert_eq!(clone_paths(&j, 1)[1], PathBuf::from("/mnt/lab/f.1"));
         j.filename = Some("data".into());
-        assert_eq!(clone_path(&j, 3), PathBuf::from("/mnt/lab/data"));
+        assert_eq!(clone_paths(&j, 3), [PathBuf::from("/mnt/lab/data")]);
         j.filename = Some("/dev/loop7".into());
-        assert_eq!(clone_path(&j, 0), PathBuf::from("/dev/loop7"));
+        assert_eq!(clone_paths(&j, 0), [PathBuf::from("/dev/loop7")]);
+        j.x.filenames = vec!["a".into(), "/dev/b".into()];
+        assert_eq!(
+            clone_paths(&j, 0),
+            [PathBuf::from("/mnt/lab/a"), PathBuf::from("/dev/b")]
+        );
         let bare = Job::new("x");
-        assert_eq!(clone_path(&bare, 0), PathBuf::from("./x.0.0"));
+        assert_eq!(clone_paths(&bare, 0), [PathBuf::from("x.0.0")]);
     }
 
     #[test]

@@ -7,13 +7,14 @@
 //!
 //! How it relates to `iolab record`: `record` captures which file ranges a
 //! command brings into the page cache, as a prefetch list; an iolog is the
-//! exact I/O a fio job issued, replayed to reproduce a load. A replayed iolog goes onto one file per clone:
-//! the job's `filename` (or `replay_redirect`) when given, else the one
-//! file the log names.
+//! exact I/O a fio job issued, replayed to reproduce a load. A replayed
+//! iolog goes onto the files it names, in the order it names them, unless
+//! the job names its own (`filename`, or `replay_redirect`: every file's
+//! I/O onto that one, as fio).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::job::Dir;
@@ -23,10 +24,10 @@ use crate::job::Dir;
 pub enum Action {
     /// A read or write of `len` bytes at `offset`.
     Io(Dir, u64, u64),
-    /// fsync.
-    Sync,
-    /// fdatasync.
-    DataSync,
+    /// fsync of the file with this index.
+    Sync(usize),
+    /// fdatasync of the file with this index.
+    DataSync(usize),
 }
 
 /// A log to replay.
@@ -35,8 +36,11 @@ pub struct Replay {
     /// `(microseconds from the start, action)` in log order.
     #[serde(skip)]
     pub entries: Vec<(u64, Action)>,
-    /// The file the log's I/O goes to (`None` when it names none).
+    /// The first file the log names (`None` when it names none).
     pub file: Option<String>,
+    /// Every file it names, in order of appearance; an I/O's offset names
+    /// its file as in [`crate::file_set`].
+    pub files: Vec<String>,
     /// True when the log has reads / writes.
     pub reads: bool,
     /// See `reads`.
@@ -89,6 +93,13 @@ pub fn parse(text: &str, path: &Path) -> Result<Replay, String> {
             v.parse()
                 .map_err(|_| at(format!("{what} {v:?}: expected a number of bytes")))
         };
+        let k = match r.files.iter().position(|f| f == file) {
+            Some(k) => k,
+            None => {
+                r.files.push(file.to_string());
+                r.files.len() - 1
+            }
+        };
         let act = match action {
             "add" | "open" | "close" => None,
             "read" | "write" => {
@@ -102,10 +113,10 @@ pub fn parse(text: &str, path: &Path) -> Result<Replay, String> {
                 r.writes |= dir == Dir::Write;
                 r.extent = r.extent.max(off + len);
                 r.max_len = r.max_len.max(len);
-                Some(Action::Io(dir, off, len))
+                Some(Action::Io(dir, crate::file_set::virt(k, off), len))
             }
-            "sync" => Some(Action::Sync),
-            "datasync" => Some(Action::DataSync),
+            "sync" => Some(Action::Sync(k)),
+            "datasync" => Some(Action::DataSync(k)),
             "wait" if !v3 => {
                 clock += num("microseconds")?;
                 None
@@ -115,7 +126,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Replay, String> {
                 r.writes = true;
                 r.trims = true;
                 r.extent = r.extent.max(off.saturating_add(len));
-                Some(Action::Io(Dir::Trim, off, len))
+                Some(Action::Io(Dir::Trim, crate::file_set::virt(k, off), len))
             }
             a => {
                 return Err(at(format!(
@@ -124,14 +135,8 @@ pub fn parse(text: &str, path: &Path) -> Result<Replay, String> {
                 )))
             }
         };
-        match &r.file {
-            Some(f) if f != file => {
-                return Err(at(format!(
-                "a second file {file:?} (the first was {f:?}): a replay goes to one file per job"
-            )))
-            }
-            None => r.file = Some(file.to_string()),
-            _ => {}
+        if r.file.is_none() {
+            r.file = Some(file.to_string());
         }
         if let Some(a) = act {
             r.entries.push((clock, a));
@@ -183,45 +188,61 @@ impl Cursor {
 pub struct Writer {
     w: BufWriter<File>,
     start: Instant,
-    file: String,
+    files: Vec<String>,
 }
 
 impl Writer {
     /// Creates the log (fio appends; iolab starts it afresh so a rerun does
     /// not leave two headers in one file) and writes `add` and `open`.
-    pub fn create(path: &Path, file: &Path, start: Instant) -> Result<Writer, String> {
+    pub fn create(path: &Path, files: &[PathBuf], start: Instant) -> Result<Writer, String> {
         let f = File::create(path)
             .map_err(|e| format!("write_iolog={}: cannot create it: {e}", path.display()))?;
+        let mut files: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+        if files.is_empty() {
+            files.push("-".into());
+        }
         let mut w = Writer {
             w: BufWriter::new(f),
             start,
-            file: file.display().to_string(),
+            files,
         };
-        let res = writeln!(w.w, "fio version 3 iolog")
-            .and_then(|()| w.line(start, "add"))
-            .and_then(|()| w.line(start, "open"));
+        let mut res = writeln!(w.w, "fio version 3 iolog");
+        for k in 0..w.files.len() {
+            res = res
+                .and_then(|()| w.line(start, k, "add"))
+                .and_then(|()| w.line(start, k, "open"));
+        }
         res.map_err(|e| format!("write_iolog={}: {e}", path.display()))?;
         Ok(w)
     }
 
-    fn line(&mut self, now: Instant, what: &str) -> std::io::Result<()> {
+    fn line(&mut self, now: Instant, file: usize, what: &str) -> std::io::Result<()> {
         let us = now.saturating_duration_since(self.start).as_micros();
-        writeln!(self.w, "{us} {} {what}", self.file)
+        writeln!(self.w, "{us} {} {what}", self.files[file])
     }
 
-    /// An I/O issued at `now`.
+    /// An I/O issued at `now` (its offset names the file, see
+    /// [`crate::file_set`]).
     pub fn io(&mut self, now: Instant, dir: Dir, offset: u64, len: u64) -> std::io::Result<()> {
         let what = match dir {
             Dir::Read => "read",
             Dir::Write => "write",
             Dir::Trim => "trim",
         };
-        self.line(now, &format!("{what} {offset} {len}"))
+        let (k, off) = if self.files.len() == 1 {
+            (0, offset)
+        } else {
+            crate::file_set::split(offset)
+        };
+        let k = k.min(self.files.len() - 1);
+        self.line(now, k, &format!("{what} {off} {len}"))
     }
 
-    /// Writes `close` and flushes.
+    /// Writes `close` for every file and flushes.
     pub fn finish(mut self, now: Instant) -> std::io::Result<()> {
-        self.line(now, "close")?;
+        for k in 0..self.files.len() {
+            self.line(now, k, "close")?;
+        }
         self.w.flush()
     }
 }
@@ -249,10 +270,25 @@ mod tests {
         let v2 = "fio version 2 iolog\nf add\nf open\nf read 0 512\nf wait 1000 0\nf write 512 512\nf sync 0 0\nf close\n";
         let r = parse(v2, Path::new("x")).unwrap();
         assert_eq!(r.entries[1], (1000, Action::Io(Dir::Write, 512, 512)));
-        assert_eq!(r.entries[2], (1000, Action::Sync));
+        assert_eq!(r.entries[2], (1000, Action::Sync(0)));
+        // A log of several files: each file's I/O keeps its file.
+        let two = parse(
+            "fio version 3 iolog\n1 f read 0 4096\n2 g read 8192 4096\n3 g sync 0 0\n",
+            Path::new("x"),
+        )
+        .unwrap();
+        assert_eq!(two.files, ["f", "g"]);
+        assert_eq!(
+            two.entries[1],
+            (
+                2,
+                Action::Io(Dir::Read, crate::file_set::virt(1, 8192), 4096)
+            )
+        );
+        assert_eq!(two.entries[2], (3, Action::Sync(1)));
+        assert_eq!(two.extent, 12288);
         for bad in [
             "fio version 1 iolog\n",
-            "fio version 3 iolog\n1 f read 0 4096\n2 g read 0 4096\n",
             "fio version 3 iolog\nx f read 0 4096\n",
         ] {
             assert!(parse(bad, Path::new("x")).is_err(), "{bad}");
@@ -262,11 +298,11 @@ mod tests {
     #[test]
     fn a_cursor_keeps_the_logged_time_scaled() {
         let r = Replay {
-            entries: vec![(0, Action::Sync), (1_000_000, Action::DataSync)],
+            entries: vec![(0, Action::Sync(0)), (1_000_000, Action::DataSync(0))],
             ..Default::default()
         };
         let mut c = Cursor::new(false, 200);
-        assert_eq!(c.next(&r, Duration::ZERO), Some(Ok(Action::Sync)));
+        assert_eq!(c.next(&r, Duration::ZERO), Some(Ok(Action::Sync(0))));
         // At twice the rate, the second is due at 0.5 s.
         assert_eq!(
             c.next(&r, Duration::from_millis(100)),
@@ -274,11 +310,11 @@ mod tests {
         );
         assert_eq!(
             c.next(&r, Duration::from_millis(500)),
-            Some(Ok(Action::DataSync))
+            Some(Ok(Action::DataSync(0)))
         );
         assert_eq!(c.next(&r, Duration::from_secs(9)), None);
         let mut fast = Cursor::new(true, 100);
         fast.next(&r, Duration::ZERO);
-        assert_eq!(fast.next(&r, Duration::ZERO), Some(Ok(Action::DataSync)));
+        assert_eq!(fast.next(&r, Duration::ZERO), Some(Ok(Action::DataSync(0))));
     }
 }

@@ -160,6 +160,18 @@ impl Job {
         self.runtime.is_none() && (self.time_based || self.ioengine == IoEngine::CpuIo)
     }
 
+    /// Files per clone: the names `filename` lists, else `nrfiles` (one
+    /// when `filename` names one file).
+    pub fn nrfiles(&self) -> usize {
+        if !self.x.filenames.is_empty() {
+            self.x.filenames.len()
+        } else if self.filename.is_some() {
+            1
+        } else {
+            self.x.nrfiles.max(1) as usize
+        }
+    }
+
     /// Checks the combination of options; the error says what to change.
     pub fn validate(&self) -> Result<(), String> {
         if self.ioengine == IoEngine::CpuIo {
@@ -196,6 +208,21 @@ impl Job {
                 "cmdprio options with ioengine={}: per-I/O priorities are options of the libaio and io_uring engines (as in fio); use ioengine=libaio or io_uring, or prio/prioclass for the whole job",
                 e.as_str()
             ));
+        }
+        if self.nrfiles() > 1 {
+            let why = if e == IoEngine::Mmap {
+                Some("ioengine=mmap maps one file per clone; use psync or a queueing engine")
+            } else if x.strided.is_some() {
+                Some("zonemode=strided walks one file's zones")
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(format!(
+                    "{} files per clone: {why} (iolab load --with-fio runs the job with the installed fio)",
+                    self.nrfiles()
+                ));
+            }
         }
         if e == IoEngine::Mmap && self.direct {
             return Err("ioengine=mmap with direct=1: a mapping always goes through the page cache; use direct=0".into());
@@ -519,5 +546,19 @@ mod tests {
         let mut s = Job::new("s");
         s.size = Some(100);
         assert!(s.validate().unwrap_err().contains("smaller than bs"));
+    }
+
+    #[test]
+    fn several_files_refuse_what_walks_one_file() {
+        let mut j = Job::new("m");
+        j.x.nrfiles = 3;
+        assert!(j.validate().is_ok());
+        j.ioengine = IoEngine::Mmap;
+        let e = j.validate().unwrap_err();
+        assert!(e.contains("3 files per clone") && e.contains("mmap"), "{e}");
+        j.ioengine = IoEngine::Psync;
+        j.filename = Some("one".into());
+        assert_eq!(j.nrfiles(), 1);
+        assert!(j.validate().is_ok());
     }
 }

@@ -68,13 +68,10 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
         "name" => job.name = need()?.to_string(),
         "description" => job.description = Some(need()?.to_string()),
         "filename" => {
-            let v = need()?;
-            if v.contains(':') {
-                return Err(format!(
-                    "filename={v:?}: several files per job (':') are not supported; use one file per job or numjobs (iolab load --with-fio runs the job with the installed fio)"
-                ));
-            }
-            job.filename = Some(PathBuf::from(v));
+            // fio's list of files (`a:b:c`, a backslash before a colon keeps it in the name).
+            let names = crate::file_set::split_names(need()?);
+            job.filename = names.first().cloned();
+            job.x.filenames = if names.len() > 1 { names } else { Vec::new() };
         }
         "directory" => {
             let v = need()?;

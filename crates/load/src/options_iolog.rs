@@ -45,11 +45,19 @@ fn apply_known(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), Stri
             let r = crate::iolog::parse(&text, Path::new(v))?;
             // The log's file unless the job names its own (fio's
             // replay_redirect); its extent unless the job sets a size.
+            // Several files: the job gets them all, and a size that
+            // gives each the log's extent (size counts all of a clone's
+            // files).
+            let mut files = 1;
             if job.filename.is_none() {
                 job.filename = r.file.as_ref().map(PathBuf::from);
+                if r.files.len() > 1 {
+                    job.x.filenames = r.files.iter().map(PathBuf::from).collect();
+                    files = r.files.len() as u64;
+                }
             }
             if job.size.is_none() && r.extent > 0 {
-                job.size = Some(r.extent);
+                job.size = Some(r.extent * files);
             }
             job.x.read_iolog = Some(Arc::new(r));
         }

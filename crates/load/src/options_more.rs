@@ -390,17 +390,11 @@ fn apply_known(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), Stri
             let d = Distribution::parse(need(key, value)?, sz)?;
             x.distribution = d;
         }
-        "nrfiles" | "nr_files" => {
-            let n = count(key, need(key, value)?, 1)?;
-            if n > 1 {
-                return Err(format!(
-                    "{key}={n}: several files per clone are not supported; use numjobs={n} (one file per clone) instead"
-                ));
-            }
-        }
-        "openfiles" | "file_service_type" => {
+        "nrfiles" | "nr_files" => x.nrfiles = count(key, need(key, value)?, 1)?,
+        "file_service_type" => x.file_service = crate::file_set::FileService::parse(need(key, value)?)?,
+        "openfiles" => {
             need(key, value)?;
-            note(job, format!("job {}: {key}: each clone has one file, so there is nothing to choose between", job.name));
+            note(job, format!("job {}: openfiles: iolab keeps every file of a clone open for the whole job", job.name));
         }
         "filename_format" => x.filename_format = Some(need(key, value)?.to_string()),
         "create_on_open" => x.create_on_open = boolean(key, value)?,

@@ -28,14 +28,30 @@ pub struct PlannedJob {
     pub job: Arc<Job>,
     /// Its stonewall group, from 0.
     pub group: usize,
-    /// Bytes of each clone's region (0 for cpuio).
+    /// Bytes of each clone's region in each of its files (0 for cpuio).
     pub size: u64,
-    /// Bytes per pass (`io_size`; default the region).
+    /// Bytes per pass over all of a clone's files (`io_size`; default the
+    /// regions).
     pub io_size: u64,
-    /// One target per clone (empty for cpuio).
+    /// The clones' targets, `nrfiles` per clone in clone order (empty for
+    /// cpuio).
     pub files: Vec<IoFile>,
-    /// The device whose scheduler `ioscheduler` switches.
-    pub scheduler_dev: Option<BlockDev>,
+    /// The devices whose scheduler `ioscheduler` switches (each device
+    /// holding one of the job's files, once).
+    pub scheduler_devs: Vec<BlockDev>,
+}
+
+impl PlannedJob {
+    /// Files per clone.
+    pub fn nrfiles(&self) -> usize {
+        self.job.nrfiles()
+    }
+
+    /// Clone `c`'s files.
+    pub fn clone_files(&self, c: usize) -> &[IoFile] {
+        let n = self.nrfiles();
+        self.files.get(c * n..(c + 1) * n).unwrap_or(&[])
+    }
 }
 
 /// A file to write before the load starts.
@@ -86,19 +102,20 @@ pub fn plan(jobs: &[Job], force: bool) -> Result<Plan, LoadError> {
         let mut files = Vec::new();
         if !matches!(job.ioengine, IoEngine::CpuIo | IoEngine::Null) {
             for clone in 0..job.numjobs {
-                let path = io_file::clone_path(job, clone);
-                let t = match seen.get(&path) {
-                    Some(t) => t.clone(),
-                    None => {
-                        let t = io_file::inspect(&path)?;
-                        seen.insert(path, t.clone());
-                        t
+                for path in io_file::clone_paths(job, clone) {
+                    let t = match seen.get(&path) {
+                        Some(t) => t.clone(),
+                        None => {
+                            let t = io_file::inspect(&path)?;
+                            seen.insert(path, t.clone());
+                            t
+                        }
+                    };
+                    if job.writes() {
+                        io_file::check_write_allowed(&t, force)?;
                     }
-                };
-                if job.writes() {
-                    io_file::check_write_allowed(&t, force)?;
+                    files.push(t);
                 }
-                files.push(t);
             }
         }
         warn_about(job, &mut out.warnings);
@@ -108,15 +125,17 @@ pub fn plan(jobs: &[Job], force: bool) -> Result<Plan, LoadError> {
             size: 0,
             io_size: 0,
             files,
-            scheduler_dev: None,
+            scheduler_devs: Vec::new(),
         });
     }
     auto_sizes(&mut out.jobs)?;
     for pj in &mut out.jobs {
         pj.size = job_size(pj)?;
+        // fio's size and io_size count all of a clone's files.
+        let all = pj.size * pj.nrfiles() as u64;
         pj.io_size = pj.job.x.io_size.unwrap_or(match pj.job.x.filesize {
-            Some(_) => pj.job.size.unwrap_or(pj.size),
-            None => pj.size,
+            Some(_) => pj.job.size.unwrap_or(all),
+            None => all,
         });
         check_device(pj)?;
     }
@@ -225,13 +244,15 @@ fn job_size(pj: &PlannedJob) -> Result<u64, LoadError> {
         let span = (hi - lo) / job.bs.max(1);
         return Ok(lo + if span > 0 { h % (span + 1) * job.bs } else { 0 });
     }
+    let nf = pj.nrfiles() as u64;
     if job.x.fill_device && job.size.is_none() {
         if let Some(t) = pj.files.first().filter(|t| t.kind == IoFileKind::File) {
             let free = io_file::free_bytes(&io_file::parent_dir(&t.path))? + t.existing;
-            return Ok(free / job.bs.max(1) * job.bs.max(1));
+            return Ok(free / nf / job.bs.max(1) * job.bs.max(1));
         }
     }
-    let mut size = job.size;
+    // `size` is the clone's total, shared by its files as in fio.
+    let mut size = job.size.map(|s| s / nf);
     for t in &pj.files {
         if t.kind == IoFileKind::BlockDevice {
             match size {
@@ -268,48 +289,52 @@ fn job_size(pj: &PlannedJob) -> Result<u64, LoadError> {
     Ok(size)
 }
 
-/// Scheduler availability and direct-I/O alignment, checked against the
-/// device that holds the job's file.
+/// Scheduler availability and direct-I/O alignment, checked against each
+/// device that holds one of the job's files.
 fn check_device(pj: &mut PlannedJob) -> Result<(), LoadError> {
-    let job = &pj.job;
-    let Some(first) = pj.files.first() else {
-        return Ok(());
-    };
-    let dev = io_file::holding_device(&first.path);
-    if job.direct {
-        if let Some(lbs) = dev
-            .as_ref()
-            .and_then(|d| d.queue_attr("logical_block_size").ok())
-            .and_then(|s| s.parse::<u64>().ok())
-        {
-            if job.bs % lbs != 0 {
-                return Err(LoadError::usage(format!(
-                    "job {}: direct=1 needs bs to be a multiple of the device's logical block size {lbs}, got {}",
-                    job.name, job.bs
-                )));
+    let job = pj.job.clone();
+    let mut seen: Vec<Option<BlockDev>> = Vec::new();
+    for t in &pj.files {
+        let dev = io_file::holding_device(&t.path);
+        if seen.contains(&dev) {
+            continue;
+        }
+        seen.push(dev.clone());
+        if job.direct {
+            if let Some(lbs) = dev
+                .as_ref()
+                .and_then(|d| d.queue_attr("logical_block_size").ok())
+                .and_then(|s| s.parse::<u64>().ok())
+            {
+                if job.bs % lbs != 0 {
+                    return Err(LoadError::usage(format!(
+                        "job {}: direct=1 needs bs to be a multiple of the device's logical block size {lbs}, got {}",
+                        job.name, job.bs
+                    )));
+                }
             }
         }
-    }
-    if let Some(sched) = &job.ioscheduler {
-        let dev = dev.ok_or_else(|| {
-            LoadError::usage(format!(
-                "job {}: ioscheduler={sched}: {} is not on a block device (tmpfs?), so it has no I/O scheduler",
-                job.name,
-                first.path.display()
-            ))
-        })?;
-        let offered = dev
-            .schedulers()
-            .map_err(|e| LoadError::usage(e.to_string()))?;
-        if !offered.available.iter().any(|a| a == sched) {
-            return Err(LoadError::usage(format!(
-                "job {}: ioscheduler={sched} is not offered by {}: available are {}",
-                job.name,
-                dev.name,
-                offered.available.join(", ")
-            )));
+        if let Some(sched) = &job.ioscheduler {
+            let dev = dev.ok_or_else(|| {
+                LoadError::usage(format!(
+                    "job {}: ioscheduler={sched}: {} is not on a block device (tmpfs?), so it has no I/O scheduler",
+                    job.name,
+                    t.path.display()
+                ))
+            })?;
+            let offered = dev
+                .schedulers()
+                .map_err(|e| LoadError::usage(e.to_string()))?;
+            if !offered.available.iter().any(|a| a == sched) {
+                return Err(LoadError::usage(format!(
+                    "job {}: ioscheduler={sched} is not offered by {}: available are {}",
+                    job.name,
+                    dev.name,
+                    offered.available.join(", ")
+                )));
+            }
+            pj.scheduler_devs.push(dev);
         }
-        pj.scheduler_dev = Some(dev);
     }
     Ok(())
 }
@@ -319,11 +344,11 @@ fn check_device(pj: &mut PlannedJob) -> Result<(), LoadError> {
 fn layout_items(jobs: &[PlannedJob]) -> Vec<LayoutItem> {
     let mut items: Vec<LayoutItem> = Vec::new();
     for pj in jobs.iter().filter(|pj| pj.job.reads()) {
-        for (c, t) in pj.files.iter().enumerate() {
+        for (i, t) in pj.files.iter().enumerate() {
             if t.kind != IoFileKind::File {
                 continue;
             }
-            let end = region_end(pj, c);
+            let end = region_end(pj, i / pj.nrfiles());
             if t.existing >= end {
                 continue;
             }
@@ -356,12 +381,12 @@ fn check_free_space(jobs: &[PlannedJob]) -> Result<(), LoadError> {
             // Filling the filesystem is the point; a full disk ends it.
             continue;
         }
-        for (c, t) in pj.files.iter().enumerate() {
+        for (i, t) in pj.files.iter().enumerate() {
             if t.kind != IoFileKind::File {
                 continue;
             }
             let e = need.entry(t.path.clone()).or_insert((t.existing, 0));
-            e.1 = e.1.max(region_end(pj, c));
+            e.1 = e.1.max(region_end(pj, i / pj.nrfiles()));
         }
     }
     let mut per_fs: BTreeMap<u64, (PathBuf, u64, usize)> = BTreeMap::new();

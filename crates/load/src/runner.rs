@@ -99,7 +99,7 @@ pub struct EndedClone {
 pub fn start(jobs: Vec<Job>, opts: StartOptions) -> Result<RunningLoad, LoadError> {
     let plan = plan::plan(&jobs, opts.force)?;
     if opts.guard.is_none() {
-        if let Some(pj) = plan.jobs.iter().find(|j| j.scheduler_dev.is_some()) {
+        if let Some(pj) = plan.jobs.iter().find(|j| !j.scheduler_devs.is_empty()) {
             return Err(LoadError::usage(format!(
                 "job {} sets ioscheduler, which changes system state: run iolab as root",
                 pj.job.name
@@ -326,7 +326,7 @@ fn extent(plan: &Plan) -> Extent {
     Extent::Bytes(
         plan.jobs
             .iter()
-            .map(|j| j.size * u64::from(j.job.loops) * u64::from(j.job.numjobs))
+            .map(|j| j.io_size * u64::from(j.job.loops) * u64::from(j.job.numjobs))
             .sum(),
     )
 }

@@ -18,10 +18,11 @@ use rand::SeedableRng;
 use crate::cpu::CpuUse;
 use crate::engine::{self, Engine};
 use crate::extra::BufferFill;
+use crate::file_set::{FilePatterns, Files};
 use crate::fiolog::CloneLogs;
 use crate::job::{Dir, IoEngine, Job};
 use crate::live::{Control, Gate, LiveCounters};
-use crate::pattern::{Next, Pattern, Shape};
+use crate::pattern::{Next, Shape};
 use crate::rate::Pacer;
 use crate::shared::{JobShared, Shared};
 use crate::stats::DirAcc;
@@ -43,8 +44,8 @@ pub struct CloneSpec {
     pub io_size: u64,
     /// The clone's number across the load, from 1 (names fio's logs).
     pub number: usize,
-    /// The file or device (None for cpuio).
-    pub target: Option<PathBuf>,
+    /// The files or devices (`nrfiles` of them; none for cpuio).
+    pub targets: Vec<PathBuf>,
     /// I/O priority for this thread.
     pub ioprio: Option<IoPrio>,
     /// Load-wide stop.
@@ -132,10 +133,8 @@ pub fn run_clone(spec: CloneSpec) -> CloneResult {
         spec.ctl.stop.store(true, Ordering::Relaxed);
     }
     if spec.job.x.unlink && ended >= me.numjobs {
-        if let Some(p) = &spec.target {
-            if !p.starts_with("/dev") {
-                let _ = std::fs::remove_file(p);
-            }
+        for p in spec.targets.iter().filter(|p| !p.starts_with("/dev")) {
+            let _ = std::fs::remove_file(p);
         }
     }
     result
@@ -188,18 +187,20 @@ fn run_clone_inner(spec: &CloneSpec) -> CloneResult {
         (e, Some(f)) => engine::run(e, &mut run, f),
         _ => {}
     }
-    if let Some(f) = &file {
+    if let Some(files) = &file {
         if run.failure.is_none() {
-            run.verify_all(f);
+            run.verify_all(files);
         }
         if spec.job.end_fsync && run.failure.is_none() && !spec.ctl.stopping() {
-            if let Err(e) = f.sync_all() {
-                run.failure = Some(Failure {
-                    errno: e.raw_os_error().unwrap_or(0),
-                    message: format!("job {}: end_fsync failed: {e}", spec.job.name),
-                });
+            for f in files.all() {
+                if let Err(e) = f.sync_all() {
+                    run.failure.get_or_insert(Failure {
+                        errno: e.raw_os_error().unwrap_or(0),
+                        message: format!("job {}: end_fsync failed: {e}", spec.job.name),
+                    });
+                }
+                run.syncs += 1;
             }
-            run.syncs += 1;
         }
     }
     run.finish(&mut result);
@@ -236,7 +237,7 @@ fn wait_to_start(spec: &CloneSpec) -> bool {
     }
 }
 
-fn setup(spec: &CloneSpec) -> Result<(Option<File>, Engine), String> {
+fn setup(spec: &CloneSpec) -> Result<(Option<Files>, Engine), String> {
     let job = &spec.job;
     if let Some(p) = job.x.prio.or(spec.ioprio) {
         p.set_for(0).map_err(|e| {
@@ -248,30 +249,36 @@ fn setup(spec: &CloneSpec) -> Result<(Option<File>, Engine), String> {
             format!("cannot set I/O priority {p}: {e}{hint}")
         })?;
     }
-    let Some(path) = &spec.target else {
+    let Some(path) = spec.targets.first() else {
         if job.ioengine == IoEngine::Null {
             // The null engine moves nothing; /dev/null stands in for the
             // file the loop's bookkeeping expects.
             let f = File::open("/dev/null").map_err(|e| format!("cannot open /dev/null: {e}"))?;
-            let eng = engine::setup(job, &f, 0, spec.size, seed_for(spec))?;
-            return Ok((Some(f), eng));
+            let files = Files::new(vec![f], vec![PathBuf::from("/dev/null")]);
+            let eng = engine::setup(job, &files, 0, spec.size, seed_for(spec))?;
+            return Ok((Some(files), eng));
         }
         return Ok((None, Engine::Cpu));
     };
-    let file = open(job, path)?;
-    if job.invalidate {
-        drop_cache(&file);
+    let mut opened = Vec::with_capacity(spec.targets.len());
+    for p in &spec.targets {
+        let file = open(job, p)?;
+        if job.invalidate {
+            drop_cache(&file);
+        }
+        opened.push(file);
     }
+    let files = Files::new(opened, spec.targets.clone());
     let seed = seed_for(spec);
     let base = job.x.offset + job.x.offset_increment * u64::from(spec.clone);
-    let eng = engine::setup(job, &file, base, spec.size, seed).map_err(|e| {
+    let eng = engine::setup(job, &files, base, spec.size, seed).map_err(|e| {
         format!(
             "{} engine on {}: {e}",
             job.ioengine.as_str(),
             path.display()
         )
     })?;
-    Ok((Some(file), eng))
+    Ok((Some(files), eng))
 }
 
 fn open(job: &Job, path: &Path) -> Result<File, String> {
@@ -367,7 +374,9 @@ pub struct Run<'a> {
     me: &'a JobShared,
     /// The job.
     pub job: &'a Job,
-    pattern: Pattern,
+    pattern: FilePatterns,
+    /// Files per clone (offsets name the file when more than one).
+    nf: usize,
     pacer: Option<Pacer>,
     /// The clock.
     pub time: Timeline,
@@ -459,7 +468,8 @@ impl<'a> Run<'a> {
             rwmixread: job.rwmixread,
             sizes: job.sizes.clone(),
             size: size.max(job.sizes.min()),
-            io_size: io_size.max(job.sizes.min()),
+            // Each file's share of the pass (fio's io_size counts them all).
+            io_size: (io_size / spec.targets.len().max(1) as u64).max(job.sizes.min()),
             seq_add: job.x.seq_add,
             rand_every: job.x.rand_every,
             identical: job.x.identical,
@@ -509,7 +519,8 @@ impl<'a> Run<'a> {
             spec,
             me: &spec.shared.jobs[spec.job_idx],
             job,
-            pattern: Pattern::shaped(&shape, seed),
+            pattern: FilePatterns::new(&shape, spec.targets.len(), seed, job.x.file_service),
+            nf: spec.targets.len().max(1),
             pacer: Pacer::for_job(job, seed),
             time: Timeline::new(job, go),
             dirs: [
@@ -553,19 +564,48 @@ impl<'a> Run<'a> {
                 )
             }),
             iolog: match &job.x.write_iolog {
-                Some(p) => Some(crate::iolog::Writer::create(
-                    p,
-                    spec.target.as_deref().unwrap_or(Path::new("-")),
-                    go,
-                )?),
+                Some(p) => Some(crate::iolog::Writer::create(p, &spec.targets, go)?),
                 None => None,
             },
         })
     }
 
-    /// The target path, for messages.
+    /// The (first) target path, for messages.
     pub fn path(&self) -> &Path {
-        self.spec.target.as_deref().unwrap_or(Path::new("-"))
+        self.spec
+            .targets
+            .first()
+            .map_or(Path::new("-"), PathBuf::as_path)
+    }
+
+    /// The offset in its file of an I/O's offset (the same with one file).
+    #[inline]
+    pub fn real(&self, v: u64) -> u64 {
+        if self.nf == 1 {
+            v
+        } else {
+            crate::file_set::split(v).1
+        }
+    }
+
+    /// The file an I/O's offset names and the offset in it.
+    pub fn locate(&self, v: u64) -> (&Path, u64) {
+        if self.nf == 1 {
+            return (self.path(), v);
+        }
+        let (k, off) = crate::file_set::split(v);
+        let p = self
+            .spec
+            .targets
+            .get(k)
+            .map_or(Path::new("-"), PathBuf::as_path);
+        (p, off)
+    }
+
+    /// A failed I/O at offset `v`, naming its file and offset.
+    pub fn io_failure(&self, err: &std::io::Error, dir: Dir, v: u64) -> Failure {
+        let (path, off) = self.locate(v);
+        Failure::io(self.job, err, dir, path, off)
     }
 
     /// True when I/O latencies are measured (not `gtod_reduce`).
@@ -586,7 +626,7 @@ impl<'a> Run<'a> {
     /// The next I/O to issue, or `None` when the clone is done. Sleeps for
     /// rate limits and think time; starts new passes (dropping the cache
     /// if asked).
-    pub fn next(&mut self, file: &File) -> Option<(Dir, u64, u64)> {
+    pub fn next(&mut self, file: &Files) -> Option<(Dir, u64, u64)> {
         loop {
             match self.step(file) {
                 Step::Io(dir, offset, len) => return Some((dir, offset, len)),
@@ -604,7 +644,7 @@ impl<'a> Run<'a> {
     /// when the rate limit (or flow control, or think time) says the next
     /// I/O is not due yet, so a queueing engine can reap completions
     /// meanwhile; the I/O is kept for the next call.
-    pub fn step(&mut self, file: &File) -> Step {
+    pub fn step(&mut self, file: &Files) -> Step {
         loop {
             if self.stopped() {
                 return Step::Done;
@@ -651,10 +691,19 @@ impl<'a> Run<'a> {
                             if self.loops_left == 0 {
                                 return Step::Done;
                             }
+                            // fio verifies what each loop wrote before the
+                            // next (backend.c: do_verify inside the loop of
+                            // thread_main), so loops=4 reads back 4 times.
+                            if self.verify.as_ref().is_some_and(|v| !v.written.is_empty()) {
+                                self.verify_written(file);
+                                if self.failure.is_some() {
+                                    return Step::Done;
+                                }
+                            }
                         }
                         self.pattern.new_pass();
                         if self.job.invalidate {
-                            drop_cache(file);
+                            file.all().iter().for_each(drop_cache);
                         }
                         continue;
                     }
@@ -719,7 +768,7 @@ impl<'a> Run<'a> {
 
     /// The next step of a replayed log; `None` after a sync it did itself.
     #[cold]
-    fn replay_step(&mut self, file: &File) -> Option<Step> {
+    fn replay_step(&mut self, files: &Files) -> Option<Step> {
         use crate::iolog::Action;
         let (log, cursor) = self.replay.as_mut()?;
         let since = Instant::now().saturating_duration_since(self.time.go);
@@ -730,14 +779,20 @@ impl<'a> Run<'a> {
         };
         let r = match action {
             Action::Io(dir, offset, len) => {
+                // One file takes every file's I/O (replay_redirect).
+                let offset = if self.nf == 1 {
+                    crate::file_set::split(offset).1
+                } else {
+                    offset
+                };
                 self.issued += 1;
                 if self.iolog.is_some() {
                     self.log_issue(dir, offset, len);
                 }
                 return Some(Step::Io(dir, offset, len));
             }
-            Action::Sync => file.sync_all(),
-            Action::DataSync => file.sync_data(),
+            Action::Sync(k) => files.at(crate::file_set::virt(k, 0)).0.sync_all(),
+            Action::DataSync(k) => files.at(crate::file_set::virt(k, 0)).0.sync_data(),
         };
         self.syncs += 1;
         if let Err(e) = r {
@@ -798,8 +853,9 @@ impl<'a> Run<'a> {
         if self.job.x.refill_buffers || self.job.x.buffer != BufferFill::Random {
             crate::buffer::fill(buf, &self.job.x.buffer, &mut self.rng);
         }
+        let real = self.real(offset);
         if let Some(v) = &self.verify {
-            v.opts.stamp(buf, offset);
+            v.opts.stamp(buf, real);
         }
     }
 
@@ -819,7 +875,8 @@ impl<'a> Run<'a> {
 
     /// Checks a block read at `offset` (read jobs with `verify`).
     pub fn check_read(&mut self, buf: &[u8], offset: u64) {
-        let path = self.spec.target.as_deref().unwrap_or(Path::new("-"));
+        let (path, real) = self.locate(offset);
+        let path = path.to_path_buf();
         let Some(v) = &mut self.verify else { return };
         if let Some(l) = &v.loaded {
             // Only what the saved state says was written is checked.
@@ -831,8 +888,8 @@ impl<'a> Run<'a> {
             }
         }
         v.checked += 1;
-        if let Err(why) = v.opts.check(buf, offset) {
-            record_bad(v, path, buf, offset, why);
+        if let Err(why) = v.opts.check(buf, real) {
+            record_bad(v, &path, buf, real, why);
             if v.opts.fatal {
                 let f = verify_failure(self.job, v);
                 self.fail(f);
@@ -958,8 +1015,9 @@ impl<'a> Run<'a> {
             return;
         }
         let lat_ns = lat.as_nanos() as u64;
+        let real = self.real(offset);
         if let Some(l) = &mut self.logs {
-            l.record(d, lat_ns, issue, bytes, offset, now);
+            l.record(d, lat_ns, issue, bytes, real, now);
         }
         if self.steady.is_some() {
             shared.ss[0].fetch_add(1, Ordering::Relaxed);
@@ -1026,7 +1084,7 @@ impl<'a> Run<'a> {
 
     /// Counts a completed write, remembers it for verify, and syncs when
     /// `fsync`/`fdatasync`/`sync_file_range` ask.
-    pub fn after_write_at(&mut self, file: &File, offset: u64, len: u64) {
+    pub fn after_write_at(&mut self, files: &Files, offset: u64, len: u64) {
         self.writes += 1;
         if offset != u64::MAX {
             if let Some(v) = &mut self.verify {
@@ -1037,7 +1095,7 @@ impl<'a> Run<'a> {
                     remember(&mut v.written, offset, len);
                     v.since_check += 1;
                     if v.opts.backlog > 0 && v.since_check >= v.opts.backlog {
-                        self.verify_written(file);
+                        self.verify_written(files);
                     }
                 }
             }
@@ -1062,6 +1120,8 @@ impl<'a> Run<'a> {
         };
         self.syncs += 1;
         let flags = self.job.x.sync_file_range.map_or(0, |(f, _)| f);
+        // fio syncs the file the write went to.
+        let file = files.at(if offset == u64::MAX { 0 } else { offset }).0;
         let t0 = Instant::now();
         // The null engine completes a sync at once, as fio's does: there
         // is no file to sync, but the sync is counted and timed.
@@ -1080,15 +1140,17 @@ impl<'a> Run<'a> {
                 message: format!(
                     "job {}: fsync of {} failed: {e}",
                     self.job.name,
-                    self.path().display()
+                    self.locate(if offset == u64::MAX { 0 } else { offset })
+                        .0
+                        .display()
                 ),
             });
         }
     }
 
     /// Reads back and checks every block written since the last check.
-    fn verify_written(&mut self, file: &File) {
-        let path = self.path().to_path_buf();
+    fn verify_written(&mut self, files: &Files) {
+        let nf = self.nf;
         let Some(v) = &mut self.verify else { return };
         v.since_check = 0;
         let blocks = std::mem::take(&mut v.written);
@@ -1096,20 +1158,26 @@ impl<'a> Run<'a> {
         // The read-backs are reads of the job, counted as fio counts them
         // (t0005: a 100 MiB write job with verify reads 100 MiB).
         let mut done = Vec::with_capacity(blocks.len());
-        for (off, len) in blocks {
+        for (voff, len) in blocks {
             let b = &mut buf.as_mut_slice()[..len as usize];
+            let (file, off) = files.at(voff);
+            let (path, off) = if nf == 1 {
+                (files.path_at(0).0, off)
+            } else {
+                files.path_at(voff)
+            };
             let t0 = Instant::now();
             let read = rustix::io::pread(file.as_fd(), &mut *b, off);
             let now = Instant::now();
             if let Ok(n) = &read {
-                done.push((*n as u64, now - t0, now, off));
+                done.push((*n as u64, now - t0, now, voff));
             }
             match read {
                 Ok(n) if n as u64 == len => {}
                 Ok(n) => {
                     record_bad(
                         v,
-                        &path,
+                        path,
                         &b[..n],
                         off,
                         format!("verify: short read of {n} of {len} bytes at offset {off}"),
@@ -1119,7 +1187,7 @@ impl<'a> Run<'a> {
                 Err(e) => {
                     record_bad(
                         v,
-                        &path,
+                        path,
                         &[],
                         off,
                         format!("verify: reading back offset {off} failed: {e}"),
@@ -1129,7 +1197,7 @@ impl<'a> Run<'a> {
             }
             v.checked += 1;
             if let Err(why) = v.opts.check(b, off) {
-                record_bad(v, &path, b, off, why);
+                record_bad(v, path, b, off, why);
                 if v.opts.fatal {
                     break;
                 }
@@ -1146,7 +1214,7 @@ impl<'a> Run<'a> {
     }
 
     /// The verify pass at the end of the job (`do_verify`).
-    fn verify_all(&mut self, file: &File) {
+    fn verify_all(&mut self, file: &Files) {
         if self.verify.is_none() || self.spec.ctl.stopping() {
             return;
         }
@@ -1230,7 +1298,8 @@ fn remember(map: &mut std::collections::BTreeMap<u64, u64>, off: u64, len: u64) 
 fn record_bad(v: &mut VerifyState, path: &Path, buf: &[u8], off: u64, why: String) {
     v.bad += 1;
     if v.first_bad.is_none() {
-        let mut msg = why;
+        // Which file: a clone may have several.
+        let mut msg = format!("{}: {why}", path.display());
         if v.opts.dump && !buf.is_empty() {
             let name = format!(
                 "{}.{off}.received",

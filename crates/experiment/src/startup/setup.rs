@@ -87,11 +87,13 @@ pub(super) fn fit_in_place(
         .filter(|w| *w != "idle" && !under_fio(cfg, w))
     {
         for job in iolab_load::jobs_from_spec(w, &opts)? {
-            let size = job.size.unwrap_or(0);
+            // fio's size counts all of a clone's files.
+            let size = job.size.unwrap_or(0) / job.nrfiles() as u64;
             for clone in 0..job.numjobs {
-                let path = iolab_load::clone_path(&job, clone);
-                if !files.iter().any(|(p, _)| *p == path) {
-                    files.push((path, size));
+                for path in iolab_load::clone_paths(&job, clone) {
+                    if !files.iter().any(|(p, _)| *p == path) {
+                        files.push((path, size));
+                    }
                 }
             }
         }

@@ -8,7 +8,7 @@ use std::os::fd::AsFd;
 use std::time::Duration;
 
 use iolab_guard::Guard;
-use iolab_load::{clone_path, run_to_completion, Job, LoadError, LoadReport, StartOptions};
+use iolab_load::{clone_paths, run_to_completion, Job, LoadError, LoadReport, StartOptions};
 use iolab_sys::SysError;
 
 use super::config::SweepConfig;
@@ -131,10 +131,11 @@ fn measure(
 /// the filesystem's size updates instead of the scheduler.
 fn preallocate(job: &Job, bytes: u64) -> Result<(), ExperimentError> {
     for clone in 0..job.numjobs {
-        let path = clone_path(job, clone);
-        let f = std::fs::File::create(&path).map_err(|e| SysError::io(&path, e))?;
-        rustix::fs::fallocate(f.as_fd(), rustix::fs::FallocateFlags::empty(), 0, bytes)
-            .map_err(|e| SysError::io(&path, e.into()))?;
+        for path in clone_paths(job, clone) {
+            let f = std::fs::File::create(&path).map_err(|e| SysError::io(&path, e))?;
+            rustix::fs::fallocate(f.as_fd(), rustix::fs::FallocateFlags::empty(), 0, bytes)
+                .map_err(|e| SysError::io(&path, e.into()))?;
+        }
     }
     Ok(())
 }

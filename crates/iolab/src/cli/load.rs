@@ -604,12 +604,13 @@ fn render(
     Ok(text)
 }
 
-/// What each job reads or writes (a file, its directory, or a device).
+/// What each job reads or writes (its files or devices, or the directory
+/// its files will be created in).
 fn job_paths(jobs: &[iolab_load::Job]) -> Vec<std::path::PathBuf> {
     jobs.iter()
-        .map(|j| {
-            let dir = j.directory.clone().unwrap_or_else(|| ".".into());
-            j.filename.as_ref().map_or(dir.clone(), |f| dir.join(f))
+        .flat_map(|j| match &j.filename {
+            Some(_) => iolab_load::clone_paths(j, 0),
+            None => vec![j.directory.clone().unwrap_or_else(|| ".".into())],
         })
         .collect()
 }

@@ -59,6 +59,17 @@ pub fn root_or_skip(test: &str) -> bool {
     false
 }
 
+/// fio is one of the packages `.ci/run` installs; without it the test says
+/// so and, in CI, fails.
+pub fn fio_or_skip(test: &str) -> bool {
+    let found = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("fio").is_file()));
+    if !found {
+        iolab_testkit::skip(test, "needs fio in PATH (apt-get install fio)");
+    }
+    found
+}
+
 pub fn json(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(

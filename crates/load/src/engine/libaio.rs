@@ -8,13 +8,12 @@
 //! when the loop polls for completions without waiting (fio does the
 //! same, and only then).
 
-use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{fence, Ordering};
 use std::time::Duration;
 
 use crate::buffer::AlignedBuf;
 use crate::engine::queue::Queue;
+use crate::file_set::Target;
 use crate::job::Dir;
 
 const IOCB_CMD_PREAD: u16 = 0;
@@ -68,7 +67,6 @@ struct AioRing {
 /// An AIO context, its control blocks and buffers.
 pub struct Libaio {
     ctx: libc::c_ulong,
-    fd: u32,
     bs: usize,
     iocbs: Vec<IoCb>,
     queued: Vec<*mut IoCb>,
@@ -81,14 +79,8 @@ pub struct Libaio {
 unsafe impl Send for Libaio {}
 
 impl Libaio {
-    /// A context for `depth` I/Os of `bs` bytes on `file`.
-    pub fn new(
-        file: &File,
-        depth: u32,
-        bs: usize,
-        seed: u64,
-        userspace_reap: bool,
-    ) -> Result<Libaio, String> {
+    /// A context for `depth` I/Os of `bs` bytes (each names its file).
+    pub fn new(depth: u32, bs: usize, seed: u64, userspace_reap: bool) -> Result<Libaio, String> {
         let depth = depth.clamp(1, 65_536) as usize;
         let mut ctx: libc::c_ulong = 0;
         // SAFETY: io_setup writes the context id into `ctx`.
@@ -110,7 +102,6 @@ impl Libaio {
         };
         Ok(Libaio {
             ctx,
-            fd: file.as_raw_fd() as u32,
             bs,
             iocbs: vec![IoCb::default(); depth],
             queued: Vec::with_capacity(depth),
@@ -185,7 +176,7 @@ impl Queue for Libaio {
         self.buf.slot(slot, self.bs)
     }
 
-    fn prep(&mut self, slot: usize, dir: Dir, offset: u64, len: usize, prio: u16) {
+    fn prep(&mut self, slot: usize, file: Target, dir: Dir, offset: u64, len: usize, prio: u16) {
         // SAFETY: slot < depth, inside the buffer.
         let ptr = unsafe { self.buf.as_mut_ptr().add(slot * self.bs) };
         self.iocbs[slot] = IoCb {
@@ -195,7 +186,7 @@ impl Queue for Libaio {
                 Dir::Write => IOCB_CMD_PWRITE,
                 Dir::Trim => unreachable!("the queue loop does trims itself"),
             },
-            fildes: self.fd,
+            fildes: file.fd as u32,
             buf: ptr as u64,
             nbytes: len as u64,
             offset: offset as i64,

@@ -5,11 +5,11 @@
 //! `posixaio`) sit behind [`queue::Queue`] and share [`queue::run`], which
 //! keeps `iodepth` I/Os in flight; `cpuio` burns CPU.
 
-use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::time::Instant;
 
 use crate::buffer::AlignedBuf;
+use crate::file_set::Files;
 use crate::job::{Dir, IoEngine, Job};
 use crate::worker::{Failure, Run};
 
@@ -90,7 +90,14 @@ fn blocking<E>(io: E, job: &Job, seed: u64) -> Result<BlockingEngine<E>, String>
 /// Opens the engine for a job on an open file (`region` bytes from the
 /// job's offset `base`). Buffers are allocated here, once, aligned for O_DIRECT
 /// and filled with random data (or as the buffer options say).
-pub fn setup(job: &Job, file: &File, base: u64, region: u64, seed: u64) -> Result<Engine, String> {
+pub fn setup(
+    job: &Job,
+    files: &Files,
+    base: u64,
+    region: u64,
+    seed: u64,
+) -> Result<Engine, String> {
+    let file = files.first();
     let bs = usize::try_from(job.buf_size()).map_err(|_| "bs too large".to_string())?;
     let x = &job.x;
     Ok(match job.ioengine {
@@ -109,15 +116,15 @@ pub fn setup(job: &Job, file: &File, base: u64, region: u64, seed: u64) -> Resul
         )?),
         IoEngine::Null => Engine::Null(blocking(NullIo, job, seed)?),
         IoEngine::IoUring => Engine::Uring(Box::new(queue::Queued::new(
-            uring::Uring::new(file, job.iodepth, bs, seed, x.hipri)?,
+            uring::Uring::new(files, job.iodepth, bs, seed, x.hipri)?,
             job,
         ))),
         IoEngine::Libaio => Engine::Libaio(Box::new(queue::Queued::new(
-            libaio::Libaio::new(file, job.iodepth, bs, seed, x.userspace_reap)?,
+            libaio::Libaio::new(job.iodepth, bs, seed, x.userspace_reap)?,
             job,
         ))),
         IoEngine::Posixaio => Engine::Posixaio(Box::new(queue::Queued::new(
-            posixaio::PosixAio::new(file, job.iodepth, bs, seed)?,
+            posixaio::PosixAio::new(job.iodepth, bs, seed)?,
             job,
         ))),
         IoEngine::CpuIo => Engine::Cpu,
@@ -125,7 +132,7 @@ pub fn setup(job: &Job, file: &File, base: u64, region: u64, seed: u64) -> Resul
 }
 
 /// Runs a clone's I/O on its engine.
-pub fn run(eng: &mut Engine, run: &mut Run<'_>, file: &File) {
+pub fn run(eng: &mut Engine, run: &mut Run<'_>, file: &Files) {
     match eng {
         Engine::Sync(e) => run_blocking(e, run, file),
         Engine::Psync(e) => run_blocking(e, run, file),
@@ -149,26 +156,27 @@ pub(crate) fn trim_not_here() -> std::io::Error {
 }
 
 /// Does one trim for a loop: times it, records it, or fails the clone.
-pub fn do_trim(run: &mut Run<'_>, file: &File, trimmer: trim::Trimmer, offset: u64, len: u64) {
+pub fn do_trim(run: &mut Run<'_>, files: &Files, trimmer: trim::Trimmer, offset: u64, len: u64) {
+    let (file, off) = files.at(offset);
     let t0 = Instant::now();
-    let r = trimmer.trim(file, offset, len);
+    let r = trimmer.trim(file, off, len);
     let t1 = Instant::now();
     match r {
         Ok(n) => run.complete_at(Dir::Trim, n as u64, t1 - t0, t1, offset),
         Err(e) => {
-            let f = Failure::io(run.job, &e, Dir::Trim, run.path(), offset);
+            let f = run.io_failure(&e, Dir::Trim, offset);
             run.fail(f);
         }
     }
 }
 
 /// The loop of the blocking engines: next I/O, time it, record it.
-pub fn run_blocking<E: Blocking>(eng: &mut BlockingEngine<E>, run: &mut Run<'_>, file: &File) {
+pub fn run_blocking<E: Blocking>(eng: &mut BlockingEngine<E>, run: &mut Run<'_>, file: &Files) {
     let whole = eng.buf.as_mut_slice();
-    let fd = file.as_fd();
     let checks = run.checks_reads();
     let timed = run.timed();
-    let trimmer = trim::Trimmer::for_file(file, run.job.ioengine == crate::job::IoEngine::Null);
+    let trimmer =
+        trim::Trimmer::for_file(file.first(), run.job.ioengine == crate::job::IoEngine::Null);
     while let Some((dir, offset, len)) = run.next(file) {
         if dir == Dir::Trim {
             do_trim(run, file, trimmer, offset, len);
@@ -178,8 +186,9 @@ pub fn run_blocking<E: Blocking>(eng: &mut BlockingEngine<E>, run: &mut Run<'_>,
         if dir == Dir::Write {
             run.prepare_write(buf, offset);
         }
+        let (f, off) = file.at(offset);
         let t0 = if timed { Instant::now() } else { run.time.now };
-        let r = eng.io.io(fd, dir, offset, buf);
+        let r = eng.io.io(f.as_fd(), dir, off, buf);
         let t1 = Instant::now();
         match r {
             Ok(0) => {
@@ -198,7 +207,7 @@ pub fn run_blocking<E: Blocking>(eng: &mut BlockingEngine<E>, run: &mut Run<'_>,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) if run.fill_done(&e) => return,
             Err(e) => {
-                let f = Failure::io(run.job, &e, dir, run.path(), offset);
+                let f = run.io_failure(&e, dir, offset);
                 run.fail(f);
             }
         }
@@ -211,5 +220,5 @@ pub fn eof(run: &Run<'_>, dir: Dir, offset: u64) -> Failure {
         std::io::ErrorKind::UnexpectedEof,
         "end of file (was it truncated while the load ran?)",
     );
-    Failure::io(run.job, &e, dir, run.path(), offset)
+    run.io_failure(&e, dir, offset)
 }

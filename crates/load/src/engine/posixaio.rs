@@ -3,17 +3,15 @@
 //! engine. glibc implements POSIX AIO with helper threads doing pread/
 //! pwrite, so this measures that implementation, not kernel AIO.
 
-use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use crate::buffer::AlignedBuf;
 use crate::engine::queue::Queue;
+use crate::file_set::Target;
 use crate::job::Dir;
 
 /// Control blocks, what is in flight, buffers.
 pub struct PosixAio {
-    fd: i32,
     bs: usize,
     cbs: Vec<libc::aiocb>,
     inflight: Vec<usize>,
@@ -25,11 +23,10 @@ pub struct PosixAio {
 unsafe impl Send for PosixAio {}
 
 impl PosixAio {
-    /// Room for `depth` I/Os of `bs` bytes on `file`.
-    pub fn new(file: &File, depth: u32, bs: usize, seed: u64) -> Result<PosixAio, String> {
+    /// Room for `depth` I/Os of `bs` bytes (each names its file).
+    pub fn new(depth: u32, bs: usize, seed: u64) -> Result<PosixAio, String> {
         let depth = depth.clamp(1, 4096) as usize;
         Ok(PosixAio {
-            fd: file.as_raw_fd(),
             bs,
             // SAFETY: aiocb is plain data; all zeros is its initial state.
             cbs: vec![unsafe { std::mem::zeroed() }; depth],
@@ -49,12 +46,12 @@ impl Queue for PosixAio {
         self.buf.slot(slot, self.bs)
     }
 
-    fn prep(&mut self, slot: usize, dir: Dir, offset: u64, len: usize, _prio: u16) {
+    fn prep(&mut self, slot: usize, file: Target, dir: Dir, offset: u64, len: usize, _prio: u16) {
         // SAFETY: slot < depth, inside the buffer.
         let ptr = unsafe { self.buf.as_mut_ptr().add(slot * self.bs) };
         // SAFETY: as in `new`.
         let mut cb: libc::aiocb = unsafe { std::mem::zeroed() };
-        cb.aio_fildes = self.fd;
+        cb.aio_fildes = file.fd;
         cb.aio_buf = ptr.cast();
         cb.aio_nbytes = len;
         cb.aio_offset = offset as libc::off_t;

@@ -8,9 +8,9 @@
 //! latency (`slat`) to the return of the submit that carried it, and its
 //! completion latency (`clat`) from there to the reap.
 
-use std::fs::File;
 use std::time::{Duration, Instant};
 
+use crate::file_set::{Files, Target};
 use crate::job::{Dir, Job};
 use crate::worker::{Failure, Run, Step};
 
@@ -20,9 +20,9 @@ pub trait Queue {
     fn depth(&self) -> usize;
     /// Slot `i`'s buffer (the job's largest block size).
     fn buf(&mut self, slot: usize) -> &mut [u8];
-    /// Queues an I/O in `slot`, with an I/O priority of its own unless
-    /// `prio` is 0 (cmdprio); it goes out with the next submit.
-    fn prep(&mut self, slot: usize, dir: Dir, offset: u64, len: usize, prio: u16);
+    /// Queues an I/O in `slot` on file `file`, with an I/O priority of its
+    /// own unless `prio` is 0 (cmdprio); it goes out with the next submit.
+    fn prep(&mut self, slot: usize, file: Target, dir: Dir, offset: u64, len: usize, prio: u16);
     /// Hands what is queued to the kernel. Apart from [`Queue::reap`], as
     /// in fio, so the submission's own time (fio's `slat`) is measured:
     /// the time from an I/O's preparation to this call's return.
@@ -115,12 +115,12 @@ impl<Q: Queue> Queued<Q> {
     }
 
     /// Runs the clone's I/O until it is done, then drains the queue.
-    pub fn run(&mut self, run: &mut Run<'_>, file: &File) {
+    pub fn run(&mut self, run: &mut Run<'_>, file: &Files) {
         let depth = self.slots.len();
         let checks = run.checks_reads();
         let timed = run.timed();
         let split = !run.job.x.no_slat;
-        let trimmer = super::trim::Trimmer::for_file(file, false);
+        let trimmer = super::trim::Trimmer::for_file(file.first(), false);
         let mut inflight = 0usize;
         let mut done = false;
         loop {
@@ -153,7 +153,8 @@ impl<Q: Queue> Queued<Q> {
                         }
                         let now = if timed { Instant::now() } else { run.time.now };
                         let prio = run.cmdprio(dir, len);
-                        self.q.prep(slot, dir, offset, len as usize, prio);
+                        let (target, off) = file.target(offset);
+                        self.q.prep(slot, target, dir, off, len as usize, prio);
                         self.slots[slot] = Slot {
                             dir,
                             offset,
@@ -245,7 +246,7 @@ impl<Q: Queue> Queued<Q> {
                         done = true;
                         continue;
                     }
-                    let f = Failure::io(run.job, &err, s.dir, run.path(), s.offset);
+                    let f = run.io_failure(&err, s.dir, s.offset);
                     run.fail(f);
                     done = true;
                 } else if res == 0 {

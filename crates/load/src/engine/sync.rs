@@ -1,16 +1,16 @@
 //! The `sync` engine: read(2)/write(2) at the file position, with an
 //! lseek(2) only when the next offset is not where the last I/O ended
-//! (fio does the same), so sequential I/O costs one syscall.
+//! (fio does the same, per file), so sequential I/O costs one syscall.
 
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsRawFd, BorrowedFd};
 
 use crate::engine::Blocking;
 use crate::job::Dir;
 
-/// Remembers the file position to skip needless seeks.
+/// Remembers each file's position (by descriptor) to skip needless seeks.
 #[derive(Debug, Default)]
 pub struct SyncIo {
-    pos: Option<u64>,
+    pos: Vec<(i32, Option<u64>)>,
 }
 
 impl Blocking for SyncIo {
@@ -22,8 +22,17 @@ impl Blocking for SyncIo {
         offset: u64,
         buf: &mut [u8],
     ) -> std::io::Result<usize> {
-        if self.pos != Some(offset) {
-            self.pos = None;
+        let raw = fd.as_raw_fd();
+        let i = match self.pos.iter().position(|(f, _)| *f == raw) {
+            Some(i) => i,
+            None => {
+                self.pos.push((raw, None));
+                self.pos.len() - 1
+            }
+        };
+        let pos = &mut self.pos[i].1;
+        if *pos != Some(offset) {
+            *pos = None;
             rustix::fs::seek(fd, rustix::fs::SeekFrom::Start(offset))?;
         }
         let n = match dir {
@@ -33,11 +42,11 @@ impl Blocking for SyncIo {
         };
         match n {
             Ok(n) => {
-                self.pos = Some(offset + n as u64);
+                *pos = Some(offset + n as u64);
                 Ok(n)
             }
             Err(e) => {
-                self.pos = None;
+                *pos = None;
                 Err(e.into())
             }
         }

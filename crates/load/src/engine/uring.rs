@@ -1,21 +1,20 @@
 //! The `io_uring` engine.
 //!
-//! Set up once per clone: a ring of `iodepth` entries, the file registered
-//! as fixed file 0 and one aligned buffer of `iodepth * bs` registered as
+//! Set up once per clone: a ring of `iodepth` entries, the clone's files
+//! registered as fixed files 0.. and one aligned buffer of `iodepth * bs` registered as
 //! `iodepth` fixed buffers (READ_FIXED/WRITE_FIXED skip the per-I/O page
 //! pinning). If registration is refused (e.g. locked-memory limits), plain
 //! READ/WRITE on the same buffers are used. Submitting and waiting is one
 //! syscall. `hipri` sets up an I/O-polled ring (IORING_SETUP_IOPOLL,
 //! needs O_DIRECT and a device with poll queues).
 
-use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use io_uring::{opcode, squeue, types, IoUring};
 
 use crate::buffer::AlignedBuf;
 use crate::engine::queue::Queue;
+use crate::file_set::{Files, Target};
 use crate::job::Dir;
 
 /// A ring and its buffers.
@@ -23,7 +22,6 @@ pub struct Uring {
     ring: IoUring,
     fixed_file: bool,
     fixed_bufs: bool,
-    raw_fd: i32,
     bs: usize,
     depth: usize,
     /// Set if the ring failed with I/O possibly still in flight: the
@@ -34,9 +32,9 @@ pub struct Uring {
 }
 
 impl Uring {
-    /// Creates the ring for `depth` I/Os of `bs` bytes on `file`.
+    /// Creates the ring for `depth` I/Os of `bs` bytes on `files`.
     pub fn new(
-        file: &File,
+        files: &Files,
         depth: u32,
         bs: usize,
         seed: u64,
@@ -60,8 +58,7 @@ impl Uring {
                 )
             })?;
         let mut buf = AlignedBuf::random(bs * depth as usize, seed);
-        let raw_fd = file.as_raw_fd();
-        let fixed_file = ring.submitter().register_files(&[raw_fd]).is_ok();
+        let fixed_file = ring.submitter().register_files(files.raw_fds()).is_ok();
         let base = buf.as_mut_ptr();
         let iovecs: Vec<libc::iovec> = (0..depth as usize)
             .map(|i| libc::iovec {
@@ -78,7 +75,6 @@ impl Uring {
             ring,
             fixed_file,
             fixed_bufs,
-            raw_fd,
             bs,
             depth: depth as usize,
             poisoned: false,
@@ -86,7 +82,15 @@ impl Uring {
         })
     }
 
-    fn entry(&mut self, idx: usize, dir: Dir, offset: u64, len: u32, prio: u16) -> squeue::Entry {
+    fn entry(
+        &mut self,
+        idx: usize,
+        file: Target,
+        dir: Dir,
+        offset: u64,
+        len: u32,
+        prio: u16,
+    ) -> squeue::Entry {
         // SAFETY: idx < depth, so the slice lies inside the buffer.
         let ptr = unsafe { self.buf.as_mut_ptr().add(idx * self.bs) };
         let bi = idx as u16;
@@ -114,9 +118,9 @@ impl Uring {
             };
         }
         let e = if self.fixed_file {
-            build!(types::Fixed(0))
+            build!(types::Fixed(file.index))
         } else {
-            build!(types::Fd(self.raw_fd))
+            build!(types::Fd(file.fd))
         };
         e.user_data(idx as u64)
     }
@@ -131,8 +135,8 @@ impl Queue for Uring {
         self.buf.slot(slot, self.bs)
     }
 
-    fn prep(&mut self, slot: usize, dir: Dir, offset: u64, len: usize, prio: u16) {
-        let e = self.entry(slot, dir, offset, len as u32, prio);
+    fn prep(&mut self, slot: usize, file: Target, dir: Dir, offset: u64, len: usize, prio: u16) {
+        let e = self.entry(slot, file, dir, offset, len as u32, prio);
         // SAFETY: the entry's buffer slot is ours until its completion is
         // reaped (the loop keeps it off the free list). The ring has
         // `depth` entries and at most `depth` I/Os are queued, so the push
