@@ -338,7 +338,7 @@ fn one_job_on_two_devices_splits_its_io_and_switches_both_schedulers() {
         // Ramp-free, but the I/O in flight at the end is read and not
         // reported: 8 × 16 KiB at most per device.
         assert!(
-            (disk - half).abs() <= half * 0.05 + (8 * 16 << 10) as f64,
+            (disk - half).abs() <= half * 0.05 + ((8 * 16) << 10) as f64,
             "{}: diskstats {disk} B, half of the job's {reported} B",
             d.name
         );

@@ -637,6 +637,52 @@ fn serialize_overlap_runs_a_deep_queue_over_a_few_blocks() {
     assert!(full < 1.0, "{lvl}");
 }
 
+/// `iodepth=8` keeps 8 in flight, as fio does (fio reaps one completion
+/// per call by default and refills it at once): fio's own iodepth_level
+/// for the same job is the outside truth. Reaping every ready completion
+/// at once, iolab ran this job at 2-7 in flight (8=25 %).
+#[test]
+fn iodepth_keeps_the_queue_as_full_as_fio_does() {
+    if !fio_or_skip("iodepth_keeps_the_queue_as_full_as_fio_does") {
+        return;
+    }
+    let env = Env::new();
+    let f = env.dir().join("qd");
+    std::fs::write(&f, vec![7u8; 32 << 20]).unwrap();
+    for engine in ["io_uring", "libaio"] {
+        let args = [
+            "--name=qd".to_string(),
+            format!("--filename={}", f.display()),
+            format!("--ioengine={engine}"),
+            "--rw=randread".into(),
+            "--bs=4k".into(),
+            "--direct=1".into(),
+            "--iodepth=8".into(),
+            "--time_based".into(),
+            "--runtime=1".into(),
+            "--output-format=json".into(),
+        ];
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let fio = std::process::Command::new("fio")
+            .args(&refs)
+            .output()
+            .unwrap();
+        assert!(fio.status.success(), "{}", stderr(&fio));
+        let out = env.run(&refs);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let at8 = |v: &serde_json::Value| {
+            let l = &v["jobs"][0]["iodepth_level"];
+            l["8"].as_f64().unwrap() + l["16"].as_f64().unwrap()
+        };
+        let (theirs, ours) = (at8(&json(&fio)), at8(&json(&out)));
+        assert!(theirs >= 95.0, "{engine}: fio {theirs} % at 8");
+        assert!(
+            ours >= theirs - 2.0,
+            "{engine}: iolab {ours} % at 8, fio {theirs} %"
+        );
+    }
+}
+
 #[test]
 fn strided_zones_walk_the_file_as_fio_does() {
     // fio's t/strided.py rule: zonesize bytes in a zone of zonerange, then
@@ -808,10 +854,13 @@ fn queueing_engines_split_slat_and_clat_as_fio_does() {
             near(r["slat_ns"]["mean"].as_f64().unwrap(), mean(&slat)),
             "{engine}: {r}"
         );
-        // A submission is a system call, not nothing; a read from the
-        // device takes longer than handing it over.
+        // A submission is a system call, not nothing. Which part is the
+        // larger is the machine's: on this VM the submit carries the
+        // virtqueue kick (a VM exit), and fio 3.33 reports slat above clat
+        // too (libaio QD1 here: slat 50 µs, clat 20 µs), so only the sum is
+        // checked, above, and that slat never exceeds the whole.
         assert!(slat.iter().all(|&s| s > 0), "{engine}");
-        assert!(mean(&clat) > mean(&slat), "{engine}: {r}");
+        assert!(slat.iter().zip(&lat).all(|(s, l)| s <= l), "{engine}");
         assert!(
             r["slat_ns"]["percentile"].is_object() && r["slat_ns"]["bins"].is_object(),
             "{engine}: {r}"

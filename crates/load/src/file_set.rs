@@ -79,7 +79,11 @@ impl FileService {
 /// every file's pattern has ended its pass, as in fio, where a file
 /// that is done leaves the rotation until the next loop.
 pub struct FilePatterns {
-    pats: Vec<Pattern>,
+    /// File 0's pattern, inline: one file (the usual case) costs one
+    /// branch per I/O over a bare [`Pattern`].
+    first: Pattern,
+    /// The other files' patterns (empty with one file).
+    more: Vec<Pattern>,
     done: Vec<bool>,
     left: usize,
     cur: usize,
@@ -92,12 +96,13 @@ impl FilePatterns {
     /// `n` files shaped alike; file 0 gets `seed` (so one file draws what
     /// it always drew), the others seeds of their own.
     pub fn new(shape: &Shape, n: usize, seed: u64, service: FileService) -> FilePatterns {
-        let pats = (0..n.max(1))
+        let n = n.max(1);
+        let more = (1..n)
             .map(|k| Pattern::shaped(shape, seed ^ (k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)))
             .collect::<Vec<_>>();
-        let n = pats.len();
         FilePatterns {
-            pats,
+            first: Pattern::shaped(shape, seed),
+            more,
             done: vec![false; n],
             left: n,
             cur: 0,
@@ -110,16 +115,25 @@ impl FilePatterns {
     /// The next I/O (its offset names the file) or the end of the pass.
     #[inline]
     pub fn next(&mut self) -> Next {
-        if self.pats.len() == 1 {
-            return self.pats[0].next();
+        if self.more.is_empty() {
+            return self.first.next();
         }
         self.next_of_several()
     }
 
+    fn pattern(&mut self, k: usize) -> &mut Pattern {
+        if k == 0 {
+            &mut self.first
+        } else {
+            &mut self.more[k - 1]
+        }
+    }
+
+    #[cold]
     fn next_of_several(&mut self) -> Next {
         while self.left > 0 {
             let k = self.pick();
-            match self.pats[k].next() {
+            match self.pattern(k).next() {
                 Next::Io(dir, off, len) => return Next::Io(dir, virt(k, off), len),
                 Next::PassEnd => {
                     self.done[k] = true;
@@ -131,7 +145,7 @@ impl FilePatterns {
     }
 
     fn pick(&mut self) -> usize {
-        let n = self.pats.len();
+        let n = self.more.len() + 1;
         let limit = match self.service {
             FileService::RoundRobin(l) | FileService::Random(l) => l,
             FileService::Sequential => u32::MAX,
@@ -155,11 +169,12 @@ impl FilePatterns {
 
     /// Starts the next pass over every file.
     pub fn new_pass(&mut self) {
-        for p in &mut self.pats {
+        self.first.new_pass();
+        for p in &mut self.more {
             p.new_pass();
         }
         self.done.iter_mut().for_each(|d| *d = false);
-        self.left = self.pats.len();
+        self.left = self.more.len() + 1;
         self.cur = 0;
         self.used = 0;
     }
@@ -170,6 +185,8 @@ pub struct Files {
     files: Vec<File>,
     fds: Vec<i32>,
     paths: Vec<PathBuf>,
+    /// One file: offsets are file offsets.
+    single: bool,
 }
 
 /// Which file an I/O goes to, for the queueing engines: its index (io_uring's
@@ -187,13 +204,19 @@ impl Files {
     pub fn new(files: Vec<File>, paths: Vec<PathBuf>) -> Files {
         use std::os::fd::AsRawFd;
         let fds = files.iter().map(AsRawFd::as_raw_fd).collect();
-        Files { files, fds, paths }
+        let single = files.len() == 1;
+        Files {
+            files,
+            fds,
+            paths,
+            single,
+        }
     }
 
     /// The file an offset names, as a [`Target`], and the offset in it.
     #[inline]
     pub fn target(&self, v: u64) -> (Target, u64) {
-        let (k, off) = if self.fds.len() == 1 {
+        let (k, off) = if self.single {
             (0, v)
         } else {
             let (k, off) = split(v);
@@ -211,7 +234,7 @@ impl Files {
     /// The file an offset names, and the offset in it.
     #[inline]
     pub fn at(&self, v: u64) -> (&File, u64) {
-        if self.files.len() == 1 {
+        if self.single {
             return (&self.files[0], v);
         }
         let (k, off) = split(v);
@@ -225,6 +248,12 @@ impl Files {
             Some(p) => (p, off),
             None => (Path::new("-"), off),
         }
+    }
+
+    /// True with one file (offsets are its offsets).
+    #[inline]
+    pub fn single(&self) -> bool {
+        self.single
     }
 
     /// The first file.

@@ -173,6 +173,8 @@ pub fn do_trim(run: &mut Run<'_>, files: &Files, trimmer: trim::Trimmer, offset:
 /// The loop of the blocking engines: next I/O, time it, record it.
 pub fn run_blocking<E: Blocking>(eng: &mut BlockingEngine<E>, run: &mut Run<'_>, file: &Files) {
     let whole = eng.buf.as_mut_slice();
+    // One file (the usual case): its descriptor once, not per I/O.
+    let (single, fd0) = (file.single(), file.first().as_fd());
     let checks = run.checks_reads();
     let timed = run.timed();
     let trimmer =
@@ -186,9 +188,14 @@ pub fn run_blocking<E: Blocking>(eng: &mut BlockingEngine<E>, run: &mut Run<'_>,
         if dir == Dir::Write {
             run.prepare_write(buf, offset);
         }
-        let (f, off) = file.at(offset);
+        let (fd, off) = if single {
+            (fd0, offset)
+        } else {
+            let (f, off) = file.at(offset);
+            (f.as_fd(), off)
+        };
         let t0 = if timed { Instant::now() } else { run.time.now };
-        let r = eng.io.io(f.as_fd(), dir, off, buf);
+        let r = eng.io.io(fd, dir, off, buf);
         let t1 = Instant::now();
         match r {
             Ok(0) => {
