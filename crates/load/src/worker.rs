@@ -439,6 +439,10 @@ pub enum Step {
     Io(Dir, u64, u64),
     /// The rate limit wants this long before the next I/O.
     Wait(Duration),
+    /// A loop ended and its writes are to be verified: complete every I/O
+    /// in flight, then call [`Run::drained`] (fio's do_io drains before
+    /// do_verify).
+    Drain,
     /// The clone is done.
     Done,
 }
@@ -631,6 +635,8 @@ impl<'a> Run<'a> {
             match self.step(file) {
                 Step::Io(dir, offset, len) => return Some((dir, offset, len)),
                 Step::Done => return None,
+                // One I/O at a time: nothing is in flight.
+                Step::Drain => self.drained(file),
                 Step::Wait(w) => {
                     // Short naps keep stop() responsive.
                     std::thread::sleep(w.min(Duration::from_millis(50)));
@@ -693,12 +699,13 @@ impl<'a> Run<'a> {
                             }
                             // fio verifies what each loop wrote before the
                             // next (backend.c: do_verify inside the loop of
-                            // thread_main), so loops=4 reads back 4 times.
-                            if self.verify.as_ref().is_some_and(|v| !v.written.is_empty()) {
-                                self.verify_written(file);
-                                if self.failure.is_some() {
-                                    return Step::Done;
-                                }
+                            // thread_main), so loops=4 reads back 4 times;
+                            // the loop's writes in flight complete first,
+                            // else a block rewritten by the next loop
+                            // would be checked once for two.
+                            if self.verify.as_ref().is_some_and(|v| v.opts.do_verify) {
+                                self.pattern.new_pass();
+                                return Step::Drain;
                             }
                         }
                         self.pattern.new_pass();
@@ -763,6 +770,20 @@ impl<'a> Run<'a> {
                 self.log_issue(dir, offset, len);
             }
             return Step::Io(dir, offset, len);
+        }
+    }
+
+    /// After [`Step::Drain`], with nothing in flight: verifies the loop's
+    /// writes, then drops the cache for the next loop (`invalidate`).
+    pub fn drained(&mut self, files: &Files) {
+        if self.failure.is_some() {
+            return;
+        }
+        if self.verify.as_ref().is_some_and(|v| !v.written.is_empty()) {
+            self.verify_written(files);
+        }
+        if self.job.invalidate {
+            files.all().iter().for_each(drop_cache);
         }
     }
 

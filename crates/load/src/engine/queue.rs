@@ -126,9 +126,11 @@ impl<Q: Queue> Queued<Q> {
         let trimmer = super::trim::Trimmer::for_file(file.first(), false);
         let mut inflight = 0usize;
         let mut done = false;
+        // A loop ended: complete what is in flight, then `run.drained`.
+        let mut draining = false;
         loop {
             let mut due_in: Option<Duration> = None;
-            while !done && inflight < depth {
+            while !done && !draining && inflight < depth {
                 let step = match self.held.take() {
                     Some((d, o, l)) if self.overlaps(o, l) => {
                         self.held = Some((d, o, l));
@@ -186,7 +188,13 @@ impl<Q: Queue> Queued<Q> {
                         break;
                     }
                     Step::Done => done = true,
+                    Step::Drain => draining = true,
                 }
+            }
+            if draining && inflight == 0 {
+                draining = false;
+                run.drained(file);
+                continue;
             }
             if inflight == 0 {
                 match due_in {
@@ -200,7 +208,8 @@ impl<Q: Queue> Queued<Q> {
             }
             // A paced I/O, or a batch with room for more, goes out without
             // waiting; otherwise wait for completions.
-            let room = !done && inflight < depth && due_in.is_none() && self.held.is_none();
+            let room =
+                !done && !draining && inflight < depth && due_in.is_none() && self.held.is_none();
             let min = if room {
                 0
             } else {
