@@ -313,8 +313,14 @@ pub struct LogOpts {
     /// `log_hist_msec`: histogram log interval (default 0 = only at the
     /// end... fio needs it set; we use 1000 when unset).
     pub hist_msec: u64,
-    /// `log_max_value`: log the window's maximum instead of its mean.
+    /// `log_max_value` (`log_window_value=max`): log the window's maximum
+    /// instead of its mean.
     pub max_value: bool,
+    /// `log_window_value=both`: the window's mean, then its maximum.
+    pub both: bool,
+    /// `log_issue_time`: a last column with each I/O's issue time (ns
+    /// from the job's start) in the clat and slat logs, 0 elsewhere.
+    pub issue_time: bool,
     /// `log_offset`: add each I/O's offset (per-I/O logs).
     pub offset: bool,
     /// `log_prio`: add each I/O's priority.

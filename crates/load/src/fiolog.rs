@@ -243,20 +243,39 @@ impl CloneLogs {
                 }
             });
             let prio = own.as_deref().unwrap_or(&self.prio);
+            let clat = lat_ns - slat_ns.unwrap_or(0);
+            // log_issue_time: when the I/O was issued (its completion less
+            // its clat), in ns from the start; fio writes 0 in the other
+            // logs.
+            let (issued, zero) = if self.opts.issue_time {
+                let at = now.saturating_duration_since(self.start).as_nanos() as u64;
+                (Some(at.saturating_sub(clat)), Some(0))
+            } else {
+                (None, None)
+            };
+            let ln = |v: u64, tail: Option<u64>| Line {
+                t,
+                v,
+                max: None,
+                dir,
+                bs: bytes,
+                off,
+                prio,
+                tail,
+            };
             let mut err = None;
             if let Some((l, c, sl)) = &mut self.lat {
-                err = err.or(line(l, t, lat_ns, dir, bytes, off, prio).err());
-                let clat = lat_ns - slat_ns.unwrap_or(0);
-                err = err.or(line(c, t, clat, dir, bytes, off, prio).err());
+                err = err.or(ln(lat_ns, zero).write(l).err());
+                err = err.or(ln(clat, issued).write(c).err());
                 if let Some(v) = slat_ns {
-                    err = err.or(line(sl, t, v, dir, bytes, off, prio).err());
+                    err = err.or(ln(v, issued).write(sl).err());
                 }
             }
             if let Some(s) = &mut self.bw {
-                err = err.or(line(s, t, bw, dir, bytes, off, prio).err());
+                err = err.or(ln(bw, zero).write(s).err());
             }
             if let Some(s) = &mut self.iops {
-                err = err.or(line(s, t, iops, dir, bytes, off, prio).err());
+                err = err.or(ln(iops, zero).write(s).err());
             }
             if let Some(e) = err {
                 self.error.get_or_insert(e);
@@ -293,30 +312,48 @@ impl CloneLogs {
             if w.n == 0 {
                 continue;
             }
+            // (value, the window's maximum with log_window_value=both)
             let pick = |max: u64, sum: u128, n: u64| {
-                if self.opts.max_value {
-                    max
+                let mean = (sum / u128::from(n.max(1))) as u64;
+                if self.opts.both {
+                    (mean, Some(max))
+                } else if self.opts.max_value {
+                    (max, None)
                 } else {
-                    (sum / u128::from(n.max(1))) as u64
+                    (mean, None)
                 }
             };
             let lat = pick(w.lat_max, w.lat_sum, w.n);
             let clat = pick(w.clat_max, w.clat_sum, w.n);
             let slat = (w.split_n > 0).then(|| pick(w.slat_max, w.slat_sum, w.split_n));
-            let bw = w.bytes * 1000 / 1024 / avg;
-            let iops = w.n * 1000 / avg;
+            // A window's bandwidth and IOPS have no maximum of their own:
+            // fio writes the same value twice.
+            let rate = |v: u64| (v, self.opts.both.then_some(v));
+            let bw = rate(w.bytes * 1000 / 1024 / avg);
+            let iops = rate(w.n * 1000 / avg);
+            let tail = self.opts.issue_time.then_some(0);
+            let ln = |(v, max): (u64, Option<u64>)| Line {
+                t,
+                v,
+                max,
+                dir: d,
+                bs: 0,
+                off,
+                prio,
+                tail,
+            };
             if let Some((l, c, sl)) = &mut self.lat {
-                err = err.or(line(l, t, lat, d, 0, off, prio).err());
-                err = err.or(line(c, t, clat, d, 0, off, prio).err());
+                err = err.or(ln(lat).write(l).err());
+                err = err.or(ln(clat).write(c).err());
                 if let Some(v) = slat {
-                    err = err.or(line(sl, t, v, d, 0, off, prio).err());
+                    err = err.or(ln(v).write(sl).err());
                 }
             }
             if let Some(s) = &mut self.bw {
-                err = err.or(line(s, t, bw, d, 0, off, prio).err());
+                err = err.or(ln(bw).write(s).err());
             }
             if let Some(s) = &mut self.iops {
-                err = err.or(line(s, t, iops, d, 0, off, prio).err());
+                err = err.or(ln(iops).write(s).err());
             }
         }
         if let Some(e) = err {
@@ -374,20 +411,41 @@ impl CloneLogs {
     }
 }
 
-fn line(
-    s: &mut Sink,
+/// One log line in fio's column order: time, value, [window maximum],
+/// direction, block size, [offset], priority, [issue time].
+struct Line<'a> {
     t: u64,
     v: u64,
+    max: Option<u64>,
     dir: usize,
     bs: u64,
     off: Option<u64>,
-    prio: &str,
-) -> Result<(), String> {
-    let r = match off {
-        Some(o) => writeln!(s.w, "{t}, {v}, {dir}, {bs}, {o}, {prio}"),
-        None => writeln!(s.w, "{t}, {v}, {dir}, {bs}, {prio}"),
-    };
-    r.map_err(|e| format!("writing {}: {e}", s.path.display()))
+    prio: &'a str,
+    tail: Option<u64>,
+}
+
+impl Line<'_> {
+    fn write(&self, s: &mut Sink) -> Result<(), String> {
+        // Straight into the buffered writer: a log line per I/O allocates
+        // nothing.
+        let w = &mut s.w;
+        let r = (|| {
+            write!(w, "{}, {}", self.t, self.v)?;
+            if let Some(m) = self.max {
+                write!(w, ", {m}")?;
+            }
+            write!(w, ", {}, {}", self.dir, self.bs)?;
+            if let Some(o) = self.off {
+                write!(w, ", {o}")?;
+            }
+            write!(w, ", {}", self.prio)?;
+            if let Some(x) = self.tail {
+                write!(w, ", {x}")?;
+            }
+            writeln!(w)
+        })();
+        r.map_err(|e| format!("writing {}: {e}", s.path.display()))
+    }
 }
 
 #[cfg(test)]
@@ -396,6 +454,57 @@ mod tests {
     use super::*;
     use crate::worker::Issue;
     use std::time::Duration;
+
+    #[test]
+    fn window_both_and_issue_time_columns_as_fio_3_36() {
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = dir.path().join("y").to_string_lossy().into_owned();
+        let t0 = Instant::now();
+        let opts = LogOpts {
+            lat: Some(prefix.clone()),
+            offset: true,
+            issue_time: true,
+            ..Default::default()
+        };
+        let mut l = CloneLogs::open(&opts, 1, t0, "0".into()).unwrap().unwrap();
+        // Completed 3 ms in after 5 us of slat and 20 us of clat: issued
+        // 20 us before its completion.
+        let split = Issue {
+            slat_ns: Some(5_000),
+            prio: 0,
+        };
+        l.record(0, 25_000, split, 4096, 8192, t0 + Duration::from_millis(3));
+        l.finish(t0 + Duration::from_millis(4)).unwrap();
+        let read = |kind: &str| std::fs::read_to_string(format!("{prefix}_{kind}.1.log")).unwrap();
+        assert_eq!(read("clat"), "3, 20000, 0, 4096, 8192, 0, 2980000\n");
+        assert_eq!(read("slat"), "3, 5000, 0, 4096, 8192, 0, 2980000\n");
+        assert_eq!(read("lat"), "3, 25000, 0, 4096, 8192, 0, 0\n");
+
+        let opts = LogOpts {
+            lat: Some(prefix.clone()),
+            avg_msec: 100,
+            both: true,
+            ..Default::default()
+        };
+        let mut l = CloneLogs::open(&opts, 2, t0, "0".into()).unwrap().unwrap();
+        for (ns, ms) in [(1000, 10), (3000, 20)] {
+            l.record(
+                0,
+                ns,
+                Issue::default(),
+                4096,
+                0,
+                t0 + Duration::from_millis(ms),
+            );
+        }
+        l.finish(t0 + Duration::from_millis(100)).unwrap();
+        // Mean, then maximum, of the window.
+        assert_eq!(read2(&prefix, "lat"), "100, 2000, 3000, 0, 0, 0\n");
+    }
+
+    fn read2(prefix: &str, kind: &str) -> String {
+        std::fs::read_to_string(format!("{prefix}_{kind}.2.log")).unwrap()
+    }
 
     #[test]
     fn per_io_and_windowed_lines() {

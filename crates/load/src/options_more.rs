@@ -112,6 +112,8 @@ pub const MORE: &[&str] = &[
     "log_avg_msec",
     "log_hist_msec",
     "log_max_value",
+    "log_window_value",
+    "log_issue_time",
     "log_offset",
     "log_prio",
     "per_job_logs",
@@ -648,6 +650,17 @@ fn apply_known(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), Stri
         "log_avg_msec" => x.logs.avg_msec = number(key, need(key, value)?)?,
         "log_hist_msec" => x.logs.hist_msec = number(key, need(key, value)?)?,
         "log_max_value" => x.logs.max_value = boolean(key, value)?,
+        // fio 3.36's successor of log_max_value: mean, max or both.
+        "log_window_value" => {
+            let v = need(key, value)?;
+            (x.logs.max_value, x.logs.both) = match v {
+                "mean" | "avg" | "0" => (false, false),
+                "max" | "1" => (true, false),
+                "both" | "2" => (false, true),
+                _ => return Err(format!("{key}={v}: expected mean, max or both")),
+            };
+        }
+        "log_issue_time" => x.logs.issue_time = boolean(key, value)?,
         "log_offset" => x.logs.offset = boolean(key, value)?,
         "log_prio" => x.logs.prio = boolean(key, value)?,
         // per_job_logs=0: one file per log kind without the clone number
