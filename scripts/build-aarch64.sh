@@ -9,7 +9,8 @@
 #
 # The binary: target/aarch64/aarch64-unknown-linux-gnu/release/iolab (its
 # own target dir: Debian's rustc 1.96 and rustup's would otherwise keep
-# invalidating each other's host artifacts).
+# invalidating each other's host artifacts); beside it iolab-device, the
+# same stripped (what `iolab remote` pushes), and iolab.debug, its symbols.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive
@@ -41,7 +42,15 @@ bin="$CARGO_TARGET_DIR/$T/release/iolab"
 file "$bin"
 file "$bin" | grep -q "ARM aarch64" || { echo "not an aarch64 binary"; exit 1; }
 file "$bin" | grep -q "statically linked" || { echo "not statically linked"; exit 1; }
-echo "size: $(stat -c %s "$bin") bytes"
+# What a device gets: the binary without its symbols and line tables,
+# which stay on the host in iolab.debug (linked by name, for gdb and
+# addr2line; a panic on the device prints the load address to subtract).
+dbg="$CARGO_TARGET_DIR/$T/release/iolab.debug"
+dev="$CARGO_TARGET_DIR/$T/release/iolab-device"
+aarch64-linux-gnu-objcopy --only-keep-debug "$bin" "$dbg"
+aarch64-linux-gnu-objcopy --strip-all --add-gnu-debuglink="$dbg" "$bin" "$dev"
+echo "size: $(stat -c %s "$bin") bytes built; $(stat -c %s "$dev") bytes for a device (iolab-device); $(stat -c %s "$dbg") bytes of symbols (iolab.debug)"
+bin=$dev
 
 # Smoke run under user-mode qemu: version, cache, load (psync on a file),
 # results (SQLite).

@@ -1,23 +1,44 @@
 #!/usr/bin/env bash
-# An Android-shaped rig on this machine's own kernel: a mount namespace
-# (unshare, no container runtime) whose root has what a rooted phone's adb
-# shell has and nothing else:
+# An Android-shaped rig on this machine's own kernel, as strict as a GKI
+# phone with a user build: a mount namespace (unshare, no container
+# runtime) whose root has what a rooted phone's adb shell has and nothing
+# else:
+#   /                a read-only root (system-as-root): no /run, no /tmp,
+#                    no HOME; the environment is PATH=/system/bin only
 #   /system/bin      toybox (Debian's) with its applets, mksh as sh, mke2fs;
-#                    no util-linux, no coreutils
+#                    no util-linux, no coreutils; the framework's commands
+#                    standing in (am, pm, cmd, dumpsys, getprop, setprop,
+#                    input, logcat), zygote64 and Magisk's su (rig.c)
 #   /system/build.prop, /system_ext (an EROFS image holding an app: APK zip,
 #                    oat/arm64 odex and vdex, lib/arm64 .so)
-#   /data            ext4 on a loop "disk", /dev/block/by-name/userdata
+#   /data            ext4 on a loop "disk", /dev/block/by-name/userdata;
+#                    /data/local/tmp owned by shell (2000), as on a phone
 #   /dev             a tmpfs with /dev/block/* nodes (as ueventd makes them:
 #                    for the devices present when the rig came up; a later
 #                    loop device gets none), loop-control, fuse, null, zero,
-#                    urandom
-#   /proc, /sys      the kernel's (tracefs and debugfs under /sys)
-#   no /run, /tmp or HOME; the environment is PATH=/system/bin only.
+#                    urandom, /dev/socket
+#   /proc            the kernel's, less what a GKI kernel lacks:
+#                    /proc/sys/kernel/ns_last_pid (GKI configs have
+#                    `# CONFIG_PID_NS is not set`, and the file needs
+#                    CONFIG_CHECKPOINT_RESTORE)
+#   /sys             the kernel's, tracefs mounted at /sys/kernel/tracing
+#                    (as Android's init mounts it), /sys/kernel/debug empty
+#                    and debugfs not mountable: every process of the rig runs
+#                    under a seccomp filter whose supervisor (rig.c) refuses
+#                    mount(2)/fsopen(2) of debugfs with EPERM, as a user
+#                    build's SELinux policy does; refusals are logged to
+#                    DIR/denied.log
+# Processes: zygote64 (rig.c), which forks apps or, with
+# persist.device_config.runtime_native.usap_pool_enabled=true, hands a
+# launch to a process forked before it (the USAP pool); magiskd, the root
+# daemon behind `su` (root processes in a session of their own).
 # The libraries the Debian binaries link (/usr/lib, /lib64) are bound in
 # read-only: they stand for bionic in /system/lib64.
 #
 #   bash scripts/android/rig.sh up DIR          # brings the rig up in DIR
 #   bash scripts/android/rig.sh exec DIR CMD... # runs CMD in it, as adb shell
+#                                               # (RIG_UID=2000: as the shell
+#                                               # user of a production build)
 #   bash scripts/android/rig.sh push DIR SRC DST
 #   bash scripts/android/rig.sh pull DIR SRC DST
 #   bash scripts/android/rig.sh down DIR        # takes it all down
@@ -27,8 +48,9 @@
 #                    # with binfmt_misc for as long as the rig is up (the
 #                    # registration is the rig's, removed by `down`)
 #
-# The host side (this script) uses util-linux (unshare, nsenter, losetup):
-# it plays the phone's init, vold and adbd, not what runs on the phone.
+# The host side (this script) uses util-linux (unshare, nsenter, losetup)
+# and gcc (rig.c): it plays the phone's init, vold and adbd, not what runs
+# on the phone.
 set -euo pipefail
 
 die() { echo "rig: $*" >&2; exit 2; }
@@ -74,11 +96,17 @@ binfmt_down() {
     fi
 }
 
-# Runs "$@" in the rig: its namespace, its root, its environment.
+# Runs "$@" in the rig: its namespace, its root (entered by rig.c, which
+# puts the process under the rig's seccomp filter), its environment; as
+# RIG_UID/RIG_GID when set (the shell user, 2000). The calling process
+# becomes the rig's (exec), so a signal to its pid reaches the command.
 in_rig() {
     local pid; pid=$(holder_pid)
     [ -n "$pid" ] && [ -d "/proc/$pid" ] || die "no rig up in $dir"
-    nsenter --mount --target "$pid" -- chroot "$dir/root" \
+    local who=()
+    if [ -n "${RIG_UID:-}" ]; then who=(--uid "$RIG_UID" --gid "${RIG_GID:-$RIG_UID}"); fi
+    exec nsenter --mount --target "$pid" -- "$dir/img/system/bin/rig" enter \
+        --root "$dir/root" --sock "$dir/seccomp.sock" "${who[@]}" -- \
         /system/bin/env -i PATH=/system/bin ANDROID_ROOT=/system ANDROID_DATA=/data "$@"
 }
 
@@ -136,9 +164,11 @@ up() {
     printf 'root:x:0:0::/:/system/bin/sh\nshell:x:2000:2000::/:/system/bin/sh\n' > "$sys/etc/passwd"
     printf 'root:x:0:\nshell:x:2000:\n' > "$sys/etc/group"
     # The framework's commands, standing in (each cites the real one's
-    # source for what it prints): am, pm, cmd, dumpsys, getprop, and the
-    # zygote that forks the app.
+    # source for what it prints): am, pm, cmd, dumpsys, getprop, setprop,
+    # input, logcat; zygote64 and Magisk's su and daemon (rig.c).
     cp "$(dirname "$0")"/system/bin/* "$sys/bin/"
+    gcc -O2 -Wall -o "$sys/bin/rig" "$(dirname "$0")/system/src/rig.c" -lpthread
+    ln -sf rig "$sys/bin/su"
     if [ "${RIG_ARCH:-}" = aarch64 ]; then
         # An arm64 phone's uname; the kernel underneath stays this one.
         # (uname is a link to toybox: replaced, not written through.)
@@ -159,6 +189,13 @@ ro.product.cpu.abi=arm64-v8a
 ro.hardware=rig
 EOF
 
+    # The supervisor of the rig's seccomp filter (debugfs refused), up
+    # before anything enters the rig.
+    "$sys/bin/rig" seccomp-supervisor "$dir/seccomp.sock" "$dir/denied.log" </dev/null >"$dir/supervisor.out" 2>&1 &
+    echo $! > "$dir/supervisor.pid"
+    for _ in $(seq 100); do [ -S "$dir/seccomp.sock" ] && break; sleep 0.05; done
+    [ -S "$dir/seccomp.sock" ] || { down_quiet; die "the seccomp supervisor did not start: $(cat "$dir/supervisor.out")"; }
+
     # The namespace's init: mounts its world, then waits to be killed.
     # Its mounts die with it; the loop devices are detached by `down`.
     unshare --mount --propagation private -- bash -c '
@@ -171,9 +208,27 @@ EOF
         mount -t erofs -o ro "$ext" "$r/system_ext"
         mount -t ext4 "$data" "$r/data"
         mkdir -p "$r/data/local/tmp" "$r/data/data/com.example.iolab.rigapp" "$r/data/system"
+        # /data/local/tmp is the shell user (system/core/rootdir/init.rc:
+        # mkdir /data/local/tmp 0771 shell shell).
+        chown 2000:2000 "$r/data/local/tmp"; chmod 771 "$r/data/local/tmp"
         head -c 1048576 /dev/urandom > "$r/data/data/com.example.iolab.rigapp/settings.db"
         mount --rbind /sys "$r/sys"
+        # A user build: no debugfs mounted (the seccomp supervisor refuses
+        # mounting one); tracefs where the init of Android mounts it.
+        while mountpoint -q "$r/sys/kernel/debug"; do umount -l "$r/sys/kernel/debug"; done
+        mountpoint -q "$r/sys/kernel/tracing" || mount -t tracefs tracefs "$r/sys/kernel/tracing"
         mount -t proc proc "$r/proc"
+        # A GKI kernel has no ns_last_pid: /proc/sys/kernel is a read-only
+        # tmpfs holding every other entry of the real one, bound in.
+        k="$r/proc/sys/kernel"
+        mount -t tmpfs -o mode=555 rig-sysctl "$k"
+        for e in /proc/sys/kernel/*; do
+            n=${e##*/}
+            [ "$n" = ns_last_pid ] && continue
+            if [ -d "$e" ]; then mkdir "$k/$n"; else touch "$k/$n"; fi
+            mount --bind "$e" "$k/$n"
+        done
+        mount -o remount,ro "$k"
         mount --bind -o ro /usr/lib "$r/usr/lib"; mount -o remount,bind,ro "$r/usr/lib"
         mount --bind -o ro /lib64 "$r/lib64"; mount -o remount,bind,ro "$r/lib64"
         ln -s usr/lib "$r/lib"
@@ -192,16 +247,22 @@ EOF
         mknod -m 666 "$r/dev/null" c 1 3
         mknod -m 666 "$r/dev/zero" c 1 5
         mknod -m 666 "$r/dev/urandom" c 1 9
+        mkdir -m 755 "$r/dev/socket"
+        # System-as-root: / is read-only.
+        mount -o remount,ro "$r"
         echo ready > "$d/ready"
         exec sleep infinity
     ' rig-init "$r" "$dir" "$data_loop" "$ext_loop" </dev/null >"$dir/init.log" 2>&1 &
     echo $! > "$dir/holder.pid"
     for _ in $(seq 100); do [ -f "$dir/ready" ] && break; sleep 0.1; done
     [ -f "$dir/ready" ] || { down_quiet; die "the rig did not come up"; }
-    # zygote, started as init starts it.
-    in_rig /system/bin/sh /system/bin/zygote </dev/null >/dev/null 2>&1 &
+    # zygote64 and magiskd, started as init starts them (app_process's
+    # own arguments leave argv room for the names its children take).
+    ( in_rig /system/bin/rig zygote --zygote --start-system-server --socket-name=zygote </dev/null >/dev/null 2>&1 ) &
+    ( in_rig /system/bin/rig magiskd </dev/null >/dev/null 2>&1 ) &
     for _ in $(seq 100); do
-        in_rig /system/bin/sh -c '[ -p /data/system/zygote.fifo ]' && break; sleep 0.05
+        ( in_rig /system/bin/sh -c '[ -p /data/system/zygote.fifo ] && [ -S /dev/socket/magisk ]' ) && break
+        sleep 0.05
     done
     echo "rig up in $dir: data on $data_loop (/dev/block/by-name/userdata), system_ext on $ext_loop; app $PKG"
 }
@@ -222,7 +283,9 @@ down_quiet() {
             for _ in $(seq 50); do losetup -d "$l" 2>/dev/null && break; sleep 0.1; done
         done < "$dir/loops"
     fi
-    rm -f "$dir/holder.pid" "$dir/loops" "$dir/ready"
+    local sup; sup=$(cat "$dir/supervisor.pid" 2>/dev/null || true)
+    [ -n "$sup" ] && kill -KILL "$sup" 2>/dev/null
+    rm -f "$dir/holder.pid" "$dir/loops" "$dir/ready" "$dir/supervisor.pid" "$dir/seccomp.sock"
     binfmt_down
 }
 

@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
-# The static aarch64 iolab in the Android-shaped rig as an arm64 phone
-# (RIG_ARCH=aarch64: `uname -m` says aarch64, aarch64 binaries run through
-# qemu-aarch64-static by binfmt_misc while the rig is up), driven from the
-# host as a phone is:
+# The stripped static aarch64 iolab (what `iolab remote` pushes to a
+# phone) in the strict Android-shaped rig as an arm64 phone (RIG_ARCH=aarch64:
+# `uname -m` says aarch64, aarch64 binaries run through qemu-aarch64-static
+# by binfmt_misc while the rig is up; no ns_last_pid, read-only /, no
+# debugfs), driven from the host as a phone is:
 #   1. iolab remote --adb -- startup --am-start, in place on /data,
-#      mq-deadline and bfq, idle and 1r1w, 3 reps, --target-ioprio idle,
-#      --compile speed: 12 valid cold starts, the app at idle priority;
-#   2. on the device: a lab with toybox only, trace bio by a /dev/block path
+#      mq-deadline and bfq, idle and 1r1w, 3 reps, cold, with
+#      --target-ioprio idle --target-nice 5 --explain --sched --compile speed;
+#      then warm and hot, 3 reps each; then cold again from the USAP pool:
+#      every start ok and of its kind (am's LaunchState), the app found by
+#      its rename and followed, and the host's kernel shows every thread of
+#      the live app at idle I/O priority and nice 5;
+#   2. on the device: a lab with toybox only (its status saying what
+#      debugfs would have shown is unknown), trace bio by a /dev/block path
 #      (tracefs: BPF does not run under qemu-user), evicting starts of the
 #      EROFS app.
 #
 #   bash scripts/android/smoke-aarch64.sh [AARCH64-BINARY [HOST-BINARY]]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-bin=${1:-target/aarch64/aarch64-unknown-linux-gnu/release/iolab}
+bin=${1:-target/aarch64/aarch64-unknown-linux-gnu/release/iolab-device}
 host=${2:-target/debug/iolab}
 [ -x "$bin" ] || { echo "smoke-aarch64: no binary $bin: run scripts/build-aarch64.sh first" >&2; exit 2; }
 [ -x "$host" ] || { echo "smoke-aarch64: no host binary $host: cargo build -p iolab" >&2; exit 2; }
@@ -24,37 +30,73 @@ trap 'run restore >/dev/null 2>&1 || true; rig down; rm -rf "$dir"' EXIT
 RIG_ARCH=aarch64 rig up
 fail() { echo "smoke-aarch64: $*" >&2; exit 1; }
 app=/system_ext/priv-app/RigApp
+opts=(--target-ioprio idle --target-nice 5 --explain --sched)
 
-# 1. The phone run, from the host.
+# 1. The phone runs, from the host.
 rig exec /system/bin/sh -c 'mkdir -p /data/local/tmp/app'
-IOLAB_RIG_DIR=$dir "$host" remote --adb rig --adb-program scripts/android/adb --binary "$bin" \
-    --db "$dir/host.db" -- startup --am-start com.example.iolab.rigapp/.Main \
-    --in /data/local/tmp/app --schedulers mq-deadline,bfq --workloads idle,1r1w \
-    --load-option size=64M --reps 3 --timeout 60 --target-ioprio idle --compile speed
-"$host" results --db "$dir/host.db" export 1 > "$dir/export.json"
-python3 - "$dir/export.json" <<'EOF' || fail "the phone run is not what it should be"
-import json, sys
-d = json.load(open(sys.argv[1]))
-runs = d["runs"]
-assert d["experiment"]["status"] == "done", d["experiment"]["status"]
-assert len(runs) == 12, len(runs)
+phone() {
+    IOLAB_RIG_DIR=$dir "$host" remote --adb rig --adb-program scripts/android/adb --binary "$bin" \
+        --db "$dir/host.db" -- startup --am-start com.example.iolab.rigapp/.Main \
+        --in /data/local/tmp/app "${opts[@]}" --timeout 60 "$@"
+}
+# Checks experiment ID of the host's database, right after it ran (the
+# live app then is its last start's): its runs' outcome and kind (am's
+# LaunchState), how the app was found, and the host kernel's view of every
+# thread of the live app.
+check() {
+    "$host" results --db "$dir/host.db" export "$1" > "$dir/export-$1.json"
+    python3 - "$dir/export-$1.json" "$2" "$3" "$4" <<'EOF' || fail "experiment $1 is not what it should be"
+import ctypes, json, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+path, state, found, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+e = json.load(open(path))
+runs = e["runs"]
+assert e["experiment"]["status"] == "done", e["experiment"]["status"]
+assert len(runs) == count, len(runs)
 for r in runs:
+    x = r["extra"]
     assert r["outcome"] == "ok", r
-    assert r["extra"]["app_process"]["ioprio"] == "idle", r["extra"]["app_process"]
-    c = r["extra"]["cold"]
-    assert c["cached_bytes"] - c["mapped_before_bytes"] <= 0.01 * c["bytes"], c
-assert d["experiment"]["config"]["dexopt"]["dexopt"][0]["status"] == "speed"
-assert "aarch64" in json.dumps(d["experiment"]), "the device's architecture is not on record"
-print("smoke-aarch64: phone run: 12 valid cold starts, app at idle I/O priority, dexopt speed")
+    assert x["am_start"]["result"]["launch_state"] == state, x["am_start"]
+    assert x["am_start"]["result"]["total_ms"] > 0, x["am_start"]
+    app = x["app_process"]
+    assert app["found_by"] == found and app["ioprio"] == "idle" and app["nice"] == 5, app
+    assert x["observed"]["explain"]["main_thread"]["tid"] == app["pid"], x["observed"]["explain"]
+    c = x["cold"]
+    if c:
+        assert c["cached_bytes"] - c["mapped_before_bytes"] <= 0.01 * c["bytes"], c
+pid = runs[-1]["extra"]["app_process"]["pid"]
+view = []
+for tid in os.listdir(f"/proc/{pid}/task"):
+    klass = libc.syscall(252, 1, int(tid)) >> 13  # ioprio_get (x86-64: 252)
+    nice = int(open(f"/proc/{pid}/task/{tid}/stat").read().rsplit(")", 1)[1].split()[16])
+    view.append((int(tid), klass, nice))
+assert len(view) >= 5 and all(k == 3 and n == 5 for _, k, n in view), view
+print(f"smoke-aarch64: {count} {state} starts ok; the live app's {len(view)} threads at idle I/O priority and nice 5 by the host's kernel")
 EOF
+}
+phone --schedulers mq-deadline,bfq --workloads idle,1r1w --load-option size=64M --reps 3 --compile speed
+check 1 COLD task_rename 12
+python3 -c 'import json,sys; e=json.load(open(sys.argv[1])); assert e["experiment"]["config"]["dexopt"]["dexopt"][0]["status"] == "speed"; assert "aarch64" in json.dumps(e["experiment"])' "$dir/export-1.json" \
+    || fail "the dexopt state or the device's architecture is not on record"
+phone --schedulers none --workloads idle --reps 3 --start-mode warm
+check 2 WARM running 3
+phone --schedulers none --workloads idle --reps 3 --start-mode hot
+check 3 HOT running 3
+rig exec /system/bin/sh -c 'setprop persist.device_config.runtime_native.usap_pool_enabled true'
+phone --schedulers none --workloads idle --reps 3
+check 4 COLD task_rename 3
+python3 -c 'import json,sys; assert all(r["extra"]["app_process"]["born_before_launch"] for r in json.load(open(sys.argv[1]))["runs"])' "$dir/export-4.json" \
+    || fail "the USAP starts' apps were not forked before their launch"
 
 # 2. On the device itself, with toybox only.
 rig push "$bin" /data/local/tmp/iolab-a64
 run "lab up --name A --size 128MiB"
-run "lab status A" | grep -q 'device      /dev/block/loop' || fail "lab A is not on a /dev/block node"
+run "lab status A" | tee "$dir/status.txt"
+grep -q 'device      /dev/block/loop' "$dir/status.txt" || fail "lab A is not on a /dev/block node"
+grep -q 'unknown: debugfs unavailable' "$dir/status.txt" || fail "lab status does not say debugfs was unavailable"
 run "trace bio -d /dev/block/by-name/system_ext --summary -- sh -c 'echo 3 > /proc/sys/vm/drop_caches; cat $app/RigApp.apk > /dev/null'" | tee "$dir/bio.txt"
 grep -q ' R ' "$dir/bio.txt" || fail "trace bio saw no reads of the app"
 run "startup --lab A --cold evict --evict $app --workloads idle --reps 2 --schedulers none --timeout 60 -- sh -c 'cat $app/RigApp.apk $app/oat/arm64/RigApp.odex > /dev/null'" | tee "$dir/startup.txt"
 grep -q 'max 0.0 %' "$dir/startup.txt" || fail "a start was not cold"
 run "lab down A"
-echo "smoke-aarch64: the aarch64 binary ran in the rig under qemu-user: a phone run over adb, a lab, trace bio, evicting starts"
+echo "smoke-aarch64: the stripped aarch64 binary ($(stat -c %s "$bin") bytes) ran in the strict rig under qemu-user: phone runs over adb cold, warm, hot and from the USAP pool, a lab, trace bio, evicting starts"

@@ -151,6 +151,8 @@ pub struct Outcome {
     /// The app's own process ([`LaunchSpec::app`]), when one was looked
     /// for and found: what it was given, and how soon.
     pub app: Option<crate::app_process::AppProcess>,
+    /// How the app was looked for and what the search cost, when it was.
+    pub app_watch: Option<crate::app_process::WatchReport>,
 }
 
 impl Outcome {
@@ -251,6 +253,8 @@ enum Event {
     ReadyLine(Instant),
     /// The `full_line` (time to full display) was printed.
     FullLine(Instant),
+    /// The app's process was found (its pid).
+    AppFound(i32),
     WaitFailed,
 }
 
@@ -311,20 +315,40 @@ pub fn launch_with_app<T: Send>(
         // A file left by an earlier run would make this one "ready" at once.
         let _ = std::fs::remove_file(p);
     }
+    let (tx, rx) = mpsc::channel::<Event>();
+    // Started before the clock: its trace instance is set up outside the
+    // measured window, and on when the target runs.
+    let app_watch = spec.app.as_deref().map(|name| {
+        let found = tx.clone();
+        crate::app_process::AppWatch::start(
+            guard,
+            crate::app_process::WatchSpec {
+                name: name.to_string(),
+                live: spec.app_live,
+                ioprio: spec.ioprio,
+                nice: spec.nice,
+            },
+            Box::new(move |pid| {
+                let _ = found.send(Event::AppFound(pid));
+            }),
+        )
+    });
     let t0 = Instant::now();
     let started_mono_ns = iolab_trace::monotonic_ns();
-    let app_watch = spec.app.as_deref().map(|name| {
-        crate::app_process::AppWatch::start(name, spec.app_live, spec.ioprio, spec.nice, t0)
-    });
+    if let Some(w) = &app_watch {
+        w.launched(started_mono_ns);
+    }
     let mut child = match held.release() {
         Ok(c) => c,
         Err(e) => {
+            if let Some(w) = app_watch {
+                w.finish();
+            }
             guard.forget(tracked)?;
             return Err(e.into());
         }
     };
 
-    let (tx, rx) = mpsc::channel::<Event>();
     let tail = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
     let line_re = match &spec.ready {
         Ready::Line(re) => Some(re.clone()),
@@ -406,13 +430,6 @@ pub fn launch_with_app<T: Send>(
             Ready::Settled(s) => s.step().min(deadline - now),
             _ => deadline - now,
         };
-        // Looked for every 2 ms until found: the app's start is what the
-        // observers are for.
-        let wait = if awaiting_app && !app_handed {
-            wait.min(Duration::from_millis(2))
-        } else {
-            wait
-        };
         let event = if launcher_done {
             std::thread::sleep(wait);
             Err(mpsc::RecvTimeoutError::Timeout)
@@ -440,6 +457,15 @@ pub fn launch_with_app<T: Send>(
                 full = Some(at);
                 if ready.is_some() {
                     break;
+                }
+            }
+            Ok(Event::AppFound(pid)) => {
+                // Handed over at once, not at the next look.
+                if !app_handed {
+                    if let Some(o) = observed.as_mut() {
+                        on_app(o, pid);
+                        app_handed = true;
+                    }
                 }
             }
             Ok(Event::WaitFailed) => {
@@ -517,7 +543,11 @@ pub fn launch_with_app<T: Send>(
         std::thread::sleep(Duration::from_millis(1));
     }
     drop(readers);
-    let app = app_watch.and_then(crate::app_process::AppWatch::finish);
+    let search = app_watch.map(crate::app_process::AppWatch::finish);
+    let (app, app_watch) = match search {
+        Some(s) => (s.app, Some(s.report)),
+        None => (None, None),
+    };
     let left_over = launch.kill_left_over();
     guard.forget(tracked)?;
 
@@ -573,6 +603,7 @@ pub fn launch_with_app<T: Send>(
             failure,
             left_over,
             app,
+            app_watch,
         },
         observed,
     ))

@@ -1,13 +1,19 @@
-//! iolab in the Android-shaped rig (scripts/android/rig.sh): a mount
-//! namespace with toybox and mksh only, block nodes under /dev/block only,
-//! /data as ext4 on a loop "disk", /system_ext an EROFS image holding an
-//! app, no /run, /tmp or HOME. Driven from the host as a phone is, through
-//! the rig's adb stand-in (scripts/android/adb), whose disconnect does
-//! what adbd does: every pipe of the shell closed and SIGHUP to it.
+//! iolab in the Android-shaped rig (scripts/android/rig.sh), as strict as
+//! a GKI phone with a user build: toybox and mksh only, block nodes under
+//! /dev/block only, a read-only /, no /run, /tmp or HOME, no
+//! /proc/sys/kernel/ns_last_pid, debugfs refused by the rig's seccomp
+//! supervisor, tracefs at /sys/kernel/tracing; zygote64 specialising apps
+//! as Android's does (two renames, never an exec), optionally from its
+//! USAP pool; ActivityMetricsLogger's logging rules; Magisk's su. Driven
+//! from the host as a phone is, through the rig's adb stand-in
+//! (scripts/android/adb), whose disconnect does what adbd does: SIGHUP to
+//! the shell's one pid and its streams closed.
 //!
-//! Outside truths: the host's sysfs (the data disk's scheduler during and
-//! after the run), the host's /sys/block/*/stat (bytes the kernel read
-//! from the EROFS image), the host's loop and mount tables after.
+//! Outside truths: the host's kernel (each app thread's I/O priority by
+//! ioprio_get, its nice in /proc/TID/stat), the host's sysfs (the data
+//! disk's scheduler during and after the run), the host's
+//! /sys/block/*/stat (bytes the kernel read from the EROFS image), the
+//! supervisor's log of refused mounts.
 #![allow(clippy::unwrap_used)]
 
 mod bench_env;
@@ -23,9 +29,10 @@ use lab_env::root_or_skip;
 use serde_json::Value;
 
 const APP: &str = "/system_ext/priv-app/RigApp";
+const COMPONENT: &str = "com.example.iolab.rigapp/.Main";
 
-/// The issue's matrix: two schedulers, idle and 1r1w, 3 reps (a small
-/// load file: the rig's /data is 1 GiB).
+/// Two schedulers, idle and 1r1w, 3 reps (a small load file: the rig's
+/// /data is 1 GiB).
 const MATRIX: [&str; 10] = [
     "--schedulers",
     "mq-deadline,bfq",
@@ -37,6 +44,16 @@ const MATRIX: [&str; 10] = [
     "3",
     "--timeout",
     "20",
+];
+
+/// What every activity run asks for the app's own process.
+const APP_OPTIONS: [&str; 6] = [
+    "--target-ioprio",
+    "idle",
+    "--target-nice",
+    "5",
+    "--explain",
+    "--sched",
 ];
 
 /// One rig at a time: each adds loop devices and reads their stats.
@@ -60,11 +77,12 @@ impl Rig {
             "mkfs.erofs",
             "unshare",
             "nsenter",
+            "gcc",
         ] {
             if !lab_env::have(tool) {
                 iolab_testkit::skip(
                     "android_rig",
-                    &format!("{tool} is not installed (apt install toybox mksh e2fsprogs erofs-utils util-linux)"),
+                    &format!("{tool} is not installed (apt install toybox mksh e2fsprogs erofs-utils util-linux gcc)"),
                 );
                 return None;
             }
@@ -125,19 +143,45 @@ impl Rig {
             .unwrap()
     }
 
-    fn adb(&self) -> Command {
+    /// `iolab remote --adb rig`, through the rig's adb stand-in; `magisk`
+    /// makes the device a production build rooted with Magisk.
+    fn adb(&self, magisk: bool) -> Command {
         let mut c = Command::new(assert_cmd::cargo::cargo_bin("iolab"));
         c.arg("remote")
             .args(["--adb", "rig", "--adb-program"])
             .arg(scripts().join("adb"))
-            .env("IOLAB_RIG_DIR", self.dir.path());
+            .env("IOLAB_RIG_DIR", self.dir.path())
+            .env("IOLAB_RIG_ADBD", if magisk { "magisk" } else { "root" });
         c
+    }
+
+    /// Runs `startup --am-start` over adb with `args` into `db` and
+    /// returns the device's experiment, exported.
+    fn activity_run(&self, db: &Path, args: &[&str]) -> Value {
+        let out = self
+            .adb(false)
+            .arg("--db")
+            .arg(db)
+            .args(["--", "startup", "--am-start", COMPONENT])
+            .args(["--in", "/data/local/tmp/app"])
+            .args(args)
+            .arg("--json")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        let id = serde_json::from_slice::<Value>(&out.stdout).unwrap()["experiment"]["id"]
+            .as_u64()
+            .unwrap();
+        export(db, id)
     }
 }
 
 impl Drop for Rig {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(self.dir.path().join("unplug"));
+        // A lab a failed test left up holds a loop device over a file on
+        // /data, which keeps /data's own loop device busy: down first.
+        let _ = self.sh("./iolab-bin lab down");
         let _ = self.sh("./iolab-bin restore");
         let _ = self.script("down", &[]);
     }
@@ -237,11 +281,106 @@ fn scheduler(dev: &str) -> String {
         .current
 }
 
+/// The kernel's own view of every thread of a live process: its I/O
+/// priority class and its nice.
+fn kernel_view(pid: i64) -> Vec<(i64, i64, i64)> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .map(|e| {
+            let tid: i64 = e.unwrap().file_name().to_str().unwrap().parse().unwrap();
+            let (class, nice) = lab_env::kernel_priorities(tid);
+            (tid, class, nice)
+        })
+        .collect()
+}
+
+/// The live app's threads all at idle I/O priority (class 3) and nice 5,
+/// read from the kernel.
+fn assert_kernel_has_the_settings(pid: i64) {
+    let view = kernel_view(pid);
+    assert!(view.len() >= 5, "the app's threads: {view:?}");
+    for (tid, class, nice) in &view {
+        assert_eq!(
+            (*class, *nice),
+            (3, 5),
+            "thread {tid} of the app {pid}: {view:?}"
+        );
+    }
+}
+
+/// The `kind` artifact of run `r` in an export (by its cell and rep).
+fn artifact<'a>(export: &'a Value, r: &Value, kind: &str) -> &'a Value {
+    export["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| {
+            a["kind"] == kind
+                && ["scheduler", "workload", "rep", "target"]
+                    .iter()
+                    .all(|k| a[k] == r[k])
+        })
+        .map(|a| &a["json"])
+        .unwrap_or_else(|| panic!("no {kind} artifact for run {r}"))
+}
+
+/// Every start of an activity run: ok, of the kind asked for, the app's
+/// own process found as `found_by` and given the settings, and the
+/// collectors on its own task.
+fn assert_app_runs(export: &Value, state: &str, found_by: &str) -> i64 {
+    let runs = export["runs"].as_array().unwrap();
+    let mut last = 0;
+    for r in runs {
+        assert_eq!(r["outcome"], "ok", "{r}");
+        let am = &r["extra"]["am_start"]["result"];
+        assert_eq!(am["launch_state"], state, "{r}");
+        assert!(am["total_ms"].as_u64().unwrap() > 0, "{r}");
+        let app = &r["extra"]["app_process"];
+        let pid = app["pid"].as_i64().unwrap_or_else(|| panic!("no app: {r}"));
+        assert_eq!(app["found_by"], found_by, "{r}");
+        assert_eq!(app["ioprio"], "idle", "{r}");
+        assert_eq!(app["nice"], 5, "{r}");
+        // The watcher ran on tracefs, not /proc scans.
+        assert_eq!(r["extra"]["app_watch"]["source"], "tracefs", "{r}");
+        // explain's main thread is the app's; sched measured its task.
+        let main = &r["extra"]["observed"]["explain"]["main_thread"];
+        assert_eq!(main["tid"].as_i64(), Some(pid), "{r}");
+        let sched = artifact(export, r, "sched");
+        assert!(
+            sched["tasks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t["tid"].as_i64() == Some(pid)),
+            "sched has no task {pid}: {sched}"
+        );
+        last = pid;
+    }
+    last
+}
+
+/// Warm and hot starts of the live app, 3 each, with the app's options:
+/// each of its kind, the app running already, and the kernel's view of it.
+fn warm_and_hot(rig: &Rig, db: &Path) {
+    for (mode, state) in [("warm", "WARM"), ("hot", "HOT")] {
+        let e = rig.activity_run(
+            db,
+            &[
+                ["--schedulers", "none", "--workloads", "idle", "--reps", "3"].as_slice(),
+                &["--start-mode", mode, "--timeout", "20"],
+                APP_OPTIONS.as_slice(),
+            ]
+            .concat(),
+        );
+        assert_eq!(e["runs"].as_array().unwrap().len(), 3, "{mode}");
+        let pid = assert_app_runs(&e, state, "running");
+        assert_kernel_has_the_settings(pid);
+    }
+}
+
 #[test]
-fn with_toybox_only_a_lab_comes_up_bio_is_traced_by_dev_block_and_erofs_is_evicted() {
-    if !root_or_skip(
-        "with_toybox_only_a_lab_comes_up_bio_is_traced_by_dev_block_and_erofs_is_evicted",
-    ) {
+fn the_rig_is_a_gki_phone_and_lab_status_and_trace_bio_work_without_debugfs() {
+    if !root_or_skip("the_rig_is_a_gki_phone_and_lab_status_and_trace_bio_work_without_debugfs") {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
@@ -250,8 +389,24 @@ fn with_toybox_only_a_lab_comes_up_bio_is_traced_by_dev_block_and_erofs_is_evict
     assert_eq!(rig.ok("readlink /system/bin/losetup").trim(), "toybox");
     assert_eq!(rig.ok("readlink /system/bin/blkid").trim(), "toybox");
     assert!(!rig.sh("ls /usr/bin /tmp /run").status.success());
+    // What a GKI kernel and a user build lack: ns_last_pid, a writable /,
+    // debugfs (refused, as SELinux refuses it, and logged as refused).
+    let gki = rig.sh(
+        "ls /proc/sys/kernel/ns_last_pid; touch /x; mkdir -p d && mount -t debugfs none d; ls /sys/kernel/debug | wc -l",
+    );
+    let err = text(&gki.stderr);
+    assert!(err.contains("ns_last_pid: No such file"), "{err}");
+    assert!(err.contains("Read-only file system"), "{err}");
+    assert!(err.contains("Operation not permitted"), "{err}");
+    assert_eq!(text(&gki.stdout).trim(), "0", "{err}");
+    let denied = std::fs::read_to_string(rig.dir.path().join("denied.log")).unwrap();
+    assert!(denied.contains("refused mount of debugfs"), "{denied}");
+    assert!(rig
+        .ok("ls /sys/kernel/tracing/events/task")
+        .contains("task_rename"));
 
-    // A lab: loop by ioctl, mke2fs, its node found under /dev/block.
+    // A lab: loop by ioctl, mke2fs, its node found under /dev/block; its
+    // status without debugfs says what is unknown and why, exit 0.
     let up = rig.ok("./iolab-bin lab up --name R --size 200MiB --json");
     let up: Value = serde_json::from_str(&up).unwrap();
     let status: Value = serde_json::from_str(&rig.ok("./iolab-bin lab status R --json")).unwrap();
@@ -264,6 +419,16 @@ fn with_toybox_only_a_lab_comes_up_bio_is_traced_by_dev_block_and_erofs_is_evict
             .starts_with("/data/local/tmp/iolab/images/"),
         "{status}"
     );
+    assert!(status["queue_depth_kernel"].is_null(), "{status}");
+    assert!(
+        status["queue_depth_kernel_unknown"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("debugfs unavailable: mount -t debugfs failed"),
+        "{status}"
+    );
+    let shown = rig.ok("./iolab-bin lab status R");
+    assert!(shown.contains("unknown: debugfs unavailable"), "{shown}");
 
     // trace bio by an Android path: what it saw read from the EROFS image
     // is what the kernel counted for that device.
@@ -304,13 +469,192 @@ fn with_toybox_only_a_lab_comes_up_bio_is_traced_by_dev_block_and_erofs_is_evict
         rig.ok("./iolab-bin restore").trim_end(),
         "nothing to restore: no iolab run left system state behind"
     );
+    // Nothing iolab wrote went outside /data (the root is read-only, and
+    // the only other writable places are /dev and /proc, /sys knobs).
+    assert_eq!(
+        rig.ok("ls -d /data/local/tmp/iolab").trim(),
+        "/data/local/tmp/iolab"
+    );
 }
 
+/// An activity started cold (the matrix), warm and hot, over adb, in
+/// place on /data, with every option that needs the app's own process:
+/// found on a kernel without ns_last_pid by its rename, given its
+/// priorities within the watcher's latency, followed by --explain and
+/// --sched; each start of the kind asked for, by am's own LaunchState.
 #[test]
-fn over_adb_in_place_on_data_a_disconnect_restores_the_disk_and_resume_completes() {
-    let Some(d) =
-        OnData::up("over_adb_in_place_on_data_a_disconnect_restores_the_disk_and_resume_completes")
+fn an_activity_cold_warm_and_hot_gets_its_priorities_and_is_followed() {
+    let Some(d) = OnData::up("an_activity_cold_warm_and_hot_gets_its_priorities_and_is_followed")
     else {
+        return;
+    };
+    let (rig, data, original, db, watch) = (d.rig, d.data, d.original, d.db, d.watch);
+    let cold = rig.activity_run(
+        &db,
+        &[
+            MATRIX.as_slice(),
+            APP_OPTIONS.as_slice(),
+            &[
+                "--compile",
+                "speed",
+                "--ready-logcat",
+                "Fully drawn com\\.example\\.iolab\\.rigapp",
+            ],
+        ]
+        .concat(),
+    );
+    let seen = watch.finish();
+    assert!(seen.contains(&"mq-deadline".to_string()), "{seen:?}");
+    assert!(seen.contains(&"bfq".to_string()), "{seen:?}");
+    assert_eq!(scheduler(&data), original, "{seen:?}");
+    assert_eq!(cold["experiment"]["status"], "done");
+    let runs = cold["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 12);
+    let last = assert_app_runs(&cold, "COLD", "task_rename");
+    for r in runs {
+        // Timed to the app's reportFullyDrawn line, read by the rig's logcat.
+        let line = r["extra"]["am_start"]["logcat"]["line"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(line.contains("I ActivityTaskManager: Fully drawn"), "{r}");
+        let app = &r["extra"]["app_process"];
+        // Forked by zygote after the launch, set at its first rename:
+        // before the app's own reads (which begin 20 ms later in the rig).
+        assert_eq!(app["born_before_launch"], false, "{r}");
+        assert!(app["set_after_rename_ms"].as_f64().unwrap() < 20.0, "{r}");
+        // Cold: of the app's files (APK, odex, vdex, .so, the compiled
+        // code in dalvik-cache, its data), at most 1 % cached after the
+        // cold step.
+        let c = &r["extra"]["cold"];
+        assert!(c["files"].as_u64().unwrap() >= 6, "{c}");
+        let kept = c["cached_bytes"].as_u64().unwrap() - c["mapped_before_bytes"].as_u64().unwrap();
+        assert!(kept as f64 <= 0.01 * c["bytes"].as_f64().unwrap(), "{c}");
+    }
+    // The last start's app is still up (as on a phone): the kernel says
+    // every thread of it is at idle I/O priority and nice 5.
+    assert_kernel_has_the_settings(last);
+    // --compile verified in dumpsys and stored: compiled into dalvik-cache.
+    let dexopt = &cold["experiment"]["config"]["dexopt"];
+    assert_eq!(dexopt["dexopt"][0]["status"], "speed", "{dexopt}");
+    assert_eq!(dexopt["compiled_code_located_by"], "dumpsys", "{dexopt}");
+    assert!(cold.to_string().contains("RIGSERIAL01"));
+
+    // Warm: the live process, its activity made again (am: WARM); hot: the
+    // stopped activity brought back (am: HOT, TotalTime above 0).
+    warm_and_hot(&rig, &db);
+    // A hot start waits for no logcat line: refused with the reason.
+    let out = rig.ok(&format!(
+        "./iolab-bin startup --am-start {COMPONENT} --in /data/local/tmp/app --schedulers none \
+         --workloads idle --reps 1 --start-mode hot --ready-logcat 'Fully drawn' 2>&1; echo rc=$?"
+    ));
+    assert!(
+        out.contains("only for cold and warm launches") && out.contains("rc=2"),
+        "{out}"
+    );
+    // A compile that prints Success but does not take is refused there.
+    rig.ok("touch /data/local/tmp/dexopt.skip && rm -f /data/system/dexopt.state");
+    let out = rig.ok(&format!(
+        "./iolab-bin startup --am-start {COMPONENT} --in /data/local/tmp/app \
+         --schedulers none --workloads idle --reps 1 --compile speed-profile 2>&1; echo rc=$?"
+    ));
+    assert!(
+        out.contains("did not take") && out.contains("rc=2"),
+        "{out}"
+    );
+}
+
+/// With the USAP pool, the app's process was forked before the launch and
+/// is only specialised by it: found by its rename all the same, and set.
+/// An early ART-service dumpsys (no locations) still leads to the
+/// compiled code, by ART's own naming.
+#[test]
+fn from_the_usap_pool_the_app_is_found_and_set_and_early_dumpsys_still_finds_its_code() {
+    let Some(d) = OnData::up(
+        "from_the_usap_pool_the_app_is_found_and_set_and_early_dumpsys_still_finds_its_code",
+    ) else {
+        return;
+    };
+    let (rig, db) = (d.rig, d.db);
+    rig.ok("setprop persist.device_config.runtime_native.usap_pool_enabled true && setprop debug.rig.artdump early");
+    // The pool is up before any launch: processes named usap64.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !rig.ok("ps -A -o args").contains("usap64") {
+        assert!(Instant::now() < deadline, "no USAP process");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let e = rig.activity_run(
+        &db,
+        &[
+            ["--schedulers", "none", "--workloads", "idle", "--reps", "3"].as_slice(),
+            &["--timeout", "20", "--compile", "speed"],
+            APP_OPTIONS.as_slice(),
+        ]
+        .concat(),
+    );
+    let last = assert_app_runs(&e, "COLD", "task_rename");
+    for r in e["runs"].as_array().unwrap() {
+        // A USAP: its fork is before the launch, not in the trace.
+        assert_eq!(r["extra"]["app_process"]["born_before_launch"], true, "{r}");
+    }
+    assert_kernel_has_the_settings(last);
+    let dexopt = &e["experiment"]["config"]["dexopt"];
+    assert_eq!(
+        dexopt["compiled_code_located_by"], "dalvik-cache naming",
+        "{dexopt}"
+    );
+    assert!(
+        dexopt["compiled_code"]
+            .to_string()
+            .contains("RigApp.apk@classes.odex"),
+        "{dexopt}"
+    );
+    for r in e["runs"].as_array().unwrap() {
+        // ... and the cold check covers it.
+        assert!(r["extra"]["cold"]["files"].as_u64().unwrap() >= 6, "{r}");
+    }
+    warm_and_hot(&rig, &db);
+}
+
+/// An app whose process is not named as its package (android:process)
+/// cannot be found by iolab: every start that asked for its priorities is
+/// invalid with the reason, and the run exits 1, never 0.
+#[test]
+fn an_app_never_found_invalidates_its_starts_and_the_run_fails() {
+    let Some(d) = OnData::up("an_app_never_found_invalidates_its_starts_and_the_run_fails") else {
+        return;
+    };
+    let rig = d.rig;
+    rig.ok("setprop debug.rig.process_name com.example.iolab.elsewhere");
+    let out = rig.sh(&format!(
+        "./iolab-bin startup --am-start {COMPONENT} --in /data/local/tmp/app --schedulers none \
+         --workloads idle --reps 2 --timeout 20 --target-ioprio idle --db lost.db"
+    ));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let e: Value =
+        serde_json::from_str(&rig.ok("./iolab-bin results --db lost.db export 1")).unwrap();
+    let runs = e["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for r in runs {
+        assert_eq!(r["outcome"], "invalid", "{r}");
+        let why = r["reason"].as_str().unwrap_or_default();
+        assert!(
+            why.contains("--target-ioprio idle not applied") && why.contains("never found"),
+            "{r}"
+        );
+    }
+    assert!(
+        text(&out.stderr).contains("none of its 2 start(s) counts"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// Over adb as root (adbd's hang-up: SIGHUP to the shell's one pid, its
+/// streams closed) and over Magisk (the root command in magiskd's
+/// session: no signal, only end-of-file on stdin), a dropped link leaves
+/// the device restored by itself, and `--resume` completes the plan.
+fn disconnect_restores_and_resume_completes(test: &str, magisk: bool) {
+    let Some(d) = OnData::up(test) else {
         return;
     };
     let (rig, data, original, db, watch) = (d.rig, d.data, d.original, d.db, d.watch);
@@ -318,7 +662,7 @@ fn over_adb_in_place_on_data_a_disconnect_restores_the_disk_and_resume_completes
         "cat {APP}/RigApp.apk {APP}/oat/arm64/RigApp.odex {APP}/lib/arm64/librigapp.so > /dev/null"
     );
     let mut child = rig
-        .adb()
+        .adb(magisk)
         .arg("--db")
         .arg(&db)
         .args(["--", "startup", "--in", "/data/local/tmp/app"])
@@ -332,11 +676,13 @@ fn over_adb_in_place_on_data_a_disconnect_restores_the_disk_and_resume_completes
     // come over adb).
     let err = std::io::BufReader::new(child.stderr.take().unwrap());
     let mut log = String::new();
+    let mut device: Option<(String, bool)> = None;
     for line in err.lines() {
         let line = line.unwrap();
         log.push_str(&line);
         log.push('\n');
-        if line.contains("5/12 starts") {
+        if line.contains("5/12 starts") && device.is_none() {
+            device = Some(device_iolab());
             std::fs::write(rig.dir.path().join("unplug"), "").unwrap();
         }
     }
@@ -344,7 +690,18 @@ fn over_adb_in_place_on_data_a_disconnect_restores_the_disk_and_resume_completes
     assert_eq!(status.code(), Some(1), "{log}");
     assert!(log.contains("5/12 starts"), "{log}");
     assert!(log.contains("connection ended"), "{log}");
-    // The device's iolab, hung up with its pipes closed, restores the
+    // Who the device's iolab was: adb's shell itself (root login), or a
+    // child of magiskd in a session of its own (su -c), whom adbd's
+    // hang-up of the shell's pid cannot reach.
+    let (parent, in_own_session) = device.unwrap();
+    if magisk {
+        assert!(log.contains(", su -c)"), "{log}");
+        assert_eq!((parent.as_str(), in_own_session), ("rig", true), "{log}");
+    } else {
+        assert!(log.contains(", root login)"), "{log}");
+        assert_ne!(parent, "rig", "{log}");
+    }
+    // The device's iolab, hung up or only at end-of-file, restores the
     // disk by itself (no one is left to tell it to).
     let deadline = Instant::now() + Duration::from_secs(30);
     while scheduler(&data) != original {
@@ -356,8 +713,7 @@ fn over_adb_in_place_on_data_a_disconnect_restores_the_disk_and_resume_completes
         std::thread::sleep(Duration::from_millis(100));
     }
     std::fs::remove_file(rig.dir.path().join("unplug")).unwrap();
-    // Plugged back in: the device's record says interrupted, and nothing
-    // is left to restore there.
+    // Plugged back in: the device's record says interrupted.
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let list: Value = serde_json::from_str(
@@ -376,7 +732,7 @@ fn over_adb_in_place_on_data_a_disconnect_restores_the_disk_and_resume_completes
     }
     // Resumed over adb: the matrix completes and comes home.
     let out = rig
-        .adb()
+        .adb(magisk)
         .arg("--db")
         .arg(&db)
         .args(["--", "startup", "--resume", "1"])
@@ -391,142 +747,58 @@ fn over_adb_in_place_on_data_a_disconnect_restores_the_disk_and_resume_completes
     let runs = export["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 12, "{}", export["experiment"]);
     assert_eq!(export["experiment"]["status"], "done");
-    // In place: the device's place is /data's disk, the device's identity
-    // kept with the results.
     let place = export["experiment"]["config"]["place"].as_str().unwrap();
     assert!(place.contains(&data), "{place}");
     assert!(
         export.to_string().contains("RIGSERIAL01"),
         "the device's serial (getprop ro.serialno) is not with its results"
     );
+    assert_eq!(
+        rig.ok("./iolab-bin restore").trim_end(),
+        "nothing to restore: no iolab run left system state behind"
+    );
 }
 
-/// The issue's own run: an activity (the rig's app, forked by its zygote),
-/// in place on /data, two schedulers, idle and 1r1w, 3 reps, driven from
-/// the host over adb.
-#[test]
-fn over_adb_an_activity_in_place_is_cold_its_app_gets_the_ioprio_and_compile_is_verified() {
-    let Some(d) = OnData::up(
-        "over_adb_an_activity_in_place_is_cold_its_app_gets_the_ioprio_and_compile_is_verified",
-    ) else {
-        return;
-    };
-    let (rig, data, original, db, watch) = (d.rig, d.data, d.original, d.db, d.watch);
-    let out = rig
-        .adb()
-        .arg("--db")
-        .arg(&db)
-        .args([
-            "--",
-            "startup",
-            "--am-start",
-            "com.example.iolab.rigapp/.Main",
-        ])
-        .args(["--in", "/data/local/tmp/app"])
-        .args(MATRIX)
-        .args(["--target-ioprio", "idle", "--compile", "speed"])
-        .args([
-            "--ready-logcat",
-            "Fully drawn com\\.example\\.iolab\\.rigapp",
-        ])
-        .output()
-        .unwrap();
-    let seen = watch.finish();
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(seen.contains(&"mq-deadline".to_string()), "{seen:?}");
-    assert!(seen.contains(&"bfq".to_string()), "{seen:?}");
-    assert_eq!(scheduler(&data), original, "{seen:?}");
-    let export = export(&db, 1);
-    assert_eq!(export["experiment"]["status"], "done");
-    let runs = export["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 12);
-    for r in runs {
-        assert_eq!(r["outcome"], "ok", "{r}");
-        // Timed to the app's reportFullyDrawn line, read by the rig's logcat.
-        let line = r["extra"]["am_start"]["logcat"]["line"]
-            .as_str()
-            .unwrap_or_default();
-        assert!(line.contains("I ActivityTaskManager: Fully drawn"), "{r}");
-        // The app, not am, got the I/O priority.
-        assert_eq!(r["extra"]["app_process"]["ioprio"], "idle", "{r}");
-        // Cold: of the app's files (APK, odex, vdex, .so, the compiled
-        // code in dalvik-cache, its data), at most 1 % cached after the
-        // cold step.
-        let cold = &r["extra"]["cold"];
-        assert!(cold["files"].as_u64().unwrap() >= 6, "{cold}");
-        let kept =
-            cold["cached_bytes"].as_u64().unwrap() - cold["mapped_before_bytes"].as_u64().unwrap();
-        assert!(
-            kept as f64 <= 0.01 * cold["bytes"].as_f64().unwrap(),
-            "{cold}"
-        );
-    }
-    // The last start's app is still up (as on a phone): the kernel says
-    // its I/O priority class is idle (3).
-    let pid = runs[11]["extra"]["app_process"]["pid"].as_i64().unwrap();
-    // SAFETY: ioprio_get(IOPRIO_WHO_PROCESS, pid) reads a number.
-    let raw = unsafe { libc::syscall(libc::SYS_ioprio_get, 1, pid) };
-    assert_eq!(raw >> 13, 3, "ioprio of the app {pid}");
-    // --compile verified in dumpsys and stored: compiled into dalvik-cache.
-    let dexopt = &export["experiment"]["config"]["dexopt"]["dexopt"][0];
-    assert_eq!(dexopt["status"], "speed", "{dexopt}");
-    assert!(
-        dexopt["location"]
-            .as_str()
-            .unwrap()
-            .starts_with("/data/dalvik-cache/"),
-        "{dexopt}"
-    );
-    assert!(export.to_string().contains("RIGSERIAL01"));
-    // A compile that prints Success but does not take is refused there.
-    rig.ok("touch /data/local/tmp/dexopt.skip && rm -f /data/system/dexopt.state");
-    let out = rig.ok(
-        "./iolab-bin startup --am-start com.example.iolab.rigapp/.Main --in /data/local/tmp/app \
-         --schedulers none --workloads idle --reps 1 --compile speed-profile 2>&1; echo rc=$?",
-    );
-    assert!(
-        out.contains("did not take") && out.contains("rc=2"),
-        "{out}"
-    );
-    // Warm against hot starts of the same app: warm is a new process
-    // (force-stopped, zygote forks it, am says COLD), hot only brings the
-    // live one back from home (am says HOT, nothing forked): faster, by
-    // am's own TotalTime.
-    let modes = |mode: &str| -> Vec<Value> {
-        let out = rig.ok(&format!(
-            "./iolab-bin startup --am-start com.example.iolab.rigapp/.Main --in /data/local/tmp/app \
-             --schedulers none --workloads idle --reps 3 --start-mode {mode} --db {mode}.db --json"
-        ));
-        let id = serde_json::from_str::<Value>(&out).unwrap()["experiment"]["id"]
-            .as_u64()
-            .unwrap();
-        let e: Value = serde_json::from_str(
-            &rig.ok(&format!("./iolab-bin results --db {mode}.db export {id}")),
-        )
-        .unwrap();
-        e["runs"].as_array().unwrap().clone()
-    };
-    let warm = modes("warm");
-    let hot = modes("hot");
-    let ms = |r: &Value| r["duration_ns"].as_f64().unwrap() / 1e6;
-    for (runs, state) in [(&warm, "COLD"), (&hot, "HOT")] {
-        assert_eq!(runs.len(), 3);
-        for r in runs {
-            assert_eq!(r["outcome"], "ok", "{r}");
-            assert_eq!(
-                r["extra"]["am_start"]["result"]["launch_state"], state,
-                "{r}"
-            );
-            // The app's process was found: forked (warm) or alive (hot).
-            assert!(r["extra"]["app_process"]["pid"].as_i64().is_some(), "{r}");
+/// The device's iolab running `startup` (found on the host by its
+/// command line): its parent's comm, and whether it leads its session.
+fn device_iolab() -> (String, bool) {
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.starts_with("/data/local/tmp/iolab/bin/iolab-") && cmd.contains(" startup ") {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+            let f: Vec<&str> = stat
+                .rsplit_once(')')
+                .unwrap()
+                .1
+                .split_whitespace()
+                .collect();
+            let (ppid, sid) = (f[1], f[3]);
+            let parent = std::fs::read_to_string(format!("/proc/{ppid}/comm")).unwrap();
+            return (parent.trim().to_string(), sid == pid.to_string());
         }
     }
-    let slowest_hot = hot.iter().map(ms).fold(0.0, f64::max);
-    let fastest_warm = warm.iter().map(ms).fold(f64::MAX, f64::min);
-    eprintln!("hot ≤ {slowest_hot} ms, warm ≥ {fastest_warm} ms");
-    assert!(
-        slowest_hot < fastest_warm,
-        "hot {slowest_hot} ms, warm {fastest_warm} ms"
+    panic!("no device iolab running");
+}
+
+#[test]
+fn over_adb_a_hang_up_restores_the_disk_and_resume_completes() {
+    disconnect_restores_and_resume_completes(
+        "over_adb_a_hang_up_restores_the_disk_and_resume_completes",
+        false,
+    );
+}
+
+#[test]
+fn over_magisk_su_end_of_file_alone_restores_the_disk_and_resume_completes() {
+    disconnect_restores_and_resume_completes(
+        "over_magisk_su_end_of_file_alone_restores_the_disk_and_resume_completes",
+        true,
     );
 }
 
@@ -555,6 +827,6 @@ fn closed_output_pipes_do_not_stop_a_run_or_lose_it() {
     let out = c.status().unwrap();
     assert_eq!(out.code(), Some(0));
     let list = b.list();
-    assert_eq!(list[0]["runs"], 2, "{list}");
     assert_eq!(list[0]["status"], "done", "{list}");
+    assert_eq!(list[0]["runs"], 2, "{list}");
 }

@@ -54,6 +54,11 @@ pub struct LabStatus {
     /// to `none` it shows the tag set's depth (128 for loop) while the
     /// tags stay shrunk (4), as debugfs shows.
     pub queue_depth_kernel: Option<u64>,
+    /// Why the kernel's driver depth is unknown, when it was looked for
+    /// and could not be read: `debugfs unavailable: …` (a user build of
+    /// Android has no debugfs; a read-only / has nowhere to mount it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_depth_kernel_unknown: Option<String>,
     /// `queue/read_ahead_kb`.
     pub read_ahead_kb: Option<u64>,
     /// Dirty page-cache limit of the lab's filesystem in bytes (bdi
@@ -162,9 +167,12 @@ pub fn read_kernel_depth(st: &mut LabStatus, debugfs: &Path) {
         return;
     };
     let tags = debugfs.join("block").join(name).join("hctx0/tags");
-    st.queue_depth_kernel = std::fs::read_to_string(tags)
+    st.queue_depth_kernel = std::fs::read_to_string(&tags)
         .ok()
         .and_then(|t| parse_tags_depth(&t));
+    if st.queue_depth_kernel.is_none() && !st.schedulers.is_empty() {
+        st.queue_depth_kernel_unknown = Some(format!("{} unreadable", tags.display()));
+    }
     if let (Some(set), Some(now)) = (st.queue_depth, st.queue_depth_kernel) {
         if u64::from(set) != now {
             st.problems.push(format!(

@@ -119,6 +119,7 @@ impl Recorder {
             buffer_kib_per_cpu: opts.buffer_kib_per_cpu,
             pids: opts.pids.clone(),
             read_interval: SAMPLE_INTERVAL,
+            wake_on_event: false,
         };
         let session = TraceSession::start(guard, config)?;
         let decoder = session

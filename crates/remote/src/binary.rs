@@ -56,14 +56,24 @@ pub fn choose(arch: &str, given: Option<&Path>) -> Result<PathBuf, RemoteError> 
         return Ok(me);
     }
     let dir = me.parent().unwrap_or(Path::new("."));
-    let candidates = [
-        dir.join(format!("iolab-{arch}")),
-        // target/{debug,release}/iolab → target/aarch64/<triple>/release/iolab
-        dir.join(format!("../{arch}/{arch}-unknown-linux-gnu/release/iolab")),
-        dir.join(format!(
-            "../../target/{arch}/{arch}-unknown-linux-gnu/release/iolab"
-        )),
-    ];
+    // The stripped build scripts/build-aarch64.sh makes (`iolab-device`,
+    // its symbols kept on the host in `iolab.debug`) before the build
+    // itself: a device gets what it runs, not 70 MB of line tables.
+    let release = |base: &str| {
+        [
+            dir.join(format!(
+                "{base}/{arch}/{arch}-unknown-linux-gnu/release/iolab-device"
+            )),
+            dir.join(format!(
+                "{base}/{arch}/{arch}-unknown-linux-gnu/release/iolab"
+            )),
+        ]
+    };
+    let candidates: Vec<PathBuf> = std::iter::once(dir.join(format!("iolab-{arch}")))
+        // target/{debug,release}/iolab → target/aarch64/<triple>/release/
+        .chain(release(".."))
+        .chain(release("../../target"))
+        .collect();
     for c in &candidates {
         if c.is_file() && elf_arch(c).ok() == Some(arch) {
             return Ok(c.clone());
@@ -87,6 +97,48 @@ fn normalise(arch: &str) -> Result<&'static str, RemoteError> {
              64-bit shell)"
         ))),
     }
+}
+
+/// True when the ELF file carries a symbol table or DWARF sections (what
+/// a device does not need: `strip` removes them, `objcopy
+/// --only-keep-debug` keeps them apart for the host).
+pub fn has_symbols(path: &Path) -> Result<bool, RemoteError> {
+    let data = std::fs::read(path).map_err(|e| RemoteError::io(path, e))?;
+    let bad = || RemoteError::Usage(format!("{} is not a 64-bit ELF file", path.display()));
+    let u16_at = |o: usize| -> Option<u64> {
+        Some(u16::from_le_bytes(data.get(o..o + 2)?.try_into().ok()?).into())
+    };
+    let u32_at = |o: usize| -> Option<u64> {
+        Some(u32::from_le_bytes(data.get(o..o + 4)?.try_into().ok()?).into())
+    };
+    let u64_at = |o: usize| -> Option<u64> {
+        u64::from_le_bytes(data.get(o..o + 8)?.try_into().ok()?).into()
+    };
+    if data.get(..5) != Some(b"\x7fELF\x02") {
+        return Err(bad());
+    }
+    // ELF64 header: e_shoff at 0x28, e_shentsize 0x3a, e_shnum 0x3c,
+    // e_shstrndx 0x3e; section header: sh_name +0, sh_offset +0x18.
+    let (shoff, entsize, num, strndx) = (
+        u64_at(0x28).ok_or_else(bad)? as usize,
+        u16_at(0x3a).ok_or_else(bad)? as usize,
+        u16_at(0x3c).ok_or_else(bad)? as usize,
+        u16_at(0x3e).ok_or_else(bad)? as usize,
+    );
+    let names = u64_at(shoff + strndx * entsize + 0x18).ok_or_else(bad)? as usize;
+    const SHF_ALLOC: u64 = 0x2;
+    for i in 0..num {
+        let header = shoff + i * entsize;
+        let name_at = names + u32_at(header).ok_or_else(bad)? as usize;
+        let name = data.get(name_at..).unwrap_or_default();
+        let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+        // Loaded sections stay (`.debug_gdb_scripts` is loaded).
+        let loaded = u64_at(header + 0x8).ok_or_else(bad)? & SHF_ALLOC != 0;
+        if !loaded && (name == b".symtab" || name.starts_with(b".debug_")) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// First 16 hex digits of the file's SHA-256: the binary's name on the
@@ -142,6 +194,26 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("x86_64 and aarch64"));
+    }
+
+    #[test]
+    fn symbols_are_seen_and_a_stripped_copy_has_none() {
+        // This test binary has symbols; `strip` (binutils) removes them.
+        let me = std::env::current_exe().unwrap();
+        assert!(has_symbols(&me).unwrap());
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("stripped");
+        let ok = std::process::Command::new("strip")
+            .arg("-o")
+            .arg(&out)
+            .arg(&me)
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            assert!(!has_symbols(&out).unwrap());
+        }
+        std::fs::write(d.path().join("s"), "#!/bin/sh\n").unwrap();
+        assert!(has_symbols(&d.path().join("s")).is_err());
     }
 
     #[test]

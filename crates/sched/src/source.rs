@@ -58,6 +58,7 @@ pub fn session_config(opts: &RecordOptions) -> SessionConfig {
         buffer_kib_per_cpu: opts.buffer_kib_per_cpu,
         pids: None,
         read_interval: Duration::from_millis(20),
+        wake_on_event: false,
     }
 }
 

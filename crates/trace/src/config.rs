@@ -80,6 +80,12 @@ pub struct SessionConfig {
     pub pids: Option<Vec<i32>>,
     /// Sleep of the reader thread between sweeps of the CPU buffers.
     pub read_interval: Duration,
+    /// Wake the reader as soon as any event is written (poll(2) with the
+    /// instance's `buffer_percent` at 0), `read_interval` being only an
+    /// upper bound: for a watcher that acts on rare events at once,
+    /// rather than a sweep every interval. Off for high-rate sessions,
+    /// where a wakeup per event would cost more than it gains.
+    pub wake_on_event: bool,
 }
 
 /// Default ring buffer per CPU: 16 MiB (about 300k typical events, a few
@@ -97,6 +103,7 @@ impl Default for SessionConfig {
             buffer_kib_per_cpu: default_buffer_kib_per_cpu(),
             pids: None,
             read_interval: Duration::from_millis(20),
+            wake_on_event: false,
         }
     }
 }

@@ -1,7 +1,11 @@
 //! The reader thread: drains every CPU's `trace_pipe_raw` into a sink.
 //!
 //! One thread per session sweeps all CPUs (non-blocking reads, one page per
-//! read(2)), hands the pages to its sink, then sleeps. A thread per session
+//! read(2)), hands the pages to its sink, then sleeps: for a fixed interval,
+//! or (`wake_on_event`, for a watcher that must act on an event at once)
+//! in poll(2) on every CPU's pipe until the kernel has any event for it
+//! (the instance's `buffer_percent` is 0), the interval being only a
+//! bound. A thread per session
 //! rather than per CPU: a sweep of an idle CPU costs one EAGAIN read, and
 //! the merge needs a single "every CPU read up to time T" point anyway.
 //! Reading in a thread of its own keeps the kernel buffers drained even
@@ -9,6 +13,7 @@
 
 use std::fs::File;
 use std::io::Read;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -79,7 +84,26 @@ impl CpuFile {
 /// A running reader thread.
 pub(crate) struct Reader<S: PageSink> {
     stop: Arc<AtomicBool>,
+    /// Wakes a thread sleeping in poll(2) (`wake_on_event`).
+    waker: Option<Arc<OwnedFd>>,
     handle: Option<JoinHandle<Result<S, TraceError>>>,
+}
+
+/// Sleeps in poll(2) until any CPU's pipe has an event, the waker is
+/// written, or `interval` passes.
+fn wait_for_events(files: &[CpuFile], waker: &OwnedFd, interval: Duration) {
+    use rustix::event::{PollFd, PollFlags};
+    let mut fds: Vec<PollFd<'_>> = files
+        .iter()
+        .map(|f| PollFd::new(&f.file, PollFlags::IN))
+        .chain(std::iter::once(PollFd::new(waker, PollFlags::IN)))
+        .collect();
+    let timeout = rustix::time::Timespec {
+        tv_sec: interval.as_secs() as _,
+        tv_nsec: interval.subsec_nanos() as _,
+    };
+    // EINTR or an error: the caller sweeps anyway, bounded by the interval.
+    let _ = rustix::event::poll(&mut fds, Some(&timeout));
 }
 
 impl<S: PageSink> Reader<S> {
@@ -87,24 +111,39 @@ impl<S: PageSink> Reader<S> {
         mut files: Vec<CpuFile>,
         layout: PageLayout,
         interval: Duration,
+        wake_on_event: bool,
         mut sink: S,
     ) -> Result<Reader<S>, TraceError> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
+        let waker = if wake_on_event {
+            let fd = rustix::event::eventfd(
+                0,
+                rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
+            )
+            .map_err(|e| TraceError::io("eventfd", e.into()))?;
+            Some(Arc::new(fd))
+        } else {
+            None
+        };
+        let thread_waker = waker.clone();
         let handle = std::thread::Builder::new()
             .name("iolab-trace".into())
             .spawn(move || {
+                let mut woke_early = false;
                 loop {
                     // Read the flag before the sweep: after stop, one more
                     // complete sweep collects what is left.
                     let last = flag.load(Ordering::Acquire);
                     let t0 = monotonic_ns();
                     let mut busy = false;
+                    let mut read = 0usize;
                     for (i, f) in files.iter_mut().enumerate() {
                         let mut n = 0;
                         while let Some(p) = f.read_page(&layout)? {
                             sink.page(i, p)?;
                             n += 1;
+                            read += 1;
                             if n >= MAX_PAGES_PER_SWEEP {
                                 busy = true;
                                 if !last || n >= MAX_PAGES_LAST_SWEEP {
@@ -117,15 +156,30 @@ impl<S: PageSink> Reader<S> {
                     if last {
                         return Ok(sink);
                     }
-                    if !busy {
+                    match (&thread_waker, busy) {
+                        (_, true) => {}
+                        (Some(w), false) => {
+                            if read == 0 && woke_early {
+                                // poll(2) said ready and the sweep found
+                                // nothing: a short nap keeps a pipe that
+                                // stays readable without yielding a page
+                                // from spinning (no latency for a real
+                                // event, which the sweep would have read).
+                                std::thread::park_timeout(Duration::from_micros(200));
+                            }
+                            let at = std::time::Instant::now();
+                            wait_for_events(&files, w, interval);
+                            woke_early = at.elapsed() < interval;
+                        }
                         // `stop` unparks: finishing does not wait out the nap.
-                        std::thread::park_timeout(interval);
+                        (None, false) => std::thread::park_timeout(interval),
                     }
                 }
             })
             .map_err(|e| TraceError::io("reader thread", e))?;
         Ok(Reader {
             stop,
+            waker,
             handle: Some(handle),
         })
     }
@@ -142,6 +196,11 @@ impl<S: PageSink> Reader<S> {
 
     fn join(&mut self) -> Result<S, TraceError> {
         self.stop.store(true, Ordering::Release);
+        if let Some(w) = &self.waker {
+            // Out of poll(2) at once (an eventfd write of 1 cannot fail
+            // short of overflow).
+            let _ = rustix::io::write(w.as_ref(), &1u64.to_ne_bytes());
+        }
         match self.handle.take() {
             Some(h) => {
                 h.thread().unpark();

@@ -1,6 +1,6 @@
 //! A live trace session: start, poll records in time order, finish.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use iolab_guard::Guard;
 
@@ -25,12 +25,19 @@ struct Inbox {
     swept: u64,
 }
 
-#[derive(Clone)]
-struct InboxSink(Arc<Mutex<Inbox>>);
+/// The inbox and the signal that a sweep left pages in it.
+#[derive(Default)]
+struct Shared {
+    inbox: Mutex<Inbox>,
+    filled: Condvar,
+}
+
+#[derive(Clone, Default)]
+struct InboxSink(Arc<Shared>);
 
 impl InboxSink {
     fn lock(&self) -> std::sync::MutexGuard<'_, Inbox> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.0.inbox.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -41,7 +48,11 @@ impl PageSink for InboxSink {
     }
 
     fn swept(&mut self, t0: u64) -> Result<(), TraceError> {
-        self.lock().swept = t0;
+        let mut inbox = self.lock();
+        inbox.swept = t0;
+        if !inbox.pages.is_empty() {
+            self.0.filled.notify_all();
+        }
         Ok(())
     }
 }
@@ -79,7 +90,7 @@ impl TraceSession {
     /// Creates the instance, enables the events and starts reading.
     pub fn start(guard: &Guard, config: SessionConfig) -> Result<TraceSession, TraceError> {
         let mut p = crate::setup::prepare(guard, &config)?;
-        let inbox = InboxSink(Arc::new(Mutex::new(Inbox::default())));
+        let inbox = InboxSink::default();
         let merger = Merger::new(
             p.layout,
             &p.cpus,
@@ -87,7 +98,13 @@ impl TraceSession {
             p.triggered.clone(),
         );
         let files = std::mem::take(&mut p.files);
-        let reader = Reader::spawn(files, p.layout, config.read_interval, inbox.clone())?;
+        let reader = Reader::spawn(
+            files,
+            p.layout,
+            config.read_interval,
+            config.wake_on_event,
+            inbox.clone(),
+        )?;
         let start_ns = p.switch_on(config.pids.as_deref())?;
         Ok(TraceSession {
             reader: Some(reader),
@@ -142,6 +159,44 @@ impl TraceSession {
         Ok(self.merger.drain(
             &self.formats,
             limit,
+            false,
+            monotonic_ns(),
+            &mut |_| None,
+            sink,
+        ))
+    }
+
+    /// Waits up to `timeout` for the reader to have read pages not yet
+    /// taken (at once with `wake_on_event`); true when there are some.
+    pub fn wait(&self, timeout: std::time::Duration) -> bool {
+        let inbox = self.inbox.lock();
+        if !inbox.pages.is_empty() {
+            return true;
+        }
+        let (inbox, _) = self
+            .inbox
+            .0
+            .filled
+            .wait_timeout(inbox, timeout)
+            .unwrap_or_else(|p| p.into_inner());
+        !inbox.pages.is_empty()
+    }
+
+    /// Delivers every record read so far, without waiting for the other
+    /// CPUs to be read past it: for a watcher that acts on each event as
+    /// soon as it is read, where order across CPUs does not matter (a
+    /// record older than one already delivered is counted out of order,
+    /// and still delivered). Returns how many were delivered.
+    pub fn poll_unordered(&mut self, sink: &mut dyn FnMut(&Record)) -> Result<u64, TraceError> {
+        if self.reader.as_ref().is_some_and(|r| r.failed()) {
+            if let Some(r) = self.reader.take() {
+                r.stop()?;
+            }
+        }
+        self.take_pages();
+        Ok(self.merger.drain(
+            &self.formats,
+            u64::MAX,
             false,
             monotonic_ns(),
             &mut |_| None,

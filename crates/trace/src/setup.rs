@@ -58,6 +58,11 @@ pub(crate) fn prepare(guard: &Guard, config: &SessionConfig) -> Result<Prepared,
     instance.write("trace_clock", "mono")?;
     instance.write("options/overwrite", "0")?;
     instance.write("buffer_size_kb", &config.buffer_kib_per_cpu.to_string())?;
+    if config.wake_on_event {
+        // Readers wake on any data, not when the buffer is half full
+        // (Documentation/trace/ftrace.rst, buffer_percent).
+        instance.write("buffer_percent", "0")?;
+    }
 
     let events = instance.path.join("events");
     let mut formats = Formats::new();

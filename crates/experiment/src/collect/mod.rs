@@ -177,23 +177,6 @@ impl Observe {
         REGISTRY.iter().filter(|e| self.0.contains(e.name))
     }
 
-    /// Refuses a collector that follows the launched process tree and
-    /// cannot take on a process outside it: with an activity that tree is
-    /// am's, and the app is zygote's child. `--explain` follows the app
-    /// once it appears; `--sched` cannot yet.
-    pub fn check_forked_elsewhere(&self) -> Result<(), UsageError> {
-        match self
-            .entries()
-            .find(|e| e.needs == Needs::Target && e.name != "explain")
-        {
-            Some(e) => Err(UsageError::new(format!(
-                "{} follows the launched command's processes, and with --am-start that is am, not the app zygote forks: drop it (--explain follows the app)",
-                flag_words(e.flag)
-            ))),
-            None => Ok(()),
-        }
-    }
-
     /// Refuses a collector that needs a target where runs have none.
     pub fn check(&self, has_target: bool, command: &str) -> Result<(), UsageError> {
         match self

@@ -39,6 +39,11 @@ type Read = Result<(Analysis, HashSet<i32>), ExperimentError>;
 struct Sched {
     stop: Arc<AtomicBool>,
     thread: JoinHandle<Read>,
+    /// The instance's `set_event_pid`, appended to when a late process
+    /// (an app zygote forked) is followed.
+    pid_file: std::path::PathBuf,
+    /// Tasks followed late, for the reader to count as the target's.
+    late: Arc<std::sync::Mutex<Vec<i32>>>,
 }
 
 fn start(scope: &Scope<'_>) -> Result<Box<dyn Collector>, ExperimentError> {
@@ -61,11 +66,34 @@ fn start(scope: &Scope<'_>) -> Result<Box<dyn Collector>, ExperimentError> {
     };
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
+    let pid_file = session.instance_path().join("set_event_pid");
+    let late = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let late_reader = late.clone();
     let thread = std::thread::Builder::new()
         .name("iolab-sched".into())
-        .spawn(move || read(session, &decoder, from, pid, &flag))
+        .spawn(move || read(session, &decoder, from, pid, &flag, &late_reader))
         .map_err(|e| ExperimentError::collector("sched", false, e))?;
-    Ok(Box::new(Sched { stop, thread }))
+    Ok(Box::new(Sched {
+        stop,
+        thread,
+        pid_file,
+        late,
+    }))
+}
+
+/// Every thread of `pid` now.
+fn threads_of(pid: i32) -> Vec<i32> {
+    let mut tids: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    if tids.is_empty() {
+        tids.push(pid);
+    }
+    tids
 }
 
 /// Reads until told to stop: every event to the analyzer, and the tasks
@@ -76,10 +104,16 @@ fn read(
     from: WakeFrom,
     root: i32,
     stop: &AtomicBool,
+    late: &std::sync::Mutex<Vec<i32>>,
 ) -> Read {
     let mut analyzer = Analyzer::new(from);
     let mut tree: HashSet<i32> = HashSet::from([root]);
+    let take_late = |tree: &mut HashSet<i32>| {
+        tree.extend(late.lock().unwrap_or_else(|p| p.into_inner()).drain(..));
+    };
     let mut feed = |r: &iolab_trace::Record| {
+        // Tasks followed late join before their forks are seen.
+        take_late(&mut tree);
         if let Some(t) = decoder.decode(r) {
             if let SchedEvent::Fork {
                 parent_tid,
@@ -99,6 +133,9 @@ fn read(
         std::thread::sleep(Duration::from_millis(20));
     }
     let stats = session.finish(&mut feed).map_err(trace_error)?;
+    // Tasks followed late are the target's too (their forks, traced by
+    // event-fork, were added as they came).
+    take_late(&mut tree);
     Ok((analyzer.finish(stats.lost), tree))
 }
 
@@ -125,6 +162,25 @@ struct SchedDoc<'a> {
 }
 
 impl Collector for Sched {
+    /// An app zygote forked: its threads join the pid filter (appended,
+    /// so the tree already followed stays) and count as the target's;
+    /// what they fork from now on follows by `event-fork`.
+    fn follow(&mut self, pid: i32) -> Result<bool, ExperimentError> {
+        let tids = threads_of(pid);
+        self.late
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(tids.iter().copied());
+        use std::io::Write;
+        let list: Vec<String> = tids.iter().map(i32::to_string).collect();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&self.pid_file)
+            .and_then(|mut f| f.write_all(list.join(" ").as_bytes()))
+            .map_err(|e| ExperimentError::collector("sched", false, e))?;
+        Ok(true)
+    }
+
     fn stop(self: Box<Self>, _: &RunEnd) -> Result<Collected, ExperimentError> {
         self.stop.store(true, Ordering::Relaxed);
         let (analysis, tree) = self.thread.join().map_err(|_| {

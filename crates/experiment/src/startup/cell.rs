@@ -148,8 +148,8 @@ fn reps(
 ) -> Result<CellEnd, ExperimentError> {
     let cell = c.cell;
     let cell_name = format!("{} {}", cell.scheduler, cell.workload);
-    // Starts made here, and the last of those that did not begin cold.
-    let (mut made, mut not_cold) = (0usize, Vec::<String>::new());
+    // Starts made here, and why each invalid one did not count.
+    let (mut made, mut invalid) = (0usize, Vec::<String>::new());
     let to_do = cell.reps.iter().any(|&rep| {
         !ctx.done
             .contains(&RunKey::new(&cell.scheduler, &cell.workload, rep))
@@ -196,7 +196,7 @@ fn reps(
             }
             match end {
                 StartEnd::Stored => {}
-                StartEnd::NotCold(why) => not_cold.push(why),
+                StartEnd::Invalid(why) => invalid.push(why),
                 StartEnd::Interrupted => return Ok(CellEnd::Interrupted),
                 StartEnd::LoadProblem(why) => {
                     return Ok(CellEnd::Stopped(format!(
@@ -217,12 +217,14 @@ fn reps(
             }
         }
     }
-    // A cell none of whose starts began cold has no sample: as incomplete
-    // as one whose load stopped, and said so the same way.
-    if made > 0 && not_cold.len() == made {
+    // A cell none of whose starts counts (none began cold, none was the
+    // kind of start asked for, or none got an option asked for the app)
+    // has no sample: as incomplete as one whose load stopped, and said so
+    // the same way.
+    if made > 0 && invalid.len() == made {
         return Ok(CellEnd::Stopped(format!(
-            "cell {cell_name}: none of its {made} start(s) began cold (stored as invalid); the last: {}",
-            not_cold.last().map_or("", String::as_str)
+            "cell {cell_name}: none of its {made} start(s) counts (stored as invalid); the last: {}",
+            invalid.last().map_or("", String::as_str)
         )));
     }
     Ok(CellEnd::Done)

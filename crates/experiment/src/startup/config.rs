@@ -46,16 +46,20 @@ pub enum StartMode {
     /// (`--cold`) before every start; an activity's app is force-stopped.
     #[default]
     Cold,
-    /// The process is new but its files are cached: no cold step, and one
-    /// unmeasured priming start per cell first; an activity's app is
-    /// force-stopped before each start (am reports these as COLD launches:
-    /// a new process).
+    /// No cold step, and one unmeasured priming start per cell first. A
+    /// command: a new process with its files cached. An activity (as
+    /// Android and Macrobenchmark mean it): its process stays alive and
+    /// its activity is made again: before each start the app is sent home
+    /// and started with `am start -W --activity-clear-task` (am must
+    /// report WARM).
     Warm,
     /// The process and its activity are alive and only brought back: one
     /// unmeasured priming start per cell, then before each start the app
-    /// is sent home (`input keyevent KEYCODE_HOME`) and started again with
-    /// `am start -W` without `-S` (am reports HOT). An activity only: a
-    /// command's process cannot be kept and brought back.
+    /// is sent home (`input keyevent KEYCODE_HOME`), iolab waits until the
+    /// system has stopped the activity (`dumpsys activity activities`),
+    /// and starts it again with `am start -W` without `-S` (am must report
+    /// HOT, with a TotalTime above 0). An activity only: a command's
+    /// process cannot be kept and brought back.
     Hot,
 }
 
@@ -253,7 +257,11 @@ impl StartupConfig {
             }
         }
         if let Target::Activity { am, .. } = &self.target {
-            self.observe.check_forked_elsewhere()?;
+            if let (Some(_), StartMode::Hot) = (&am.ready_logcat, self.start_mode) {
+                return Err(UsageError::new(
+                    "--ready-logcat with --start-mode hot would wait out --timeout on every start: Android logs Displayed and Fully drawn only for cold and warm launches (ActivityMetricsLogger); a hot start's time is am's TotalTime: drop --ready-logcat",
+                ));
+            }
             if let Some(regex) = &am.ready_logcat {
                 Regex::new(regex).map_err(|e| {
                     UsageError::new(format!(

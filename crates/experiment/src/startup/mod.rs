@@ -275,7 +275,8 @@ fn launch_spec(cfg: &StartupConfig, target: &Target) -> Result<LaunchSpec, Exper
             Target::Activity { am, .. } => Some(am.package().to_string()),
             _ => None,
         },
-        app_live: cfg.start_mode == config::StartMode::Hot,
+        // Warm and hot starts keep the app's process: it is the app.
+        app_live: cfg.start_mode != config::StartMode::Cold,
         full_line: match &cfg.full_ready_line {
             Some(re) => Some(regex::Regex::new(re).map_err(|e| {
                 iolab_sys::UsageError::new(format!(

@@ -52,9 +52,11 @@ pub(super) enum StartEnd {
     Interrupted,
     /// Stored as invalid: the cell's load ended or moved nothing.
     LoadProblem(String),
-    /// Stored as invalid: the target's files were still cached after the
-    /// cold step; the cell goes on.
-    NotCold(String),
+    /// Stored as invalid: the start was not what the cell asked for (its
+    /// files were still cached after the cold step, am reported another
+    /// kind of launch, or an option asked for the app's own process did
+    /// not reach it); the cell goes on.
+    Invalid(String),
     /// Stored as failed, and it was the first idle start.
     FirstIdleFailed {
         /// Why it failed.
@@ -87,9 +89,16 @@ pub(super) fn start(
     // A cold or warm start is a new process: an activity's app, which
     // outlives `am start`, is stopped first. A hot start brings it back
     // from the background instead.
+    // A warm start keeps the process and makes the activity again (am
+    // --activity-clear-task); a hot one brings back an activity the
+    // system has stopped, waited for here, outside the start's window.
+    let mut not_the_mode: Option<String> = None;
     match cfg.start_mode {
-        StartMode::Hot => st.target.to_background()?,
-        StartMode::Warm => st.target.stop()?,
+        StartMode::Hot => {
+            st.target.to_background()?;
+            not_the_mode = st.target.wait_stopped(HOT_STOP_TIMEOUT)?;
+        }
+        StartMode::Warm => st.target.to_background()?,
         StartMode::Cold if cfg.cold != Cold::None => st.target.stop()?,
         StartMode::Cold => {}
     }
@@ -102,7 +111,21 @@ pub(super) fn start(
     // daemon of the target's, the same app open elsewhere) survives both
     // drop_caches and fadvise.
     let cold = (cfg.cold != Cold::None).then(|| ColdCheck::measure(&files, &st.maps_before));
-    let not_cold = cold.as_ref().and_then(ColdCheck::problem);
+    // The experiment's first start learns the target's files (what later
+    // cold checks measure); before it only the target's own executable is
+    // known, which may be nothing measurable (a shell in an initramfs).
+    let learning = st.learn.load(std::sync::atomic::Ordering::Relaxed);
+    let not_cold = cold.as_ref().and_then(|c| {
+        // A cold start nothing could be measured of is not verified cold,
+        // unless it is the one that learns what to measure (stored as a
+        // warning in its cold check).
+        (c.files == 0 && !learning)
+            .then(|| {
+                "cold start not verified: none of the target's files could be measured (mincore) after the cold step; name them with --evict".to_string()
+            })
+            .or_else(|| c.problem())
+    });
+    let cold_unverified = cold.as_ref().is_some_and(|c| c.files == 0 && learning);
     if let Some(why) = &not_cold {
         ctx.progress.note(why);
     }
@@ -123,7 +146,6 @@ pub(super) fn start(
     // Every collector attaches to the held target before it runs its
     // first instruction; the time to attach is not the start's.
     // The experiment's first start also learns the target's files.
-    let learning = st.learn.load(std::sync::atomic::Ordering::Relaxed);
     let (outcome, hooked) = launch::launch_with_app(
         guard,
         &st.spec,
@@ -190,12 +212,21 @@ pub(super) fn start(
     // its JVM start included, stays in the run's extra). Asked before an
     // interruption returns: it also ends the target's watch.
     let mut outcome = outcome;
-    let am = st
-        .target
-        .measure(guard, &mut outcome, watch, t0, st.spec.timeout)?;
+    let (am, mode_problem) = st.target.measure(
+        guard,
+        &mut outcome,
+        watch,
+        t0,
+        st.spec.timeout,
+        cfg.start_mode,
+    )?;
     if outcome.interrupted {
         return Ok((StartEnd::Interrupted, None));
     }
+    // Never a silent "ok": the kind of start asked for, and every option
+    // asked for the app's own process, must have held.
+    let not_the_mode = not_the_mode.or(mode_problem);
+    let not_applied = not_applied(cfg, &st.spec, &outcome);
     // Initial and full display, where the target has them: an activity's
     // TotalTime (am's) and its --ready-logcat line (reportFullyDrawn); a
     // command's ready criterion and its --full-ready-line.
@@ -252,10 +283,11 @@ pub(super) fn start(
     });
     // A start that did not begin cold is not a sample of a cold cell
     // (the cell goes on: the next may be cold); a dead load ends the cell.
-    let (run_outcome, reason) = match (
-        &outcome.failure,
-        load_problem.as_ref().or(not_cold.as_ref()),
-    ) {
+    let invalid = not_cold
+        .as_ref()
+        .or(not_the_mode.as_ref())
+        .or(not_applied.as_ref());
+    let (run_outcome, reason) = match (&outcome.failure, load_problem.as_ref().or(invalid)) {
         (_, Some(why)) => (RunOutcome::Invalid, Some(why.clone())),
         (Some(why), None) => (RunOutcome::Failed, Some(why.clone())),
         (None, None) if outcome.censored => (RunOutcome::Censored, None),
@@ -292,8 +324,12 @@ pub(super) fn start(
         "am_start": am,
         "settle": to_json("the settle waits", &settled)?,
         "cold": to_json("the cold check", &cold)?,
+        "cold_unverified": cold_unverified.then_some(
+            "none of the target's own files could be measured before this first start, which learns the files later starts are checked on",
+        ),
         "left_over": outcome.left_over.clone(),
         "app_process": outcome.app.clone(),
+        "app_watch": outcome.app_watch.clone(),
     });
     if let Some(files) = learnt {
         // What later starts' cold steps are checked on.
@@ -343,10 +379,99 @@ pub(super) fn start(
             Some(run_id),
         ));
     }
-    if let Some(why) = not_cold {
-        return Ok((StartEnd::NotCold(why), Some(run_id)));
+    if let Some(why) = not_cold.or(not_the_mode).or(not_applied) {
+        return Ok((StartEnd::Invalid(why), Some(run_id)));
     }
     Ok((StartEnd::Stored, Some(run_id)))
+}
+
+/// How long a hot start waits for the system to stop the activity after
+/// the home key (Android stops it once the launcher is idle, usually
+/// within a second).
+const HOT_STOP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Why an option asked for the app's own process (an activity's, which
+/// zygote forks) did not reach it, when it did not: its priorities, the
+/// collectors that follow it, readiness by its memory.
+fn not_applied(
+    cfg: &super::StartupConfig,
+    spec: &launch::LaunchSpec,
+    o: &launch::Outcome,
+) -> Option<String> {
+    let name = spec.app.as_deref()?;
+    let mut asked: Vec<String> = Vec::new();
+    if let Some(p) = cfg.target_ioprio {
+        asked.push(format!("--target-ioprio {p}"));
+    }
+    if let Some(n) = cfg.target_nice {
+        asked.push(format!("--target-nice {n}"));
+    }
+    for e in cfg
+        .observe
+        .entries()
+        .filter(|e| e.needs == crate::collect::Needs::Target)
+    {
+        asked.push(crate::collect::flag_words(e.flag));
+    }
+    if matches!(cfg.ready, super::ReadyWhen::MemorySettled { .. }) {
+        asked.push("--ready-rss-stable".into());
+    }
+    if asked.is_empty() {
+        return None;
+    }
+    let asked = asked.join(", ");
+    let Some(app) = &o.app else {
+        let how = match &o.app_watch {
+            Some(w) if w.source == "tracefs" => format!(
+                "no process renamed itself to one of {:?} (task_rename) or exec'd as {name} (sched_process_exec) in iolab's tracefs instance{}",
+                crate::app_process::comm_forms(name),
+                if w.lost_events > 0 {
+                    format!(", which lost {} events", w.lost_events)
+                } else {
+                    String::new()
+                }
+            ),
+            Some(w) => format!(
+                "a scan of /proc every {} ms found no process named {name} (tracefs could not be used: {})",
+                crate::app_process::SCAN_INTERVAL.as_millis(),
+                w.fallback.as_deref().unwrap_or("unknown")
+            ),
+            None => "it was not looked for".to_string(),
+        };
+        return Some(format!(
+            "{asked} not applied: the app's process ({name}) was never found: {how}"
+        ));
+    };
+    if !app.errors.is_empty() {
+        return Some(format!(
+            "{asked}: could not be set on the app's process {}: {}",
+            app.pid,
+            app.errors.join("; ")
+        ));
+    }
+    if let Some(p) = cfg.target_ioprio {
+        if app.ioprio.as_deref() != Some(p.to_string().as_str()) {
+            return Some(format!(
+                "--target-ioprio {p} not applied: the app's process {} reads back {}",
+                app.pid,
+                app.ioprio
+                    .as_deref()
+                    .unwrap_or("nothing (ioprio_get failed)")
+            ));
+        }
+    }
+    if let Some(n) = cfg.target_nice {
+        if app.nice != Some(n) {
+            return Some(format!(
+                "--target-nice {n} not applied: the app's process {} reads back {}",
+                app.pid,
+                app.nice
+                    .map_or("nothing (/proc/PID/stat unreadable)".to_string(), |v| v
+                        .to_string())
+            ));
+        }
+    }
+    None
 }
 
 /// A warm or hot cell's first start, unmeasured: it leaves the target's

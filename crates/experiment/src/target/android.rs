@@ -54,6 +54,38 @@ impl AmTarget {
             .to_vec()
     }
 
+    /// The command a warm start runs: the live process keeps running and
+    /// its activity is destroyed and made again
+    /// (`FLAG_ACTIVITY_CLEAR_TASK`, as Macrobenchmark's StartupMode.WARM
+    /// launches: `launchWithClearTask`), which ActivityMetricsLogger
+    /// reports as a WARM launch.
+    pub fn argv_warm(&self) -> Vec<String> {
+        [
+            "am",
+            "start",
+            "-W",
+            "--activity-clear-task",
+            "-n",
+            &self.component,
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+
+    /// The component as am and dumpsys print it
+    /// (`ComponentName.flattenToShortString`: `pkg/.Act` when the class
+    /// is in the package).
+    pub fn short_component(&self) -> String {
+        let (pkg, act) = self
+            .component
+            .split_once('/')
+            .unwrap_or((&self.component, ""));
+        match act.strip_prefix(pkg) {
+            Some(rest) if rest.starts_with('.') => format!("{pkg}/{rest}"),
+            _ => self.component.clone(),
+        }
+    }
+
     /// What sends the app to the background before a hot start: the
     /// home key, as a user leaving the app.
     pub fn home_argv() -> Vec<String> {
@@ -130,6 +162,66 @@ impl AmResult {
         }
         None
     }
+}
+
+impl AmResult {
+    /// Why this start is not the kind asked for, when it is not: am's
+    /// LaunchState (ActivityMetricsLogger's launch type) is not
+    /// `expected` (`COLD`, `WARM`, `HOT`), or TotalTime is 0, which
+    /// ActivityStarter reports for an activity that was still resumed and
+    /// visible (START_TASK_TO_FRONT with nothing to wait for; am adds
+    /// "Warning: Activity not started, its current task has been brought
+    /// to the front" and LaunchState `UNKNOWN (0)`). No LaunchState
+    /// (Android 9 and older) is not a problem here: the caller stores
+    /// that the mode was not verified.
+    pub fn mode_problem(&self, expected: &str, mode: &str) -> Option<String> {
+        let front = self
+            .errors
+            .iter()
+            .find(|e| e.contains("brought to the front"))
+            .map(|w| format!(" (am: {w})"))
+            .unwrap_or_default();
+        if self.total_ms == Some(0) {
+            return Some(format!(
+                "am reported TotalTime 0 for this --start-mode {mode} start: the activity was still resumed, so nothing was started{front}"
+            ));
+        }
+        match &self.launch_state {
+            Some(state) if state != expected => Some(format!(
+                "am reported LaunchState {state} for a --start-mode {mode} start, not {expected}{front}"
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// The `state=` of `component`'s activity record in `dumpsys activity
+/// activities` (ActivityRecord.dump: a `* Hist #N: ActivityRecord{… u0
+/// PKG/.Act tN}` line, then, among its lines, `state=STOPPED …`), the
+/// first (top) record of it; `None` when it has none.
+pub fn parse_activity_state(text: &str, component: &str) -> Option<String> {
+    let mut in_record = false;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with("* Hist") || line.starts_with("* ActivityRecord{") {
+            in_record = line
+                .split_whitespace()
+                .any(|w| w == component || w.trim_end_matches('}') == component);
+            continue;
+        }
+        if in_record {
+            if let Some(rest) = line.strip_prefix("state=") {
+                return rest.split_whitespace().next().map(str::to_string);
+            }
+        }
+    }
+    None
+}
+
+/// The command that prints the activity records.
+pub fn activities_argv() -> Vec<String> {
+    ["dumpsys", "activity", "activities"]
+        .map(String::from)
+        .to_vec()
 }
 
 /// Parses `am start -W`'s output.
@@ -276,6 +368,34 @@ pub fn compile_mismatch(entries: &[Dexopt], mode: &str) -> Option<String> {
         })
         .collect();
     (!off.is_empty()).then(|| off.join("; "))
+}
+
+/// Where ART keeps an APK's compiled code in `cache` (`/data/dalvik-cache`)
+/// for every ISA directory there, without the extension: its path without
+/// the leading `/`, with `/classes.dex` added and every `/` made `@`
+/// (art/libartbase/base/file_utils.cc GetDalvikCacheFilename), e.g.
+/// `arm64/system@priv-app@Settings@Settings.apk@classes`.
+pub fn dalvik_cache_stems(
+    apks: &[std::path::PathBuf],
+    cache: &std::path::Path,
+) -> Vec<std::path::PathBuf> {
+    let isas: Vec<std::path::PathBuf> = std::fs::read_dir(cache)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for apk in apks {
+        let rel = apk.to_string_lossy();
+        let name = format!("{}/classes", rel.trim_start_matches('/')).replace('/', "@");
+        for isa in &isas {
+            out.push(isa.join(&name));
+        }
+    }
+    out
 }
 
 /// The APK paths `pm path PKG` printed (`package:PATH` lines; split APKs
@@ -502,6 +622,40 @@ Compiler stats:
   [com.example.foo]
 "#;
 
+    /// An early ART-service dump: status and reason, no `[primary-abi]`
+    /// and no location.
+    const DUMPSYS_EARLY: &str = "Dexopt state:
+  [com.example.bar]
+    path: /system_ext/priv-app/Bar/Bar.apk
+      arm64: [status=speed] [reason=cmdline]
+";
+
+    #[test]
+    fn an_early_dump_without_locations_is_read_and_art_naming_finds_the_code() {
+        let bar = parse_dexopt(DUMPSYS_EARLY, "com.example.bar");
+        assert_eq!(bar.len(), 1);
+        assert_eq!(
+            (
+                bar[0].status.as_str(),
+                bar[0].primary,
+                bar[0].location.clone()
+            ),
+            ("speed", false, None)
+        );
+        assert!(compile_mismatch(&bar, "speed").is_none());
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("arm64")).unwrap();
+        let stems = dalvik_cache_stems(
+            &[std::path::PathBuf::from("/system_ext/priv-app/Bar/Bar.apk")],
+            d.path(),
+        );
+        assert_eq!(
+            stems,
+            [d.path()
+                .join("arm64/system_ext@priv-app@Bar@Bar.apk@classes")]
+        );
+    }
+
     #[test]
     fn dexopt_state_is_read_per_apk_and_abi() {
         let foo = parse_dexopt(DUMPSYS, "com.example.foo");
@@ -538,6 +692,85 @@ Compiler stats:
             .starts_with("/data/dalvik-cache/"));
         assert_eq!(parse_dexopt(DUMPSYS, "com.example.none"), vec![]);
         assert!(compile_mismatch(&[], "speed").is_some());
+    }
+
+    /// `dumpsys activity activities` (Android 9's layout, as recorded in
+    /// a public dump: a resumed Settings over a stopped launcher).
+    const ACTIVITIES: &str = "ACTIVITY MANAGER ACTIVITIES (dumpsys activity activities)
+Display #0 (activities from top to bottom):
+  Stack #3: type=standard mode=fullscreen
+    * TaskRecord{73545e7 #5 A=com.android.settings.root U=0 StackId=3 sz=1}
+      * Hist #0: ActivityRecord{d784835 u0 com.android.settings/.Settings t5}
+          packageName=com.android.settings processName=com.android.settings
+          haveState=false icicle=null
+          state=RESUMED stopped=false delayedResume=false finishing=false
+          keysPaused=false inHistory=true visible=true sleeping=false idle=true
+  Stack #0: type=home mode=fullscreen
+      * Hist #0: ActivityRecord{349ee0a u0 com.android.launcher3/.Launcher t2}
+          packageName=com.android.launcher3 processName=com.android.launcher3
+          state=STOPPED stopped=true delayedResume=false finishing=false
+  ResumedActivity: ActivityRecord{d784835 u0 com.android.settings/.Settings t5}
+";
+
+    #[test]
+    fn activity_states_are_read_per_component() {
+        assert_eq!(
+            parse_activity_state(ACTIVITIES, "com.android.settings/.Settings").as_deref(),
+            Some("RESUMED")
+        );
+        assert_eq!(
+            parse_activity_state(ACTIVITIES, "com.android.launcher3/.Launcher").as_deref(),
+            Some("STOPPED")
+        );
+        assert_eq!(parse_activity_state(ACTIVITIES, "com.x/.Main"), None);
+        // Android 12 and later print `state=` without `stopped=`.
+        let new = "      * Hist  #0: ActivityRecord{1c2 u0 com.x/.Main t9}\n        state=STOPPED delayedResume=false finishing=false\n";
+        assert_eq!(
+            parse_activity_state(new, "com.x/.Main").as_deref(),
+            Some("STOPPED")
+        );
+        let t = AmTarget {
+            component: "com.x/com.x.Main".into(),
+            compile: None,
+            ready_logcat: None,
+        };
+        assert_eq!(t.short_component(), "com.x/.Main");
+        assert_eq!(
+            t.argv_warm().join(" "),
+            "am start -W --activity-clear-task -n com.x/com.x.Main"
+        );
+    }
+
+    /// A hot start of an activity still resumed, as ActivityStarter's
+    /// waitResultIfNeeded and am print it.
+    const STILL_RESUMED: &str = "Starting: Intent { cmp=com.x/.Main }
+Warning: Activity not started, its current task has been brought to the front
+Status: ok
+LaunchState: UNKNOWN (0)
+Activity: com.x/.Main
+TotalTime: 0
+WaitTime: 9
+Complete
+";
+
+    #[test]
+    fn a_start_of_another_kind_or_of_nothing_is_named() {
+        let r = parse_am_start(STILL_RESUMED);
+        assert_eq!(r.failure(), None);
+        let why = r.mode_problem("HOT", "hot").unwrap();
+        assert!(
+            why.contains("TotalTime 0") && why.contains("brought to the front"),
+            "{why}"
+        );
+        let cold = parse_am_start(COLD);
+        assert_eq!(cold.mode_problem("COLD", "cold"), None);
+        let why = cold.mode_problem("WARM", "warm").unwrap();
+        assert!(
+            why.contains("LaunchState COLD") && why.contains("not WARM"),
+            "{why}"
+        );
+        // Android 9: nothing to compare.
+        assert_eq!(parse_am_start(OLD).mode_problem("HOT", "hot"), None);
     }
 
     #[test]

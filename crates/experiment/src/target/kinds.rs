@@ -153,6 +153,7 @@ impl Target {
     pub fn argv_for(&self, mode: crate::startup::StartMode) -> Vec<String> {
         match (self, mode) {
             (Target::Activity { am, .. }, crate::startup::StartMode::Hot) => am.argv_hot(),
+            (Target::Activity { am, .. }, crate::startup::StartMode::Warm) => am.argv_warm(),
             _ => self.argv(),
         }
     }
@@ -164,6 +165,42 @@ impl Target {
             run(&AmTarget::home_argv(), "--start-mode hot")?;
         }
         Ok(())
+    }
+
+    /// Before a hot start, after the home key: waits until the system
+    /// says the activity is stopped (its record's `state=STOPPED` in
+    /// `dumpsys activity activities`), polled every 50 ms for at most
+    /// `timeout`, so am brings back a stopped activity (a HOT launch)
+    /// rather than one still resumed (TotalTime 0, nothing started). The
+    /// state it was left in when it did not stop, and for how long.
+    pub fn wait_stopped(
+        &self,
+        timeout: std::time::Duration,
+    ) -> Result<Option<String>, ExperimentError> {
+        let Target::Activity { am, .. } = self else {
+            return Ok(None);
+        };
+        let component = am.short_component();
+        let start = Instant::now();
+        loop {
+            let text = run(&android::activities_argv(), "--start-mode hot")?;
+            let state = android::parse_activity_state(&text, &component);
+            if state.as_deref() == Some("STOPPED") {
+                return Ok(None);
+            }
+            if start.elapsed() >= timeout {
+                return Ok(Some(match state {
+                    Some(st) => format!(
+                        "the activity {component} was still {st} {:.1} s after the home key (dumpsys activity activities), so it could not be brought back hot",
+                        start.elapsed().as_secs_f64()
+                    ),
+                    None => format!(
+                        "`dumpsys activity activities` shows no activity record of {component}: there is no activity to bring back hot"
+                    ),
+                }));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
     }
 
     /// The target with `{dir}` replaced by `dir` (the place's directory),
@@ -302,22 +339,38 @@ impl Target {
         roots.dedup();
         // Compiled code elsewhere (a system app's, in dalvik-cache): the
         // file dumpsys names and its siblings of the same stem (.odex or
-        // .dex, .vdex, .art).
-        for loc in dexopt.iter().filter_map(|d| d.location.as_deref()) {
-            let loc = Path::new(loc);
-            if roots.iter().any(|r| loc.starts_with(r)) {
-                continue;
-            }
-            let (Some(dir), Some(stem)) = (loc.parent(), loc.file_stem()) else {
-                continue;
-            };
+        // .dex, .vdex, .art). Early ART-service dumps (and the
+        // PackageManager ones before them) name no location: then where
+        // ART puts it, by its own naming, for every ISA it has.
+        let named: Vec<&Path> = dexopt
+            .iter()
+            .filter_map(|d| d.location.as_deref())
+            .map(Path::new)
+            .collect();
+        let located_by = if named.is_empty() {
+            "dalvik-cache naming"
+        } else {
+            "dumpsys"
+        };
+        let stems: Vec<PathBuf> = if named.is_empty() {
+            android::dalvik_cache_stems(&apks, Path::new("/data/dalvik-cache"))
+        } else {
+            named
+                .iter()
+                .filter(|loc| !roots.iter().any(|r| loc.starts_with(r)))
+                .filter_map(|loc| Some(loc.parent()?.join(loc.file_stem()?)))
+                .collect()
+        };
+        let mut compiled = Vec::new();
+        for stem in stems {
             for ext in ["odex", "dex", "vdex", "art"] {
                 // Not with_extension: dalvik-cache names hold dots
                 // (`...@Settings.apk@classes.odex`).
-                let mut name = stem.to_os_string();
+                let mut name = stem.clone().into_os_string();
                 name.push(format!(".{ext}"));
-                let f = dir.join(name);
+                let f = PathBuf::from(name);
                 if f.is_file() && !roots.contains(&f) {
+                    compiled.push(f.clone());
                     roots.push(f);
                 }
             }
@@ -326,9 +379,13 @@ impl Target {
         if data.is_dir() {
             roots.push(data);
         }
-        Ok(Some(
-            json!({ "package": am.package(), "compile": am.compile, "dexopt": dexopt }),
-        ))
+        Ok(Some(json!({
+            "package": am.package(),
+            "compile": am.compile,
+            "dexopt": dexopt,
+            "compiled_code": compiled,
+            "compiled_code_located_by": located_by,
+        })))
     }
 
     /// Before each start's cold step: an activity's app, which outlives
@@ -392,6 +449,9 @@ impl Target {
     /// After a launch begun at `t0` with `timeout`: the start's own time
     /// where the target reports one (an activity: am's TotalTime, or the
     /// `--ready-logcat` line), and what to store about it.
+    ///
+    /// The second value is why the start is not of `mode` (am's
+    /// LaunchState, or a TotalTime of 0), when it is not.
     pub fn measure(
         &self,
         guard: &Guard,
@@ -399,11 +459,20 @@ impl Target {
         watch: Watch,
         t0: Instant,
         timeout: std::time::Duration,
-    ) -> Result<Option<Value>, ExperimentError> {
+        mode: crate::startup::StartMode,
+    ) -> Result<(Option<Value>, Option<String>), ExperimentError> {
         let Target::Activity { .. } = self else {
-            return Ok(None);
+            return Ok((None, None));
         };
         let r = android::parse_am_start(&outcome.output_tail);
+        let expected = match mode {
+            crate::startup::StartMode::Cold => "COLD",
+            crate::startup::StartMode::Warm => "WARM",
+            crate::startup::StartMode::Hot => "HOT",
+        };
+        let mode_problem = (outcome.failure.is_none() && !outcome.censored && !outcome.interrupted)
+            .then(|| r.mode_problem(expected, mode.as_str()))
+            .flatten();
         let started = outcome.failure.is_none() && !outcome.censored && !outcome.interrupted;
         if started {
             match (r.failure(), r.total_ms) {
@@ -444,11 +513,19 @@ impl Target {
             }
             None => None,
         };
-        Ok(Some(json!({
-            "result": r,
-            "am_wall_ns": outcome.exit_ns,
-            "logcat": seen,
-        })))
+        let verified = r.launch_state.is_some();
+        Ok((
+            Some(json!({
+                "result": r,
+                "am_wall_ns": outcome.exit_ns,
+                "logcat": seen,
+                "expected_launch_state": expected,
+                // Android 9 and older print no LaunchState: the mode is
+                // then stored as unverified, not assumed.
+                "launch_state_verified": verified,
+            })),
+            mode_problem,
+        ))
     }
 }
 

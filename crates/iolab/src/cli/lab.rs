@@ -196,8 +196,12 @@ fn up(a: UpArgs) -> anyhow::Result<()> {
 
 /// Reads each lab's driver depth from the kernel. Only debugfs shows it
 /// truthfully (see `LabStatus::queue_depth_kernel`); where it is not
-/// mounted, a private mount of it is made for the read (as root), through
-/// a guard that unmounts it.
+/// mounted, a private mount of it is made for the read (as root) in the
+/// machine directory (on Android under /data/local/tmp, the one place
+/// iolab writes there), through a guard that unmounts it. Where debugfs
+/// cannot be had (a user build of Android has none, SELinux refuses the
+/// mount, / is read-only) the depth is "unknown: debugfs unavailable",
+/// and the status is still printed.
 fn kernel_depths(labs: &mut [LabStatus]) -> anyhow::Result<()> {
     if labs.iter().all(|s| s.device.is_none()) {
         return Ok(());
@@ -208,22 +212,36 @@ fn kernel_depths(labs: &mut [LabStatus]) -> anyhow::Result<()> {
             .for_each(|s| iolab_lab::read_kernel_depth(s, system));
         return Ok(());
     }
+    let unknown = |labs: &mut [LabStatus], why: String| {
+        for s in labs.iter_mut().filter(|s| s.device.is_some()) {
+            s.queue_depth_kernel_unknown = Some(format!("debugfs unavailable: {why}"));
+        }
+    };
     if !rustix::process::geteuid().is_root() {
+        unknown(labs, "not mounted, and mounting it needs root".into());
         return Ok(());
     }
     let guard = iolab_guard::Guard::new();
-    let dir = std::path::Path::new("/run/iolab/debugfs");
-    std::fs::create_dir_all(dir)?;
-    if guard.mount("debugfs", dir, "debugfs", "").is_ok() {
-        labs.iter_mut()
-            .for_each(|s| iolab_lab::read_kernel_depth(s, dir));
+    let dir = iolab_sys::paths::machine_dir().join("debugfs");
+    let mounted = std::fs::create_dir_all(&dir)
+        .map_err(|e| format!("cannot make {}: {e}", dir.display()))
+        .and_then(|()| {
+            guard
+                .mount("debugfs", &dir, "debugfs", "")
+                .map_err(|e| format!("mount -t debugfs failed: {e}"))
+        });
+    match mounted {
+        Ok(()) => labs
+            .iter_mut()
+            .for_each(|s| iolab_lab::read_kernel_depth(s, &dir)),
+        Err(why) => unknown(labs, why),
     }
     for r in guard.restore() {
         if let Err(e) = r {
             iolab_sys::say!("iolab: warning: {e}");
         }
     }
-    let _ = std::fs::remove_dir(dir);
+    let _ = std::fs::remove_dir(&dir);
     Ok(())
 }
 
@@ -334,9 +352,16 @@ fn print_status(s: &LabStatus) {
     match (s.queue_depth, s.queue_depth_kernel) {
         (_, Some(k)) => queue.push(format!("driver depth {k}")),
         (Some(d), None) => queue.push(format!(
-            "driver depth {d} as iolab set it (not read from the kernel: that needs debugfs, and root)"
+            "driver depth {d} as iolab set it (the kernel's: unknown: {})",
+            s.queue_depth_kernel_unknown
+                .as_deref()
+                .unwrap_or("not read (that needs debugfs, and root)")
         )),
-        (None, None) => {}
+        (None, None) => {
+            if let Some(why) = &s.queue_depth_kernel_unknown {
+                queue.push(format!("driver depth unknown: {why}"));
+            }
+        }
     }
     if let Some(n) = s.nr_requests {
         queue.push(format!("nr_requests {n}"));

@@ -91,6 +91,13 @@ pub fn run(a: RemoteArgs) -> anyhow::Result<()> {
     let label = transport.label();
     let device = RemoteHost::connect(transport, a.remote_dir.clone())?;
     let binary = iolab_remote::binary::choose(&device.probe.arch, a.binary.as_deref())?;
+    if iolab_remote::binary::has_symbols(&binary).unwrap_or(false) {
+        iolab_sys::say!(
+            "iolab: {label}: {} carries its symbols ({}): a device needs none;              scripts/build-aarch64.sh makes iolab-device (stripped) and keeps them in iolab.debug",
+            binary.display(),
+            iolab_sys::units::format_bytes(std::fs::metadata(&binary).map_or(0, |m| m.len()))
+        );
+    }
     let (bin, pushed) = device.install(&binary)?;
     iolab_sys::say!(
         "iolab: {label}: {} {} ({}, {}), iolab {} {}",

@@ -95,14 +95,18 @@ pub struct StartupArgs {
     /// or hot --start-mode].
     #[arg(long, value_enum)]
     pub cold: Option<Cold>,
-    /// What each measured start begins from (Macrobenchmark's modes).
+    /// What each measured start begins from (Macrobenchmark's modes, as
+    /// Android means them; an activity's start must be what am reports).
     /// cold: a new process, its files not cached (the --cold step before
-    /// each start; an activity's app force-stopped). warm: a new process,
-    /// its files cached (no cold step; one unmeasured priming start per
-    /// cell; an activity's app force-stopped before each start). hot: the
-    /// app's process and activity alive, only brought back (one priming
-    /// start per cell, then before each start `input keyevent
-    /// KEYCODE_HOME` and `am start -W` without -S): --am-start only.
+    /// each start; an activity's app force-stopped; am: COLD). warm: no
+    /// cold step, one unmeasured priming start per cell; a command is a
+    /// new process with its files cached; an activity keeps its process and
+    /// has its activity made again (home key, then `am start -W
+    /// --activity-clear-task`; am: WARM). hot: --am-start only; the app's
+    /// process and activity alive, only brought back (one priming start
+    /// per cell, then before each start the home key, a wait until dumpsys
+    /// shows the activity STOPPED, and `am start -W` without -S; am: HOT
+    /// with a TotalTime above 0).
     #[arg(long, value_enum, default_value = "cold", verbatim_doc_comment)]
     pub start_mode: StartMode,
     /// The target's files or directories: what `--cold evict` evicts,

@@ -18,6 +18,23 @@ pub fn root_or_skip(test: &str) -> bool {
     false
 }
 
+/// A task's I/O priority class and nice value as the kernel reports them
+/// (ioprio_get, /proc/TID/stat field 19): the outside truth of what iolab
+/// set on a process it did not start.
+pub fn kernel_priorities(tid: i64) -> (i64, i64) {
+    // SAFETY: ioprio_get(IOPRIO_WHO_PROCESS, tid) reads a number.
+    let raw = unsafe { libc::syscall(libc::SYS_ioprio_get, 1, tid) };
+    let stat = std::fs::read_to_string(format!("/proc/{tid}/stat")).unwrap();
+    let nice = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .nth(16)
+        .unwrap();
+    (raw >> 13, nice.parse().unwrap())
+}
+
 pub fn have(prog: &str) -> bool {
     std::process::Command::new("sh")
         .args(["-c", &format!("command -v {prog}")])

@@ -117,7 +117,13 @@ impl Recorder {
         sink.w.flush().map_err(|e| TraceError::io(out, e))?;
         let stacks = !p.triggered.is_empty();
         let files = std::mem::take(&mut p.files);
-        let reader = Reader::spawn(files, p.layout, config.read_interval, sink)?;
+        let reader = Reader::spawn(
+            files,
+            p.layout,
+            config.read_interval,
+            config.wake_on_event,
+            sink,
+        )?;
         let start_ns = p.switch_on(config.pids.as_deref())?;
         Ok(Recorder {
             reader: Some(reader),
