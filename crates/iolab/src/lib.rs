@@ -11,6 +11,13 @@ mod exit;
 
 /// Runs iolab with the process's arguments and returns its exit code.
 pub fn main_code() -> i32 {
+    // Boot prefetch, possibly as PID 1: before anything that could fail
+    // or exit (state recovery, the signal thread, an exit code), it only
+    // starts its helper and execs init.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "boot-init") {
+        cli::boot_init::main(args[1..].to_vec());
+    }
     panic_note();
     exit::run_and_report(cli::run)
 }

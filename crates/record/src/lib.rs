@@ -52,8 +52,11 @@ pub struct RecordSpec {
     pub all_pids: bool,
     /// Only these filesystems (empty: all).
     pub devices: Vec<DevNo>,
-    /// Record at least this long (also after the command exits).
+    /// Record at least this long (also after the command exits); with
+    /// `until_file`, at most this long.
     pub duration: Option<Duration>,
+    /// Stop when this file appears (a boot's end marker).
+    pub until_file: Option<std::path::PathBuf>,
     /// Send the command's stdout to our stderr (the list goes to stdout).
     pub stdout_to_stderr: bool,
     /// Ring buffer per CPU, KiB.
@@ -69,6 +72,7 @@ impl Default for RecordSpec {
             all_pids: false,
             devices: Vec::new(),
             duration: None,
+            until_file: None,
             stdout_to_stderr: false,
             buffer_kib_per_cpu: RecordOptions::default().buffer_kib_per_cpu,
             resolve: ResolveOptions::default(),
@@ -119,7 +123,8 @@ pub fn record(guard: &Guard, spec: &RecordSpec) -> Result<Recording, RecordError
         None => None,
     };
     if let Some(d) = spec.duration {
-        while t0.elapsed() < d && !iolab_guard::stop_requested() {
+        let marked = || spec.until_file.as_ref().is_some_and(|f| f.exists());
+        while t0.elapsed() < d && !iolab_guard::stop_requested() && !marked() {
             std::thread::sleep(Duration::from_millis(20).min(d.saturating_sub(t0.elapsed())));
         }
     }

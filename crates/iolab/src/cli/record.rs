@@ -72,9 +72,14 @@ pub struct RecordArgs {
     /// Record every task on the machine, not only COMMAND's (use with --dev).
     #[arg(long)]
     pub all_pids: bool,
-    /// Keep recording at least S seconds (also after COMMAND exits).
+    /// Keep recording at least S seconds (also after COMMAND exits); with
+    /// --until-file, at most S seconds.
     #[arg(long, value_name = "S", value_parser = super::values::duration)]
     pub duration: Option<Duration>,
+    /// Stop recording when this file appears (a boot's end marker), at the
+    /// latest after --duration.
+    #[arg(long, value_name = "PATH", requires = "duration")]
+    pub until_file: Option<PathBuf>,
     /// Only pages of files on this filesystem: MAJ:MIN, a block device, or
     /// any path on it (repeatable).
     #[arg(long = "dev", value_name = "DEV")]
@@ -128,6 +133,7 @@ pub fn run(a: RecordArgs) -> anyhow::Result<()> {
         all_pids: a.all_pids,
         devices,
         duration,
+        until_file: a.until_file.clone(),
         stdout_to_stderr: a.output.is_none(),
         buffer_kib_per_cpu: a.buffer_kib,
         resolve: ResolveOptions {

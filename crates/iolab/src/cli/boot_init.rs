@@ -1,0 +1,298 @@
+//! `iolab boot-init` — seed 001's treadahead at boot: started first (by
+//! the kernel as PID 1, by init as its first service, or by a unit before
+//! sysinit), it starts a prefetch of a recorded list (`iolab prefetch`) or
+//! a recording of the boot (`iolab record --all-pids --until-file`), then
+//! execs the real init, at once or once the prefetch is done.
+//!
+//! It must never break a boot, nor delay it beyond its own reads: its
+//! only work before the exec is to split its arguments, start one helper
+//! process (a re-exec of this binary, in a session of its own, so init's
+//! job control never signals it) and, with `--before`, wait for it at most
+//! `--budget`. Everything that can fail (a missing, corrupt or stale list,
+//! a deleted file, a full disk, a helper that crashes or is killed) fails
+//! in the helper, never here; a bad option here is reported and init runs.
+//! The run goes through [`main`] before the rest of the command line is
+//! parsed: no state recovery, no signal thread, no exit code, only an
+//! exec of init (or the kernel's fallbacks: /sbin/init, /etc/init,
+//! /bin/init, /bin/sh).
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+
+/// Boot prefetch started first (as PID 1, or by init before anything
+/// else): starts `iolab prefetch LIST` or `iolab record` of the boot, then
+/// execs INIT, at once or once the list is read; nothing that goes wrong
+/// with the prefetch stops or holds init.
+#[derive(Debug, Parser)]
+#[command(name = "iolab boot-init", after_help = AFTER_HELP)]
+pub struct BootInitArgs {
+    /// Prefetch this list (`FILE off:len,...` lines, as `iolab record`
+    /// writes them) while the system boots.
+    #[arg(long, value_name = "LIST", conflicts_with = "record")]
+    pub prefetch: Option<PathBuf>,
+    /// Record what the boot brings into the page cache, as a prefetch list
+    /// written to LIST when --until-file appears (or --max passes).
+    #[arg(long, value_name = "LIST", requires = "until_file")]
+    pub record: Option<PathBuf>,
+    /// With --record: the file whose appearance marks the end of the boot.
+    #[arg(long, value_name = "PATH")]
+    pub until_file: Option<PathBuf>,
+    /// With --record: stop after this long whatever happens.
+    #[arg(long, value_name = "S", default_value = "300s", value_parser = super::values::duration)]
+    pub max: Duration,
+    /// Start init only when the prefetch is done (its reads finished), or
+    /// after --budget, whichever comes first; without it init starts at
+    /// once and the prefetch runs beside it (treadahead -e).
+    #[arg(long)]
+    pub before: bool,
+    /// With --before: the longest init waits.
+    #[arg(long, value_name = "S", default_value = "30s", value_parser = super::values::duration)]
+    pub budget: Duration,
+    /// I/O priority of the prefetch: idle, be:N or rt:N (treadahead -i is
+    /// idle, -j be:7).
+    #[arg(long, value_name = "CLASS[:LEVEL]")]
+    pub ioprio: Option<String>,
+    /// Nice value of the prefetch, -20..19 (treadahead -p is 19).
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub nice: Option<i32>,
+    /// I/O scheduler of the list's disks while the prefetch runs, restored
+    /// after it (treadahead -n); needs a writable /run (or Android's
+    /// /data/local/tmp) for the guard's journal.
+    #[arg(long, value_name = "SCHED")]
+    pub scheduler: Option<String>,
+    /// Reader threads of the prefetch.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub threads: u16,
+    /// Where the helper writes its report (prefetch, JSON) or its list's
+    /// summary (record); nothing by default.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// The init to run, with its arguments (default /sbin/init).
+    #[arg(last = true, value_name = "INIT")]
+    pub init: Vec<OsString>,
+}
+
+const AFTER_HELP: &str = "\
+Started by the kernel (init=/path/to/iolab -- boot-init --prefetch LIST -- /sbin/init:
+the kernel passes what follows `--` on its command line to init), by
+Android's init as an early-init service, or by a systemd unit before
+sysinit.target (docs/boot.md has each).
+
+The helper is this binary again (`iolab prefetch` or `iolab record`), in a
+session of its own, with stdin from /dev/null and the console as its output;
+init gets its pid in IOLAB_BOOT_HELPER_PID. Init starts whatever happens to
+the helper.
+
+Examples:
+  iolab boot-init --record /var/lib/iolab/boot.list --until-file /run/boot-done -- /sbin/init
+  iolab boot-init --prefetch /var/lib/iolab/boot.list --ioprio idle -- /sbin/init
+  iolab boot-init --prefetch /var/lib/iolab/boot.list --before --budget 10s -- /sbin/init";
+
+/// Runs `iolab boot-init ARGS`: starts the helper, then execs init. Never
+/// returns: it becomes init, or, when it is not PID 1 and no init could
+/// be run, exits 1.
+pub fn main(args: Vec<OsString>) -> ! {
+    let t0 = Instant::now();
+    // Init is what follows the last `--`, found before anything else is
+    // parsed: whatever is wrong with the options, init runs.
+    let split = args.iter().rposition(|a| a == "--");
+    let init: Vec<OsString> = match split {
+        Some(i) if i + 1 < args.len() => args[i + 1..].to_vec(),
+        _ => vec!["/sbin/init".into()],
+    };
+    let own = &args[..split.unwrap_or(args.len())];
+    if std::process::id() != 1 {
+        // Run by hand, not booting: help is only printed, and without an
+        // init named after `--` the system's /sbin/init is never started.
+        if own.iter().any(|a| a == "--help" || a == "-h" || a == "--version" || a == "-V") {
+            if let Err(e) = BootInitArgs::try_parse_from(own) {
+                let _ = e.print();
+            }
+            std::process::exit(0);
+        }
+        if split.is_none_or(|i| i + 1 >= args.len()) {
+            note("boot-init: name the init to run after --, e.g. `iolab boot-init --prefetch LIST -- /sbin/init` (without one, /sbin/init is assumed only as PID 1)");
+            std::process::exit(2);
+        }
+    }
+    let helper = std::panic::catch_unwind(|| start_helper(&args, &init, t0)).unwrap_or_else(|_| {
+        note("boot-init: panicked before starting the helper; starting init");
+        None
+    });
+    if let Some(pid) = helper {
+        // For init (and the tests): the helper to wait for or stop.
+        std::env::set_var("IOLAB_BOOT_HELPER_PID", pid.to_string());
+    }
+    note(&format!(
+        "boot-init: exec {} after {:.1} ms",
+        init[0].to_string_lossy(),
+        t0.elapsed().as_secs_f64() * 1e3
+    ));
+    exec_init(&init)
+}
+
+/// Parses the options and starts the helper; with --before, waits for it.
+/// Its pid, when it started.
+fn start_helper(args: &[OsString], init: &[OsString], t0: Instant) -> Option<u32> {
+    let a = match BootInitArgs::try_parse_from(args) {
+        Ok(a) => a,
+        Err(e) if !e.use_stderr() => {
+            // --help / --version: printed, then init as always.
+            let _ = e.print();
+            return None;
+        }
+        Err(e) => {
+            note(&format!(
+                "boot-init: {}; starting {} without a prefetch",
+                super::clap_one_line(&e),
+                init[0].to_string_lossy()
+            ));
+            return None;
+        }
+    };
+    let helper_args = helper_args(&a)?;
+    let exe = std::env::current_exe()
+        .ok()
+        .or_else(|| args.first().map(PathBuf::from))?;
+    let mut cmd = Command::new(exe);
+    cmd.args(&helper_args).stdin(Stdio::null());
+    // SAFETY: setsid(2) between fork and exec touches no memory.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            note(&format!("boot-init: the helper did not start: {e}"));
+            return None;
+        }
+    };
+    let pid = child.id();
+    note(&format!(
+        "boot-init: helper {pid}: iolab {}",
+        helper_args.join(" ")
+    ));
+    if a.before {
+        // Until the helper is done (its reads finished: --wait), it died,
+        // or the budget is spent; never longer.
+        let until = t0 + a.budget;
+        loop {
+            match child.try_wait() {
+                Ok(Some(st)) => {
+                    note(&format!("boot-init: helper {pid} ended ({st})"));
+                    break;
+                }
+                Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(2)),
+                Ok(None) => {
+                    note(&format!(
+                        "boot-init: helper {pid} still running after the {:?} budget: init starts beside it",
+                        a.budget
+                    ));
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+    }
+    // Not waited for otherwise: once init runs, it reaps the helper.
+    std::mem::forget(child);
+    Some(pid)
+}
+
+/// The helper's command line, or None (with a note) when there is nothing
+/// to start.
+fn helper_args(a: &BootInitArgs) -> Option<Vec<String>> {
+    let text = |p: &PathBuf| p.to_string_lossy().into_owned();
+    let mut v: Vec<String> = Vec::new();
+    if let Some(list) = &a.record {
+        let until = a.until_file.as_ref()?;
+        v.extend(["record", "--all-pids", "--until-file"].map(String::from));
+        v.push(text(until));
+        v.push("--duration".into());
+        v.push(format!("{}s", a.max.as_secs_f64()));
+        v.push("-o".into());
+        v.push(text(list));
+        return Some(v);
+    }
+    let Some(list) = &a.prefetch else {
+        note("boot-init: neither --prefetch nor --record: starting init alone");
+        return None;
+    };
+    v.extend(["prefetch", "--list", "--log"].map(String::from));
+    v.push(format!("--threads={}", a.threads));
+    if let Some(p) = &a.ioprio {
+        v.push(format!("--ioprio={p}"));
+    }
+    if let Some(n) = a.nice {
+        v.push(format!("--nice={n}"));
+    }
+    if let Some(s) = &a.scheduler {
+        v.push(format!("--scheduler={s}"));
+    }
+    if a.before {
+        // Done means read, not only asked for (readahead(2) returns first).
+        v.push(format!("--wait={}s", a.budget.as_secs_f64()));
+    }
+    if let Some(r) = &a.report {
+        v.extend([
+            "--json".to_string(),
+            "--diskstats".to_string(),
+            "-o".to_string(),
+            text(r),
+        ]);
+    }
+    v.push(text(list));
+    Some(v)
+}
+
+/// A line for the console (PID 1's stderr), never a panic.
+fn note(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "iolab {line}");
+}
+
+/// True when this is a machine's boot: PID 1 of the initial pid namespace
+/// (kthreadd is its pid 2, or /proc is not even mounted yet). PID 1 of a
+/// container or a test's pid namespace is not: there, the system's own
+/// /sbin/init must never be started by mistake.
+fn real_boot() -> bool {
+    std::process::id() == 1
+        && (!std::path::Path::new("/proc/self").exists()
+            || std::fs::read_to_string("/proc/2/comm").is_ok_and(|c| c.trim() == "kthreadd"))
+}
+
+/// Execs `init`, then, on a real boot, the kernel's own fallbacks; only
+/// returns (exit 1) when not booting: a booting PID 1 must never exit, so
+/// it waits forever there.
+fn exec_init(init: &[OsString]) -> ! {
+    let mut tried = vec![init.to_vec()];
+    if real_boot() {
+        for f in ["/sbin/init", "/etc/init", "/bin/init", "/bin/sh"] {
+            if init[0] != f {
+                tried.push(vec![f.into()]);
+            }
+        }
+    }
+    for argv in &tried {
+        let e = Command::new(&argv[0]).args(&argv[1..]).exec();
+        note(&format!(
+            "boot-init: cannot exec {}: {e}",
+            argv[0].to_string_lossy()
+        ));
+    }
+    if real_boot() {
+        note("boot-init: no init could be run; holding PID 1");
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+    std::process::exit(1)
+}
