@@ -130,7 +130,7 @@ pub fn has_symbols(path: &Path) -> Result<bool, RemoteError> {
     for i in 0..num {
         let header = shoff + i * entsize;
         let name_at = names + u32_at(header).ok_or_else(bad)? as usize;
-        let name = data.get(name_at..).unwrap_or_default();
+        let name = data.get(name_at..).ok_or_else(bad)?;
         let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
         // Loaded sections stay (`.debug_gdb_scripts` is loaded).
         let loaded = u64_at(header + 0x8).ok_or_else(bad)? & SHF_ALLOC != 0;

@@ -43,7 +43,37 @@ struct Sched {
     /// (an app zygote forked) is followed.
     pid_file: std::path::PathBuf,
     /// Tasks followed late, for the reader to count as the target's.
-    late: Arc<std::sync::Mutex<Vec<i32>>>,
+    late: Arc<Late>,
+}
+
+/// Tasks followed late, handed to the reader thread; `pending` is what the
+/// reader checks per record (a load, not a lock, on its hot path).
+#[derive(Default)]
+struct Late {
+    pending: AtomicBool,
+    tids: std::sync::Mutex<Vec<i32>>,
+}
+
+impl Late {
+    fn add(&self, tids: &[i32]) {
+        self.tids
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend_from_slice(tids);
+        self.pending.store(true, Ordering::Release);
+    }
+
+    /// Moves the tasks added since the last call into `tree`.
+    fn take_into(&self, tree: &mut HashSet<i32>) {
+        if self.pending.swap(false, Ordering::Acquire) {
+            tree.extend(
+                self.tids
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .drain(..),
+            );
+        }
+    }
 }
 
 fn start(scope: &Scope<'_>) -> Result<Box<dyn Collector>, ExperimentError> {
@@ -67,7 +97,7 @@ fn start(scope: &Scope<'_>) -> Result<Box<dyn Collector>, ExperimentError> {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     let pid_file = session.instance_path().join("set_event_pid");
-    let late = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let late = Arc::new(Late::default());
     let late_reader = late.clone();
     let thread = std::thread::Builder::new()
         .name("iolab-sched".into())
@@ -104,16 +134,13 @@ fn read(
     from: WakeFrom,
     root: i32,
     stop: &AtomicBool,
-    late: &std::sync::Mutex<Vec<i32>>,
+    late: &Late,
 ) -> Read {
     let mut analyzer = Analyzer::new(from);
     let mut tree: HashSet<i32> = HashSet::from([root]);
-    let take_late = |tree: &mut HashSet<i32>| {
-        tree.extend(late.lock().unwrap_or_else(|p| p.into_inner()).drain(..));
-    };
     let mut feed = |r: &iolab_trace::Record| {
         // Tasks followed late join before their forks are seen.
-        take_late(&mut tree);
+        late.take_into(&mut tree);
         if let Some(t) = decoder.decode(r) {
             if let SchedEvent::Fork {
                 parent_tid,
@@ -135,7 +162,7 @@ fn read(
     let stats = session.finish(&mut feed).map_err(trace_error)?;
     // Tasks followed late are the target's too (their forks, traced by
     // event-fork, were added as they came).
-    take_late(&mut tree);
+    late.take_into(&mut tree);
     Ok((analyzer.finish(stats.lost), tree))
 }
 
@@ -167,10 +194,7 @@ impl Collector for Sched {
     /// what they fork from now on follows by `event-fork`.
     fn follow(&mut self, pid: i32) -> Result<bool, ExperimentError> {
         let tids = threads_of(pid);
-        self.late
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend(tids.iter().copied());
+        self.late.add(&tids);
         use std::io::Write;
         let list: Vec<String> = tids.iter().map(i32::to_string).collect();
         std::fs::OpenOptions::new()

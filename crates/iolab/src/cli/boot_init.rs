@@ -109,7 +109,10 @@ pub fn main(args: Vec<OsString>) -> ! {
     if std::process::id() != 1 {
         // Run by hand, not booting: help is only printed, and without an
         // init named after `--` the system's /sbin/init is never started.
-        if own.iter().any(|a| a == "--help" || a == "-h" || a == "--version" || a == "-V") {
+        if own
+            .iter()
+            .any(|a| a == "--help" || a == "-h" || a == "--version" || a == "-V")
+        {
             if let Err(e) = BootInitArgs::try_parse_from(own) {
                 let _ = e.print();
             }
