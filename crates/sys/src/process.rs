@@ -156,6 +156,32 @@ pub fn parse_io(text: &str) -> Option<IoCounters> {
     })
 }
 
+/// Threads of the listed processes (`/proc/PID/task/*`) that are in
+/// uninterruptible sleep (see [`task_in_d`]).
+pub fn threads_in_d(pids: &[i32]) -> Vec<String> {
+    pids.iter()
+        .filter_map(|pid| std::fs::read_dir(format!("/proc/{pid}/task")).ok())
+        .flat_map(|tasks| tasks.flatten().filter_map(|t| task_in_d(&t.path())))
+        .collect()
+}
+
+/// `tid (wchan)` when the task whose /proc directory is `dir` is in
+/// uninterruptible sleep (state `D`: waiting in the kernel, for I/O or for
+/// the dirty-page limit); the kernel function is `?` where wchan hides it.
+/// `None` when it is in another state or gone.
+pub fn task_in_d(dir: &std::path::Path) -> Option<String> {
+    let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
+    if parse_state_and_pgrp(&stat)?.0 != 'D' {
+        return None;
+    }
+    let wchan = std::fs::read_to_string(dir.join("wchan"))
+        .ok()
+        .filter(|w| !w.is_empty() && w != "0")
+        .unwrap_or_else(|| "?".into());
+    let tid = dir.file_name()?.to_string_lossy();
+    Some(format!("{tid} ({wchan})"))
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

@@ -7,8 +7,9 @@
 //! without `time_based`, a `runtime=` override, or a full disk ends a job
 //! mid-cell, and every start after that would be an idle start stored
 //! under the loaded workload's name. So the load is checked before and
-//! after every start ([`Background::ended`]), and the device's traffic
-//! during the warm-up is kept as the rate the load is expected to reach.
+//! after every start ([`Background::ended`]), and the load's own rate
+//! during the warm-up is kept as the rate it is expected to reach (see
+//! `liveness` for what a start in which it completed nothing means).
 //!
 //! With `--with-fio`, a job-file workload goes to the installed fio instead
 //! (a copy of the file with the `--load-option`s closing each job), so a
@@ -146,6 +147,37 @@ impl Background {
                 let mut c = lock(child);
                 c.refresh(Duration::from_millis(500));
                 c.totals()
+            }
+        }
+    }
+
+    /// I/Os the load has completed so far, by its own counters; `None`
+    /// under fio (its status reports count bytes here).
+    pub fn ios(&self) -> Option<u64> {
+        match &self.load {
+            Engine::Own(load) => {
+                let s = load.snapshot();
+                Some(s.read_ios + s.write_ios)
+            }
+            Engine::Fio(..) => None,
+        }
+    }
+
+    /// The load's threads waiting in the kernel right now (state D), as
+    /// `tid (wchan)`: a writer held at the dirty-page limit or a reader
+    /// whose request the scheduler holds is still loading the disk.
+    pub fn blocked(&self) -> Vec<String> {
+        match &self.load {
+            Engine::Own(load) => load
+                .thread_ids()
+                .iter()
+                .filter_map(|t| {
+                    iolab_sys::process::task_in_d(Path::new(&format!("/proc/self/task/{t}")))
+                })
+                .collect(),
+            Engine::Fio(child, ..) => {
+                let pgid = lock(child).pid();
+                iolab_sys::process::threads_in_d(&iolab_sys::process::live_group_members(pgid))
             }
         }
     }

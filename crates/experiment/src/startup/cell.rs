@@ -50,6 +50,7 @@ pub(super) fn run_cell(
     // The load's rate during the warm-up, by its own counters: what it
     // reaches on its own, stored with every start for comparison.
     let warmup = st.cfg.warmup(&cell.scheduler);
+    let ios_before = bg.as_ref().and_then(Background::ios);
     if bg.is_some() && !sleep_unless_stopped(warmup) {
         if let Some(b) = bg.take() {
             b.stop();
@@ -67,11 +68,18 @@ pub(super) fn run_cell(
         }
         _ => None,
     };
+    let warmup_ios_per_s = match (bg.as_ref().and_then(Background::ios), ios_before) {
+        (Some(a), Some(b)) if !warmup.is_zero() => {
+            Some(a.saturating_sub(b) as f64 / warmup.as_secs_f64())
+        }
+        _ => None,
+    };
     let conditions = Conditions {
         cell,
         tunables: &tunables,
         all_tunables: &ctx.place.dev().iosched_tunables(),
         warmup_rate,
+        warmup_ios_per_s,
     };
     let mut last_run = None;
     let end = reps(st, ctx, &conditions, bg.as_ref(), &mut last_run);

@@ -9,6 +9,7 @@ mod cell;
 mod cold;
 pub mod config;
 mod files;
+mod liveness;
 pub mod plan;
 pub mod prefetch;
 mod settle;

@@ -22,10 +22,6 @@ use crate::error::to_json;
 use crate::launch;
 use crate::ExperimentError;
 
-/// A start shorter than this is not judged by its background traffic: a
-/// load can legitimately move nothing for a few hundred milliseconds.
-const MIN_WINDOW_FOR_TRAFFIC_CHECK_S: f64 = 1.0;
-
 /// Start-ups last seconds: sample CPU and pressure often enough to see
 /// their shape; a start's requests fit a large trace buffer.
 const TUNING: Tuning = Tuning {
@@ -40,8 +36,11 @@ pub(super) struct Conditions<'a> {
     pub tunables: &'a [(String, String)],
     /// Every tunable of the cell's scheduler, as it was.
     pub all_tunables: &'a [(String, String)],
-    /// Device read and write bytes/s during the warm-up (loaded cells).
+    /// The load's read and write bytes/s during the warm-up, by its own
+    /// counters (loaded cells).
     pub warmup_rate: Option<(f64, f64)>,
+    /// The load's completions/s during the warm-up, where it counts them.
+    pub warmup_ios_per_s: Option<f64>,
 }
 
 /// How a start ended, once stored.
@@ -180,6 +179,7 @@ pub(super) fn start(
     let window = t0.elapsed().as_secs_f64();
     let after = ctx.place.diskstats()?;
     let load_after = bg.map(Background::io);
+    let load_blocked = bg.map(Background::blocked).unwrap_or_default();
     let end = RunEnd {
         target_cpu_ns: outcome.usage.map(|u| u.user_ns + u.sys_ns),
         window_ns: Some((
@@ -263,22 +263,29 @@ pub(super) fn start(
         },
     });
     // Was the cell's condition true during this start? The load must
-    // still be running, and must have moved some bytes.
+    // still be running, and must have loaded the disk: completed I/O, or
+    // waited in the kernel on a busy device, or been due none at its rate.
+    let mut load_note = None;
     let load_problem = bg.and_then(|b| {
         if let Some(why) = b.ended() {
             return Some(why);
         }
-        let moved = background.map(|b| b.read_bytes + b.write_bytes);
-        match (moved, c.warmup_rate) {
-            (Some(0), Some((r, w))) if window >= MIN_WINDOW_FOR_TRAFFIC_CHECK_S && r + w > 0.0 => {
-                Some(format!(
-                    "the background load moved no bytes during this {window:.1} s start \
-                     (during the warm-up: {} read, {} written per second)",
-                    iolab_sys::units::format_bytes(r as u64),
-                    iolab_sys::units::format_bytes(w as u64)
-                ))
+        let w = super::liveness::Window {
+            seconds: window,
+            moved_bytes: background.map_or(0, |b| b.read_bytes + b.write_bytes),
+            blocked: load_blocked.clone(),
+            device_bytes: device.as_ref().map(|d| d.read_bytes() + d.write_bytes()),
+            device_in_flight: after.as_ref().map(|a| a.in_flight),
+            warmup_rate: c.warmup_rate,
+            warmup_ios_per_s: c.warmup_ios_per_s,
+        };
+        match w.judge() {
+            super::liveness::Liveness::Live => None,
+            super::liveness::Liveness::LiveWithout(why) => {
+                load_note = Some(why);
+                None
             }
-            _ => None,
+            super::liveness::Liveness::Stalled(why) => Some(why),
         }
     });
     // A start that did not begin cold is not a sample of a cold cell
@@ -328,6 +335,7 @@ pub(super) fn start(
             "none of the target's own files could be measured before this first start, which learns the files later starts are checked on",
         ),
         "left_over": outcome.left_over.clone(),
+        "load_live_without_io": load_note,
         "app_process": outcome.app.clone(),
         "app_watch": outcome.app_watch.clone(),
     });
