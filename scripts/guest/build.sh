@@ -22,33 +22,13 @@ debs=${IOLAB_GUEST_DEBS:-$out/debs}
 mkdir -p "$out" "$debs"
 out=$(cd "$out" && pwd)
 
-need=()
-for p in qemu-system-x86 busybox-static f2fs-tools dmsetup e2fsprogs fdisk cpio kmod; do
-    dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
-done
-if ((${#need[@]})); then
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq "${need[@]}" >/dev/null
-fi
+. scripts/guest/kernel.sh
+guest_need qemu-system-x86 busybox-static f2fs-tools dmsetup e2fsprogs fdisk cpio kmod
 [ -x "$iolab" ] || { echo "no iolab binary at $iolab: build it first (cargo build -p iolab)" >&2; exit 2; }
 
 # The kernel: the package linux-image-amd64 depends on (dm, dm-crypt,
 # f2fs, ext4, virtio as modules).
-pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
-deb=$(ls "$debs/${pkg}"_*.deb 2>/dev/null | head -1 || true)
-if [ -z "$deb" ]; then
-    (cd "$debs" && apt-get download "$pkg" 2>/dev/null)
-    deb=$(ls "$debs/${pkg}"_*.deb | head -1)
-fi
-kdir="$out/kernel"
-if [ ! -d "$kdir/boot" ] || [ "$deb" -nt "$kdir/boot" ]; then
-    rm -rf "$kdir"; mkdir -p "$kdir"
-    dpkg-deb -x "$deb" "$kdir"
-fi
-kver=$(ls "$kdir/lib/modules" | head -1)
-[ -f "$kdir/lib/modules/$kver/modules.dep" ] || depmod -b "$kdir" "$kver"
-cp "$kdir/boot/vmlinuz-$kver" "$out/vmlinuz"
+guest_kernel "$out" "$debs"
 
 root="$out/root"
 rm -rf "$root"
@@ -56,15 +36,7 @@ mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,run,mnt,root,results,lib/modules,sce
 cp "$(command -v busybox)" "$root/bin/busybox"
 
 # Modules in load order, their dependencies first.
-: > "$root/modules.load"
-for m in virtio_pci virtio_blk dm_mod dm_crypt xts ext4 f2fs bfq kyber_iosched overlay loop crc32c_generic; do
-    modprobe -d "$kdir" -S "$kver" --show-depends "$m" 2>/dev/null | awk '/^insmod/ {print $2}'
-done | awk '!seen[$0]++' | while read -r ko; do
-    rel=${ko#"$kdir"/lib/modules/"$kver"/}
-    mkdir -p "$root/lib/modules/$(dirname "$rel")"
-    cp "$ko" "$root/lib/modules/$rel"
-    echo "$rel" >> "$root/modules.load"
-done
+guest_modules "$root" virtio_pci virtio_blk dm_mod dm_crypt xts ext4 f2fs bfq kyber_iosched overlay loop crc32c_generic
 
 # A binary and the shared libraries it needs, at the same paths.
 with_libs() {

@@ -6,6 +6,7 @@
 //! ([`target`]) and how one is launched and timed ([`launch`]).
 
 pub mod app_process;
+pub mod boot;
 pub mod collect;
 pub mod engine;
 mod error;

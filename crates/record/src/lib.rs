@@ -33,6 +33,7 @@ pub mod recorder;
 pub mod resolve;
 pub mod result;
 
+use std::os::fd::FromRawFd;
 use std::time::{Duration, Instant};
 
 use iolab_guard::Guard;
@@ -57,6 +58,10 @@ pub struct RecordSpec {
     pub duration: Option<Duration>,
     /// Stop when this file appears (a boot's end marker).
     pub until_file: Option<std::path::PathBuf>,
+    /// A descriptor to write one byte to, then close, once the trace is
+    /// on (boot-init holds init until then: what init reads before it
+    /// would be missing from the list).
+    pub ready_fd: Option<i32>,
     /// Send the command's stdout to our stderr (the list goes to stdout).
     pub stdout_to_stderr: bool,
     /// Ring buffer per CPU, KiB.
@@ -73,6 +78,7 @@ impl Default for RecordSpec {
             devices: Vec::new(),
             duration: None,
             until_file: None,
+            ready_fd: None,
             stdout_to_stderr: false,
             buffer_kib_per_cpu: RecordOptions::default().buffer_kib_per_cpu,
             resolve: ResolveOptions::default(),
@@ -112,6 +118,12 @@ pub fn record(guard: &Guard, spec: &RecordSpec) -> Result<Recording, RecordError
         ..RecordOptions::default()
     };
     let rec = Recorder::start(guard, &opts, cands)?;
+    if let Some(fd) = spec.ready_fd {
+        // SAFETY: the descriptor was handed to this process for this one
+        // write; nothing else owns it.
+        let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+        let _ = rustix::io::write(&fd, b"r");
+    }
     let t0 = Instant::now();
     let status = match child {
         Some(held) => Some(

@@ -16,6 +16,8 @@ pub enum ExperimentKind {
     Sweep,
     /// Seed 003's maximum sustainable throughput (`iolab sweep --max`).
     SweepMax,
+    /// Seed 001's boot time under each boot prefetch variant (`iolab boot`).
+    Boot,
     /// A kind this version does not know (an imported database from a
     /// newer iolab): kept as stored, shown as generic cells.
     Other(String),
@@ -23,10 +25,11 @@ pub enum ExperimentKind {
 
 impl ExperimentKind {
     /// The kinds this version runs.
-    pub const KNOWN: [ExperimentKind; 3] = [
+    pub const KNOWN: [ExperimentKind; 4] = [
         ExperimentKind::Startup,
         ExperimentKind::Sweep,
         ExperimentKind::SweepMax,
+        ExperimentKind::Boot,
     ];
 
     /// The word stored in the database and printed.
@@ -35,6 +38,7 @@ impl ExperimentKind {
             ExperimentKind::Startup => "startup",
             ExperimentKind::Sweep => "sweep",
             ExperimentKind::SweepMax => "sweep-max",
+            ExperimentKind::Boot => "boot",
             ExperimentKind::Other(s) => s,
         }
     }
@@ -54,6 +58,7 @@ impl ExperimentKind {
             ExperimentKind::Startup => Some("startup"),
             ExperimentKind::Sweep => Some("sweep"),
             ExperimentKind::SweepMax => Some("max"),
+            ExperimentKind::Boot => Some("boot"),
             ExperimentKind::Other(_) => None,
         }
     }
@@ -64,6 +69,7 @@ impl ExperimentKind {
             ExperimentKind::Startup => Some("iolab startup --resume ID"),
             ExperimentKind::Sweep => Some("iolab sweep --resume ID"),
             ExperimentKind::SweepMax => Some("iolab sweep --max --resume ID"),
+            ExperimentKind::Boot => Some("iolab boot --resume ID"),
             ExperimentKind::Other(_) => None,
         }
     }

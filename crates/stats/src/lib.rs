@@ -37,4 +37,4 @@ pub use outliers::{modified_z_scores, outlier_indices, OUTLIER_THRESHOLD};
 pub use ratio::{ratio_of_means, Bound, Ratio};
 pub use sample::Sample;
 pub use summary::{summarize, Summary};
-pub use welch::{welch_test, WelchTest};
+pub use welch::{two_sided_ci_of_difference, welch_test, WelchTest};

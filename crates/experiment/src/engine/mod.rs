@@ -322,6 +322,17 @@ pub fn run<B: Body>(
     })
 }
 
+/// The stored configuration of experiment `id`, checked to be a `kind`
+/// experiment that is not complete (for a kind that runs outside
+/// [`run`]: `iolab boot`).
+pub(crate) fn resume_load<C: DeserializeOwned>(
+    store: &Store,
+    id: ExperimentId,
+    kind: &ExperimentKind,
+) -> Result<C, ExperimentError> {
+    Ok(resume::load::<C>(store, id, kind, Ok)?.config)
+}
+
 /// Sleeps, waking early (false) when a stop is requested.
 pub fn sleep_unless_stopped(d: Duration) -> bool {
     let end = Instant::now() + d;

@@ -50,7 +50,9 @@ pub struct BootInitArgs {
     /// once and the prefetch runs beside it (treadahead -e).
     #[arg(long)]
     pub before: bool,
-    /// With --before: the longest init waits.
+    /// With --before: the longest init waits. With --record: the longest
+    /// init waits for the recording's trace to be on (it always waits for
+    /// that, so the list misses nothing init reads).
     #[arg(long, value_name = "S", default_value = "30s", value_parser = super::values::duration)]
     pub budget: Duration,
     /// I/O priority of the prefetch: idle, be:N or rt:N (treadahead -i is
@@ -158,16 +160,31 @@ fn start_helper(args: &[OsString], init: &[OsString], t0: Instant) -> Option<u32
             return None;
         }
     };
-    let helper_args = helper_args(&a)?;
+    let mut helper_args = helper_args(&a)?;
     let exe = std::env::current_exe()
         .ok()
         .or_else(|| args.first().map(PathBuf::from))?;
+    // A recording holds init until its trace is on (a pipe the helper
+    // writes one byte to), or --budget: what init read before would be
+    // missing from the list.
+    let ready = if a.record.is_some() {
+        ready_pipe()
+    } else {
+        None
+    };
+    if let Some((_, w)) = &ready {
+        helper_args.splice(1..1, ["--ready-fd".to_string(), w.to_string()]);
+    }
+    let ready_w = ready.map_or(-1, |p| p.1);
     let mut cmd = Command::new(exe);
     cmd.args(&helper_args).stdin(Stdio::null());
-    // SAFETY: setsid(2) between fork and exec touches no memory.
+    // SAFETY: setsid(2) and fcntl(2) between fork and exec touch no memory.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             libc::setsid();
+            if ready_w >= 0 {
+                libc::fcntl(ready_w, libc::F_SETFD, 0);
+            }
             Ok(())
         });
     }
@@ -183,6 +200,31 @@ fn start_helper(args: &[OsString], init: &[OsString], t0: Instant) -> Option<u32
         "boot-init: helper {pid}: iolab {}",
         helper_args.join(" ")
     ));
+    if let Some((r, w)) = ready {
+        // SAFETY: both ends are this function's own descriptors.
+        unsafe { libc::close(w) };
+        let left = a.budget.saturating_sub(t0.elapsed());
+        let mut p = libc::pollfd {
+            fd: r,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one pollfd on the stack; read into a one-byte buffer.
+        let got = unsafe {
+            libc::poll(&mut p, 1, left.as_millis().min(i32::MAX as u128) as i32) == 1
+                && libc::read(r, [0u8; 1].as_mut_ptr().cast(), 1) == 1
+        };
+        unsafe { libc::close(r) };
+        note(&format!(
+            "boot-init: {} after {:.1} ms",
+            if got {
+                "recording"
+            } else {
+                "the recording did not start (budget spent or helper gone): init starts anyway"
+            },
+            t0.elapsed().as_secs_f64() * 1e3
+        ));
+    }
     if a.before {
         // Until the helper is done (its reads finished: --wait), it died,
         // or the budget is spent; never longer.
@@ -208,6 +250,14 @@ fn start_helper(args: &[OsString], init: &[OsString], t0: Instant) -> Option<u32
     // Not waited for otherwise: once init runs, it reaps the helper.
     std::mem::forget(child);
     Some(pid)
+}
+
+/// A pipe, both ends close-on-exec (so init never inherits them): (read,
+/// write).
+fn ready_pipe() -> Option<(i32, i32)> {
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe2 fills the two-element array.
+    (unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == 0).then_some((fds[0], fds[1]))
 }
 
 /// The helper's command line, or None (with a note) when there is nothing

@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 
 mod app;
+mod boot;
 pub mod boot_init;
 mod cache;
 mod child;
@@ -86,6 +87,8 @@ enum Command {
     Remote(remote::RemoteArgs),
     /// Undo system changes left behind by an iolab run that was killed.
     Restore(restore::RestoreArgs),
+    /// Boot time under boot prefetch variants, over real boots of a qemu guest (seed 001).
+    Boot(boot::BootArgs),
     /// Boot prefetch started first (as PID 1, or init's first service): prefetch or record, then exec init.
     BootInit(boot_init::BootInitArgs),
     /// Test seam: make guarded changes, then hold/fail/panic (for tests).
@@ -178,6 +181,7 @@ pub fn run() -> anyhow::Result<()> {
         Command::Remote(a) => remote::run(a),
         Command::ModelServer(a) => model_server::run(a),
         // Reached only when `boot-init` is not argv[1] (see lib.rs).
+        Command::Boot(a) => boot::run(a),
         Command::BootInit(_) => boot_init::main(std::env::args_os().skip(1).collect()),
         #[cfg(feature = "test-seams")]
         Command::GuardTest(a) => guard_test::run(a),

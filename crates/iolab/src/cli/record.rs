@@ -97,6 +97,11 @@ pub struct RecordArgs {
     /// Give up walking filesystems for names after S seconds.
     #[arg(long, default_value = "10", value_name = "S", value_parser = super::values::duration)]
     pub walk_timeout: Duration,
+    /// Write one byte to this inherited descriptor once the trace is on,
+    /// then close it (how `iolab boot-init --record` holds init until the
+    /// recording sees everything).
+    #[arg(long, value_name = "FD", hide = true)]
+    pub ready_fd: Option<i32>,
     /// Trace ring buffer per CPU, KiB.
     #[arg(long, default_value_t = 8192, value_name = "KIB")]
     pub buffer_kib: u32,
@@ -134,6 +139,7 @@ pub fn run(a: RecordArgs) -> anyhow::Result<()> {
         devices,
         duration,
         until_file: a.until_file.clone(),
+        ready_fd: a.ready_fd,
         stdout_to_stderr: a.output.is_none(),
         buffer_kib_per_cpu: a.buffer_kib,
         resolve: ResolveOptions {

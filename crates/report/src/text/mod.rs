@@ -2,6 +2,7 @@
 //! `sweep`, `demo` and `results compare` print, chosen by the experiment's
 //! kind in this one place ([`tables`]).
 
+pub mod boot;
 pub mod compare;
 pub mod explain;
 pub mod keyvalue;
@@ -68,6 +69,7 @@ pub fn tables(report: &ExperimentReport) -> String {
         ExperimentKind::Sweep => sweep_tables(report, Metric::Bw),
         ExperimentKind::SweepMax => max_tables(report),
         ExperimentKind::Startup => startup::render(report),
+        ExperimentKind::Boot => boot::render(report),
         ExperimentKind::Other(_) => render_matrix(&report.cells, &title_for_kind(kind)),
     }
 }

@@ -1,0 +1,471 @@
+//! `iolab boot` (seed 001): boot time under each boot prefetch variant,
+//! over real boots. The first boot records what the boot reads (`iolab
+//! boot-init --record`, its list written into a copy of the root image);
+//! then every variant is booted N times, interleaved (each round in its
+//! own shuffled order, so a drift of the host is spread over all), each a
+//! new machine with a cold page cache, the root disk throttled by qemu
+//! and every write thrown away (snapshot), so every boot starts from the
+//! same disk. Each boot is stored as it ends, as a run: its time from
+//! kernel start to the boot-done marker (the guest's CLOCK_BOOTTIME), the
+//! host's clock over the same span (the outside check), what the boot
+//! disk read by diskstats, and the prefetch's own report.
+//!
+//! It does not run through the experiment engine's `Body`: the engine's
+//! places are local block devices iolab switches schedulers on, and a
+//! boot's place is a machine iolab restarts. It keeps the engine's rules:
+//! one guard (qemu's process group recorded, so a killed iolab's next run
+//! ends it), every run committed before the next starts, Ctrl-C stops
+//! cleanly and `--resume ID` continues.
+
+pub mod guest;
+pub mod variant;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use iolab_guard::Guard;
+use iolab_results::ExperimentKind;
+use iolab_store::{RunOutcome, RunRecord, Status, Store};
+use iolab_sys::UsageError;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::engine::{Finished, Progress, RunOptions};
+use crate::ExperimentError;
+
+/// The host's and the guest's clocks over one boot may differ by this
+/// much before the boot is not trusted: /proc/uptime's 10 ms steps at
+/// both ends, and the serial console's delivery of two lines.
+pub const CLOCK_BOUND_S: f64 = 0.1;
+
+/// What defines a boot experiment (stored, so `--resume` runs the same).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BootConfig {
+    /// The guest (vmlinuz, initramfs.cpio.gz, root.img), as
+    /// scripts/guest/boot-build.sh makes it; iolab writes its copy of the
+    /// root image there too.
+    pub guest: PathBuf,
+    /// The variants compared; `none` first.
+    pub variants: Vec<String>,
+    /// Boots per variant.
+    pub boots: u32,
+    /// qemu's throttle of the root disk, bytes/s.
+    pub bw_bytes: Option<u64>,
+    /// Guest memory, MiB.
+    pub memory_mib: u32,
+    /// Longest one boot may take, s.
+    pub timeout_s: f64,
+    /// Seed of the boot order.
+    pub seed: u64,
+}
+
+impl BootConfig {
+    fn image(&self) -> PathBuf {
+        self.guest.join("root.img")
+    }
+
+    /// Checks what needs no system access.
+    pub fn validate(&self) -> Result<(), ExperimentError> {
+        for f in ["vmlinuz", "initramfs.cpio.gz", "root.img"] {
+            if !self.guest.join(f).is_file() {
+                return Err(UsageError::new(format!(
+                    "--guest {}: no {f} there; build the boot guest with scripts/guest/boot-build.sh",
+                    self.guest.display()
+                ))
+                .into());
+            }
+        }
+        if self.boots == 0 {
+            return Err(UsageError::new("--boots: at least 1").into());
+        }
+        if self.variants.is_empty() {
+            return Err(UsageError::new(format!(
+                "--variants: give one or more of {}",
+                variant::help()
+            ))
+            .into());
+        }
+        for v in &self.variants {
+            if v == variant::RECORD {
+                return Err(UsageError::new(
+                    "--variants: record is the first boot's, made once; give none or prefetch variants",
+                )
+                .into());
+            }
+            variant::init_args(v)?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs (or, with `opts.resume` and no `cfg`, resumes) a boot experiment.
+pub fn run(
+    cfg: Option<BootConfig>,
+    opts: &RunOptions,
+    announce: &dyn Fn(&str),
+) -> Result<Finished<()>, ExperimentError> {
+    let t0 = Instant::now();
+    let store = Store::open(&opts.db)?;
+    let (id, cfg) = match (opts.resume, cfg) {
+        (Some(id), _) => {
+            let r = crate::engine::resume_load::<BootConfig>(&store, id, &ExperimentKind::Boot)?;
+            (Some(id), r)
+        }
+        (None, Some(c)) => (None, c),
+        (None, None) => {
+            return Err(
+                UsageError::new("nothing to run: no configuration and no --resume ID").into(),
+            )
+        }
+    };
+    cfg.validate()?;
+    guest::qemu()?;
+    let guard = Guard::new();
+    let id = match id {
+        Some(id) => id,
+        None => store.create_experiment(
+            &ExperimentKind::Boot,
+            &opts.command_line,
+            &json!({ "boot": cfg, "place": format!("qemu guest {}", cfg.guest.display()) }),
+            &json!({ "host": crate::error::to_json("the environment snapshot",
+                &iolab_sys::environment::Environment::capture_place(&[], None, None))? }),
+        )?,
+    };
+    store.set_status(id, Status::Running)?;
+    // The image the boots run: the user's, with the recorded list in it,
+    // kept beside it for --resume.
+    let recorded = cfg.guest.join(format!("root-recorded-{id}.img"));
+    let done: BTreeSet<(String, u32)> = store
+        .runs(id)?
+        .iter()
+        .filter(|r| r.outcome.is_sample() || r.variant.as_deref() != Some(variant::RECORD))
+        .map(|r| (r.variant.clone().unwrap_or_else(|| "none".into()), r.rep))
+        .collect();
+    let prefetching = cfg.variants.iter().any(|v| v != "none");
+    let mut plan: Vec<(String, u32)> = Vec::new();
+    if prefetching && !(done.contains(&(variant::RECORD.to_string(), 1)) && recorded.is_file()) {
+        plan.push((variant::RECORD.into(), 1));
+    }
+    for round in 1..=cfg.boots {
+        let mut order = cfg.variants.clone();
+        shuffle(&mut order, cfg.seed ^ u64::from(round));
+        plan.extend(
+            order
+                .into_iter()
+                .map(|v| (v, round))
+                .filter(|k| !done.contains(k)),
+        );
+    }
+    announce(&format!(
+        "boot guest {} ({}), {} boot(s) to run{}",
+        cfg.guest.display(),
+        cfg.bw_bytes
+            .map_or("root disk not throttled".to_string(), |b| format!(
+                "root disk throttled to {}/s",
+                iolab_sys::units::format_bytes(b)
+            )),
+        plan.len(),
+        if plan.first().is_some_and(|p| p.0 == variant::RECORD) {
+            ", the first recording the list"
+        } else {
+            ""
+        }
+    ));
+    let mut progress = Progress::new(plan.len() as u64, "boots", opts.progress);
+    let (mut interrupted, mut recorded_runs, mut warnings) = (false, 0, Vec::new());
+    for (v, rep) in &plan {
+        if iolab_guard::stop_requested() {
+            interrupted = true;
+            break;
+        }
+        if v == variant::RECORD {
+            copy_image(&cfg.image(), &recorded)?;
+        } else if prefetching && !recorded.is_file() {
+            return Err(UsageError::new(format!(
+                "{} is gone: the prefetch variants boot the image with the recorded list; start a new experiment",
+                recorded.display()
+            ))
+            .into());
+        }
+        progress.begin(&format!("{v} boot {rep}"));
+        let work = tempfile::Builder::new()
+            .prefix("iolab-boot-")
+            .tempdir_in(&cfg.guest)
+            .map_err(|e| iolab_sys::SysError::io(&cfg.guest, e))?;
+        let root = if prefetching {
+            recorded.clone()
+        } else {
+            cfg.image()
+        };
+        // The guest's disk is the image as the host caches it: read in
+        // whole before every boot, so only qemu's throttle sets the
+        // disk's speed (the first boots of a fresh copy read it from the
+        // host's disk: 20 % slower here).
+        let host_cached = warm_host_cache(&root)?;
+        let seen = guest::boot(
+            &guest::BootSpec {
+                dir: &cfg.guest,
+                root: &root,
+                snapshot: v != variant::RECORD,
+                bw_bytes: cfg.bw_bytes,
+                init: variant::init_args(v)?,
+                cmdline: variant::cmdline(v),
+                memory_mib: cfg.memory_mib,
+                timeout: Duration::from_secs_f64(cfg.timeout_s),
+                work: work.path(),
+            },
+            &guard,
+        )?;
+        if seen.interrupted {
+            interrupted = true;
+            break;
+        }
+        let mut run = judge(v, *rep, &seen, cfg.timeout_s);
+        run.extra["host_cached_before"] = json!(host_cached);
+        let last = match run.outcome {
+            RunOutcome::Ok => format!("{:.2}s", run.duration_ns as f64 / 1e9),
+            o => format!(
+                "{} ({})",
+                o.as_str(),
+                run.reason.clone().unwrap_or_default()
+            ),
+        };
+        let failed_record = v == variant::RECORD && !run.outcome.is_sample();
+        if !run.outcome.is_sample() {
+            let keep = cfg.guest.join(format!("boot-{id}-{v}-{rep}-console.log"));
+            let _ = std::fs::copy(work.path().join("console.log"), &keep);
+            warnings.push(format!(
+                "{v} boot {rep}: {last}; its console: {}",
+                keep.display()
+            ));
+        }
+        store.record_run(id, &run)?;
+        recorded_runs += 1;
+        progress.done(&last);
+        if failed_record {
+            let _ = std::fs::remove_file(&recorded);
+            drop(progress);
+            store.set_status(id, Status::ended(true))?;
+            return Err(ExperimentError::RunFailed {
+                run: format!("the recording boot of experiment {id}"),
+                why: format!(
+                    "{}: no prefetch variant can run without its list",
+                    run.reason.unwrap_or_default()
+                ),
+            });
+        }
+    }
+    drop(progress);
+    store.set_status(id, Status::ended(interrupted))?;
+    if !interrupted {
+        let _ = std::fs::remove_file(&recorded);
+    }
+    Ok(Finished {
+        id,
+        db: opts.db.clone(),
+        report: store.report(id)?,
+        interrupted,
+        place: format!("qemu guest {}", cfg.guest.display()),
+        recorded: recorded_runs,
+        elapsed: t0.elapsed(),
+        stopped_cells: Vec::new(),
+        warnings,
+        body: (),
+    })
+}
+
+/// The run a boot makes: its time, outcome and everything seen.
+fn judge(v: &str, rep: u32, seen: &guest::BootSeen, timeout_s: f64) -> RunRecord {
+    let res = |f: &str| std::fs::read_to_string(seen.results.join(f)).ok();
+    let mut extra = json!({
+        "userspace_start_s": seen.start_s,
+        "init_s": seen.init_s,
+        "qemu_wall_s": seen.wall.as_secs_f64(),
+        "clock_bound_s": CLOCK_BOUND_S,
+    });
+    let mut problems: Vec<String> = Vec::new();
+    // The outside clock: the host's time between the console's start and
+    // done lines against the guest's over the same span.
+    if let (Some(a), Some(b), Some(ha), Some(hb)) =
+        (seen.start_s, seen.done_s, seen.host_start, seen.host_done)
+    {
+        let host = (hb - ha).as_secs_f64();
+        let diff = (b - a) - host;
+        extra["host_span_s"] = json!(host);
+        extra["guest_span_s"] = json!(b - a);
+        extra["clock_diff_s"] = json!(diff);
+        if diff.abs() > CLOCK_BOUND_S {
+            problems.push(format!(
+                "the guest's clock and the host's disagree by {:.0} ms over the boot (bound {:.0} ms)",
+                diff * 1e3,
+                CLOCK_BOUND_S * 1e3
+            ));
+        }
+    }
+    match res("diskstats").as_deref().and_then(diskstats_read) {
+        Some((bytes, ios)) => {
+            extra["read_bytes"] = json!(bytes);
+            extra["read_ios"] = json!(ios);
+        }
+        None => extra["warning"] = json!("the guest left no diskstats of its boot disk"),
+    }
+    let scheduler = res("iolab-boot-scheduler")
+        .and_then(|s| Some(s.split('[').nth(1)?.split(']').next()?.to_string()))
+        .unwrap_or_else(|| "?".into());
+    if let Some(w) = res("helper-wait") {
+        extra["helper_wait_s"] = json!(w.trim().parse::<f64>().ok().map(|n| n / 10.0));
+    }
+    let helper: Option<Value> =
+        res("iolab-helper.json").and_then(|t| serde_json::from_str(&t).ok());
+    if v == variant::RECORD {
+        match res("boot.list") {
+            Some(list) => {
+                let (files, bytes) = list_size(&list);
+                extra["list_files"] = json!(files);
+                extra["list_bytes"] = json!(bytes);
+                if files == 0 {
+                    problems.push("the recording boot wrote an empty list".into());
+                }
+            }
+            None => problems.push("the recording boot wrote no list".into()),
+        }
+    } else if variant::is_safety(v) {
+        // Its prefetch goes wrong on purpose: what counts is that the
+        // boot reached the marker, and when.
+        extra["safety"] = json!(variant::safety_what(v));
+    } else if v != "none" {
+        // A prefetch asked for that did not run is not this variant.
+        match &helper {
+            Some(h) => {
+                extra["prefetch_bytes"] = h["bytes_requested"].clone();
+                extra["prefetch_s"] = h["duration_s"].clone();
+                extra["prefetch_device_read_bytes"] = h["device_read_bytes"].clone();
+                if h["files_failed"].as_u64().unwrap_or(0) > 0 {
+                    extra["prefetch_files_failed"] = h["files_failed"].clone();
+                }
+            }
+            None => problems
+                .push("the prefetch left no report: it did not run (see the console)".into()),
+        }
+    }
+    if let Some(h) = helper {
+        extra["helper"] = h;
+    }
+    let (outcome, reason, ns) = match seen.done_s {
+        None => {
+            extra["console_tail"] = json!(seen.console_tail);
+            let why = match seen.exit_ok {
+                None => format!("no boot-done marker within {timeout_s:.0} s (qemu stopped)"),
+                Some(_) => "qemu exited without a boot-done marker".into(),
+            };
+            (RunOutcome::Failed, Some(why), seen.wall.as_nanos() as u64)
+        }
+        Some(done) if !problems.is_empty() => (
+            RunOutcome::Invalid,
+            Some(problems.join("; ")),
+            (done * 1e9) as u64,
+        ),
+        Some(done) => (RunOutcome::Ok, None, (done * 1e9) as u64),
+    };
+    RunRecord {
+        scheduler,
+        workload: "boot".into(),
+        rep,
+        target: "guest".into(),
+        started_at: iolab_store::rfc3339_now(),
+        duration_ns: ns,
+        censored: false,
+        timeout_ns: (timeout_s * 1e9) as u64,
+        exit_code: None,
+        signal: None,
+        overhead_ns: None,
+        background: None,
+        config: json!({ "variant": v, "init": variant::init_args(v).unwrap_or_default() }),
+        extra,
+        outcome,
+        reason,
+        variant: (v != "none").then(|| v.to_string()),
+    }
+}
+
+/// (bytes read, reads completed) from a /proc/diskstats line.
+fn diskstats_read(line: &str) -> Option<(u64, u64)> {
+    let d = iolab_sys::diskstats::parse(line).into_iter().next()?;
+    Some((d.read_bytes(), d.reads))
+}
+
+/// Files and bytes of a prefetch list (`FILE off:len,...` lines).
+fn list_size(list: &str) -> (u64, u64) {
+    let (mut files, mut bytes) = (0, 0);
+    for l in list
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+    {
+        files += 1;
+        let ranges = l.rsplit(' ').next().unwrap_or("");
+        bytes += ranges
+            .split(',')
+            .filter_map(|r| r.split(':').nth(1)?.parse::<u64>().ok())
+            .sum::<u64>();
+    }
+    (files, bytes)
+}
+
+/// Reads `image` into the host's page cache; the share of it that was
+/// cached already (by mincore), as a fraction.
+fn warm_host_cache(image: &Path) -> Result<f64, ExperimentError> {
+    use std::io::Read;
+    let before = iolab_sys::pagecache::residency(image)?.fraction();
+    let mut f = std::fs::File::open(image).map_err(|e| iolab_sys::SysError::io(image, e))?;
+    let mut buf = vec![0u8; 1 << 20];
+    while f
+        .read(&mut buf)
+        .map_err(|e| iolab_sys::SysError::io(image, e))?
+        > 0
+    {}
+    Ok(before)
+}
+
+fn copy_image(from: &Path, to: &Path) -> Result<(), ExperimentError> {
+    std::fs::copy(from, to).map_err(|e| iolab_sys::SysError::io(to, e))?;
+    Ok(())
+}
+
+/// Fisher–Yates with a xorshift generator: the same order for the same
+/// seed on every machine.
+fn shuffle<T>(v: &mut [T], seed: u64) {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    for i in (1..v.len()).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_sizes_add_every_range() {
+        let l = "/system/framework/boot.art 0:262144,1048576:524288\n/a b/c 0:4096\n\n";
+        assert_eq!(list_size(l), (2, 262144 + 524288 + 4096));
+    }
+
+    #[test]
+    fn every_round_is_a_permutation_and_rounds_differ() {
+        let base: Vec<u32> = (0..7).collect();
+        let mut orders = BTreeSet::new();
+        for seed in 1..=10 {
+            let mut v = base.clone();
+            shuffle(&mut v, seed);
+            let mut s = v.clone();
+            s.sort_unstable();
+            assert_eq!(s, base);
+            orders.insert(v);
+        }
+        assert!(orders.len() > 5, "{orders:?}");
+    }
+}

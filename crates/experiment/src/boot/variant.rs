@@ -1,0 +1,169 @@
+//! The boot variants `iolab boot` compares, and what the guest's
+//! initramfs hands over to for each: `/sbin/init` itself (`none`), or
+//! `iolab boot-init` with treadahead's options before it.
+
+use iolab_sys::UsageError;
+
+/// Where the recording boot leaves the list, in the root image.
+pub const LIST: &str = "/var/lib/iolab/boot.list";
+/// Where the helper writes its report (tmpfs; the guest copies it out).
+pub const REPORT: &str = "/run/iolab-helper.json";
+/// The file the guest's init makes at the boot-done marker.
+pub const DONE: &str = "/run/boot-done";
+/// The variant that records the list.
+pub const RECORD: &str = "record";
+
+/// One option of a prefetch variant: its name, seed 001's treadahead
+/// flag, and boot-init's arguments.
+const OPTIONS: &[(&str, &str, &[&str])] = &[
+    ("background", "-e", &[]),
+    ("before", "(default)", &["--before", "--budget", "120s"]),
+    ("idle", "-i", &["--ioprio", "idle"]),
+    ("be7", "-j", &["--ioprio", "be:7"]),
+    ("nice19", "-p", &["--nice", "19"]),
+    ("sched-none", "-n", &["--scheduler", "none"]),
+];
+
+/// Boots that must not break: each runs a prefetch that goes wrong, and
+/// must still reach the marker, no later than its own reads allow. Name,
+/// what goes wrong, boot-init's arguments (the list included), and what
+/// the guest does besides (kernel command line).
+const SAFETY: &[(&str, &str, &[&str], &str)] = &[
+    (
+        "safety-missing",
+        "the list does not exist",
+        &["--prefetch", "/var/lib/iolab/missing.list", "--before"],
+        "",
+    ),
+    (
+        "safety-corrupt",
+        "the list is a binary (iolab itself)",
+        &["--prefetch", "/usr/bin/iolab", "--before"],
+        "",
+    ),
+    (
+        "safety-stale",
+        "the list names deleted files",
+        &["--prefetch", "/var/lib/iolab/stale.list", "--before"],
+        "",
+    ),
+    (
+        "safety-kill",
+        "the prefetch is SIGKILLed as init starts",
+        &["--prefetch", LIST],
+        "iolab.kill_helper=1",
+    ),
+    (
+        "safety-full",
+        "/run (the guard's journal) is full, with --scheduler none",
+        &["--prefetch", LIST, "--before", "--scheduler", "none"],
+        "iolab.fill_run=1",
+    ),
+];
+
+/// True for a boot whose prefetch is made to go wrong.
+pub fn is_safety(variant: &str) -> bool {
+    SAFETY.iter().any(|s| s.0 == variant)
+}
+
+/// What the guest does besides for `variant` (kernel command line).
+pub fn cmdline(variant: &str) -> &'static str {
+    SAFETY.iter().find(|s| s.0 == variant).map_or("", |s| s.3)
+}
+
+/// What goes wrong in a safety boot.
+pub fn safety_what(variant: &str) -> Option<&'static str> {
+    SAFETY.iter().find(|s| s.0 == variant).map(|s| s.1)
+}
+
+/// The names a user may give: `none`, and prefetch options joined by `+`
+/// (`idle+sched-none`); every prefetch runs in the background unless
+/// `before` is among them.
+pub fn help() -> String {
+    let opts: Vec<String> = OPTIONS
+        .iter()
+        .map(|(n, flag, _)| format!("{n} ({flag})"))
+        .collect();
+    let safety: Vec<&str> = SAFETY.iter().map(|s| s.0).collect();
+    format!(
+        "none, prefetch options joined by +: {}; or a safety boot: {}",
+        opts.join(", "),
+        safety.join(", ")
+    )
+}
+
+/// boot-init's command line for `variant` (empty: plain /sbin/init).
+pub fn init_args(variant: &str) -> Result<Vec<String>, UsageError> {
+    let base = |mode: &[&str]| -> Vec<String> {
+        ["/usr/bin/iolab", "boot-init"]
+            .iter()
+            .chain(mode)
+            .chain(&["--report", REPORT])
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let mut v = match variant {
+        "none" => return Ok(Vec::new()),
+        RECORD => base(&["--record", LIST, "--until-file", DONE, "--max", "600s"]),
+        v if is_safety(v) => base(SAFETY.iter().find(|s| s.0 == v).map_or(&[], |s| s.2)),
+        _ => {
+            let mut v = base(&["--prefetch", LIST]);
+            let mut seen = Vec::new();
+            for part in variant.split('+') {
+                let Some((_, _, args)) = OPTIONS.iter().find(|(n, ..)| *n == part) else {
+                    return Err(UsageError::new(format!(
+                        "boot variant {variant:?}: unknown part {part:?}; expected {}",
+                        help()
+                    )));
+                };
+                if seen.contains(&part) {
+                    return Err(UsageError::new(format!(
+                        "boot variant {variant:?}: {part} given twice"
+                    )));
+                }
+                seen.push(part);
+                v.extend(args.iter().map(|s| s.to_string()));
+            }
+            if seen.contains(&"idle") && seen.contains(&"be7") {
+                return Err(UsageError::new(format!(
+                    "boot variant {variant:?}: idle and be7 are two I/O priorities; give one"
+                )));
+            }
+            v
+        }
+    };
+    v.extend(["--", "/sbin/init"].map(String::from));
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variants_become_boot_init_options() {
+        assert!(init_args("none").unwrap().is_empty());
+        let v = init_args("before+idle").unwrap().join(" ");
+        assert_eq!(
+            v,
+            "/usr/bin/iolab boot-init --prefetch /var/lib/iolab/boot.list --report \
+             /run/iolab-helper.json --before --budget 120s --ioprio idle -- /sbin/init"
+        );
+        let r = init_args(RECORD).unwrap().join(" ");
+        assert!(
+            r.contains("--record /var/lib/iolab/boot.list --until-file /run/boot-done"),
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn unknown_or_contradictory_variants_are_refused_with_the_names() {
+        let e = init_args("idle+fast").unwrap_err().to_string();
+        assert!(
+            e.contains("\"fast\"") && e.contains("sched-none (-n)"),
+            "{e}"
+        );
+        assert!(init_args("idle+be7").is_err());
+        assert!(init_args("idle+idle").is_err());
+    }
+}

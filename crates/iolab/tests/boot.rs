@@ -1,0 +1,185 @@
+//! `iolab boot` on real boots of the qemu guest scripts/guest/boot-build.sh
+//! makes: the first boot records the list, every variant boots cold from
+//! the same (snapshot) disk, and what is stored is checked against what
+//! iolab does not compute itself: the workload's files on the image (what
+//! a boot must read at least), the test's own clock around the command,
+//! and, for the safety boots, that init ran although the prefetch went
+//! wrong. Timings are compared in docs/boot.md, not here.
+#![allow(clippy::unwrap_used)]
+
+mod lab_env;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use lab_env::{have, root_or_skip};
+use serde_json::Value;
+
+/// What the guest's boot reads at least (scripts/guest/boot/init): 120
+/// pieces of 256 KiB of boot.art, services.jar (24 MiB), eight 4 MiB
+/// service binaries and 200 packages' first 64 KiB and last 16 KiB.
+const BOOT_READS_AT_LEAST: u64 = 120 * (256 << 10) + (24 << 20) + 8 * (4 << 20) + 200 * (80 << 10);
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn iolab() -> Command {
+    Command::new(assert_cmd::cargo::cargo_bin("iolab"))
+}
+
+fn build_guest(dir: &Path) {
+    let out = Command::new("bash")
+        .arg(repo().join("scripts/guest/boot-build.sh"))
+        .env("IOLAB_BIN", assert_cmd::cargo::cargo_bin("iolab"))
+        .env("IOLAB_GUEST_DIR", dir)
+        .env("IOLAB_GUEST_DEBS", "/var/cache/iolab-guest")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Runs `iolab boot ARGS` into `db`; its exported experiment and the
+/// wall time the test measured around it.
+fn boot(guest: &Path, db: &Path, args: &[&str]) -> (Value, Duration) {
+    let t0 = Instant::now();
+    let out = iolab()
+        .arg("boot")
+        .arg("--guest")
+        .arg(guest)
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .output()
+        .unwrap();
+    let wall = t0.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{err}\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let list = iolab()
+        .args(["results", "list", "--json", "--db"])
+        .arg(db)
+        .output()
+        .unwrap();
+    let id = serde_json::from_slice::<Value>(&list.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["id"]
+        .as_u64()
+        .unwrap();
+    let e = iolab()
+        .args([
+            "results",
+            "export",
+            &id.to_string(),
+            "--format",
+            "json",
+            "--db",
+        ])
+        .arg(db)
+        .output()
+        .unwrap();
+    assert!(e.status.success(), "{}", String::from_utf8_lossy(&e.stderr));
+    (serde_json::from_slice(&e.stdout).unwrap(), wall)
+}
+
+fn variant(r: &Value) -> &str {
+    r["variant"].as_str().unwrap_or("none")
+}
+
+#[test]
+fn boots_record_then_prefetch_and_every_boot_is_checked() {
+    if !root_or_skip("boots_record_then_prefetch_and_every_boot_is_checked") {
+        return;
+    }
+    if !have("qemu-system-x86_64") || !have("apt-get") {
+        iolab_testkit::skip(
+            "boots_record_then_prefetch_and_every_boot_is_checked",
+            "needs qemu-system-x86_64 and Debian's archive for the guest's kernel (apt-get install qemu-system-x86)",
+        );
+        return;
+    }
+    let work = tempfile::tempdir_in("/var/tmp").unwrap();
+    let guest = work.path().join("guest");
+    build_guest(&guest);
+    let db = work.path().join("results.db");
+
+    // none against a prefetch held before init, two boots each.
+    let (e, wall) = boot(&guest, &db, &["--boots", "2", "--variants", "none,before"]);
+    let runs = e["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 5, "the recording boot and 2 × 2: {runs:?}");
+    let mut guest_total = 0.0;
+    for r in runs {
+        assert_eq!(r["outcome"], "ok", "{r}");
+        let x = &r["extra"];
+        // Each boot read at least what its workload's files hold, by the
+        // guest kernel's diskstats.
+        assert!(
+            x["read_bytes"].as_u64().unwrap() >= BOOT_READS_AT_LEAST,
+            "{r}"
+        );
+        // The guest's clock against the host's over the same span.
+        assert!(x["clock_diff_s"].as_f64().unwrap().abs() <= 0.1, "{r}");
+        let s = r["duration_ns"].as_f64().unwrap() / 1e9;
+        assert!(s > 1.0, "{r}");
+        guest_total += s;
+    }
+    // Five boots, each timed from its own kernel's start, fit in the time
+    // the test measured around the command.
+    assert!(
+        guest_total < wall.as_secs_f64(),
+        "{guest_total} s of boots in {wall:?}"
+    );
+    // The list covers what the boot reads, and a prefetch reads it whole.
+    let rec = runs.iter().find(|r| variant(r) == "record").unwrap();
+    let list = rec["extra"]["list_bytes"].as_u64().unwrap();
+    assert!(list >= BOOT_READS_AT_LEAST, "{rec}");
+    for r in runs.iter().filter(|r| variant(r) == "before") {
+        assert_eq!(r["extra"]["prefetch_bytes"].as_u64().unwrap(), list, "{r}");
+    }
+    // None reads no list; the prefetching boots' config says what ran.
+    for r in runs.iter().filter(|r| variant(r) == "none") {
+        assert!(r["extra"]["prefetch_bytes"].is_null(), "{r}");
+        assert_eq!(r["config"]["init"], serde_json::json!([]), "{r}");
+    }
+
+    // Boots whose prefetch goes wrong still reach the marker.
+    let (e, _) = boot(
+        &guest,
+        &db,
+        &[
+            "--boots",
+            "1",
+            "--variants",
+            "safety-missing,safety-corrupt,safety-kill",
+        ],
+    );
+    let runs = e["runs"].as_array().unwrap();
+    for v in ["safety-missing", "safety-corrupt", "safety-kill"] {
+        let r = runs.iter().find(|r| variant(r) == v).unwrap();
+        assert_eq!(r["outcome"], "ok", "{r}");
+        assert!(r["extra"]["safety"].is_string(), "{r}");
+        assert!(
+            r["extra"]["read_bytes"].as_u64().unwrap() >= BOOT_READS_AT_LEAST,
+            "{r}"
+        );
+    }
+    // Nothing of iolab's is left beside the guest: its copies of the
+    // image and its work directories are gone.
+    let left: Vec<String> = std::fs::read_dir(&guest)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("iolab-boot-") || n.starts_with("root-recorded-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

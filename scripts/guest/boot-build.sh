@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Builds the boot guest `iolab boot` runs (seed 001): Debian's kernel, a
+# small initramfs that mounts the root image and hands over to init (or to
+# `iolab boot-init`, as the kernel command line says), and root.img, an
+# ext4 root filesystem with busybox, iolab, and a boot that reads like
+# Android's (scripts/guest/boot/init): ~110 MiB read by native services,
+# zygote's class preload, system_server's services.jar and a scan of 200
+# packages.
+#
+#   bash scripts/guest/boot-build.sh            # iolab from target/debug
+#   iolab boot --guest target/boot-guest
+#
+# Output in ${IOLAB_GUEST_DIR:-target/boot-guest}: vmlinuz,
+# initramfs.cpio.gz, root.img. The kernel package is kept in
+# ${IOLAB_GUEST_DEBS:-the output's debs/}.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=${IOLAB_GUEST_DIR:-target/boot-guest}
+iolab=${IOLAB_BIN:-target/debug/iolab}
+debs=${IOLAB_GUEST_DEBS:-$out/debs}
+mkdir -p "$out" "$debs"
+out=$(cd "$out" && pwd)
+
+. scripts/guest/kernel.sh
+guest_need qemu-system-x86 busybox-static e2fsprogs cpio kmod
+[ -x "$iolab" ] || { echo "no iolab binary at $iolab: build it first (cargo build -p iolab)" >&2; exit 2; }
+
+guest_kernel "$out" "$debs"
+
+# The initramfs: busybox, the disk's modules, the hand-over.
+ird="$out/initramfs"
+rm -rf "$ird"
+mkdir -p "$ird"/{bin,sbin,dev,proc,sys,run,newroot,lib/modules}
+cp "$(command -v busybox)" "$ird/bin/busybox"
+guest_modules "$ird" virtio_pci virtio_blk ext4 crc32c_generic bfq kyber_iosched
+cp scripts/guest/boot/initramfs-init "$ird/init"
+chmod +x "$ird/init"
+(cd "$ird" && find . | cpio -o -H newc --quiet) | gzip -1 > "$out/initramfs.cpio.gz"
+
+# The root filesystem.
+root="$out/rootfs"
+rm -rf "$root"
+mkdir -p "$root"/{bin,sbin,usr/bin,dev,proc,sys,run,tmp,root,etc,var/lib/iolab}
+mkdir -p "$root"/system/{bin,framework,etc} "$root/data/app"
+cp "$(command -v busybox)" "$root/bin/busybox"
+for a in $("$root/bin/busybox" --list); do
+    [ -e "$root/bin/$a" ] || ln -s busybox "$root/bin/$a"
+done
+# iolab and the shared libraries it needs, at the same paths (debug info
+# stripped: the boot reads what it runs).
+strip --strip-debug -o "$root/usr/bin/iolab" "$iolab"
+ldd "$iolab" 2>/dev/null | grep -o '/[^ ]*' | while read -r lib; do
+    [ -e "$root$lib" ] || { mkdir -p "$root$(dirname "$lib")"; cp -L "$lib" "$root$lib"; }
+done
+: > "$root/etc/mtab"
+cp scripts/guest/boot/init "$root/sbin/init"
+chmod +x "$root/sbin/init"
+
+# What the boot reads (random bytes: nothing compresses or dedups).
+rnd() { head -c "$2" /dev/urandom > "$1"; }
+for i in $(seq 1 8); do rnd "$root/system/bin/svc$i" 4M; done          # 32 MiB
+rnd "$root/system/framework/boot.art" 48M
+rnd "$root/system/framework/services.jar" 24M
+# Zygote's preload: 120 of boot.art's 192 pieces of 256 KiB (30 MiB), in
+# a fixed scattered order.
+seq 0 191 | awk 'BEGIN { srand(1) } { print rand() "\t" $1 }' | sort -n | cut -f2 \
+    | head -120 > "$root/system/etc/preloaded-classes"
+# 200 packages of 256 KiB; the scan reads each one's first 64 KiB and its
+# last 16 KiB (20 MiB with readahead's share, below).
+for i in $(seq -w 1 200); do
+    mkdir -p "$root/data/app/com.example.app$i"
+    rnd "$root/data/app/com.example.app$i/base.apk" 256K
+done
+# A safety boot's stale list: deleted packages beside one that exists.
+{
+    echo "/data/app/com.example.gone1/base.apk 0:65536"
+    echo "/data/app/com.example.gone2/base.apk 0:65536,196608:16384"
+    echo "/data/app/com.example.app001/base.apk 0:65536"
+} > "$root/var/lib/iolab/stale.list"
+rm -f "$out/root.img"
+truncate -s 400M "$out/root.img"
+mke2fs -q -t ext4 -d "$root" -L bootroot "$out/root.img"
+rm -rf "$root"
+echo "boot guest: $out/vmlinuz ($kver), $out/initramfs.cpio.gz ($(du -h "$out/initramfs.cpio.gz" | cut -f1)), $out/root.img ($(du -h --apparent-size "$out/root.img" | cut -f1))"
