@@ -9,20 +9,25 @@
 #
 #   bash scripts/guest/boot-build.sh            # iolab from target/debug
 #   iolab boot --guest target/boot-guest
+#   bash scripts/guest/boot-build.sh --debian   # a Debian (bookworm) root
+#   iolab boot --guest target/boot-guest-debian  # made by mmdebstrap, booted
+#                                                # by systemd to multi-user
 #
 # Output in ${IOLAB_GUEST_DIR:-target/boot-guest}: vmlinuz,
 # initramfs.cpio.gz, root.img. The kernel package is kept in
 # ${IOLAB_GUEST_DEBS:-the output's debs/}.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-out=${IOLAB_GUEST_DIR:-target/boot-guest}
+debian=
+[ "${1:-}" = --debian ] && debian=1
+out=${IOLAB_GUEST_DIR:-target/boot-guest${debian:+-debian}}
 iolab=${IOLAB_BIN:-target/debug/iolab}
 debs=${IOLAB_GUEST_DEBS:-$out/debs}
 mkdir -p "$out" "$debs"
 out=$(cd "$out" && pwd)
 
 . scripts/guest/kernel.sh
-guest_need qemu-system-x86 busybox-static e2fsprogs cpio kmod
+guest_need qemu-system-x86 busybox-static e2fsprogs cpio kmod ${debian:+mmdebstrap}
 [ -x "$iolab" ] || { echo "no iolab binary at $iolab: build it first (cargo build -p iolab)" >&2; exit 2; }
 
 guest_kernel "$out" "$debs"
@@ -40,6 +45,27 @@ chmod +x "$ird/init"
 # The root filesystem.
 root="$out/rootfs"
 rm -rf "$root"
+if [ -n "$debian" ]; then
+    # Debian as debootstrap makes it (minbase, systemd as init), booted
+    # to multi-user; the marker is a unit after multi-user.target.
+    mmdebstrap --quiet --variant=minbase --include=systemd-sysv,udev,kmod \
+        "${IOLAB_DEBIAN_SUITE:-bookworm}" "$root" "${IOLAB_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+    mkdir -p "$root/var/lib/iolab" "$root/usr/local/sbin"
+    strip --strip-debug -o "$root/usr/bin/iolab" "$iolab"
+    cp scripts/guest/boot/debian/iolab-boot-done "$root/usr/local/sbin/"
+    chmod +x "$root/usr/local/sbin/iolab-boot-done"
+    cp scripts/guest/boot/debian/iolab-boot-done.service "$root/etc/systemd/system/"
+    ln -s ../iolab-boot-done.service "$root/etc/systemd/system/multi-user.target.wants/iolab-boot-done.service"
+    echo iolab-guest > "$root/etc/hostname"
+    # No login prompt on the console: nothing waits for one.
+    ln -sf /dev/null "$root/etc/systemd/system/serial-getty@ttyS0.service"
+    rm -f "$out/root.img"
+    truncate -s 1G "$out/root.img"
+    mke2fs -q -t ext4 -d "$root" -L bootroot "$out/root.img"
+    rm -rf "$root"
+    echo "boot guest (Debian): $out/vmlinuz ($kver), $out/initramfs.cpio.gz, $out/root.img"
+    exit 0
+fi
 mkdir -p "$root"/{bin,sbin,usr/bin,dev,proc,sys,run,tmp,root,etc,var/lib/iolab}
 mkdir -p "$root"/system/{bin,framework,etc} "$root/data/app"
 cp "$(command -v busybox)" "$root/bin/busybox"
@@ -54,7 +80,8 @@ ldd "$iolab" 2>/dev/null | grep -o '/[^ ]*' | while read -r lib; do
 done
 : > "$root/etc/mtab"
 cp scripts/guest/boot/init "$root/sbin/init"
-chmod +x "$root/sbin/init"
+cp scripts/guest/boot/relayout-init "$root/sbin/relayout-init"
+chmod +x "$root/sbin/init" "$root/sbin/relayout-init"
 
 # What the boot reads (random bytes: nothing compresses or dedups).
 rnd() { head -c "$2" /dev/urandom > "$1"; }

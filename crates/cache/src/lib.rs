@@ -9,9 +9,12 @@
 //!   print), [`prefetch::run`] with [`prefetch::PrefetchOptions`], giving a
 //!   [`prefetch::PrefetchReport`].
 //!
+//! - [`relayout`]: `iolab relayout` — treadahead `-w`, the files of a list
+//!   rewritten in its order (the one module that writes files).
+//!
 //! Reading files in and evicting them changes no setting (nothing to
 //! restore; any read would change the cache too), so it happens here rather
-//! than in the guard. Nothing here ever writes to a file.
+//! than in the guard. Nothing here writes to a file but [`relayout`].
 #![deny(missing_docs)]
 
 mod error;
@@ -19,6 +22,7 @@ pub mod inspect;
 pub mod notes;
 pub mod prefetch;
 pub mod ranges;
+pub mod relayout;
 pub mod render;
 pub mod scan;
 pub mod walk;

@@ -13,6 +13,7 @@ pub mod diskstats;
 pub mod dm;
 pub mod environment;
 pub mod error;
+pub mod fiemap;
 pub mod ioprio;
 pub mod loopdev;
 pub mod mounts;

@@ -34,6 +34,32 @@ pub struct ListEntry {
 }
 
 impl PrefetchList {
+    /// Reorders the entries by where their first byte to read lies on
+    /// disk (device, then offset, by FIEMAP): one sweep across the disk
+    /// instead of the order of first access (treadahead's sort). Entries
+    /// that cannot be mapped keep their order, after the others; how many
+    /// that was.
+    pub fn sort_by_disk(&mut self) -> usize {
+        use std::os::unix::fs::MetadataExt;
+        let key = |e: &ListEntry| -> Option<(u64, u64)> {
+            let dev = std::fs::metadata(&e.path).ok()?.dev();
+            let first = e
+                .ranges
+                .as_ref()
+                .and_then(|r| r.first())
+                .map_or(0, |r| r.offset);
+            let ex = iolab_sys::fiemap::extents(&e.path).ok()?;
+            Some((dev, iolab_sys::fiemap::physical_of(&ex, first)?))
+        };
+        let mut keyed: Vec<(Option<(u64, u64)>, ListEntry)> =
+            self.entries.drain(..).map(|e| (key(&e), e)).collect();
+        let unmapped = keyed.iter().filter(|k| k.0.is_none()).count();
+        // None sorts first in Option's order: put it last instead.
+        keyed.sort_by_key(|(k, _)| (k.is_none(), *k));
+        self.entries = keyed.into_iter().map(|(_, e)| e).collect();
+        unmapped
+    }
+
     /// Parses a list (see the module docs); errors name line and text.
     pub fn parse(text: &str) -> Result<PrefetchList, CacheError> {
         Self::parse_named(text, "list")

@@ -32,6 +32,8 @@ pub struct BootSpec<'a> {
     pub snapshot: bool,
     /// qemu's own throttle of the root disk, bytes/s.
     pub bw_bytes: Option<u64>,
+    /// And requests/s.
+    pub iops: Option<u64>,
     /// What the initramfs hands over to (`iolab.init=`), argument by
     /// argument.
     pub init: Vec<String>,
@@ -66,6 +68,8 @@ pub struct BootSeen {
     pub results: PathBuf,
     /// The console's last lines.
     pub console_tail: String,
+    /// The root disk's counters every 100 ms, from qemu's monitor.
+    pub disk: Vec<super::qmp::DiskSample>,
 }
 
 /// The qemu binary, or a usage error saying how to get it.
@@ -93,6 +97,9 @@ pub fn boot(spec: &BootSpec<'_>, guard: &Guard) -> Result<BootSeen, ExperimentEr
     if let Some(bw) = spec.bw_bytes {
         drive.push_str(&format!(",throttling.bps-total={bw}"));
     }
+    if let Some(n) = spec.iops {
+        drive.push_str(&format!(",throttling.iops-total={n}"));
+    }
     let init = if spec.init.is_empty() {
         String::new()
     } else {
@@ -101,12 +108,21 @@ pub fn boot(spec: &BootSpec<'_>, guard: &Guard) -> Result<BootSeen, ExperimentEr
     let console_log = spec.work.join("console.log");
     let err_path = spec.work.join("qemu.err");
     let err_file = std::fs::File::create(&err_path).map_err(|e| io(&err_path, e))?;
+    let qmp_sock = spec.work.join("qmp.sock");
     let mut cmd = Command::new(qemu()?);
     // TCG: the same emulation on every host (nested KVM fails on ours),
     // so boots on two machines differ only by the host's speed.
     cmd.args(["-accel", "tcg", "-m"])
         .arg(spec.memory_mib.to_string())
-        .args(["-smp", "1", "-nographic", "-no-reboot", "-kernel"])
+        .args([
+            "-smp",
+            "1",
+            "-nographic",
+            "-no-reboot",
+            "-nic",
+            "none",
+            "-kernel",
+        ])
         .arg(spec.dir.join("vmlinuz"))
         .arg("-initrd")
         .arg(spec.dir.join("initramfs.cpio.gz"))
@@ -119,6 +135,8 @@ pub fn boot(spec: &BootSpec<'_>, guard: &Guard) -> Result<BootSeen, ExperimentEr
             "file={},format=raw,if=virtio",
             results_img.display()
         ))
+        .arg("-qmp")
+        .arg(format!("unix:{},server=on,wait=off", qmp_sock.display()))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::from(err_file))
@@ -135,6 +153,7 @@ pub fn boot(spec: &BootSpec<'_>, guard: &Guard) -> Result<BootSeen, ExperimentEr
             return Err(e.into());
         }
     };
+    let sampler = super::qmp::start(qmp_sock, "virtio0", t0, Duration::from_millis(100));
     let lines: Arc<Mutex<Vec<(Duration, String)>>> = Arc::default();
     let reader = {
         let out = child.stdout.take();
@@ -153,6 +172,7 @@ pub fn boot(spec: &BootSpec<'_>, guard: &Guard) -> Result<BootSeen, ExperimentEr
     };
     let (exit_ok, interrupted) = wait(&mut child, spec.timeout);
     let wall = t0.elapsed();
+    let disk = sampler.finish();
     let _ = reader.join();
     let _ = guard.forget(tracked);
     let err = std::fs::read_to_string(&err_path).unwrap_or_default();
@@ -168,6 +188,7 @@ pub fn boot(spec: &BootSpec<'_>, guard: &Guard) -> Result<BootSeen, ExperimentEr
         exit_ok,
         interrupted,
         console_tail: tail(&log, 15),
+        disk,
         ..Default::default()
     };
     for (at, l) in &lines {

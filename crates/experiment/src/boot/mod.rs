@@ -18,6 +18,7 @@
 //! cleanly and `--resume ID` continues.
 
 pub mod guest;
+pub mod qmp;
 pub mod variant;
 
 use std::collections::BTreeSet;
@@ -52,6 +53,10 @@ pub struct BootConfig {
     pub boots: u32,
     /// qemu's throttle of the root disk, bytes/s.
     pub bw_bytes: Option<u64>,
+    /// qemu's throttle of the root disk, requests/s (what makes a
+    /// scattered layout cost more than a contiguous one).
+    #[serde(default)]
+    pub iops: Option<u64>,
     /// Guest memory, MiB.
     pub memory_mib: u32,
     /// Longest one boot may take, s.
@@ -87,9 +92,9 @@ impl BootConfig {
             .into());
         }
         for v in &self.variants {
-            if v == variant::RECORD {
+            if [variant::RECORD, variant::RELAYOUT_WRITE, variant::WARMUP].contains(&v.as_str()) {
                 return Err(UsageError::new(
-                    "--variants: record is the first boot's, made once; give none or prefetch variants",
+                    "--variants: record, relayout-write and warmup are made once, as needed; give none or prefetch variants",
                 )
                 .into());
             }
@@ -143,9 +148,20 @@ pub fn run(
         .map(|r| (r.variant.clone().unwrap_or_else(|| "none".into()), r.rep))
         .collect();
     let prefetching = cfg.variants.iter().any(|v| v != "none");
+    let relaid = cfg.guest.join(format!("root-relayout-{id}.img"));
+    let relayout = cfg.variants.iter().any(|v| variant::uses_relayout(v));
     let mut plan: Vec<(String, u32)> = Vec::new();
     if prefetching && !(done.contains(&(variant::RECORD.to_string(), 1)) && recorded.is_file()) {
         plan.push((variant::RECORD.into(), 1));
+    }
+    if relayout && !(done.contains(&(variant::RELAYOUT_WRITE.to_string(), 1)) && relaid.is_file()) {
+        plan.push((variant::RELAYOUT_WRITE.into(), 1));
+    }
+    // One plain boot before the measured ones, stored apart: the first
+    // boots of a run were 5-20 % slower here (the host's caches of qemu,
+    // the kernel and the initramfs).
+    if !done.contains(&(variant::WARMUP.to_string(), 1)) {
+        plan.push((variant::WARMUP.into(), 1));
     }
     for round in 1..=cfg.boots {
         let mut order = cfg.variants.clone();
@@ -181,6 +197,8 @@ pub fn run(
         }
         if v == variant::RECORD {
             copy_image(&cfg.image(), &recorded)?;
+        } else if v == variant::RELAYOUT_WRITE {
+            copy_image(&recorded, &relaid)?;
         } else if prefetching && !recorded.is_file() {
             return Err(UsageError::new(format!(
                 "{} is gone: the prefetch variants boot the image with the recorded list; start a new experiment",
@@ -193,7 +211,12 @@ pub fn run(
             .prefix("iolab-boot-")
             .tempdir_in(&cfg.guest)
             .map_err(|e| iolab_sys::SysError::io(&cfg.guest, e))?;
-        let root = if prefetching {
+        for f in ["vmlinuz", "initramfs.cpio.gz"] {
+            warm_host_cache(&cfg.guest.join(f))?;
+        }
+        let root = if variant::uses_relayout(v) || v == variant::RELAYOUT_WRITE {
+            relaid.clone()
+        } else if prefetching {
             recorded.clone()
         } else {
             cfg.image()
@@ -207,8 +230,9 @@ pub fn run(
             &guest::BootSpec {
                 dir: &cfg.guest,
                 root: &root,
-                snapshot: v != variant::RECORD,
+                snapshot: v != variant::RECORD && v != variant::RELAYOUT_WRITE,
                 bw_bytes: cfg.bw_bytes,
+                iops: cfg.iops,
                 init: variant::init_args(v)?,
                 cmdline: variant::cmdline(v),
                 memory_mib: cfg.memory_mib,
@@ -231,7 +255,8 @@ pub fn run(
                 run.reason.clone().unwrap_or_default()
             ),
         };
-        let failed_record = v == variant::RECORD && !run.outcome.is_sample();
+        let failed_record =
+            (v == variant::RECORD || v == variant::RELAYOUT_WRITE) && !run.outcome.is_sample();
         if !run.outcome.is_sample() {
             let keep = cfg.guest.join(format!("boot-{id}-{v}-{rep}-console.log"));
             let _ = std::fs::copy(work.path().join("console.log"), &keep);
@@ -245,12 +270,13 @@ pub fn run(
         progress.done(&last);
         if failed_record {
             let _ = std::fs::remove_file(&recorded);
+            let _ = std::fs::remove_file(&relaid);
             drop(progress);
             store.set_status(id, Status::ended(true))?;
             return Err(ExperimentError::RunFailed {
-                run: format!("the recording boot of experiment {id}"),
+                run: format!("the {v} boot of experiment {id}"),
                 why: format!(
-                    "{}: no prefetch variant can run without its list",
+                    "{}: the variants that need it cannot run",
                     run.reason.unwrap_or_default()
                 ),
             });
@@ -260,6 +286,7 @@ pub fn run(
     store.set_status(id, Status::ended(interrupted))?;
     if !interrupted {
         let _ = std::fs::remove_file(&recorded);
+        let _ = std::fs::remove_file(&relaid);
     }
     Ok(Finished {
         id,
@@ -303,6 +330,31 @@ fn judge(v: &str, rep: u32, seen: &guest::BootSeen, timeout_s: f64) -> RunRecord
             ));
         }
     }
+    // qemu's count of the root disk's reads, every 100 ms, on the guest's
+    // clock (the console's start line pairs the two): the boot chart, and
+    // at the marker a second count beside the guest kernel's.
+    if let (Some(hs), Some(gs)) = (seen.host_start, seen.start_s) {
+        let t: Vec<f64> = seen
+            .disk
+            .iter()
+            .map(|d| d.at.as_secs_f64() - hs.as_secs_f64() + gs)
+            .collect();
+        if let (Some(done), false) = (seen.done_s, t.is_empty()) {
+            let at_done = t
+                .iter()
+                .zip(&seen.disk)
+                .take_while(|(t, _)| **t <= done)
+                .last()
+                .map(|(_, d)| d.read_bytes);
+            extra["qmp_read_bytes_at_done"] = json!(at_done);
+        }
+        extra["disk_series"] = json!({
+            "t_s": t,
+            "read_bytes": seen.disk.iter().map(|d| d.read_bytes).collect::<Vec<_>>(),
+            "read_ops": seen.disk.iter().map(|d| d.read_ops).collect::<Vec<_>>(),
+            "write_bytes": seen.disk.iter().map(|d| d.write_bytes).collect::<Vec<_>>(),
+        });
+    }
     match res("diskstats").as_deref().and_then(diskstats_read) {
         Some((bytes, ios)) => {
             extra["read_bytes"] = json!(bytes);
@@ -313,6 +365,20 @@ fn judge(v: &str, rep: u32, seen: &guest::BootSeen, timeout_s: f64) -> RunRecord
     let scheduler = res("iolab-boot-scheduler")
         .and_then(|s| Some(s.split('[').nth(1)?.split(']').next()?.to_string()))
         .unwrap_or_else(|| "?".into());
+    // systemd's own timestamps (a systemd guest): µs since boot.
+    if let Some(t) = res("systemd") {
+        let us = |k: &str| {
+            t.lines()
+                .find_map(|l| l.strip_prefix(k)?.strip_prefix('='))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(|v| *v > 0.0)
+                .map(|v| v / 1e6)
+        };
+        extra["systemd"] = json!({
+            "userspace_s": us("UserspaceTimestampMonotonic"),
+            "multi_user_s": us("MultiUserMonotonic"),
+        });
+    }
     if let Some(w) = res("helper-wait") {
         extra["helper_wait_s"] = json!(w.trim().parse::<f64>().ok().map(|n| n / 10.0));
     }
@@ -330,11 +396,24 @@ fn judge(v: &str, rep: u32, seen: &guest::BootSeen, timeout_s: f64) -> RunRecord
             }
             None => problems.push("the recording boot wrote no list".into()),
         }
+    } else if v == variant::RELAYOUT_WRITE {
+        match res("relayout.json").and_then(|t| serde_json::from_str::<Value>(&t).ok()) {
+            Some(r) => {
+                if r["files"].as_u64().unwrap_or(0) == 0 {
+                    problems.push("the relayout rewrote no file".into());
+                }
+                extra["relayout"] = r;
+            }
+            None => problems.push(format!(
+                "the relayout left no report: {}",
+                res("relayout.log").unwrap_or_default().trim()
+            )),
+        }
     } else if variant::is_safety(v) {
         // Its prefetch goes wrong on purpose: what counts is that the
         // boot reached the marker, and when.
         extra["safety"] = json!(variant::safety_what(v));
-    } else if v != "none" {
+    } else if v != "none" && v != variant::WARMUP {
         // A prefetch asked for that did not run is not this variant.
         match &helper {
             Some(h) => {

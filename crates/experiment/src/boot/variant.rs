@@ -12,6 +12,8 @@ pub const REPORT: &str = "/run/iolab-helper.json";
 pub const DONE: &str = "/run/boot-done";
 /// The variant that records the list.
 pub const RECORD: &str = "record";
+/// A plain boot before the measured ones, not compared.
+pub const WARMUP: &str = "warmup";
 
 /// One option of a prefetch variant: its name, seed 001's treadahead
 /// flag, and boot-init's arguments.
@@ -22,7 +24,20 @@ const OPTIONS: &[(&str, &str, &[&str])] = &[
     ("be7", "-j", &["--ioprio", "be:7"]),
     ("nice19", "-p", &["--nice", "19"]),
     ("sched-none", "-n", &["--scheduler", "none"]),
+    ("disk-order", "(sort)", &["--order", "disk"]),
+    // The image whose listed files were rewritten in the list's order.
+    ("relayout", "-w", &[]),
 ];
+
+/// The boot that rewrites the recorded image's listed files in the list's
+/// order (`iolab relayout --force`, on iolab's own copy of the image), for
+/// the variants with `relayout`.
+pub const RELAYOUT_WRITE: &str = "relayout-write";
+
+/// True when `variant` boots the relaid-out image.
+pub fn uses_relayout(variant: &str) -> bool {
+    variant.split('+').any(|p| p == "relayout")
+}
 
 /// Boots that must not break: each runs a prefetch that goes wrong, and
 /// must still reach the marker, no later than its own reads allow. Name,
@@ -103,8 +118,9 @@ pub fn init_args(variant: &str) -> Result<Vec<String>, UsageError> {
             .collect()
     };
     let mut v = match variant {
-        "none" => return Ok(Vec::new()),
+        "none" | WARMUP => return Ok(Vec::new()),
         RECORD => base(&["--record", LIST, "--until-file", DONE, "--max", "600s"]),
+        RELAYOUT_WRITE => return Ok(vec!["/sbin/relayout-init".into()]),
         v if is_safety(v) => base(SAFETY.iter().find(|s| s.0 == v).map_or(&[], |s| s.2)),
         _ => {
             let mut v = base(&["--prefetch", LIST]);

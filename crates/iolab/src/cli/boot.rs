@@ -29,7 +29,9 @@ pub struct BootArgs {
     #[arg(long, value_name = "DIR", required_unless_present = "resume")]
     pub guest: Option<std::path::PathBuf>,
     /// Variants, comma-separated: none, or prefetch options joined by +
-    /// (background, before, idle, be7, nice19, sched-none).
+    /// (background, before, idle, be7, nice19, sched-none, disk-order,
+    /// relayout), or a safety boot (safety-missing, safety-corrupt,
+    /// safety-stale, safety-kill, safety-full).
     #[arg(
         long,
         value_name = "LIST",
@@ -44,6 +46,10 @@ pub struct BootArgs {
     /// 40MiB/s; `0` for none.
     #[arg(long, value_name = "RATE", default_value = "40MiB/s", value_parser = super::values::rate)]
     pub bw: u64,
+    /// Also throttle the root disk to this many requests/s (flash's cost
+    /// per request, which a relayout saves).
+    #[arg(long, value_name = "N")]
+    pub iops: Option<u64>,
     /// Guest memory, MiB.
     #[arg(long, value_name = "MIB", default_value_t = 1024)]
     pub memory: u32,
@@ -74,6 +80,7 @@ pub fn run(a: BootArgs) -> anyhow::Result<()> {
             variants: a.variants.clone(),
             boots: a.boots,
             bw_bytes: (a.bw > 0).then_some(a.bw),
+            iops: a.iops.filter(|n| *n > 0),
             memory_mib: a.memory,
             timeout_s: a.timeout,
             seed: a.seed,

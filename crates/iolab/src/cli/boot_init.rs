@@ -70,6 +70,9 @@ pub struct BootInitArgs {
     /// Reader threads of the prefetch.
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub threads: u16,
+    /// The order the prefetch reads the list in: listed or disk.
+    #[arg(long, value_name = "ORDER", value_parser = ["listed", "disk"])]
+    pub order: Option<String>,
     /// Where the helper writes its report (prefetch, JSON) or its list's
     /// summary (record); nothing by default.
     #[arg(long, value_name = "FILE")]
@@ -87,7 +90,8 @@ sysinit.target (docs/boot.md has each).
 
 The helper is this binary again (`iolab prefetch` or `iolab record`), in a
 session of its own, with stdin from /dev/null and the console as its output;
-init gets its pid in IOLAB_BOOT_HELPER_PID. Init starts whatever happens to
+init gets its pid in IOLAB_BOOT_HELPER_PID (and, as PID 1 of a real boot,
+in /run/iolab-boot-helper.pid where /run is writable). Init starts whatever happens to
 the helper.
 
 Examples:
@@ -132,6 +136,12 @@ pub fn main(args: Vec<OsString>) -> ! {
     if let Some(pid) = helper {
         // For init (and the tests): the helper to wait for or stop.
         std::env::set_var("IOLAB_BOOT_HELPER_PID", pid.to_string());
+        // And, on a real boot, in /run for services, which an init like
+        // systemd does not hand its environment: best effort, never in
+        // init's way.
+        if real_boot() {
+            let _ = std::fs::write("/run/iolab-boot-helper.pid", format!("{pid}\n"));
+        }
     }
     note(&format!(
         "boot-init: exec {} after {:.1} ms",
@@ -289,6 +299,9 @@ fn helper_args(a: &BootInitArgs) -> Option<Vec<String>> {
     }
     if let Some(s) = &a.scheduler {
         v.push(format!("--scheduler={s}"));
+    }
+    if let Some(o) = &a.order {
+        v.push(format!("--order={o}"));
     }
     if a.before {
         // Done means read, not only asked for (readahead(2) returns first).

@@ -26,6 +26,7 @@ mod probe;
 #[cfg(feature = "test-seams")]
 mod read_ranges;
 mod record;
+mod relayout;
 mod remote;
 mod report;
 mod restore;
@@ -79,6 +80,8 @@ enum Command {
     Cache(cache::CacheArgs),
     /// Read a list of file ranges (or files) into the page cache, and report the cost.
     Prefetch(prefetch::PrefetchArgs),
+    /// Rewrite the files of a prefetch list in its order, so they lie on disk as they are read (treadahead -w).
+    Relayout(relayout::RelayoutArgs),
     /// Record which file ranges a command brings into the page cache, as a prefetch list.
     Record(record::RecordArgs),
     /// Where did the time go: a command's wall time as on-CPU, runnable and blocked by kernel cause.
@@ -182,6 +185,7 @@ pub fn run() -> anyhow::Result<()> {
         Command::ModelServer(a) => model_server::run(a),
         // Reached only when `boot-init` is not argv[1] (see lib.rs).
         Command::Boot(a) => boot::run(a),
+        Command::Relayout(a) => relayout::run(a),
         Command::BootInit(_) => boot_init::main(std::env::args_os().skip(1).collect()),
         #[cfg(feature = "test-seams")]
         Command::GuardTest(a) => guard_test::run(a),

@@ -109,6 +109,12 @@ pub struct PrefetchArgs {
     #[arg(long, value_name = "METHOD", default_value = "readahead")]
     pub method: String,
 
+    /// The order files are read in: as listed (a recording's order of
+    /// first access) or by their place on disk (one sweep, by FIEMAP).
+    #[arg(long, value_name = "ORDER", default_value = "listed",
+          value_parser = ["listed", "disk"])]
+    pub order: String,
+
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -143,7 +149,15 @@ pub fn run(a: PrefetchArgs) -> anyhow::Result<()> {
     } else {
         None
     };
-    let (list, notes) = build_list(&a, stdin.as_deref())?;
+    let (mut list, notes) = build_list(&a, stdin.as_deref())?;
+    if a.order == "disk" {
+        let unmapped = list.sort_by_disk();
+        if unmapped > 0 {
+            iolab_sys::say!(
+                "iolab: --order disk: {unmapped} file(s) could not be mapped (FIEMAP), read last in list order"
+            );
+        }
+    }
     for s in notes.sentences() {
         iolab_sys::say!("iolab: {s}");
     }

@@ -4,6 +4,7 @@
 //! scripts and ids do not collide), and every view and stored report
 //! embedded as JSON (`<script type="application/json" id="iolab-data">`).
 
+mod boot;
 pub mod charts;
 mod flame;
 mod sections;

@@ -50,6 +50,11 @@ pub fn experiment(v: &ExperimentView) -> String {
     if !v.flames.is_empty() {
         part("flames", flames(v));
     }
+    if v.kind == iolab_results::ExperimentKind::Boot {
+        if let Some(b) = super::boot::part(v.stored) {
+            part("boot", b);
+        }
+    }
     if let Some(t) = &v.sweep {
         part("sweep", sweep(t));
     }

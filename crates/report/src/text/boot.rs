@@ -35,7 +35,7 @@ pub fn render(report: &ExperimentReport) -> String {
     // none first, the recording boot last.
     variants.sort_by_key(|v| match *v {
         NONE => 0,
-        "record" => 2,
+        "record" | "relayout-write" | "warmup" => 2,
         _ => 1,
     });
     let samples = |v: &str| -> Vec<&RunRecord> {
