@@ -18,16 +18,22 @@
 # ${IOLAB_GUEST_DEBS:-the output's debs/}.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-debian=
-[ "${1:-}" = --debian ] && debian=1
-out=${IOLAB_GUEST_DIR:-target/boot-guest${debian:+-debian}}
+debian= ssh=
+for a in "$@"; do
+    case $a in
+    --debian) debian=1 ;;
+    --ssh) debian=1 ssh=1 ;;
+    *) echo "usage: boot-build.sh [--debian | --ssh]" >&2; exit 2 ;;
+    esac
+done
+out=${IOLAB_GUEST_DIR:-target/boot-guest${debian:+-debian}${ssh:+-ssh}}
 iolab=${IOLAB_BIN:-target/debug/iolab}
 debs=${IOLAB_GUEST_DEBS:-$out/debs}
 mkdir -p "$out" "$debs"
 out=$(cd "$out" && pwd)
 
 . scripts/guest/kernel.sh
-guest_need qemu-system-x86 busybox-static e2fsprogs cpio kmod ${debian:+mmdebstrap}
+guest_need qemu-system-x86 busybox-static e2fsprogs cpio kmod ${debian:+mmdebstrap} ${ssh:+openssh-client}
 [ -x "$iolab" ] || { echo "no iolab binary at $iolab: build it first (cargo build -p iolab)" >&2; exit 2; }
 
 guest_kernel "$out" "$debs"
@@ -37,7 +43,7 @@ ird="$out/initramfs"
 rm -rf "$ird"
 mkdir -p "$ird"/{bin,sbin,dev,proc,sys,run,newroot,lib/modules}
 cp "$(command -v busybox)" "$ird/bin/busybox"
-guest_modules "$ird" virtio_pci virtio_blk ext4 crc32c_generic bfq kyber_iosched
+guest_modules "$ird" virtio_pci virtio_blk ext4 crc32c_generic bfq kyber_iosched ${ssh:+virtio_net}
 cp scripts/guest/boot/initramfs-init "$ird/init"
 chmod +x "$ird/init"
 (cd "$ird" && find . | cpio -o -H newc --quiet) | gzip -1 > "$out/initramfs.cpio.gz"
@@ -48,7 +54,7 @@ rm -rf "$root"
 if [ -n "$debian" ]; then
     # Debian as debootstrap makes it (minbase, systemd as init), booted
     # to multi-user; the marker is a unit after multi-user.target.
-    mmdebstrap --quiet --variant=minbase --include=systemd-sysv,udev,kmod \
+    mmdebstrap --quiet --variant=minbase --include=systemd-sysv,udev,kmod${ssh:+,openssh-server} \
         "${IOLAB_DEBIAN_SUITE:-bookworm}" "$root" "${IOLAB_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
     mkdir -p "$root/var/lib/iolab" "$root/usr/local/sbin"
     strip --strip-debug -o "$root/usr/bin/iolab" "$iolab"
@@ -59,6 +65,24 @@ if [ -n "$debian" ]; then
     echo iolab-guest > "$root/etc/hostname"
     # No login prompt on the console: nothing waits for one.
     ln -sf /dev/null "$root/etc/systemd/system/serial-getty@ttyS0.service"
+    if [ -n "$ssh" ]; then
+        # A board `iolab boot --ssh` drives: sshd on DHCP (qemu's user
+        # network), root's key made here, the prefetch unit reading what
+        # the host asks for the next boot.
+        rm -f "$out/id_ed25519" "$out/id_ed25519.pub"
+        ssh-keygen -q -t ed25519 -N '' -C iolab-boot -f "$out/id_ed25519"
+        install -d -m 700 "$root/root/.ssh"
+        install -m 600 "$out/id_ed25519.pub" "$root/root/.ssh/authorized_keys"
+        mkdir -p "$root/etc/systemd/network" "$root/etc/systemd/system/sysinit.target.wants"
+        printf '[Match]\nName=en* eth*\n\n[Network]\nDHCP=yes\n' > "$root/etc/systemd/network/20-dhcp.network"
+        ln -sf /lib/systemd/system/systemd-networkd.service \
+            "$root/etc/systemd/system/multi-user.target.wants/systemd-networkd.service"
+        cp scripts/guest/boot/debian/iolab-boot-start "$root/usr/local/sbin/"
+        chmod +x "$root/usr/local/sbin/iolab-boot-start"
+        cp scripts/guest/boot/debian/iolab-boot-start.service "$root/etc/systemd/system/"
+        ln -s ../iolab-boot-start.service "$root/etc/systemd/system/sysinit.target.wants/iolab-boot-start.service"
+        echo none > "$root/var/lib/iolab/boot.next"
+    fi
     rm -f "$out/root.img"
     truncate -s 1G "$out/root.img"
     mke2fs -q -t ext4 -d "$root" -L bootroot "$out/root.img"

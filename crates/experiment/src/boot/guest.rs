@@ -70,6 +70,20 @@ pub struct BootSeen {
     pub console_tail: String,
     /// The root disk's counters every 100 ms, from qemu's monitor.
     pub disk: Vec<super::qmp::DiskSample>,
+    /// A board's: that a boot happened between the reboot and the read.
+    pub reboot: Option<RebootCheck>,
+}
+
+/// What shows a board really rebooted.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RebootCheck {
+    /// /proc/sys/kernel/random/boot_id before the reboot and after.
+    pub boot_id_before: String,
+    pub boot_id_after: String,
+    /// The board's uptime when the host read its record.
+    pub uptime_at_read_s: Option<f64>,
+    /// The host's clock from the reboot command to that read.
+    pub host_since_reboot_s: f64,
 }
 
 /// The qemu binary, or a usage error saying how to get it.

@@ -17,6 +17,7 @@
 //! ends it), every run committed before the next starts, Ctrl-C stops
 //! cleanly and `--resume ID` continues.
 
+pub mod board;
 pub mod guest;
 pub mod qmp;
 pub mod variant;
@@ -63,6 +64,37 @@ pub struct BootConfig {
     pub timeout_s: f64,
     /// Seed of the boot order.
     pub seed: u64,
+    /// Plain boots before the measured ones, stored apart (0 or 1).
+    #[serde(default = "one")]
+    pub warmup_boots: u32,
+    /// A board to boot over ssh instead of the guest (its prefetch and
+    /// marker units installed: docs/boot.md).
+    #[serde(default)]
+    pub ssh: Option<SshTarget>,
+}
+
+/// Where a board is, as `iolab remote --ssh` takes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SshTarget {
+    /// USER@HOST.
+    pub dest: String,
+    /// Port.
+    pub port: Option<u16>,
+    /// Identity file.
+    pub identity: Option<PathBuf>,
+    /// `-o` options.
+    pub options: Vec<String>,
+}
+
+impl SshTarget {
+    fn transport(&self) -> iolab_remote::Transport {
+        iolab_remote::Transport::Ssh(iolab_remote::Ssh {
+            dest: self.dest.clone(),
+            port: self.port,
+            identity: self.identity.clone(),
+            options: self.options.clone(),
+        })
+    }
 }
 
 impl BootConfig {
@@ -72,7 +104,15 @@ impl BootConfig {
 
     /// Checks what needs no system access.
     pub fn validate(&self) -> Result<(), ExperimentError> {
+        if self.ssh.is_some() {
+            for v in &self.variants {
+                variant::board_line(v)?;
+            }
+        }
         for f in ["vmlinuz", "initramfs.cpio.gz", "root.img"] {
+            if self.ssh.is_some() {
+                break;
+            }
             if !self.guest.join(f).is_file() {
                 return Err(UsageError::new(format!(
                     "--guest {}: no {f} there; build the boot guest with scripts/guest/boot-build.sh",
@@ -125,14 +165,16 @@ pub fn run(
         }
     };
     cfg.validate()?;
-    guest::qemu()?;
+    if cfg.ssh.is_none() {
+        guest::qemu()?;
+    }
     let guard = Guard::new();
     let id = match id {
         Some(id) => id,
         None => store.create_experiment(
             &ExperimentKind::Boot,
             &opts.command_line,
-            &json!({ "boot": cfg, "place": format!("qemu guest {}", cfg.guest.display()) }),
+            &json!({ "boot": cfg, "place": place(&cfg) }),
             &json!({ "host": crate::error::to_json("the environment snapshot",
                 &iolab_sys::environment::Environment::capture_place(&[], None, None))? }),
         )?,
@@ -147,6 +189,7 @@ pub fn run(
         .filter(|r| r.outcome.is_sample() || r.variant.as_deref() != Some(variant::RECORD))
         .map(|r| (r.variant.clone().unwrap_or_else(|| "none".into()), r.rep))
         .collect();
+    let board = cfg.ssh.as_ref().map(SshTarget::transport);
     let prefetching = cfg.variants.iter().any(|v| v != "none");
     let relaid = cfg.guest.join(format!("root-relayout-{id}.img"));
     let relayout = cfg.variants.iter().any(|v| variant::uses_relayout(v));
@@ -160,7 +203,7 @@ pub fn run(
     // One plain boot before the measured ones, stored apart: the first
     // boots of a run were 5-20 % slower here (the host's caches of qemu,
     // the kernel and the initramfs).
-    if !done.contains(&(variant::WARMUP.to_string(), 1)) {
+    if cfg.warmup_boots > 0 && !done.contains(&(variant::WARMUP.to_string(), 1)) {
         plan.push((variant::WARMUP.into(), 1));
     }
     for round in 1..=cfg.boots {
@@ -174,8 +217,8 @@ pub fn run(
         );
     }
     announce(&format!(
-        "boot guest {} ({}), {} boot(s) to run{}",
-        cfg.guest.display(),
+        "{} ({}), {} boot(s) to run{}",
+        place(&cfg),
         cfg.bw_bytes
             .map_or("root disk not throttled".to_string(), |b| format!(
                 "root disk throttled to {}/s",
@@ -195,7 +238,9 @@ pub fn run(
             interrupted = true;
             break;
         }
-        if v == variant::RECORD {
+        if board.is_some() {
+            // A board keeps its own disk and list.
+        } else if v == variant::RECORD {
             copy_image(&cfg.image(), &recorded)?;
         } else if v == variant::RELAYOUT_WRITE {
             copy_image(&recorded, &relaid)?;
@@ -207,10 +252,43 @@ pub fn run(
             .into());
         }
         progress.begin(&format!("{v} boot {rep}"));
+        let work_in = match &board {
+            // Beside the results database: a board has no guest directory.
+            Some(_) => opts.db.parent().unwrap_or(Path::new(".")).to_path_buf(),
+            None => cfg.guest.clone(),
+        };
         let work = tempfile::Builder::new()
             .prefix("iolab-boot-")
-            .tempdir_in(&cfg.guest)
-            .map_err(|e| iolab_sys::SysError::io(&cfg.guest, e))?;
+            .tempdir_in(&work_in)
+            .map_err(|e| iolab_sys::SysError::io(&work_in, e))?;
+        if let Some(t) = &board {
+            let seen = board::boot(
+                t,
+                &variant::board_line(v)?,
+                Duration::from_secs_f64(cfg.timeout_s),
+                work.path(),
+            )?;
+            if seen.interrupted {
+                interrupted = true;
+                break;
+            }
+            let run = judge(v, *rep, &seen, cfg.timeout_s);
+            let last = match run.outcome {
+                RunOutcome::Ok => format!("{:.2}s", run.duration_ns as f64 / 1e9),
+                o => format!(
+                    "{} ({})",
+                    o.as_str(),
+                    run.reason.clone().unwrap_or_default()
+                ),
+            };
+            if !run.outcome.is_sample() {
+                warnings.push(format!("{v} boot {rep}: {last}"));
+            }
+            store.record_run(id, &run)?;
+            recorded_runs += 1;
+            progress.done(&last);
+            continue;
+        }
         for f in ["vmlinuz", "initramfs.cpio.gz"] {
             warm_host_cache(&cfg.guest.join(f))?;
         }
@@ -293,13 +371,29 @@ pub fn run(
         db: opts.db.clone(),
         report: store.report(id)?,
         interrupted,
-        place: format!("qemu guest {}", cfg.guest.display()),
+        place: place(&cfg),
         recorded: recorded_runs,
         elapsed: t0.elapsed(),
         stopped_cells: Vec::new(),
         warnings,
         body: (),
     })
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Where the boots run, in words.
+fn place(cfg: &BootConfig) -> String {
+    match &cfg.ssh {
+        Some(s) => format!(
+            "board ssh {}{}",
+            s.dest,
+            s.port.map_or(String::new(), |p| format!(" -p {p}"))
+        ),
+        None => format!("qemu guest {}", cfg.guest.display()),
+    }
 }
 
 /// The run a boot makes: its time, outcome and everything seen.
@@ -354,6 +448,22 @@ fn judge(v: &str, rep: u32, seen: &guest::BootSeen, timeout_s: f64) -> RunRecord
             "read_ops": seen.disk.iter().map(|d| d.read_ops).collect::<Vec<_>>(),
             "write_bytes": seen.disk.iter().map(|d| d.write_bytes).collect::<Vec<_>>(),
         });
+    }
+    if let Some(rb) = &seen.reboot {
+        extra["reboot"] = json!(rb);
+        if rb.boot_id_after == rb.boot_id_before {
+            problems.push("the board's boot_id did not change: it did not reboot".into());
+        }
+        if rb
+            .uptime_at_read_s
+            .is_some_and(|u| u > rb.host_since_reboot_s + 0.5)
+        {
+            problems.push(format!(
+                "the board had been up {:.1} s when read, but the reboot was asked {:.1} s before",
+                rb.uptime_at_read_s.unwrap_or(0.0),
+                rb.host_since_reboot_s
+            ));
+        }
     }
     match res("diskstats").as_deref().and_then(diskstats_read) {
         Some((bytes, ios)) => {

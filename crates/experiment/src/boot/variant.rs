@@ -91,6 +91,36 @@ pub fn safety_what(variant: &str) -> Option<&'static str> {
     SAFETY.iter().find(|s| s.0 == variant).map(|s| s.1)
 }
 
+/// What a board's prefetch unit does for `variant` (the line `iolab boot
+/// --ssh` writes to /var/lib/iolab/boot.next): `none`, `record`, or
+/// `prefetch` with iolab prefetch's options.
+pub fn board_line(variant: &str) -> Result<String, UsageError> {
+    match variant {
+        "none" | WARMUP => return Ok("none".into()),
+        RECORD => return Ok("record".into()),
+        _ => {}
+    }
+    let mut line = vec!["prefetch".to_string()];
+    for part in variant.split('+') {
+        let args: &[&str] = match part {
+            "background" => &[],
+            "before" => &["--wait=120s"],
+            "idle" => &["--ioprio", "idle"],
+            "be7" => &["--ioprio", "be:7"],
+            "nice19" => &["--nice", "19"],
+            "sched-none" => &["--scheduler", "none"],
+            "disk-order" => &["--order", "disk"],
+            _ => {
+                return Err(UsageError::new(format!(
+                    "boot variant {variant:?} over ssh: {part} is for the qemu guest only; a board takes none, background, before, idle, be7, nice19, sched-none and disk-order"
+                )))
+            }
+        };
+        line.extend(args.iter().map(|s| s.to_string()));
+    }
+    Ok(line.join(" "))
+}
+
 /// The names a user may give: `none`, and prefetch options joined by `+`
 /// (`idle+sched-none`); every prefetch runs in the background unless
 /// `before` is among them.
@@ -170,6 +200,18 @@ mod tests {
             r.contains("--record /var/lib/iolab/boot.list --until-file /run/boot-done"),
             "{r}"
         );
+    }
+
+    #[test]
+    fn a_board_gets_prefetch_options_and_refuses_what_only_the_guest_has() {
+        assert_eq!(board_line("none").unwrap(), "none");
+        assert_eq!(board_line(RECORD).unwrap(), "record");
+        assert_eq!(
+            board_line("before+idle").unwrap(),
+            "prefetch --wait=120s --ioprio idle"
+        );
+        assert!(board_line("relayout").is_err());
+        assert!(board_line("safety-kill").is_err());
     }
 
     #[test]

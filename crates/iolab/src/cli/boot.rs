@@ -26,8 +26,22 @@ pub struct BootArgs {
     /// The boot guest's directory (vmlinuz, initramfs.cpio.gz, root.img),
     /// from scripts/guest/boot-build.sh; iolab's copy of the image goes
     /// there too.
-    #[arg(long, value_name = "DIR", required_unless_present = "resume")]
+    #[arg(long, value_name = "DIR", required_unless_present_any = ["resume", "ssh"], conflicts_with = "ssh")]
     pub guest: Option<std::path::PathBuf>,
+    /// Boot a board over ssh instead (USER@HOST, root; its prefetch and
+    /// marker units installed as docs/boot.md says): iolab reboots it,
+    /// waits for it through the dropped link, and reads each boot's record.
+    #[arg(long, value_name = "USER@HOST")]
+    pub ssh: Option<String>,
+    /// ssh port.
+    #[arg(long, value_name = "PORT", requires = "ssh")]
+    pub ssh_port: Option<u16>,
+    /// ssh identity file (-i).
+    #[arg(long, value_name = "FILE", requires = "ssh")]
+    pub ssh_identity: Option<std::path::PathBuf>,
+    /// Further ssh option (-o KEY=VALUE), repeatable.
+    #[arg(long, value_name = "KEY=VALUE", requires = "ssh")]
+    pub ssh_option: Vec<String>,
     /// Variants, comma-separated: none, or prefetch options joined by +
     /// (background, before, idle, be7, nice19, sched-none, disk-order,
     /// relayout), or a safety boot (safety-missing, safety-corrupt,
@@ -56,6 +70,10 @@ pub struct BootArgs {
     /// Longest one boot may take (then it is stored as failed).
     #[arg(long, value_name = "S", default_value = "300", value_parser = super::values::timeout_secs)]
     pub timeout: f64,
+    /// A plain boot before the measured ones, stored apart (the first
+    /// boots of a run are slower: the host's caches); 0 for none.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=1))]
+    pub warmup_boots: u32,
     /// Seed of the interleaved boot order.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
@@ -73,20 +91,29 @@ pub struct BootArgs {
 
 /// Runs `iolab boot`.
 pub fn run(a: BootArgs) -> anyhow::Result<()> {
-    let cfg = match (&a.resume, &a.guest) {
-        (Some(_), _) => None,
-        (None, Some(g)) => Some(BootConfig {
-            guest: std::path::absolute(g).unwrap_or_else(|_| g.clone()),
-            variants: a.variants.clone(),
-            boots: a.boots,
-            bw_bytes: (a.bw > 0).then_some(a.bw),
-            iops: a.iops.filter(|n| *n > 0),
-            memory_mib: a.memory,
-            timeout_s: a.timeout,
-            seed: a.seed,
-        }),
-        (None, None) => unreachable!("clap requires --guest without --resume"),
-    };
+    let ssh = a.ssh.as_ref().map(|dest| boot::SshTarget {
+        dest: dest.clone(),
+        port: a.ssh_port,
+        identity: a.ssh_identity.clone(),
+        options: a.ssh_option.clone(),
+    });
+    // With --ssh the board is the place: no guest directory.
+    let cfg = a.resume.is_none().then(|| BootConfig {
+        guest: a
+            .guest
+            .as_ref()
+            .map(|g| std::path::absolute(g).unwrap_or_else(|_| g.clone()))
+            .unwrap_or_default(),
+        variants: a.variants.clone(),
+        boots: a.boots,
+        bw_bytes: (a.bw > 0).then_some(a.bw),
+        iops: a.iops.filter(|n| *n > 0),
+        memory_mib: a.memory,
+        timeout_s: a.timeout,
+        seed: a.seed,
+        warmup_boots: a.warmup_boots,
+        ssh,
+    });
     let opts = RunOptions {
         db: a.db.path()?,
         resume: a.resume,
