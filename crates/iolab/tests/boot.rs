@@ -29,9 +29,10 @@ fn iolab() -> Command {
     Command::new(assert_cmd::cargo::cargo_bin("iolab"))
 }
 
-fn build_guest(dir: &Path) {
+fn build_guest(dir: &Path, args: &[&str]) {
     let out = Command::new("bash")
         .arg(repo().join("scripts/guest/boot-build.sh"))
+        .args(args)
         .env("IOLAB_BIN", assert_cmd::cargo::cargo_bin("iolab"))
         .env("IOLAB_GUEST_DIR", dir)
         .env("IOLAB_GUEST_DEBS", "/var/cache/iolab-guest")
@@ -111,7 +112,7 @@ fn boots_record_then_prefetch_and_every_boot_is_checked() {
     }
     let work = tempfile::tempdir_in("/var/tmp").unwrap();
     let guest = work.path().join("guest");
-    build_guest(&guest);
+    build_guest(&guest, &[]);
     let db = work.path().join("results.db");
 
     // none, a prefetch held before init reading in disk order, and one
@@ -261,19 +262,7 @@ fn boots_a_board_over_ssh_through_its_reboots() {
     }
     let work = tempfile::tempdir_in("/var/tmp").unwrap();
     let guest = work.path().join("board");
-    let out = Command::new("bash")
-        .arg(repo().join("scripts/guest/boot-build.sh"))
-        .arg("--ssh")
-        .env("IOLAB_BIN", assert_cmd::cargo::cargo_bin("iolab"))
-        .env("IOLAB_GUEST_DIR", &guest)
-        .env("IOLAB_GUEST_DEBS", "/var/cache/iolab-guest")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    build_guest(&guest, &["--ssh"]);
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

@@ -40,10 +40,14 @@ fn remote(e: iolab_remote::RemoteError) -> ExperimentError {
 }
 
 /// Boots the board once doing `line` (see iolab-boot-start); what its
-/// record showed, in `work`.
+/// record showed, in `work`. No ssh reaches the board for `quiet` after
+/// the reboot is asked: each connection costs the booting board a
+/// process and a key exchange (seconds of CPU under TCG), so polling a
+/// board that is still booting would slow the boot it times.
 pub fn boot(
     t: &Transport,
     line: &str,
+    quiet: Duration,
     timeout: Duration,
     work: &Path,
 ) -> Result<BootSeen, ExperimentError> {
@@ -62,6 +66,10 @@ pub fn boot(
     let t0 = Instant::now();
     let end = t0 + timeout;
     let mut seen = BootSeen::default();
+    let mut polls = 0u32;
+    while t0.elapsed() < quiet && !iolab_guard::stop_requested() {
+        std::thread::sleep(Duration::from_millis(100));
+    }
     // Back from a new boot, with the marker's record complete.
     let (now_id, uptime) = loop {
         if iolab_guard::stop_requested() {
@@ -75,6 +83,7 @@ pub fn boot(
             return Ok(seen);
         }
         std::thread::sleep(Duration::from_secs(1));
+        polls += 1;
         // ssh fails while the board is down: that is expected.
         let Ok(out) = t.output(
             "test -f /var/lib/iolab/boot-record/complete && cat /proc/sys/kernel/random/boot_id /proc/uptime",
@@ -118,6 +127,8 @@ pub fn boot(
         boot_id_after: now_id,
         uptime_at_read_s: uptime,
         host_since_reboot_s: seen.wall.as_secs_f64(),
+        quiet_s: quiet.as_secs_f64(),
+        polls,
     });
     Ok(seen)
 }

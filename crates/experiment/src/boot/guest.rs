@@ -84,6 +84,10 @@ pub struct RebootCheck {
     pub uptime_at_read_s: Option<f64>,
     /// The host's clock from the reboot command to that read.
     pub host_since_reboot_s: f64,
+    /// How long the host left the board alone after the reboot, and how
+    /// many times it then tried ssh until the record was there.
+    pub quiet_s: f64,
+    pub polls: u32,
 }
 
 /// The qemu binary, or a usage error saying how to get it.

@@ -219,11 +219,14 @@ pub fn run(
     announce(&format!(
         "{} ({}), {} boot(s) to run{}",
         place(&cfg),
-        cfg.bw_bytes
-            .map_or("root disk not throttled".to_string(), |b| format!(
+        match (&cfg.ssh, cfg.bw_bytes) {
+            (Some(_), _) => "its own disk".to_string(),
+            (None, None) => "root disk not throttled".to_string(),
+            (None, Some(b)) => format!(
                 "root disk throttled to {}/s",
                 iolab_sys::units::format_bytes(b)
-            )),
+            ),
+        },
         plan.len(),
         if plan.first().is_some_and(|p| p.0 == variant::RECORD) {
             ", the first recording the list"
@@ -233,6 +236,7 @@ pub fn run(
     ));
     let mut progress = Progress::new(plan.len() as u64, "boots", opts.progress);
     let (mut interrupted, mut recorded_runs, mut warnings) = (false, 0, Vec::new());
+    let mut quickest: Option<f64> = None;
     for (v, rep) in &plan {
         if iolab_guard::stop_requested() {
             interrupted = true;
@@ -262,9 +266,13 @@ pub fn run(
             .tempdir_in(&work_in)
             .map_err(|e| iolab_sys::SysError::io(&work_in, e))?;
         if let Some(t) = &board {
+            // Left alone for 80 % of the quickest boot so far (none before
+            // the first): the polls that follow mostly find it booted.
+            let quiet = Duration::from_secs_f64(0.8 * quickest.unwrap_or(0.0));
             let seen = board::boot(
                 t,
                 &variant::board_line(v)?,
+                quiet,
                 Duration::from_secs_f64(cfg.timeout_s),
                 work.path(),
             )?;
@@ -273,14 +281,11 @@ pub fn run(
                 break;
             }
             let run = judge(v, *rep, &seen, cfg.timeout_s);
-            let last = match run.outcome {
-                RunOutcome::Ok => format!("{:.2}s", run.duration_ns as f64 / 1e9),
-                o => format!(
-                    "{} ({})",
-                    o.as_str(),
-                    run.reason.clone().unwrap_or_default()
-                ),
-            };
+            if run.outcome.is_sample() {
+                let s = run.duration_ns as f64 / 1e9;
+                quickest = Some(quickest.map_or(s, |q: f64| q.min(s)));
+            }
+            let last = outcome_text(&run);
             if !run.outcome.is_sample() {
                 warnings.push(format!("{v} boot {rep}: {last}"));
             }
@@ -325,14 +330,7 @@ pub fn run(
         }
         let mut run = judge(v, *rep, &seen, cfg.timeout_s);
         run.extra["host_cached_before"] = json!(host_cached);
-        let last = match run.outcome {
-            RunOutcome::Ok => format!("{:.2}s", run.duration_ns as f64 / 1e9),
-            o => format!(
-                "{} ({})",
-                o.as_str(),
-                run.reason.clone().unwrap_or_default()
-            ),
-        };
+        let last = outcome_text(&run);
         let failed_record =
             (v == variant::RECORD || v == variant::RELAYOUT_WRITE) && !run.outcome.is_sample();
         if !run.outcome.is_sample() {
@@ -378,6 +376,18 @@ pub fn run(
         warnings,
         body: (),
     })
+}
+
+/// A boot's result in a few words, for progress and warnings.
+fn outcome_text(run: &RunRecord) -> String {
+    match run.outcome {
+        RunOutcome::Ok => format!("{:.2}s", run.duration_ns as f64 / 1e9),
+        o => format!(
+            "{} ({})",
+            o.as_str(),
+            run.reason.clone().unwrap_or_default()
+        ),
+    }
 }
 
 fn one() -> u32 {

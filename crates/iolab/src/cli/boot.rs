@@ -56,8 +56,8 @@ pub struct BootArgs {
     /// Boots per variant.
     #[arg(long, value_name = "N", default_value_t = 5)]
     pub boots: u32,
-    /// Throttle the root disk to this rate (qemu's own throttling), e.g.
-    /// 40MiB/s; `0` for none.
+    /// Throttle the guest's root disk to this rate (qemu's own
+    /// throttling), e.g. 40MiB/s; `0` for none (not for a board).
     #[arg(long, value_name = "RATE", default_value = "40MiB/s", value_parser = super::values::rate)]
     pub bw: u64,
     /// Also throttle the root disk to this many requests/s (flash's cost
@@ -106,8 +106,9 @@ pub fn run(a: BootArgs) -> anyhow::Result<()> {
             .unwrap_or_default(),
         variants: a.variants.clone(),
         boots: a.boots,
-        bw_bytes: (a.bw > 0).then_some(a.bw),
-        iops: a.iops.filter(|n| *n > 0),
+        // A board's disk is what it is: qemu's throttle is the guest's.
+        bw_bytes: (a.bw > 0 && a.ssh.is_none()).then_some(a.bw),
+        iops: a.iops.filter(|n| *n > 0 && a.ssh.is_none()),
         memory_mib: a.memory,
         timeout_s: a.timeout,
         seed: a.seed,
