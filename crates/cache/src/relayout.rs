@@ -29,15 +29,19 @@ pub struct RelayoutReport {
     /// Their bytes.
     pub bytes: u64,
     /// Their fragments (extents that do not continue one another), before
-    /// and after.
-    pub fragments_before: u64,
+    /// and after; `None` when FIEMAP could not map them (see
+    /// `layout_unmeasured`).
+    pub fragments_before: Option<u64>,
     /// After.
-    pub fragments_after: u64,
+    pub fragments_after: Option<u64>,
     /// Of the list's consecutive rewritten files, how many start after the
     /// previous one's start on disk, before and after.
-    pub in_order_before: u64,
+    pub in_order_before: Option<u64>,
     /// After.
-    pub in_order_after: u64,
+    pub in_order_after: Option<u64>,
+    /// Why the layout could not be measured (the filesystem has no
+    /// FIEMAP); the files were rewritten all the same.
+    pub layout_unmeasured: Option<String>,
     /// Files left as they were, with why (not a regular file, hard links,
     /// unreadable).
     pub skipped: Vec<(PathBuf, String)>,
@@ -50,7 +54,7 @@ pub fn relayout(list: &PrefetchList) -> Result<RelayoutReport, CacheError> {
     let t0 = std::time::Instant::now();
     let mut r = RelayoutReport::default();
     let mut seen = HashSet::new();
-    let mut done: Vec<(PathBuf, Vec<Extent>)> = Vec::new();
+    let mut done: Vec<(PathBuf, Result<Vec<Extent>, iolab_sys::SysError>)> = Vec::new();
     for e in &list.entries {
         if !seen.insert(e.path.clone()) {
             continue;
@@ -74,12 +78,11 @@ pub fn relayout(list: &PrefetchList) -> Result<RelayoutReport, CacheError> {
             ));
             continue;
         }
-        let before = fiemap::extents(&e.path).unwrap_or_default();
+        let before = fiemap::extents(&e.path);
         match rewrite(&e.path, &md) {
             Ok(()) => {
                 r.files += 1;
                 r.bytes += md.len();
-                r.fragments_before += fiemap::fragments(&before) as u64;
                 done.push((e.path.clone(), before));
             }
             Err(err) => r.skipped.push((e.path.clone(), err.to_string())),
@@ -87,15 +90,21 @@ pub fn relayout(list: &PrefetchList) -> Result<RelayoutReport, CacheError> {
     }
     // Written out, so FIEMAP sees where the blocks went.
     rustix::fs::sync();
-    let mut after = Vec::with_capacity(done.len());
-    for (p, _) in &done {
-        let ex = fiemap::extents(p).unwrap_or_default();
-        r.fragments_after += fiemap::fragments(&ex) as u64;
-        after.push(ex);
+    let mapped = |maps: Vec<Result<Vec<Extent>, iolab_sys::SysError>>| {
+        maps.into_iter().collect::<Result<Vec<_>, _>>()
+    };
+    let after = mapped(done.iter().map(|(p, _)| fiemap::extents(p)).collect());
+    let before = mapped(done.into_iter().map(|d| d.1).collect());
+    match (before, after) {
+        (Ok(b), Ok(a)) => {
+            let frags = |m: &[Vec<Extent>]| m.iter().map(|e| fiemap::fragments(e) as u64).sum();
+            r.fragments_before = Some(frags(&b));
+            r.fragments_after = Some(frags(&a));
+            r.in_order_before = Some(in_order(&b));
+            r.in_order_after = Some(in_order(&a));
+        }
+        (Err(e), _) | (_, Err(e)) => r.layout_unmeasured = Some(e.to_string()),
     }
-    let before: Vec<Vec<Extent>> = done.into_iter().map(|d| d.1).collect();
-    r.in_order_before = in_order(&before);
-    r.in_order_after = in_order(&after);
     r.seconds = t0.elapsed().as_secs_f64();
     Ok(r)
 }

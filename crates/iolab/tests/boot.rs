@@ -65,17 +65,18 @@ fn boot(guest: &Path, db: &Path, args: &[&str]) -> (Value, Duration) {
         "{err}\n{}",
         String::from_utf8_lossy(&out.stdout)
     );
+    (export_last(db), wall)
+}
+
+/// The newest experiment in `db`, exported as JSON.
+fn export_last(db: &Path) -> Value {
     let list = iolab()
         .args(["results", "list", "--json", "--db"])
         .arg(db)
         .output()
         .unwrap();
-    let id = serde_json::from_slice::<Value>(&list.stdout)
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()["id"]
+    let list: Value = serde_json::from_slice(&list.stdout).unwrap();
+    let id = list.as_array().unwrap().last().unwrap()["id"]
         .as_u64()
         .unwrap();
     let e = iolab()
@@ -91,7 +92,7 @@ fn boot(guest: &Path, db: &Path, args: &[&str]) -> (Value, Duration) {
         .output()
         .unwrap();
     assert!(e.status.success(), "{}", String::from_utf8_lossy(&e.stderr));
-    (serde_json::from_slice(&e.stdout).unwrap(), wall)
+    serde_json::from_slice(&e.stdout).unwrap()
 }
 
 fn variant(r: &Value) -> &str {
@@ -372,12 +373,7 @@ fn boots_a_board_over_ssh_through_its_reboots() {
             .collect::<Vec<_>>()
             .join("\n")
     );
-    let e = iolab()
-        .args(["results", "export", "1", "--format", "json", "--db"])
-        .arg(&db)
-        .output()
-        .unwrap();
-    let e: Value = serde_json::from_slice(&e.stdout).unwrap();
+    let e = export_last(&db);
     let runs = e["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2, "record, background: {runs:?}");
     let mut ids = std::collections::BTreeSet::new();

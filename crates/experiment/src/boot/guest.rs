@@ -70,6 +70,8 @@ pub struct BootSeen {
     pub console_tail: String,
     /// The root disk's counters every 100 ms, from qemu's monitor.
     pub disk: Vec<super::qmp::DiskSample>,
+    /// Why the monitor stopped answering, if it did.
+    pub disk_error: Option<String>,
     /// A board's: that a boot happened between the reboot and the read.
     pub reboot: Option<RebootCheck>,
 }
@@ -190,7 +192,7 @@ pub fn boot(spec: &BootSpec<'_>, guard: &Guard) -> Result<BootSeen, ExperimentEr
     };
     let (exit_ok, interrupted) = wait(&mut child, spec.timeout);
     let wall = t0.elapsed();
-    let disk = sampler.finish();
+    let (disk, disk_error) = sampler.finish();
     let _ = reader.join();
     let _ = guard.forget(tracked);
     let err = std::fs::read_to_string(&err_path).unwrap_or_default();
@@ -207,6 +209,7 @@ pub fn boot(spec: &BootSpec<'_>, guard: &Guard) -> Result<BootSeen, ExperimentEr
         interrupted,
         console_tail: tail(&log, 15),
         disk,
+        disk_error,
         ..Default::default()
     };
     for (at, l) in &lines {

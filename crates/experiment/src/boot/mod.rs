@@ -269,9 +269,10 @@ pub fn run(
             // Left alone for 80 % of the quickest boot so far (none before
             // the first): the polls that follow mostly find it booted.
             let quiet = Duration::from_secs_f64(0.8 * quickest.unwrap_or(0.0));
+            let line = variant::board_line(v)?;
             let seen = board::boot(
                 t,
-                &variant::board_line(v)?,
+                &line,
                 quiet,
                 Duration::from_secs_f64(cfg.timeout_s),
                 work.path(),
@@ -280,7 +281,9 @@ pub fn run(
                 interrupted = true;
                 break;
             }
-            let run = judge(v, *rep, &seen, cfg.timeout_s);
+            let mut run = judge(v, *rep, &seen, cfg.timeout_s);
+            // What the board's unit was told, not a guest's init.
+            run.config = json!({ "variant": v, "board_line": line });
             if run.outcome.is_sample() {
                 let s = run.duration_ns as f64 / 1e9;
                 quickest = Some(quickest.map_or(s, |q: f64| q.min(s)));
@@ -451,6 +454,13 @@ fn judge(v: &str, rep: u32, seen: &guest::BootSeen, timeout_s: f64) -> RunRecord
                 .last()
                 .map(|(_, d)| d.read_bytes);
             extra["qmp_read_bytes_at_done"] = json!(at_done);
+        }
+        // qemu's exit ends the monitor too: only a series that stops
+        // before the marker lost something.
+        let short = seen.done_s.is_some_and(|d| t.last().is_none_or(|l| *l < d));
+        if let (true, Some(why)) = (short, &seen.disk_error) {
+            extra["qmp_warning"] =
+                json!(format!("qemu's disk counters end before the marker: {why}"));
         }
         extra["disk_series"] = json!({
             "t_s": t,

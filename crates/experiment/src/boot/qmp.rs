@@ -28,7 +28,7 @@ pub struct DiskSample {
 /// A sampling thread.
 pub struct Sampler {
     stop: Arc<AtomicBool>,
-    handle: JoinHandle<Vec<DiskSample>>,
+    handle: JoinHandle<(Vec<DiskSample>, Option<String>)>,
 }
 
 /// Samples the drive `device` (qemu's id, `virtio0` for the first
@@ -38,17 +38,22 @@ pub fn start(sock: PathBuf, device: &'static str, t0: Instant, period: Duration)
     let flag = stop.clone();
     let handle = std::thread::spawn(move || {
         let mut out = Vec::new();
-        let _ = sample(&sock, device, t0, period, &flag, &mut out);
-        out
+        let why = sample(&sock, device, t0, period, &flag, &mut out)
+            .err()
+            .map(|e| e.to_string());
+        (out, why)
     });
     Sampler { stop, handle }
 }
 
 impl Sampler {
-    /// Stops sampling; every sample taken.
-    pub fn finish(self) -> Vec<DiskSample> {
+    /// Stops sampling; every sample taken, and why sampling ended early
+    /// (the monitor refused or went away; qemu's exit ends it too).
+    pub fn finish(self) -> (Vec<DiskSample>, Option<String>) {
         self.stop.store(true, Ordering::Relaxed);
-        self.handle.join().unwrap_or_default()
+        self.handle
+            .join()
+            .unwrap_or_else(|_| (Vec::new(), Some("the QMP sampler panicked".into())))
     }
 }
 

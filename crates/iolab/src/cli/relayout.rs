@@ -54,16 +54,26 @@ pub fn run(a: RelayoutArgs) -> anyhow::Result<()> {
     let text = if a.json {
         serde_json::to_string_pretty(&r)? + "\n"
     } else {
-        let mut t = format!(
-            "rewrote {} file(s), {}, in {:.2} s: fragments {} → {}, files after the previous one on disk {} → {} of {}\n",
-            r.files,
-            format_bytes(r.bytes),
-            r.seconds,
+        let layout = match (
             r.fragments_before,
             r.fragments_after,
             r.in_order_before,
             r.in_order_after,
-            r.files.saturating_sub(1)
+        ) {
+            (Some(fb), Some(fa), Some(ob), Some(oa)) => format!(
+                "fragments {fb} → {fa}, files after the previous one on disk {ob} → {oa} of {}",
+                r.files.saturating_sub(1)
+            ),
+            _ => format!(
+                "layout not measured: {}",
+                r.layout_unmeasured.as_deref().unwrap_or("?")
+            ),
+        };
+        let mut t = format!(
+            "rewrote {} file(s), {}, in {:.2} s: {layout}\n",
+            r.files,
+            format_bytes(r.bytes),
+            r.seconds,
         );
         for (p, why) in &r.skipped {
             t.push_str(&format!("  left as it was: {}: {why}\n", p.display()));
