@@ -185,9 +185,9 @@ impl Change {
             Change::Zram { id, added } => {
                 let dev = PathBuf::from(format!("/sys/block/zram{id}"));
                 if dev.exists() {
-                    write_attr(&dev.join("reset"), "1")?;
+                    write_attr_when_free(&dev.join("reset"), "1")?;
                     if *added {
-                        write_attr(
+                        write_attr_when_free(
                             Path::new("/sys/class/zram-control/hot_remove"),
                             &id.to_string(),
                         )?;
@@ -245,6 +245,26 @@ pub fn resource_of_path(path: &Path) -> String {
 /// Writes a sysfs/procfs attribute in one write(2), as the kernel expects.
 pub(crate) fn write_attr(path: &Path, value: &str) -> Result<(), GuardError> {
     std::fs::write(path, value).map_err(|e| GuardError::io(path, e))
+}
+
+/// Writes an attribute that the kernel refuses with EBUSY while anyone
+/// holds the device open. Right after a writer closes a block device,
+/// udev's inotify watch opens it to probe it again (blkid); CI once saw
+/// a zram reset refused in that window. Retried for up to 5 s: a holder
+/// that stays longer is a real one, and its EBUSY is the answer.
+pub(crate) fn write_attr_when_free(path: &Path, value: &str) -> Result<(), GuardError> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        match std::fs::write(path, value) {
+            Err(e)
+                if e.raw_os_error() == Some(libc::EBUSY)
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            r => return r.map_err(|e| GuardError::io(path, e)),
+        }
+    }
 }
 
 /// The mark iolab writes into a scratch directory it makes.
