@@ -11,7 +11,6 @@ mod lab_env;
 use std::time::Duration;
 
 use bench_env::{json_of, ok, Bench};
-use lab_env::root_or_skip;
 
 /// What Android 14's `am start -W -S` printed (also the parser's unit test input).
 const RECORDED: &str = include_str!("fixtures/android/am_start_cold.txt");
@@ -99,7 +98,10 @@ fn startup(b: &Bench, path: &str, extra: &[&str]) -> std::process::Output {
 
 #[test]
 fn an_activitys_start_is_ams_total_time() {
-    if !root_or_skip("an_activitys_start_is_ams_total_time") {
+    if !iolab_testkit::root_or_skip(
+        "an_activitys_start_is_ams_total_time",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let b = Bench::new("android");
@@ -137,7 +139,10 @@ fn pids_gone(bin: &std::path::Path) -> usize {
 
 #[test]
 fn ready_logcat_times_the_fully_drawn_line() {
-    if !root_or_skip("ready_logcat_times_the_fully_drawn_line") {
+    if !iolab_testkit::root_or_skip(
+        "ready_logcat_times_the_fully_drawn_line",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     // With the system's own delay in the line: that is the start's time.
@@ -361,8 +366,10 @@ fn zygote_startup(b: &Bench, z: &Zygote, extra: &[&str]) -> std::process::Output
 
 #[test]
 fn the_app_zygote_forks_gets_the_targets_ioprio_and_nice_and_compile_is_checked() {
-    if !root_or_skip("the_app_zygote_forks_gets_the_targets_ioprio_and_nice_and_compile_is_checked")
-    {
+    if !iolab_testkit::root_or_skip(
+        "the_app_zygote_forks_gets_the_targets_ioprio_and_nice_and_compile_is_checked",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let z = Zygote::start(false);
@@ -418,7 +425,10 @@ fn the_app_zygote_forks_gets_the_targets_ioprio_and_nice_and_compile_is_checked(
 
 #[test]
 fn a_compile_that_said_success_but_did_not_take_is_refused() {
-    if !root_or_skip("a_compile_that_said_success_but_did_not_take_is_refused") {
+    if !iolab_testkit::root_or_skip(
+        "a_compile_that_said_success_but_did_not_take_is_refused",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let z = Zygote::start(true);
@@ -439,7 +449,10 @@ fn a_compile_that_said_success_but_did_not_take_is_refused() {
 
 #[test]
 fn ready_rss_stable_weighs_the_app_not_am() {
-    if !root_or_skip("ready_rss_stable_weighs_the_app_not_am") {
+    if !iolab_testkit::root_or_skip(
+        "ready_rss_stable_weighs_the_app_not_am",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let z = Zygote::start(false);
@@ -460,7 +473,10 @@ fn ready_rss_stable_weighs_the_app_not_am() {
 
 #[test]
 fn explain_follows_the_app_zygote_forks_not_only_am() {
-    if !root_or_skip("explain_follows_the_app_zygote_forks_not_only_am") {
+    if !iolab_testkit::root_or_skip(
+        "explain_follows_the_app_zygote_forks_not_only_am",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let z = Zygote::start(false);
@@ -489,7 +505,10 @@ fn explain_follows_the_app_zygote_forks_not_only_am() {
 /// task's scheduling delays are measured, not only am's.
 #[test]
 fn sched_follows_the_app_zygote_forks_not_only_am() {
-    if !root_or_skip("sched_follows_the_app_zygote_forks_not_only_am") {
+    if !iolab_testkit::root_or_skip(
+        "sched_follows_the_app_zygote_forks_not_only_am",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let z = Zygote::start(false);

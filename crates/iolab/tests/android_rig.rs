@@ -25,7 +25,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use bench_env::text;
-use lab_env::root_or_skip;
+
 use serde_json::Value;
 
 const APP: &str = "/system_ext/priv-app/RigApp";
@@ -243,7 +243,7 @@ struct OnData {
 
 impl OnData {
     fn up(test: &str) -> Option<OnData> {
-        if !root_or_skip(test) {
+        if !iolab_testkit::root_or_skip(test, "it makes loop devices and mounts") {
             return None;
         }
         let one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
@@ -380,7 +380,10 @@ fn warm_and_hot(rig: &Rig, db: &Path) {
 
 #[test]
 fn the_rig_is_a_gki_phone_and_lab_status_and_trace_bio_work_without_debugfs() {
-    if !root_or_skip("the_rig_is_a_gki_phone_and_lab_status_and_trace_bio_work_without_debugfs") {
+    if !iolab_testkit::root_or_skip(
+        "the_rig_is_a_gki_phone_and_lab_status_and_trace_bio_work_without_debugfs",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
@@ -819,7 +822,10 @@ fn over_magisk_su_end_of_file_alone_restores_the_disk_and_resume_completes() {
 
 #[test]
 fn closed_output_pipes_do_not_stop_a_run_or_lose_it() {
-    if !root_or_skip("closed_output_pipes_do_not_stop_a_run_or_lose_it") {
+    if !iolab_testkit::root_or_skip(
+        "closed_output_pipes_do_not_stop_a_run_or_lose_it",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let b = bench_env::Bench::new("closed-pipes");

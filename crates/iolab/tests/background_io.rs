@@ -10,7 +10,7 @@ mod lab_env;
 use std::time::Duration;
 
 use bench_env::{ok, Bench};
-use lab_env::root_or_skip;
+
 use serde_json::Value;
 
 /// (bytes read, bytes written) of `dev` now.
@@ -54,7 +54,10 @@ fn within(got: u64, want: u64, share: f64, slack: u64) -> bool {
 
 #[test]
 fn a_target_on_another_disk_leaves_the_loads_counts_whole() {
-    if !root_or_skip("a_target_on_another_disk_leaves_the_loads_counts_whole") {
+    if !iolab_testkit::root_or_skip(
+        "a_target_on_another_disk_leaves_the_loads_counts_whole",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let b = Bench::new("bgio");
@@ -153,7 +156,10 @@ fn a_target_on_another_disk_leaves_the_loads_counts_whole() {
 /// mid-cell makes the starts after it invalid, with fio named as the cause.
 #[test]
 fn with_fio_a_job_file_iolab_refuses_loads_the_cell_and_is_counted() {
-    if !root_or_skip("with_fio_a_job_file_iolab_refuses_loads_the_cell_and_is_counted") {
+    if !iolab_testkit::root_or_skip(
+        "with_fio_a_job_file_iolab_refuses_loads_the_cell_and_is_counted",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let b = Bench::new("bgfio");
@@ -228,7 +234,10 @@ fn with_fio_a_job_file_iolab_refuses_loads_the_cell_and_is_counted() {
 /// or start: its refusal is a usage error with fio's own words.
 #[test]
 fn with_fio_a_job_file_fio_refuses_stops_before_anything_runs() {
-    if !root_or_skip("with_fio_a_job_file_fio_refuses_stops_before_anything_runs") {
+    if !iolab_testkit::root_or_skip(
+        "with_fio_a_job_file_fio_refuses_stops_before_anything_runs",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let b = Bench::new("bgfiobad");
@@ -257,7 +266,10 @@ fn with_fio_a_job_file_fio_refuses_stops_before_anything_runs() {
 /// the reads it did complete are the lab's own (its diskstats).
 #[test]
 fn a_slow_but_live_load_keeps_its_starts() {
-    if !root_or_skip("a_slow_but_live_load_keeps_its_starts") {
+    if !iolab_testkit::root_or_skip(
+        "a_slow_but_live_load_keeps_its_starts",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let b = Bench::new("bgslow");

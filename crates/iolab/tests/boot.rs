@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use lab_env::{have, root_or_skip};
+use iolab_testkit::iolab;
+use lab_env::have;
 use serde_json::Value;
 
 /// What the guest's boot reads at least (scripts/guest/boot/init): 120
@@ -23,10 +24,6 @@ const BOOT_READS_AT_LEAST: u64 = 120 * (256 << 10) + (24 << 20) + 8 * (4 << 20) 
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn iolab() -> Command {
-    Command::new(assert_cmd::cargo::cargo_bin("iolab"))
 }
 
 fn build_guest(dir: &Path, args: &[&str]) {
@@ -101,7 +98,10 @@ fn variant(r: &Value) -> &str {
 
 #[test]
 fn boots_record_then_prefetch_and_every_boot_is_checked() {
-    if !root_or_skip("boots_record_then_prefetch_and_every_boot_is_checked") {
+    if !iolab_testkit::root_or_skip(
+        "boots_record_then_prefetch_and_every_boot_is_checked",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     if !have("qemu-system-x86_64") || !have("apt-get") {
@@ -251,7 +251,10 @@ impl Drop for Board {
 /// the reboot was asked), recorded first and then prefetched.
 #[test]
 fn boots_a_board_over_ssh_through_its_reboots() {
-    if !root_or_skip("boots_a_board_over_ssh_through_its_reboots") {
+    if !iolab_testkit::root_or_skip(
+        "boots_a_board_over_ssh_through_its_reboots",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     if !have("qemu-system-x86_64") || !have("apt-get") || !have("ssh") {

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use lab_env::{have, root_or_skip};
+use lab_env::have;
 
 fn iolab() -> PathBuf {
     assert_cmd::cargo::cargo_bin("iolab")
@@ -140,7 +140,7 @@ fn stderr(b: &Boot) -> String {
 }
 
 fn ready(test: &str) -> Option<tempfile::TempDir> {
-    if !root_or_skip(test) {
+    if !iolab_testkit::root_or_skip(test, "it makes loop devices and mounts") {
         return None;
     }
     for t in ["unshare", "fincore", "timeout"] {

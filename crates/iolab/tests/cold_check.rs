@@ -12,7 +12,6 @@ use std::io::{BufRead, Write};
 use std::time::Duration;
 
 use bench_env::{ok, text, Bench};
-use lab_env::root_or_skip;
 
 const DATA_MIB: u64 = 16;
 
@@ -73,7 +72,10 @@ fn wait_held() -> &'static str {
 
 #[test]
 fn a_daemon_the_target_leaves_is_killed_so_the_next_start_is_cold() {
-    if !root_or_skip("a_daemon_the_target_leaves_is_killed_so_the_next_start_is_cold") {
+    if !iolab_testkit::root_or_skip(
+        "a_daemon_the_target_leaves_is_killed_so_the_next_start_is_cold",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
@@ -147,7 +149,10 @@ impl Drop for Server {
 
 #[test]
 fn a_holder_outside_iolab_makes_the_start_not_cold_and_is_named() {
-    if !root_or_skip("a_holder_outside_iolab_makes_the_start_not_cold_and_is_named") {
+    if !iolab_testkit::root_or_skip(
+        "a_holder_outside_iolab_makes_the_start_not_cold_and_is_named",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());

@@ -15,7 +15,7 @@ mod lab_env;
 use std::path::Path;
 
 use bench_env::{json_of, ok, text, Bench};
-use lab_env::root_or_skip;
+
 use serde_json::Value;
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/v5");
@@ -102,7 +102,10 @@ fn a_v5_database_shows_and_compares_as_v5_did() {
 
 #[test]
 fn interrupted_v5_experiments_resume_to_their_whole_plan() {
-    if !root_or_skip("interrupted_v5_experiments_resume_to_their_whole_plan") {
+    if !iolab_testkit::root_or_skip(
+        "interrupted_v5_experiments_resume_to_their_whole_plan",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let b = v5_bench("compat-resume");

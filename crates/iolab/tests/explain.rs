@@ -9,7 +9,7 @@ mod lab_env;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use lab_env::{root_or_skip, s, Env};
+use lab_env::{s, Env};
 use serde_json::Value;
 
 fn has_sched_tracing() -> bool {
@@ -19,7 +19,7 @@ fn has_sched_tracing() -> bool {
 }
 
 fn skip(test: &str) -> bool {
-    if !root_or_skip(test) {
+    if !iolab_testkit::root_or_skip(test, "it makes loop devices and mounts") {
         return true;
     }
     if !has_sched_tracing() {

@@ -12,16 +12,6 @@ use std::time::{Duration, Instant};
 use iolab_guard::Guard;
 use iolab_sys::block::BlockDev;
 
-fn root_or_skip(test: &str) -> bool {
-    if iolab_sys::is_root() {
-        return true;
-    }
-    iolab_testkit::skip_line(format!(
-        "skip {test}: needs root (it changes kernel state); CI runs as root"
-    ));
-    false
-}
-
 fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_iolab"))
 }
@@ -138,7 +128,10 @@ fn kill9_then_restore(fx: &Fixture, changes: &[String], probe: impl Fn() -> Stri
 
 #[test]
 fn scheduler_is_restored_after_sigkill() {
-    if !root_or_skip("scheduler_is_restored_after_sigkill") {
+    if !iolab_testkit::root_or_skip(
+        "scheduler_is_restored_after_sigkill",
+        "it changes kernel state",
+    ) {
         return;
     }
     let fx = Fixture::new().with_loop(64 << 20);
@@ -152,7 +145,10 @@ fn scheduler_is_restored_after_sigkill() {
 
 #[test]
 fn iosched_tunable_is_restored_after_sigkill() {
-    if !root_or_skip("iosched_tunable_is_restored_after_sigkill") {
+    if !iolab_testkit::root_or_skip(
+        "iosched_tunable_is_restored_after_sigkill",
+        "it changes kernel state",
+    ) {
         return;
     }
     let fx = Fixture::new().with_loop(64 << 20);
@@ -169,7 +165,10 @@ fn iosched_tunable_is_restored_after_sigkill() {
 
 #[test]
 fn nr_requests_is_restored_after_sigkill() {
-    if !root_or_skip("nr_requests_is_restored_after_sigkill") {
+    if !iolab_testkit::root_or_skip(
+        "nr_requests_is_restored_after_sigkill",
+        "it changes kernel state",
+    ) {
         return;
     }
     let fx = Fixture::new().with_loop(64 << 20);
@@ -185,7 +184,10 @@ fn nr_requests_is_restored_after_sigkill() {
 
 #[test]
 fn sysctl_is_restored_after_sigkill() {
-    if !root_or_skip("sysctl_is_restored_after_sigkill") {
+    if !iolab_testkit::root_or_skip(
+        "sysctl_is_restored_after_sigkill",
+        "it changes kernel state",
+    ) {
         return;
     }
     let fx = Fixture::new();
@@ -200,7 +202,10 @@ fn sysctl_is_restored_after_sigkill() {
 
 #[test]
 fn bdi_dirty_limit_is_restored_after_sigkill() {
-    if !root_or_skip("bdi_dirty_limit_is_restored_after_sigkill") {
+    if !iolab_testkit::root_or_skip(
+        "bdi_dirty_limit_is_restored_after_sigkill",
+        "it changes kernel state",
+    ) {
         return;
     }
     let fx = Fixture::new().with_loop(64 << 20);
@@ -224,7 +229,10 @@ fn bdi_dirty_limit_is_restored_after_sigkill() {
 
 #[test]
 fn throttle_is_restored_after_sigkill() {
-    if !root_or_skip("throttle_is_restored_after_sigkill") {
+    if !iolab_testkit::root_or_skip(
+        "throttle_is_restored_after_sigkill",
+        "it changes kernel state",
+    ) {
         return;
     }
     let fx = Fixture::new().with_loop(64 << 20);
@@ -244,7 +252,7 @@ fn throttle_is_restored_after_sigkill() {
 
 #[test]
 fn cgroup_is_removed_after_sigkill() {
-    if !root_or_skip("cgroup_is_removed_after_sigkill") {
+    if !iolab_testkit::root_or_skip("cgroup_is_removed_after_sigkill", "it changes kernel state") {
         return;
     }
     let fx = Fixture::new();
@@ -260,7 +268,10 @@ fn cgroup_is_removed_after_sigkill() {
 
 #[test]
 fn trace_instance_is_removed_after_sigkill() {
-    if !root_or_skip("trace_instance_is_removed_after_sigkill") {
+    if !iolab_testkit::root_or_skip(
+        "trace_instance_is_removed_after_sigkill",
+        "it changes kernel state",
+    ) {
         return;
     }
     let fx = Fixture::new();
@@ -279,7 +290,10 @@ fn trace_instance_is_removed_after_sigkill() {
 
 #[test]
 fn loop_device_is_detached_after_sigkill() {
-    if !root_or_skip("loop_device_is_detached_after_sigkill") {
+    if !iolab_testkit::root_or_skip(
+        "loop_device_is_detached_after_sigkill",
+        "it changes kernel state",
+    ) {
         return;
     }
     let fx = Fixture::new();
@@ -296,7 +310,7 @@ fn loop_device_is_detached_after_sigkill() {
 
 #[test]
 fn mount_is_undone_after_sigkill() {
-    if !root_or_skip("mount_is_undone_after_sigkill") {
+    if !iolab_testkit::root_or_skip("mount_is_undone_after_sigkill", "it changes kernel state") {
         return;
     }
     let fx = Fixture::new().with_loop(64 << 20);
@@ -318,7 +332,10 @@ fn mount_is_undone_after_sigkill() {
 
 #[test]
 fn zram_device_is_removed_after_sigkill() {
-    if !root_or_skip("zram_device_is_removed_after_sigkill") {
+    if !iolab_testkit::root_or_skip(
+        "zram_device_is_removed_after_sigkill",
+        "it changes kernel state",
+    ) {
         return;
     }
     if !Path::new("/sys/class/zram-control/hot_add").exists() {
@@ -355,7 +372,10 @@ fn zram_devices() -> Vec<String> {
 
 #[test]
 fn directory_is_removed_after_sigkill() {
-    if !root_or_skip("directory_is_removed_after_sigkill") {
+    if !iolab_testkit::root_or_skip(
+        "directory_is_removed_after_sigkill",
+        "it changes kernel state",
+    ) {
         return;
     }
     let fx = Fixture::new();
@@ -367,7 +387,10 @@ fn directory_is_removed_after_sigkill() {
 
 #[test]
 fn started_process_group_is_killed_after_sigkill() {
-    if !root_or_skip("started_process_group_is_killed_after_sigkill") {
+    if !iolab_testkit::root_or_skip(
+        "started_process_group_is_killed_after_sigkill",
+        "it changes kernel state",
+    ) {
         return;
     }
     let fx = Fixture::new();
@@ -395,7 +418,10 @@ fn started_process_group_is_killed_after_sigkill() {
 
 #[test]
 fn any_subcommand_recovers_a_stale_journal_and_says_so() {
-    if !root_or_skip("any_subcommand_recovers_a_stale_journal_and_says_so") {
+    if !iolab_testkit::root_or_skip(
+        "any_subcommand_recovers_a_stale_journal_and_says_so",
+        "it changes kernel state",
+    ) {
         return;
     }
     let fx = Fixture::new().with_loop(64 << 20);
@@ -418,7 +444,10 @@ fn any_subcommand_recovers_a_stale_journal_and_says_so() {
 
 #[test]
 fn sigterm_error_and_panic_all_restore() {
-    if !root_or_skip("sigterm_error_and_panic_all_restore") {
+    if !iolab_testkit::root_or_skip(
+        "sigterm_error_and_panic_all_restore",
+        "it changes kernel state",
+    ) {
         return;
     }
     let fx = Fixture::new().with_loop(64 << 20);
@@ -460,7 +489,10 @@ fn sigterm_error_and_panic_all_restore() {
 
 #[test]
 fn two_runs_on_one_device_do_not_trample_each_other() {
-    if !root_or_skip("two_runs_on_one_device_do_not_trample_each_other") {
+    if !iolab_testkit::root_or_skip(
+        "two_runs_on_one_device_do_not_trample_each_other",
+        "it changes kernel state",
+    ) {
         return;
     }
     let fx = Fixture::new().with_loop(64 << 20);

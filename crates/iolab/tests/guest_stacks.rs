@@ -14,7 +14,7 @@ mod lab_env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use lab_env::{have, root_or_skip};
+use lab_env::have;
 use serde_json::Value;
 
 fn repo() -> PathBuf {
@@ -73,7 +73,10 @@ fn check_in_place(out: &Path, name: &str, stack: &str) {
 
 #[test]
 fn in_place_on_dm_crypt_and_f2fs_stacks_in_a_guest() {
-    if !root_or_skip("in_place_on_dm_crypt_and_f2fs_stacks_in_a_guest") {
+    if !iolab_testkit::root_or_skip(
+        "in_place_on_dm_crypt_and_f2fs_stacks_in_a_guest",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     if !have("qemu-system-x86_64") || !have("apt-get") {

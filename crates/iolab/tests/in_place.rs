@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lab_env::{have, root_or_skip};
+use lab_env::have;
 
 /// What a test made by hand, undone in reverse order when dropped.
 struct Made {
@@ -144,7 +144,10 @@ fn current(s: &str) -> &str {
 
 #[test]
 fn a_loop_over_a_file_on_another_loop_is_measured_on_the_lower_disk() {
-    if !root_or_skip("a_loop_over_a_file_on_another_loop_is_measured_on_the_lower_disk") {
+    if !iolab_testkit::root_or_skip(
+        "a_loop_over_a_file_on_another_loop_is_measured_on_the_lower_disk",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let mut m = Made::new();
@@ -203,7 +206,10 @@ fn a_loop_over_a_file_on_another_loop_is_measured_on_the_lower_disk() {
 
 #[test]
 fn btrfs_over_two_loop_devices_switches_both() {
-    if !root_or_skip("btrfs_over_two_loop_devices_switches_both") {
+    if !iolab_testkit::root_or_skip(
+        "btrfs_over_two_loop_devices_switches_both",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     if !have("mkfs.btrfs") {
@@ -243,7 +249,10 @@ fn btrfs_over_two_loop_devices_switches_both() {
 
 #[test]
 fn tmpfs_and_overlay_are_refused() {
-    if !root_or_skip("tmpfs_and_overlay_are_refused") {
+    if !iolab_testkit::root_or_skip(
+        "tmpfs_and_overlay_are_refused",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let mut m = Made::new();

@@ -15,11 +15,11 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use lab_env::{assert_gone, have, is_mounted, kname, root_or_skip, s, Env};
+use lab_env::{assert_gone, have, is_mounted, kname, s, Env};
 use serde_json::Value;
 
 fn round_trip(test: &str, fs: &str, size: &str, extra: &[&str]) {
-    if !root_or_skip(test) {
+    if !iolab_testkit::root_or_skip(test, "it makes loop devices and mounts") {
         return;
     }
     let mkfs = format!("mkfs.{fs}");
@@ -96,7 +96,7 @@ fn zram_lab_round_trip() {
 
 #[test]
 fn status_reads_back_scheduler_depth_and_throttle() {
-    if !root_or_skip("status_reads_back") {
+    if !iolab_testkit::root_or_skip("status_reads_back", "it makes loop devices and mounts") {
         return;
     }
     let env = Env::new("status_rb");
@@ -176,7 +176,7 @@ fn status_reads_back_scheduler_depth_and_throttle() {
 /// the user put a file in it, the user's own directory and files stay.
 #[test]
 fn down_removes_only_what_iolab_created() {
-    if !root_or_skip("down_only_ours") {
+    if !iolab_testkit::root_or_skip("down_only_ours", "it makes loop devices and mounts") {
         return;
     }
     let env = Env::new("only_ours");
@@ -217,7 +217,7 @@ fn down_removes_only_what_iolab_created() {
 /// SIGKILL `iolab lab up` at a known step (test seam), then any iolab
 /// subcommand restores the half-made lab and says what it restored.
 fn killed_mid_up(test: &str, step: &str, extra: &[&str]) {
-    if !root_or_skip(test) {
+    if !iolab_testkit::root_or_skip(test, "it makes loop devices and mounts") {
         return;
     }
     let env = Env::new(test);
@@ -290,7 +290,7 @@ fn kill_9_during_zram_mkfs_leaves_nothing() {
 /// nothing made.
 #[test]
 fn bad_input_is_one_clear_line_and_exit_2() {
-    if !root_or_skip("bad_input") {
+    if !iolab_testkit::root_or_skip("bad_input", "it makes loop devices and mounts") {
         return;
     }
     let env = Env::new("bad");
@@ -359,7 +359,7 @@ fn bad_input_is_one_clear_line_and_exit_2() {
 
 #[test]
 fn not_root_is_refused_with_exit_2() {
-    if !root_or_skip("not_root") {
+    if !iolab_testkit::root_or_skip("not_root", "it makes loop devices and mounts") {
         return;
     }
     if !have("setpriv") {
@@ -382,7 +382,7 @@ fn not_root_is_refused_with_exit_2() {
 /// itself, before exiting (no recovery needed).
 #[test]
 fn sigterm_during_up_undoes_the_half_made_lab() {
-    if !root_or_skip("sigterm_up") {
+    if !iolab_testkit::root_or_skip("sigterm_up", "it makes loop devices and mounts") {
         return;
     }
     let env = Env::new("term_up");
@@ -424,7 +424,7 @@ fn sigterm_during_up_undoes_the_half_made_lab() {
 /// under it: a clear error naming the holder, and the lab stays intact.
 #[test]
 fn down_refuses_a_lab_held_by_a_live_process() {
-    if !root_or_skip("down_held") {
+    if !iolab_testkit::root_or_skip("down_held", "it makes loop devices and mounts") {
         return;
     }
     let env = Env::new("held");

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use lab_env::{assert_gone, is_mounted, root_or_skip, s, Env};
+use lab_env::{assert_gone, is_mounted, s, Env};
 use serde_json::Value;
 
 fn text(b: &[u8]) -> String {
@@ -70,7 +70,10 @@ fn fuse_available() -> bool {
 
 #[test]
 fn a_model_lab_serves_io_reports_and_goes_away() {
-    if !root_or_skip("a_model_lab_serves_io_reports_and_goes_away") {
+    if !iolab_testkit::root_or_skip(
+        "a_model_lab_serves_io_reports_and_goes_away",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     if !fuse_available() {
@@ -129,7 +132,10 @@ fn a_model_lab_serves_io_reports_and_goes_away() {
 
 #[test]
 fn killing_the_server_fails_io_without_hanging_and_the_next_run_cleans_up() {
-    if !root_or_skip("killing_the_server_fails_io_without_hanging_and_the_next_run_cleans_up") {
+    if !iolab_testkit::root_or_skip(
+        "killing_the_server_fails_io_without_hanging_and_the_next_run_cleans_up",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     if !fuse_available() {
@@ -198,7 +204,10 @@ fn status_or_problem(env: &Env) -> String {
 
 #[test]
 fn a_killed_owner_of_a_model_lab_is_restored() {
-    if !root_or_skip("a_killed_owner_of_a_model_lab_is_restored") {
+    if !iolab_testkit::root_or_skip(
+        "a_killed_owner_of_a_model_lab_is_restored",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     if !fuse_available() {
@@ -259,7 +268,10 @@ fn a_killed_owner_of_a_model_lab_is_restored() {
 
 #[test]
 fn without_cgroup_v1_a_bw_lab_is_served_by_the_model() {
-    if !root_or_skip("without_cgroup_v1_a_bw_lab_is_served_by_the_model") {
+    if !iolab_testkit::root_or_skip(
+        "without_cgroup_v1_a_bw_lab_is_served_by_the_model",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let env = Env::new("lm-v2");
@@ -313,7 +325,10 @@ fn without_cgroup_v1_a_bw_lab_is_served_by_the_model() {
 
 #[test]
 fn bad_model_input_is_one_line_exit_2_and_leaves_nothing() {
-    if !root_or_skip("bad_model_input_is_one_line_exit_2_and_leaves_nothing") {
+    if !iolab_testkit::root_or_skip(
+        "bad_model_input_is_one_line_exit_2_and_leaves_nothing",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let env = Env::new("lm-bad");
@@ -375,7 +390,10 @@ fn bad_model_input_is_one_line_exit_2_and_leaves_nothing() {
 /// `lab list` shows it, `lab down NAME` removes it, nothing else.
 #[test]
 fn orphaned_images_are_listed_and_removed() {
-    if !root_or_skip("orphaned_images_are_listed_and_removed") {
+    if !iolab_testkit::root_or_skip(
+        "orphaned_images_are_listed_and_removed",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let env = Env::new("lm-orphan");

@@ -9,13 +9,13 @@ mod lab_env;
 
 use std::path::Path;
 
-use lab_env::{devno, kname, root_or_skip, s, Env};
+use lab_env::{devno, kname, s, Env};
 
 /// The rest of the machine keeps its speed: the only rules the lab adds
 /// name its lower loop device — not the system disk, not the top device.
 #[test]
 fn throttle_rules_name_only_the_lower_device() {
-    if !root_or_skip("throttle_rules") {
+    if !iolab_testkit::root_or_skip("throttle_rules", "it makes loop devices and mounts") {
         return;
     }
     let env = Env::new("thr_rules");
@@ -121,7 +121,7 @@ fn direct_mib_per_s(dev: &str, write: bool, total: u64) -> f64 {
 /// writes and for reads (about 4 s of I/O each).
 #[test]
 fn throttled_lab_delivers_the_set_bandwidth() {
-    if !root_or_skip("bandwidth") {
+    if !iolab_testkit::root_or_skip("bandwidth", "it makes loop devices and mounts") {
         return;
     }
     let env = Env::new("bw");
@@ -223,7 +223,7 @@ fn sample_queue(top: &str, lower: &str, readers: u64) -> QueueSample {
 /// its requests, and only what the top dispatched can be there.
 #[test]
 fn requests_queue_in_the_scheduler_above_the_throttle() {
-    if !root_or_skip("queue_above") {
+    if !iolab_testkit::root_or_skip("queue_above", "it makes loop devices and mounts") {
         return;
     }
     let env = Env::new("q_above");
@@ -262,7 +262,7 @@ fn requests_queue_in_the_scheduler_above_the_throttle() {
 /// at once and nothing waits in it — the throttle's FIFO decides the order.
 #[test]
 fn without_a_shallow_queue_the_throttle_would_decide_the_order() {
-    if !root_or_skip("queue_deep") {
+    if !iolab_testkit::root_or_skip("queue_deep", "it makes loop devices and mounts") {
         return;
     }
     let env = Env::new("q_deep");
@@ -301,7 +301,7 @@ fn without_a_shallow_queue_the_throttle_would_decide_the_order() {
 /// I/O shows the real depth.)
 #[test]
 fn queue_depth_is_restored_after_an_elevator_round_trip() {
-    if !root_or_skip("depth_restore") {
+    if !iolab_testkit::root_or_skip("depth_restore", "it makes loop devices and mounts") {
         return;
     }
     let env = Env::new("depth_rs");

@@ -12,7 +12,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use bench_env::{ok, text, Bench};
-use lab_env::root_or_skip;
 
 /// Both tests run experiments and the dispatch compares the machine's
 /// loop devices and mounts before and after its job: one at a time.
@@ -59,7 +58,9 @@ const PYTHON: &str = "/usr/bin/python3";
 #[test]
 fn lavas_dispatcher_runs_the_definition_and_records_every_case() {
     let name = "lavas_dispatcher_runs_the_definition_and_records_every_case";
-    if !root_or_skip(name) || !python_has(name, LAVA_RUN_DEPS) {
+    if !iolab_testkit::root_or_skip(name, "it makes loop devices and mounts")
+        || !python_has(name, LAVA_RUN_DEPS)
+    {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
@@ -119,7 +120,10 @@ const LAVA_RUN_DEPS: &[(&str, &str)] = &[
 
 #[test]
 fn lava_lines_parse_with_lavas_own_pattern() {
-    if !root_or_skip("lava_lines_parse_with_lavas_own_pattern") {
+    if !iolab_testkit::root_or_skip(
+        "lava_lines_parse_with_lavas_own_pattern",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());

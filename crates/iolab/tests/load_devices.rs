@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use iolab_guard::Guard;
 use iolab_sys::block::BlockDev;
-use load_env::{json, root_or_skip, stderr, Env};
+use load_env::{json, stderr, Env};
 
 /// A loop device over a file in the test's directory, made by the test's
 /// guard and detached when the guard drops.
@@ -34,7 +34,10 @@ fn loop_dev_named(env: &Env, guard: &Guard, size: u64, name: &str) -> BlockDev {
 
 #[test]
 fn block_devices_are_written_only_with_force() {
-    if !root_or_skip("block_devices_are_written_only_with_force") {
+    if !iolab_testkit::root_or_skip(
+        "block_devices_are_written_only_with_force",
+        "loop devices, mounts",
+    ) {
         return;
     }
     let env = Env::new();
@@ -75,7 +78,10 @@ fn small_tmpfs(env: &Env, guard: &Guard, size: &str) -> PathBuf {
 
 #[test]
 fn a_full_disk_stops_the_job_and_keeps_its_results() {
-    if !root_or_skip("a_full_disk_stops_the_job_and_keeps_its_results") {
+    if !iolab_testkit::root_or_skip(
+        "a_full_disk_stops_the_job_and_keeps_its_results",
+        "loop devices, mounts",
+    ) {
         return;
     }
     let env = Env::new();
@@ -123,7 +129,10 @@ fn a_full_disk_stops_the_job_and_keeps_its_results() {
 
 #[test]
 fn reported_bytes_match_the_devices_diskstats() {
-    if !root_or_skip("reported_bytes_match_the_devices_diskstats") {
+    if !iolab_testkit::root_or_skip(
+        "reported_bytes_match_the_devices_diskstats",
+        "loop devices, mounts",
+    ) {
         return;
     }
     let env = Env::new();
@@ -193,7 +202,10 @@ fn reported_bytes_match_the_devices_diskstats() {
 
 #[test]
 fn ioscheduler_is_switched_through_the_guard_and_restored() {
-    if !root_or_skip("ioscheduler_is_switched_through_the_guard_and_restored") {
+    if !iolab_testkit::root_or_skip(
+        "ioscheduler_is_switched_through_the_guard_and_restored",
+        "loop devices, mounts",
+    ) {
         return;
     }
     let env = Env::new();
@@ -248,7 +260,10 @@ fn ioscheduler_is_switched_through_the_guard_and_restored() {
 /// (roundrobin: one I/O to each in turn).
 #[test]
 fn one_job_on_two_devices_splits_its_io_and_switches_both_schedulers() {
-    if !root_or_skip("one_job_on_two_devices_splits_its_io_and_switches_both_schedulers") {
+    if !iolab_testkit::root_or_skip(
+        "one_job_on_two_devices_splits_its_io_and_switches_both_schedulers",
+        "loop devices, mounts",
+    ) {
         return;
     }
     let env = Env::new();
@@ -354,7 +369,10 @@ fn discard_sectors(dev: &BlockDev) -> u64 {
 
 #[test]
 fn trims_on_a_block_device_need_force_and_reach_it_as_discards() {
-    if !root_or_skip("trims_on_a_block_device_need_force_and_reach_it_as_discards") {
+    if !iolab_testkit::root_or_skip(
+        "trims_on_a_block_device_need_force_and_reach_it_as_discards",
+        "loop devices, mounts",
+    ) {
         return;
     }
     let env = Env::new();

@@ -927,7 +927,10 @@ impl Drop for RqTrace {
 /// entries add up to the direction's clat count, as fio's do.
 #[test]
 fn cmdprio_reaches_the_block_layer_per_request() {
-    if !load_env::root_or_skip("cmdprio_reaches_the_block_layer_per_request") {
+    if !iolab_testkit::root_or_skip(
+        "cmdprio_reaches_the_block_layer_per_request",
+        "loop devices, mounts",
+    ) {
         return;
     }
     let env = Env::new();

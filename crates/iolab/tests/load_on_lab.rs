@@ -5,7 +5,7 @@
 
 mod lab_env;
 
-use lab_env::{kname, root_or_skip, s, Env};
+use lab_env::{kname, s, Env};
 use serde_json::Value;
 
 fn diskstat(dev: &str) -> iolab_sys::diskstats::DiskStat {
@@ -16,7 +16,10 @@ fn diskstat(dev: &str) -> iolab_sys::diskstats::DiskStat {
 
 #[test]
 fn a_load_on_a_throttled_lab_agrees_with_the_throttle_and_diskstats() {
-    if !root_or_skip("a_load_on_a_throttled_lab_agrees_with_the_throttle_and_diskstats") {
+    if !iolab_testkit::root_or_skip(
+        "a_load_on_a_throttled_lab_agrees_with_the_throttle_and_diskstats",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let env = Env::new("loadlab");

@@ -17,7 +17,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bench_env::{json_of, ok, text, Bench};
-use lab_env::root_or_skip;
 
 const LIMIT: u64 = 512 << 20;
 
@@ -83,7 +82,7 @@ fn cached_bytes(b: &Bench, f: &Path) -> u64 {
 #[test]
 fn memory_pressure_evicts_a_measured_share_that_iolab_cache_confirms() {
     let test = "memory_pressure_evicts_a_measured_share_that_iolab_cache_confirms";
-    if !root_or_skip(test) {
+    if !iolab_testkit::root_or_skip(test, "it makes loop devices and mounts") {
         return;
     }
     let b = Bench::new("mempress");

@@ -161,7 +161,10 @@ fn background_prefetch_returns_at_once_and_reports() {
 
 #[test]
 fn scheduler_is_set_for_the_prefetch_and_restored() {
-    if !lab_env::root_or_skip("scheduler_is_set_for_the_prefetch_and_restored") {
+    if !iolab_testkit::root_or_skip(
+        "scheduler_is_set_for_the_prefetch_and_restored",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let env = lab_env::Env::new("pf-sched");

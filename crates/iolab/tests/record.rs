@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lab_env::{root_or_skip, Env};
+use lab_env::Env;
 use serde_json::Value;
 
 const PAGE: u64 = 4096;
@@ -101,7 +101,7 @@ fn ranges_of<'a>(files: &'a [(String, Vec<(u64, u64)>)], p: &Path) -> Option<&'a
 #[test]
 fn a_command_reading_known_ranges_is_recorded_as_exactly_those_ranges() {
     let test = "a_command_reading_known_ranges_is_recorded_as_exactly_those_ranges";
-    if !root_or_skip(test) {
+    if !iolab_testkit::root_or_skip(test, "it makes loop devices and mounts") {
         return;
     }
     let Some(d) = evictable_dir(test) else { return };
@@ -168,7 +168,7 @@ fn reader_loop(f: PathBuf, stop: Arc<AtomicBool>, rounds: Arc<AtomicU64>) {
 #[test]
 fn pages_another_process_reads_in_the_same_window_are_excluded() {
     let test = "pages_another_process_reads_in_the_same_window_are_excluded";
-    if !root_or_skip(test) {
+    if !iolab_testkit::root_or_skip(test, "it makes loop devices and mounts") {
         return;
     }
     let Some(d) = evictable_dir(test) else { return };
@@ -219,7 +219,7 @@ fn pages_another_process_reads_in_the_same_window_are_excluded() {
 #[test]
 fn startup_with_prefetch_stores_prefetch_artifacts_and_shows_both_columns() {
     let test = "startup_with_prefetch_stores_prefetch_artifacts_and_shows_both_columns";
-    if !root_or_skip(test) {
+    if !iolab_testkit::root_or_skip(test, "it makes loop devices and mounts") {
         return;
     }
     let env = Env::new("recpf");

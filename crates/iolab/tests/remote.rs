@@ -15,7 +15,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use bench_env::{json_of, ok, text, Bench};
-use lab_env::root_or_skip;
+
 use serde_json::Value;
 
 const SSHD: &str = "/usr/sbin/sshd";
@@ -130,7 +130,7 @@ impl Drop for Sshd {
 }
 
 fn tools_or_skip(test: &str) -> bool {
-    if !root_or_skip(test) {
+    if !iolab_testkit::root_or_skip(test, "it makes loop devices and mounts") {
         return false;
     }
     for p in [SSHD, "/usr/bin/ssh", "/usr/bin/ssh-keygen"] {
@@ -387,7 +387,10 @@ fn a_lost_connection_leaves_the_device_restored_and_the_run_resumable() {
 
 #[test]
 fn the_adb_transport_pushes_runs_and_pulls_through_adbs_commands() {
-    if !root_or_skip("the_adb_transport_pushes_runs_and_pulls_through_adbs_commands") {
+    if !iolab_testkit::root_or_skip(
+        "the_adb_transport_pushes_runs_and_pulls_through_adbs_commands",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let _one = serial();

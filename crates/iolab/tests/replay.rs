@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bench_env::{ok, text};
-use lab_env::{have, root_or_skip, Env};
+use lab_env::{have, Env};
 use serde_json::Value;
 
 const TRACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/s/xterm.trace");
@@ -51,7 +51,7 @@ fn extents(p: &Path) -> usize {
 #[test]
 fn xterm_trace_replays_its_requests_bytes_and_delays() {
     let test = "xterm_trace_replays_its_requests_bytes_and_delays";
-    if !root_or_skip(test) {
+    if !iolab_testkit::root_or_skip(test, "it makes loop devices and mounts") {
         return;
     }
     if !have("filefrag") {

@@ -16,7 +16,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use bench_env::{json_of, ok, Bench};
-use lab_env::root_or_skip;
+
 use serde_json::Value;
 
 const PREPARE: &str = "dd if=/dev/urandom of={dir}/f bs=1M count=8 status=none";
@@ -61,7 +61,10 @@ fn data_of(tag: &str, attr: &str) -> String {
 
 #[test]
 fn report_draws_exactly_the_stored_numbers_and_is_self_contained() {
-    if !root_or_skip("report_draws_exactly_the_stored_numbers_and_is_self_contained") {
+    if !iolab_testkit::root_or_skip(
+        "report_draws_exactly_the_stored_numbers_and_is_self_contained",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let b = Bench::new("report");

@@ -99,16 +99,6 @@ fn seed_004_job_file_runs_with_iolab_load() {
     assert_eq!(std::fs::metadata(&file).unwrap().len(), 500 << 20);
 }
 
-fn root_or_skip(test: &str) -> bool {
-    if iolab_sys::is_root() {
-        return true;
-    }
-    iolab_testkit::skip_line(format!(
-        "skip {test}: needs root (a tracefs instance); CI runs as root"
-    ));
-    false
-}
-
 /// Records `sh` running 40 short sleeps: every sleep is forked, woken
 /// (sched_wakeup_new), runs, sleeps 10 ms and is woken again. The sleep
 /// binary gets a name of its own, so that other `sleep`s on the machine
@@ -134,7 +124,7 @@ fn record_sleeps(run: &Path, out: &Path) -> (Value, String) {
 
 #[test]
 fn record_and_report_a_known_workload() {
-    if !root_or_skip("record_and_report_a_known_workload") {
+    if !iolab_testkit::root_or_skip("record_and_report_a_known_workload", "a tracefs instance") {
         return;
     }
     let run = tempfile::tempdir().unwrap();
@@ -302,7 +292,10 @@ fn compressible(path: &Path, bytes: usize) {
 
 #[test]
 fn erofs_lab_decompression_workers_are_recorded_and_the_knob_restored() {
-    if !lab_env::root_or_skip("erofs_lab_decompression_workers") {
+    if !iolab_testkit::root_or_skip(
+        "erofs_lab_decompression_workers",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     if !lab_env::have("mkfs.erofs") {

@@ -11,7 +11,6 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bench_env::{ok, text, Bench};
-use lab_env::root_or_skip;
 
 /// A parent and four children, each burning 0.6 s of CPU on this 2-CPU
 /// machine (so each waits for a CPU a good part of it), each writing
@@ -44,7 +43,10 @@ report()
 
 #[test]
 fn sched_delays_agree_with_the_kernels_run_delay() {
-    if !root_or_skip("sched_delays_agree_with_the_kernels_run_delay") {
+    if !iolab_testkit::root_or_skip(
+        "sched_delays_agree_with_the_kernels_run_delay",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let b = Bench::new("sched-collector");
@@ -145,7 +147,10 @@ fn sched_delays_agree_with_the_kernels_run_delay() {
 
 #[test]
 fn sched_needs_a_target_and_sweeps_have_none() {
-    if !root_or_skip("sched_needs_a_target_and_sweeps_have_none") {
+    if !iolab_testkit::root_or_skip(
+        "sched_needs_a_target_and_sweeps_have_none",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let b = Bench::new("sched-sweep");

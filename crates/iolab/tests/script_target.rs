@@ -9,7 +9,6 @@ mod lab_env;
 use std::time::Duration;
 
 use bench_env::{ok, text, Bench};
-use lab_env::root_or_skip;
 
 fn startup(b: &Bench, script: &std::path::Path, args: &[&str]) -> std::process::Output {
     b.cmd()
@@ -43,7 +42,10 @@ fn startup(b: &Bench, script: &std::path::Path, args: &[&str]) -> std::process::
 
 #[test]
 fn a_launch_script_runs_with_its_arguments_and_is_stored() {
-    if !root_or_skip("a_launch_script_runs_with_its_arguments_and_is_stored") {
+    if !iolab_testkit::root_or_skip(
+        "a_launch_script_runs_with_its_arguments_and_is_stored",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let b = Bench::new("script-target");
@@ -79,7 +81,10 @@ fn a_launch_script_runs_with_its_arguments_and_is_stored() {
 
 #[test]
 fn the_shebangs_argument_reaches_the_interpreter() {
-    if !root_or_skip("the_shebangs_argument_reaches_the_interpreter") {
+    if !iolab_testkit::root_or_skip(
+        "the_shebangs_argument_reaches_the_interpreter",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let b = Bench::new("script-shebang");

@@ -21,7 +21,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use bench_env::{json_of, ok, text, Bench};
-use lab_env::{have, is_mounted, root_or_skip};
+use lab_env::{have, is_mounted};
 use serde_json::Value;
 
 static MACHINE: Mutex<()> = Mutex::new(());
@@ -85,6 +85,7 @@ fn secs(run: &Value) -> f64 {
 struct Matrix {
     json: Value,
     export: Value,
+    stderr: String,
 }
 
 fn matrix() -> &'static Matrix {
@@ -107,13 +108,49 @@ fn matrix() -> &'static Matrix {
         ok(&out);
         let json = json_of(&out.stdout);
         let export = b.export(id_of(&json));
-        Matrix { json, export }
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        Matrix {
+            json,
+            export,
+            stderr,
+        }
     })
+}
+
+/// `--json` puts the report on stdout; progress still reaches stderr
+/// (a pipe here, as under `> out.json 2> log`): one line per start.
+/// Before, `--json` silenced it, and such a run showed nothing for minutes.
+#[test]
+fn json_on_stdout_keeps_progress_on_stderr() {
+    if !iolab_testkit::root_or_skip(
+        "json_on_stdout_keeps_progress_on_stderr",
+        "it makes loop devices and mounts",
+    ) {
+        return;
+    }
+    let m = matrix();
+    let runs = m.export["runs"].as_array().unwrap().len();
+    let lines: Vec<&str> = m
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("iolab: ") && l.contains(" starts: "))
+        .collect();
+    assert_eq!(
+        lines.len(),
+        runs,
+        "one progress line per stored start:\n{}",
+        m.stderr
+    );
+    let last = format!("iolab: {runs}/{runs} starts: ");
+    assert!(lines.iter().any(|l| l.starts_with(&last)), "{}", m.stderr);
 }
 
 #[test]
 fn matrix_runs_every_cell_and_stores_every_start() {
-    if !root_or_skip("matrix_runs_every_cell_and_stores_every_start") {
+    if !iolab_testkit::root_or_skip(
+        "matrix_runs_every_cell_and_stores_every_start",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let m = matrix();
@@ -192,7 +229,10 @@ fn num(v: &Value, k: &str) -> f64 {
 
 #[test]
 fn json_statistics_equal_those_recomputed_from_stored_samples() {
-    if !root_or_skip("json_statistics_equal_those_recomputed_from_stored_samples") {
+    if !iolab_testkit::root_or_skip(
+        "json_statistics_equal_those_recomputed_from_stored_samples",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let m = matrix();
@@ -260,7 +300,10 @@ fn json_statistics_equal_those_recomputed_from_stored_samples() {
 
 #[test]
 fn a_timeout_is_recorded_as_censored_and_the_target_group_killed() {
-    if !root_or_skip("a_timeout_is_recorded_as_censored_and_the_target_group_killed") {
+    if !iolab_testkit::root_or_skip(
+        "a_timeout_is_recorded_as_censored_and_the_target_group_killed",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let _m = machine();
@@ -340,7 +383,10 @@ impl Drop for Child {
 
 #[test]
 fn a_killed_matrix_is_restored_and_resumable() {
-    if !root_or_skip("a_killed_matrix_is_restored_and_resumable") {
+    if !iolab_testkit::root_or_skip(
+        "a_killed_matrix_is_restored_and_resumable",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let _m = machine();
@@ -466,7 +512,10 @@ fn a_killed_matrix_is_restored_and_resumable() {
 
 #[test]
 fn ctrl_c_stops_early_restores_and_says_how_to_resume() {
-    if !root_or_skip("ctrl_c_stops_early_restores_and_says_how_to_resume") {
+    if !iolab_testkit::root_or_skip(
+        "ctrl_c_stops_early_restores_and_says_how_to_resume",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let _m = machine();
@@ -544,7 +593,10 @@ fn current_scheduler(dev: &str) -> String {
 
 #[test]
 fn a_labs_scheduler_and_tunables_are_restored_afterwards() {
-    if !root_or_skip("a_labs_scheduler_and_tunables_are_restored_afterwards") {
+    if !iolab_testkit::root_or_skip(
+        "a_labs_scheduler_and_tunables_are_restored_afterwards",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let _m = machine();
@@ -606,7 +658,10 @@ fn a_labs_scheduler_and_tunables_are_restored_afterwards() {
 
 #[test]
 fn start_up_under_load_is_slower_than_idle_on_a_throttled_lab() {
-    if !root_or_skip("start_up_under_load_is_slower_than_idle_on_a_throttled_lab") {
+    if !iolab_testkit::root_or_skip(
+        "start_up_under_load_is_slower_than_idle_on_a_throttled_lab",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let _m = machine();
@@ -643,7 +698,10 @@ fn start_up_under_load_is_slower_than_idle_on_a_throttled_lab() {
 /// phenomenon is there all the same.
 #[test]
 fn start_up_under_load_is_slower_than_idle_without_cgroup_v1() {
-    if !root_or_skip("start_up_under_load_is_slower_than_idle_without_cgroup_v1") {
+    if !iolab_testkit::root_or_skip(
+        "start_up_under_load_is_slower_than_idle_without_cgroup_v1",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let _m = machine();
@@ -721,7 +779,10 @@ fn db_arg(b: &Bench) -> String {
 
 #[test]
 fn unknown_scheduler_is_a_usage_error() {
-    if !root_or_skip("unknown_scheduler_is_a_usage_error") {
+    if !iolab_testkit::root_or_skip(
+        "unknown_scheduler_is_a_usage_error",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let b = Bench::new("st-bad-sched");
@@ -734,7 +795,10 @@ fn unknown_scheduler_is_a_usage_error() {
 
 #[test]
 fn missing_command_is_a_usage_error() {
-    if !root_or_skip("missing_command_is_a_usage_error") {
+    if !iolab_testkit::root_or_skip(
+        "missing_command_is_a_usage_error",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let b = Bench::new("st-bad-cmd");
@@ -748,7 +812,10 @@ fn missing_command_is_a_usage_error() {
 
 #[test]
 fn unwritable_database_is_a_usage_error() {
-    if !root_or_skip("unwritable_database_is_a_usage_error") {
+    if !iolab_testkit::root_or_skip(
+        "unwritable_database_is_a_usage_error",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let b = Bench::new("st-bad-db");
@@ -791,7 +858,10 @@ fn not_root_is_a_usage_error() {
 
 #[test]
 fn unknown_workload_is_a_usage_error_before_anything_runs() {
-    if !root_or_skip("unknown_workload_is_a_usage_error_before_anything_runs") {
+    if !iolab_testkit::root_or_skip(
+        "unknown_workload_is_a_usage_error_before_anything_runs",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let b = Bench::new("st-bad-load");
@@ -815,7 +885,10 @@ fn unknown_workload_is_a_usage_error_before_anything_runs() {
 
 #[test]
 fn missing_program_is_a_usage_error_before_anything_is_stored() {
-    if !root_or_skip("missing_program_is_a_usage_error_before_anything_is_stored") {
+    if !iolab_testkit::root_or_skip(
+        "missing_program_is_a_usage_error_before_anything_is_stored",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let b = Bench::new("st-bad-prog");
@@ -834,7 +907,10 @@ fn missing_program_is_a_usage_error_before_anything_is_stored() {
 
 #[test]
 fn bad_iosched_params_are_usage_errors() {
-    if !root_or_skip("bad_iosched_params_are_usage_errors") {
+    if !iolab_testkit::root_or_skip(
+        "bad_iosched_params_are_usage_errors",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let b = Bench::new("st-bad-param");
@@ -892,7 +968,10 @@ fn demo_help_works_without_running_it() {
 
 #[test]
 fn a_real_device_needs_force_and_a_dir_on_it() {
-    if !root_or_skip("a_real_device_needs_force_and_a_dir_on_it") {
+    if !iolab_testkit::root_or_skip(
+        "a_real_device_needs_force_and_a_dir_on_it",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let b = Bench::new("st-bad-dev");
@@ -934,7 +1013,10 @@ fn a_real_device_needs_force_and_a_dir_on_it() {
 
 #[test]
 fn trace_cpu_and_explain_are_stored_with_every_start() {
-    if !root_or_skip("trace_cpu_and_explain_are_stored_with_every_start") {
+    if !iolab_testkit::root_or_skip(
+        "trace_cpu_and_explain_are_stored_with_every_start",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let _m = machine();
@@ -1080,7 +1162,10 @@ fn trace_cpu_and_explain_are_stored_with_every_start() {
 /// start; its first, priming start is not stored.
 #[test]
 fn warm_starts_read_nothing_from_the_device_and_beat_cold_ones() {
-    if !root_or_skip("warm_starts_read_nothing_from_the_device_and_beat_cold_ones") {
+    if !iolab_testkit::root_or_skip(
+        "warm_starts_read_nothing_from_the_device_and_beat_cold_ones",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let _m = machine();
@@ -1156,7 +1241,10 @@ fn start_modes_that_cannot_hold_are_usage_errors() {
 /// 300 ms later by the target's own sleep), and the report gives both.
 #[test]
 fn initial_and_full_display_are_stored_per_start() {
-    if !root_or_skip("initial_and_full_display_are_stored_per_start") {
+    if !iolab_testkit::root_or_skip(
+        "initial_and_full_display_are_stored_per_start",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let _m = machine();

@@ -13,7 +13,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use bench_env::{text, Bench};
-use lab_env::root_or_skip;
+
 use serde_json::Value;
 
 impl Bench {
@@ -43,7 +43,10 @@ const FLAKY: &str =
 
 #[test]
 fn failed_starts_are_stored_excluded_and_reported() {
-    if !root_or_skip("failed_starts_are_stored_excluded_and_reported") {
+    if !iolab_testkit::root_or_skip(
+        "failed_starts_are_stored_excluded_and_reported",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let b = Bench::new("so-failed");
@@ -99,7 +102,10 @@ fn failed_starts_are_stored_excluded_and_reported() {
 
 #[test]
 fn a_load_that_ends_mid_cell_stops_the_cell() {
-    if !root_or_skip("a_load_that_ends_mid_cell_stops_the_cell") {
+    if !iolab_testkit::root_or_skip(
+        "a_load_that_ends_mid_cell_stops_the_cell",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let b = Bench::new("so-load-ends");
@@ -179,7 +185,10 @@ fn usage_error(b: &Bench, args: &[&str]) -> String {
 
 #[test]
 fn contradictory_and_unbounded_options_are_refused() {
-    if !root_or_skip("contradictory_and_unbounded_options_are_refused") {
+    if !iolab_testkit::root_or_skip(
+        "contradictory_and_unbounded_options_are_refused",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let b = Bench::new("so-usage");
@@ -209,7 +218,10 @@ fn contradictory_and_unbounded_options_are_refused() {
 
 #[test]
 fn probe_refuses_to_overwrite_a_block_device() {
-    if !root_or_skip("probe_refuses_to_overwrite_a_block_device") {
+    if !iolab_testkit::root_or_skip(
+        "probe_refuses_to_overwrite_a_block_device",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let b = Bench::new("so-probe-dev");

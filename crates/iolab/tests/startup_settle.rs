@@ -9,7 +9,7 @@ mod lab_env;
 use std::process::{Command, Stdio};
 
 use bench_env::{ok, text, Bench};
-use lab_env::root_or_skip;
+
 use serde_json::Value;
 
 /// `iolab startup` with stderr sent to `log` (a file, as under nohup).
@@ -40,7 +40,10 @@ fn runs(b: &Bench) -> Vec<Value> {
 
 #[test]
 fn a_plain_line_per_start_when_stderr_is_a_file_and_pauses_between() {
-    if !root_or_skip("a_plain_line_per_start_when_stderr_is_a_file_and_pauses_between") {
+    if !iolab_testkit::root_or_skip(
+        "a_plain_line_per_start_when_stderr_is_a_file_and_pauses_between",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let b = Bench::new("settle-progress");
@@ -105,7 +108,10 @@ fn dirty_kib() -> u64 {
 
 #[test]
 fn the_previous_starts_dirty_data_is_written_back_before_the_next() {
-    if !root_or_skip("the_previous_starts_dirty_data_is_written_back_before_the_next") {
+    if !iolab_testkit::root_or_skip(
+        "the_previous_starts_dirty_data_is_written_back_before_the_next",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let b = Bench::new("settle-dirty");

@@ -19,7 +19,6 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use bench_env::{json_of, ok, text, Bench};
-use lab_env::root_or_skip;
 
 static MACHINE: Mutex<()> = Mutex::new(());
 
@@ -59,7 +58,10 @@ fn sweep_loops(pid: u32) -> Vec<String> {
 /// the device's /proc/diskstats saw within 3 %.
 #[test]
 fn tiny_sweep_stores_runs_whose_bytes_match_diskstats() {
-    if !root_or_skip("tiny_sweep_stores_runs_whose_bytes_match_diskstats") {
+    if !iolab_testkit::root_or_skip(
+        "tiny_sweep_stores_runs_whose_bytes_match_diskstats",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let _m = machine();
@@ -191,7 +193,10 @@ fn tiny_sweep_stores_runs_whose_bytes_match_diskstats() {
 /// marked interrupted, the lab is gone; `--resume` runs only the rest.
 #[test]
 fn interrupted_sweep_keeps_runs_and_resumes() {
-    if !root_or_skip("interrupted_sweep_keeps_runs_and_resumes") {
+    if !iolab_testkit::root_or_skip(
+        "interrupted_sweep_keeps_runs_and_resumes",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let _m = machine();
@@ -276,7 +281,10 @@ fn interrupted_sweep_keeps_runs_and_resumes() {
 /// The whole disk holding `/` (mounted): refused before anything changes.
 #[test]
 fn mounted_device_is_refused_with_one_line() {
-    if !root_or_skip("mounted_device_is_refused_with_one_line") {
+    if !iolab_testkit::root_or_skip(
+        "mounted_device_is_refused_with_one_line",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let root = iolab_sys::mounts::containing(std::path::Path::new("/")).unwrap();
@@ -316,7 +324,10 @@ fn mounted_device_is_refused_with_one_line() {
 /// second sweep is refused unless --force.
 #[test]
 fn device_sweep_runs_then_refuses_a_device_holding_a_filesystem() {
-    if !root_or_skip("device_sweep_runs_then_refuses_a_device_holding_a_filesystem") {
+    if !iolab_testkit::root_or_skip(
+        "device_sweep_runs_then_refuses_a_device_holding_a_filesystem",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let _m = machine();
@@ -374,7 +385,10 @@ fn lvm_crc(buf: &[u8]) -> u32 {
 /// found (before the fix it passed them, with lazy mkfs, as blank).
 #[test]
 fn devices_holding_lvm_luks_or_swap_are_refused() {
-    if !root_or_skip("devices_holding_lvm_luks_or_swap_are_refused") {
+    if !iolab_testkit::root_or_skip(
+        "devices_holding_lvm_luks_or_swap_are_refused",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let b = Bench::new("sw-sig");
@@ -439,7 +453,10 @@ fn devices_holding_lvm_luks_or_swap_are_refused() {
 /// A scheduler the device does not offer: exit 2, naming those it does.
 #[test]
 fn unknown_scheduler_is_refused_naming_the_available_ones() {
-    if !root_or_skip("unknown_scheduler_is_refused_naming_the_available_ones") {
+    if !iolab_testkit::root_or_skip(
+        "unknown_scheduler_is_refused_naming_the_available_ones",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let b = Bench::new("sw-sched");
@@ -487,7 +504,10 @@ fn bad_flags_are_usage_errors() {
 /// show` prints the maxima; the tmpfs, image and loop device are gone.
 #[test]
 fn max_sweep_counts_match_diskstats_and_cpu_is_bounded() {
-    if !root_or_skip("max_sweep_counts_match_diskstats_and_cpu_is_bounded") {
+    if !iolab_testkit::root_or_skip(
+        "max_sweep_counts_match_diskstats_and_cpu_is_bounded",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let _m = machine();
@@ -617,7 +637,10 @@ fn max_sweep_bad_flags_are_usage_errors() {
 /// compared are the stored runs' own.
 #[test]
 fn results_compare_finds_a_real_difference_between_cells() {
-    if !root_or_skip("results_compare_finds_a_real_difference_between_cells") {
+    if !iolab_testkit::root_or_skip(
+        "results_compare_finds_a_real_difference_between_cells",
+        "it makes loop devices and mounts",
+    ) {
         return;
     }
     let _m = machine();

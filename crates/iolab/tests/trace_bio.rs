@@ -49,14 +49,6 @@ impl Env {
     }
 }
 
-fn root_or_skip(test: &str) -> bool {
-    if iolab_sys::is_root() {
-        return true;
-    }
-    iolab_testkit::skip_line(format!("skip {test}: needs root (loop devices, tracefs)"));
-    false
-}
-
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -102,7 +94,10 @@ fn a_bad_device_is_a_one_line_usage_error() {
 
 #[test]
 fn json_lines_carry_biosnoop_fields_and_the_submitter() {
-    if !root_or_skip("json_lines_carry_biosnoop_fields_and_the_submitter") {
+    if !iolab_testkit::root_or_skip(
+        "json_lines_carry_biosnoop_fields_and_the_submitter",
+        "loop devices, tracefs",
+    ) {
         return;
     }
     let env = Env::new();
@@ -152,7 +147,10 @@ fn json_lines_carry_biosnoop_fields_and_the_submitter() {
 
 #[test]
 fn hist_summary_and_perfetto_are_documents() {
-    if !root_or_skip("hist_summary_and_perfetto_are_documents") {
+    if !iolab_testkit::root_or_skip(
+        "hist_summary_and_perfetto_are_documents",
+        "loop devices, tracefs",
+    ) {
         return;
     }
     let env = Env::new();
@@ -221,7 +219,10 @@ fn hist_summary_and_perfetto_are_documents() {
 
 #[test]
 fn the_command_exit_code_passes_through() {
-    if !root_or_skip("the_command_exit_code_passes_through") {
+    if !iolab_testkit::root_or_skip(
+        "the_command_exit_code_passes_through",
+        "loop devices, tracefs",
+    ) {
         return;
     }
     let env = Env::new();
@@ -245,7 +246,10 @@ fn load_with_trace_bio_reports_histograms_under_bio() {
     let out = env.iolab(&["load", "--rw", "read", "--size", "1m", "--trace", "nope"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("--trace nope"), "{}", stderr(&out));
-    if !root_or_skip("load_with_trace_bio_reports_histograms_under_bio") {
+    if !iolab_testkit::root_or_skip(
+        "load_with_trace_bio_reports_histograms_under_bio",
+        "loop devices, tracefs",
+    ) {
         return;
     }
     let guard = env.guard();

@@ -1,7 +1,7 @@
 //! The workload engine: the background I/O (and CPU) load of every iolab
 //! experiment, and `iolab load`.
 //!
-//! Jobs come from fio-style job files ([`jobfile`]), from command-line
+//! Jobs come from fio-style job files ([`jobfile`]: the job in [`job`], the run in [`run`], fio's output formats in [`output`]), from command-line
 //! options ([`job_from_options`]), from S-style readers/writers shorthand
 //! or a named workload ([`named`]); [`jobs_from_spec`] takes either a name
 //! or a job-file path, as `iolab startup --workloads` does.
@@ -23,59 +23,33 @@
 //! measured; Ctrl-C (`iolab_guard::stop_requested`) stops every job.
 #![deny(missing_docs)]
 
-mod buffer;
-pub mod cmdprio;
-mod coordinator;
-mod cpu;
-mod distribution;
-mod engine;
 mod error;
-mod extra;
-mod file_set;
 pub mod fio_process;
-pub mod fio_stats;
-mod fiolog;
-mod io_file;
-pub mod iolog;
-mod job;
-pub mod jobfile;
-pub mod json;
-mod layout;
-mod live;
-pub mod named;
-pub mod normal;
-mod options;
-mod options_iolog;
-mod options_more;
-mod pattern;
-mod plan;
-mod plat;
-mod progress;
-mod rate;
-mod report;
-mod runner;
-mod shared;
-mod sizes;
-mod spec;
-mod stats;
-mod steady;
-pub mod table;
-pub mod terse;
-mod timeline;
-mod verify;
-mod verify_state;
-mod worker;
-mod zones;
+pub mod job;
+pub mod output;
+pub mod run;
 
-pub use cpu::CpuUse;
+// The paths other crates know, kept as they were before the split into
+// job/, run/ and output/.
+pub use job::{cmdprio, jobfile, named};
+pub use output::{json, normal, table, terse};
+pub use run::files::iolog;
+pub use run::sinks::fio_stats;
+
 pub use error::{LoadError, Origin};
-pub use fiolog::inflate as inflate_log;
-pub use io_file::clone_paths;
-pub use job::{CpuMode, Dir, DirPair, IoEngine, Job, Rw};
-pub use options::supported as supported_options;
-pub use plan::{NAMED_FILE_SIZE, NAMED_MIN_FILE_SIZE};
-pub use report::{DirReport, DiskUtil, JobReport, LoadReport};
-pub use runner::{run_to_completion, start, EndedClone, LiveSnapshot, RunningLoad, StartOptions};
-pub use spec::{apply_overrides, job_from_options, jobs_from_shorthand, jobs_from_spec, Override};
-pub use stats::{Latency, PERCENTILES};
-pub use worker::{clone_seeds, Failure};
+pub use job::kinds::{CpuMode, Dir, DirPair, IoEngine, Rw};
+pub use job::model::Job;
+pub use job::options::supported as supported_options;
+pub use job::spec::{
+    apply_overrides, job_from_options, jobs_from_shorthand, jobs_from_spec, Override,
+};
+pub use run::clone::{clone_seeds, Failure};
+pub use run::files::io_file::clone_paths;
+pub use run::plan::{NAMED_FILE_SIZE, NAMED_MIN_FILE_SIZE};
+pub use run::report::{DirReport, DiskUtil, JobReport, LoadReport};
+pub use run::runner::{
+    run_to_completion, start, EndedClone, LiveSnapshot, RunningLoad, StartOptions,
+};
+pub use run::sinks::cpu::CpuUse;
+pub use run::sinks::logs::inflate as inflate_log;
+pub use run::sinks::stats::{Latency, PERCENTILES};

@@ -119,7 +119,7 @@ pub fn run(a: BootArgs) -> anyhow::Result<()> {
         db: a.db.path()?,
         resume: a.resume,
         force: false,
-        progress: a.progress.mode(a.json),
+        progress: a.progress.mode(),
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
     };
     let json = a.json;

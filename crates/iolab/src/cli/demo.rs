@@ -140,7 +140,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         db: a.db.path()?,
         resume: None,
         force: false,
-        progress: a.progress.mode(a.json),
+        progress: a.progress.mode(),
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
     };
     super::startup::run_and_print(Some(cfg), &opts, a.json)

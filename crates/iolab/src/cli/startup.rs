@@ -248,7 +248,7 @@ pub fn run(a: StartupArgs) -> anyhow::Result<()> {
         db: a.db.path()?,
         resume: a.resume,
         force: a.force,
-        progress: a.progress.mode(a.json),
+        progress: a.progress.mode(),
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
     };
     run_and_print(cfg, &opts, a.json)

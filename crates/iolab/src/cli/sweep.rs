@@ -290,7 +290,7 @@ fn options(a: &SweepArgs) -> anyhow::Result<RunOptions> {
         db: a.db.path()?,
         resume: a.resume,
         force: a.force,
-        progress: a.progress.mode(a.json || a.csv),
+        progress: a.progress.mode(),
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
     })
 }

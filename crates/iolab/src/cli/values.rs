@@ -120,22 +120,21 @@ pub fn settle(s: &str) -> Result<(u64, u64, f64), String> {
 /// `--progress`, shared by the commands that run experiments.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ProgressArg {
-    /// How progress is shown: `auto` (a bar on a terminal, one line per
-    /// finished run otherwise, e.g. under nohup, ssh or CI), `bar`,
-    /// `plain` or `none` [default: auto; none with --json or --csv].
+    /// How progress is shown on stderr: `auto` (a bar on a terminal, one
+    /// line per finished run otherwise, e.g. under nohup, ssh or CI),
+    /// `bar`, `plain` or `none` [default: auto, also with --json or --csv:
+    /// they go to stdout].
     #[arg(long, value_enum, value_name = "MODE")]
     pub progress: Option<iolab_experiment::engine::ProgressMode>,
 }
 
 impl ProgressArg {
-    /// The mode: as given, else none when stdout is data, else auto.
-    pub fn mode(&self, stdout_is_data: bool) -> iolab_experiment::engine::ProgressMode {
-        use iolab_experiment::engine::ProgressMode;
-        match self.progress {
-            Some(m) => m,
-            None if stdout_is_data => ProgressMode::None,
-            None => ProgressMode::Auto,
-        }
+    /// The mode: as given, else auto. Progress goes to stderr, so it does
+    /// not depend on what stdout carries: `--json > out.json 2> log` once
+    /// showed nothing for minutes.
+    pub fn mode(&self) -> iolab_experiment::engine::ProgressMode {
+        self.progress
+            .unwrap_or(iolab_experiment::engine::ProgressMode::Auto)
     }
 }
 

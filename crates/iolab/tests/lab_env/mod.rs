@@ -8,16 +8,6 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use serde_json::Value;
 
-pub fn root_or_skip(test: &str) -> bool {
-    if iolab_sys::is_root() {
-        return true;
-    }
-    iolab_testkit::skip_line(format!(
-        "skip {test}: needs root (it makes loop devices and mounts); CI runs as root"
-    ));
-    false
-}
-
 /// A task's I/O priority class and nice value as the kernel reports them
 /// (ioprio_get, /proc/TID/stat field 19): the outside truth of what iolab
 /// set on a process it did not start.

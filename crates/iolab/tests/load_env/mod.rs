@@ -49,16 +49,6 @@ impl Env {
     }
 }
 
-pub fn root_or_skip(test: &str) -> bool {
-    if iolab_sys::is_root() {
-        return true;
-    }
-    iolab_testkit::skip_line(format!(
-        "skip {test}: needs root (loop devices, mounts); CI runs as root"
-    ));
-    false
-}
-
 /// fio is one of the packages `.ci/run` installs; without it the test says
 /// so and, in CI, fails.
 pub fn fio_or_skip(test: &str) -> bool {

@@ -1,0 +1,360 @@
+//! The fio options beyond a job's core (see [`crate::job::model::Job`]): where
+//! offsets start and how they move, randomness, buffers, verify, rate
+//! floors, flow between jobs, stop conditions, reporting and fio's logs.
+//! Field names follow fio's options; defaults are fio's.
+
+use std::time::Duration;
+
+use iolab_sys::ioprio::IoPrio;
+
+use crate::job::distribution::Distribution;
+use crate::job::kinds::DirPair;
+use crate::job::verify::VerifyOpts;
+
+/// fio options beyond the core ones.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Extra {
+    /// `rw=read:N` with a sequential pattern: bytes added after each I/O
+    /// (negative walks backwards).
+    pub seq_add: i64,
+    /// `rw=randread:N`: a new random offset every N I/Os.
+    pub rand_every: u32,
+    /// `rw_sequencer=identical`: repeat the random offset instead of going
+    /// on sequentially.
+    pub identical: bool,
+    /// `offset`: where the region starts in the file.
+    pub offset: u64,
+    /// `offset_increment`: added to `offset` per clone.
+    pub offset_increment: u64,
+    /// `io_size` (`io_limit`): bytes per pass, when not `size`.
+    pub io_size: Option<u64>,
+    /// `number_ios`: stop after this many I/Os per clone.
+    pub number_ios: Option<u64>,
+    /// `filesize`: the file's size (a range picks one per file).
+    pub filesize: Option<(u64, u64)>,
+    /// `fill_device` (`fill_fs`): write until the filesystem is full; a
+    /// full disk ends the job without error.
+    pub fill_device: bool,
+    /// `norandommap`: random offsets with replacement.
+    pub norandommap: bool,
+    /// `random_generator=lfsr`: every block once per pass even with
+    /// `norandommap` (fio's LFSR walks a full period without a map; iolab's
+    /// keyed permutation does the same).
+    pub lfsr: bool,
+    /// `randseed`: the seed of every random choice.
+    pub randseed: Option<u64>,
+    /// `random_distribution`.
+    pub distribution: Distribution,
+    /// `filename_format`: names of files iolab creates for the job.
+    pub filename_format: Option<String>,
+    /// `filename=a:b:c`: every file of the job, when it names several.
+    pub filenames: Vec<std::path::PathBuf>,
+    /// `nrfiles`: files per clone (default 1).
+    pub nrfiles: u32,
+    /// `file_service_type`: which file each I/O goes to.
+    pub file_service: crate::job::kinds::FileService,
+    /// `create_on_open`: create the file when the job opens it (no layout
+    /// beforehand).
+    pub create_on_open: bool,
+    /// `unlink`: remove the job's files when it ends.
+    pub unlink: bool,
+    /// `allow_file_create=0`: refuse to create files.
+    pub no_create: bool,
+    /// How write buffers are filled.
+    pub buffer: BufferFill,
+    /// `refill_buffers`: new contents for every write.
+    pub refill_buffers: bool,
+    /// `verify` and its options.
+    pub verify: Option<VerifyOpts>,
+    /// `ratemin`: bytes/s below which the job fails, per direction.
+    pub ratemin: DirPair<Option<u64>>,
+    /// `rate_iops_min`.
+    pub rate_iops_min: DirPair<Option<u64>>,
+    /// `ratecycle`: the window over which `ratemin` is checked.
+    pub ratecycle: Duration,
+    /// `rate_process=poisson`: rate-limited I/Os arrive as a Poisson
+    /// process (exponential gaps with the rate's mean) instead of evenly.
+    pub rate_poisson: bool,
+    /// `flow`: this job's weight against other jobs with the same
+    /// `flow_id` (0 = no flow control).
+    pub flow: i64,
+    /// `flow_id`.
+    pub flow_id: u32,
+    /// `flow_sleep`: how long a job ahead of its share waits.
+    pub flow_sleep: Duration,
+    /// `sync_file_range=FLAGS:N`: every N writes, with these flags.
+    pub sync_file_range: Option<(u32, u32)>,
+    /// `thinktime`: pause after `thinktime_blocks` I/Os.
+    pub thinktime: Duration,
+    /// `thinktime_spin`: part of `thinktime` spent busy.
+    pub thinktime_spin: Duration,
+    /// `thinktime_blocks`.
+    pub thinktime_blocks: u32,
+    /// `startdelay`: wait before starting (a range draws one).
+    pub startdelay: (Duration, Duration),
+    /// `wait_for`: start when this job has ended.
+    pub wait_for: Option<String>,
+    /// `exitall`: when this job ends, end the others (see `exit_what`).
+    pub exitall: bool,
+    /// `exit_what`: which jobs `exitall` ends.
+    pub exit_what: ExitWhat,
+    /// `new_group`: start a new reporting group.
+    pub new_group: bool,
+    /// `group_reporting`: report the group's jobs as one.
+    pub group_reporting: bool,
+    /// `steadystate`: stop when the metric settles.
+    pub steadystate: Option<SteadyState>,
+    /// `percentile_list`.
+    pub percentile_list: Option<Vec<f64>>,
+    /// `unified_rw_reporting`: 0 none, 1 `mixed` (reads, writes and trims
+    /// reported only as one), 2 `both` (as one and each on its own).
+    pub unified_rw_reporting: u8,
+    /// `read_iolog`: the log to replay instead of the job's pattern.
+    #[serde(skip)]
+    pub read_iolog: Option<std::sync::Arc<crate::job::replay::Replay>>,
+    /// `write_iolog`: where to record the issued I/O.
+    pub write_iolog: Option<std::path::PathBuf>,
+    /// `zonemode=strided`: `(zonerange, zonesize, zoneskip)`.
+    pub strided: Option<(u64, u64, u64)>,
+    /// `serialize_overlap`: an I/O overlapping one in flight waits for it.
+    pub serialize_overlap: bool,
+    /// `replay_no_stall`: replay as fast as possible.
+    pub replay_no_stall: bool,
+    /// `replay_time_scale`: percent of the logged rate.
+    pub replay_scale: u32,
+    /// `clat_percentiles` (default on), `lat_percentiles` and
+    /// `slat_percentiles` (default off): which of the JSON's latencies
+    /// carry percentiles.
+    pub percentiles_in: (bool, bool, bool),
+    /// `disable_slat`: a queueing engine's latency is not split into slat
+    /// and clat.
+    pub no_slat: bool,
+    /// `cmdprio_*`: priorities per I/O (libaio, io_uring).
+    pub cmdprio: crate::job::cmdprio::CmdPrio,
+    /// `gtod_reduce` / `disable_lat`: no per-I/O clock reads, no latency.
+    pub no_latency: bool,
+    /// fio's logs.
+    pub logs: LogOpts,
+    /// `iodepth_batch_submit` (`iodepth_batch`): queue this many before
+    /// submitting (0/1 = submit each as it comes... fio submits what is
+    /// queued, up to iodepth).
+    pub batch_submit: u32,
+    /// `iodepth_batch_complete_min`: wait for at least this many.
+    pub batch_complete_min: u32,
+    /// `iodepth_batch_complete_max`: reap at most this many per call.
+    pub batch_complete_max: u32,
+    /// `userspace_reap` (libaio): read completions from the ring mapped
+    /// into user space.
+    pub userspace_reap: bool,
+    /// `hipri` (pvsync2, io_uring): polled I/O.
+    pub hipri: bool,
+    /// `nowait` (pvsync2): RWF_NOWAIT.
+    pub nowait: bool,
+    /// `uncached` (pvsync2): RWF_DONTCACHE.
+    pub uncached: bool,
+    /// `prio`/`prioclass`: this job's I/O priority.
+    pub prio: Option<IoPrio>,
+    /// `prioclass` alone (level from `prio`, default 4).
+    pub prioclass: Option<u8>,
+    /// `prio` level alone.
+    pub priolevel: Option<u8>,
+    /// Options taken with a meaning the user should know about.
+    pub notes: Vec<String>,
+}
+
+impl Default for Extra {
+    fn default() -> Self {
+        Extra {
+            seq_add: 0,
+            rand_every: 1,
+            identical: false,
+            offset: 0,
+            offset_increment: 0,
+            io_size: None,
+            number_ios: None,
+            filesize: None,
+            fill_device: false,
+            norandommap: false,
+            lfsr: false,
+            randseed: None,
+            distribution: Distribution::Uniform,
+            filename_format: None,
+            filenames: Vec::new(),
+            nrfiles: 1,
+            file_service: crate::job::kinds::FileService::RoundRobin(1),
+            create_on_open: false,
+            unlink: false,
+            no_create: false,
+            buffer: BufferFill::Random,
+            refill_buffers: false,
+            verify: None,
+            ratemin: DirPair::default(),
+            rate_iops_min: DirPair::default(),
+            ratecycle: Duration::from_millis(1000),
+            rate_poisson: false,
+            flow: 0,
+            flow_id: 0,
+            flow_sleep: Duration::ZERO,
+            sync_file_range: None,
+            thinktime: Duration::ZERO,
+            thinktime_spin: Duration::ZERO,
+            thinktime_blocks: 1,
+            startdelay: (Duration::ZERO, Duration::ZERO),
+            wait_for: None,
+            exitall: false,
+            exit_what: ExitWhat::Group,
+            new_group: false,
+            group_reporting: false,
+            steadystate: None,
+            percentile_list: None,
+            unified_rw_reporting: 0,
+            percentiles_in: (true, false, false),
+            no_slat: false,
+            cmdprio: crate::job::cmdprio::CmdPrio::default(),
+            read_iolog: None,
+            write_iolog: None,
+            replay_no_stall: false,
+            serialize_overlap: false,
+            strided: None,
+            replay_scale: 100,
+            no_latency: false,
+            logs: LogOpts::default(),
+            batch_submit: 1,
+            batch_complete_min: 1,
+            batch_complete_max: 0,
+            userspace_reap: false,
+            hipri: false,
+            nowait: false,
+            uncached: false,
+            prio: None,
+            prioclass: None,
+            priolevel: None,
+            notes: Vec::new(),
+        }
+    }
+}
+
+/// How write buffers are filled.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub enum BufferFill {
+    /// Random bytes (incompressible).
+    Random,
+    /// `zero_buffers`: zeros.
+    Zero,
+    /// `buffer_pattern`: this pattern repeated.
+    Pattern(Vec<u8>),
+    /// `buffer_compress_percentage=P` (`buffer_compress_chunk=C`): each
+    /// chunk is P % zeros and the rest random, so it compresses by ~P %.
+    Compressible {
+        /// Percent that compresses.
+        percent: u8,
+        /// Chunk bytes.
+        chunk: usize,
+    },
+}
+
+/// Which jobs `exitall` ends (`exit_what`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExitWhat {
+    /// The jobs of the same stonewall group (fio's default, `group`).
+    Group,
+    /// The jobs of the stonewall group and the ones after it.
+    Stonewall,
+    /// Every job.
+    All,
+}
+
+/// `steadystate=METRIC:LIMIT` (`ss`), `ss_dur`, `ss_ramp`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SteadyState {
+    /// iops, bw or lat.
+    pub metric: SsMetric,
+    /// Slope criterion (`iops_slope`) rather than deviation from the mean.
+    pub slope: bool,
+    /// The limit: a fraction of the mean when `percent`, else absolute.
+    pub limit: f64,
+    /// The limit was given in percent.
+    pub percent: bool,
+    /// Window the criterion looks at.
+    pub dur: Duration,
+    /// Time before the window starts filling.
+    pub ramp: Duration,
+    /// Sampling interval (`steadystate_check_interval`, default 1 s).
+    pub interval: Duration,
+}
+
+/// What steadystate watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SsMetric {
+    /// I/Os per second.
+    Iops,
+    /// Bytes per second.
+    Bw,
+    /// Mean completion latency.
+    Lat,
+}
+
+/// fio's `write_*_log` options.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct LogOpts {
+    /// `write_bw_log=PREFIX`.
+    pub bw: Option<String>,
+    /// `write_lat_log=PREFIX`.
+    pub lat: Option<String>,
+    /// `write_iops_log=PREFIX`.
+    pub iops: Option<String>,
+    /// `write_hist_log=PREFIX`.
+    pub hist: Option<String>,
+    /// `log_avg_msec`: average over windows of this many ms (0 = every
+    /// I/O).
+    pub avg_msec: u64,
+    /// `log_hist_msec`: histogram log interval (default 0 = only at the
+    /// end... fio needs it set; we use 1000 when unset).
+    pub hist_msec: u64,
+    /// `log_max_value` (`log_window_value=max`): log the window's maximum
+    /// instead of its mean.
+    pub max_value: bool,
+    /// `log_window_value=both`: the window's mean, then its maximum.
+    pub both: bool,
+    /// `log_issue_time`: a last column with each I/O's issue time (ns
+    /// from the job's start) in the clat and slat logs, 0 elsewhere.
+    pub issue_time: bool,
+    /// `log_offset`: add each I/O's offset (per-I/O logs).
+    pub offset: bool,
+    /// `log_prio`: add each I/O's priority.
+    pub prio: bool,
+    /// `per_job_logs=0`: `prefix_type.log`, without the clone number.
+    pub shared: bool,
+    /// `log_store_compressed=1`: zlib-compressed `.fz` files.
+    pub compressed: bool,
+}
+
+impl LogOpts {
+    /// The options with every default prefix (empty) set to the job's
+    /// name.
+    pub fn for_job(&self, name: &str) -> LogOpts {
+        let fix = |p: &Option<String>| {
+            p.as_ref().map(|s| {
+                if s.is_empty() {
+                    name.to_string()
+                } else {
+                    s.clone()
+                }
+            })
+        };
+        LogOpts {
+            bw: fix(&self.bw),
+            lat: fix(&self.lat),
+            iops: fix(&self.iops),
+            hist: fix(&self.hist),
+            ..self.clone()
+        }
+    }
+
+    /// True when any log is asked for.
+    pub fn any(&self) -> bool {
+        self.bw.is_some() || self.lat.is_some() || self.iops.is_some() || self.hist.is_some()
+    }
+}

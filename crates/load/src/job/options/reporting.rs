@@ -1,0 +1,116 @@
+//! What is reported: percentiles, latency and bandwidth measurement switches, grouping, and fio's log files (`write_*_log`, `log_*`).
+
+#![allow(clippy::wildcard_imports)]
+use super::prelude::*;
+use super::value::*;
+
+/// The options of this concern.
+pub const NAMES: &[&str] = &[
+    "group_reporting",
+    "percentile_list",
+    "clat_percentiles",
+    "lat_percentiles",
+    "unified_rw_reporting",
+    "gtod_reduce",
+    "disable_lat",
+    "disable_clat",
+    "disable_slat",
+    "disable_bw_measurement",
+    "disable_bw",
+    "write_bw_log",
+    "write_lat_log",
+    "write_iops_log",
+    "write_hist_log",
+    "log_avg_msec",
+    "log_hist_msec",
+    "log_max_value",
+    "log_window_value",
+    "log_issue_time",
+    "log_offset",
+    "log_prio",
+    "per_job_logs",
+    "log_compression",
+    "log_store_compressed",
+    "slat_percentiles",
+    "error_dump",
+];
+
+/// Applies one of [`NAMES`] (the registry only passes those).
+pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String> {
+    let name = job.name.clone();
+    let x = &mut job.x;
+    match key {
+        "group_reporting" => x.group_reporting = boolean(key, value)?,
+        "percentile_list" => {
+            let v = need(key, value)?;
+            let mut list = Vec::new();
+            for p in v.split(':') {
+                let f: f64 = p.trim().parse().ok().filter(|f: &f64| (0.0..=100.0).contains(f)).ok_or_else(|| {
+                    format!("{key}={v}: {p:?} is not a percentile from 0 to 100 (list them with ':', e.g. 50:99:99.9)")
+                })?;
+                list.push(f);
+            }
+            if list.len() > 20 {
+                return Err(format!("{key}={v}: at most 20 percentiles, as in fio"));
+            }
+            x.percentile_list = Some(list);
+        }
+        "clat_percentiles" => x.percentiles_in.0 = boolean(key, value)?,
+        "lat_percentiles" => x.percentiles_in.1 = boolean(key, value)?,
+        "unified_rw_reporting" => {
+            x.unified_rw_reporting = match value.unwrap_or("1") {
+                "0" | "none" => 0,
+                "1" | "mixed" => 1,
+                "2" | "both" => 2,
+                v => return Err(format!("{key}={v}: expected none, mixed or both (0/1/2)")),
+            }
+        }
+        "gtod_reduce" | "disable_lat" | "disable_clat" => {
+            if boolean(key, value)? {
+                x.no_latency = true;
+            }
+        }
+        "disable_slat" => x.no_slat = boolean(key, value)?,
+        "disable_bw_measurement" | "disable_bw" => {
+            boolean(key, value)?;
+        }
+        "write_bw_log" => x.logs.bw = Some(log_prefix(&name, value)),
+        "write_lat_log" => x.logs.lat = Some(log_prefix(&name, value)),
+        "write_iops_log" => x.logs.iops = Some(log_prefix(&name, value)),
+        "write_hist_log" => x.logs.hist = Some(log_prefix(&name, value)),
+        "log_avg_msec" => x.logs.avg_msec = number(key, need(key, value)?)?,
+        "log_hist_msec" => x.logs.hist_msec = number(key, need(key, value)?)?,
+        "log_max_value" => x.logs.max_value = boolean(key, value)?,
+        // fio 3.36's successor of log_max_value: mean, max or both.
+        "log_window_value" => {
+            let v = need(key, value)?;
+            (x.logs.max_value, x.logs.both) = match v {
+                "mean" | "avg" | "0" => (false, false),
+                "max" | "1" => (true, false),
+                "both" | "2" => (false, true),
+                _ => return Err(format!("{key}={v}: expected mean, max or both")),
+            };
+        }
+        "log_issue_time" => x.logs.issue_time = boolean(key, value)?,
+        "log_offset" => x.logs.offset = boolean(key, value)?,
+        "log_prio" => x.logs.prio = boolean(key, value)?,
+        // per_job_logs=0: one file per log kind without the clone number
+        // (prefix_bw.log), as fio names it; a job of several clones is
+        // checked in validate (their lines would interleave).
+        "per_job_logs" => x.logs.shared = !boolean(key, value)?,
+        // fio compresses log chunks of this size in memory; iolab streams
+        // its logs to the file as it goes, so it holds none to compress.
+        "log_compression" => {
+            size(key, need(key, value)?)?;
+        }
+        "log_store_compressed" => x.logs.compressed = boolean(key, value)?,
+        // Only the queueing engines have a slat (as in fio).
+        "slat_percentiles" => x.percentiles_in.2 = boolean(key, value)?,
+        "error_dump" => {
+            boolean(key, value)?;
+        }
+        // apply() let only NAMES in.
+        _ => return Err(format!("option {key} is not in this table")),
+    }
+    Ok(())
+}

@@ -1,0 +1,198 @@
+//! Where a completed I/O goes: the clone's live totals, its latency and
+//! bandwidth statistics, cmdprio's per-priority latencies, fio's log
+//! files, flow and steady state, and the `ratemin` floor.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use crate::job::kinds::Dir;
+use crate::run::clone::result::Failure;
+use crate::run::clone::state::Run;
+use crate::run::sinks::logs::Issue;
+
+impl Run<'_> {
+    /// Records a completed I/O at `offset` (for logs).
+    #[inline]
+    pub fn complete_at(&mut self, dir: Dir, bytes: u64, lat: Duration, now: Instant, offset: u64) {
+        self.complete(dir, bytes, lat, Issue::default(), now, offset);
+    }
+
+    /// The ioprio of a queueing engine's next I/O (cmdprio), 0 for the
+    /// job's own: drawn per I/O as fio draws it.
+    #[inline]
+    pub fn cmdprio(&mut self, dir: Dir, len: u64) -> u16 {
+        use rand::Rng;
+        let Some((rules, _, _)) = &self.cmdprio else {
+            return 0;
+        };
+        let rules = &rules[(dir as usize).min(1)];
+        if rules.is_empty() {
+            return 0;
+        }
+        let r = self.rng.random_range(0..100u32);
+        crate::job::cmdprio::pick(rules, len, r).unwrap_or(0)
+    }
+
+    /// Records a completed I/O of a queueing engine: `lat` from its
+    /// preparation, `slat` of that to its submission (fio's slat; the rest
+    /// is its clat; `None` with `disable_slat`), `prio` its own ioprio (0:
+    /// the job's).
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub fn complete_queued(
+        &mut self,
+        dir: Dir,
+        bytes: u64,
+        lat: Duration,
+        slat: Option<Duration>,
+        prio: u16,
+        now: Instant,
+        offset: u64,
+    ) {
+        let lat_ns = lat.as_nanos() as u64;
+        let slat_ns = slat.map(|s| (s.as_nanos() as u64).min(lat_ns));
+        self.complete(dir, bytes, lat, Issue { slat_ns, prio }, now, offset);
+    }
+
+    #[inline(always)]
+    fn complete(
+        &mut self,
+        dir: Dir,
+        bytes: u64,
+        lat: Duration,
+        issue: Issue,
+        now: Instant,
+        offset: u64,
+    ) {
+        self.time.tick(now);
+        let d = dir as usize;
+        let t = &mut self.live_totals[d];
+        t.0 += bytes;
+        t.1 += 1;
+        self.spec.live.publish(dir, t.0, t.1);
+        let measuring = self.time.measuring();
+        let asked = bytes.max(1);
+        if measuring {
+            if self.timed {
+                let lat_ns = lat.as_nanos() as u64;
+                self.dirs[d].record(bytes, asked, lat_ns);
+                if let Some(s) = issue.slat_ns {
+                    self.dirs[d].record_split(s, lat_ns - s);
+                }
+                if let Some((_, default, use_lat)) = self.cmdprio {
+                    // fio's `prios`: lat with lat_percentiles, else clat.
+                    let v = if use_lat {
+                        lat_ns
+                    } else {
+                        lat_ns - issue.slat_ns.unwrap_or(0)
+                    };
+                    let key = if issue.prio == 0 { default } else { issue.prio };
+                    self.dirs[d].record_prio(key, v);
+                }
+            } else {
+                self.dirs[d].record_untimed(bytes, asked);
+            }
+            if self.sampler.next.is_none_or(|n| now >= n) {
+                self.sample(now);
+            }
+        }
+        if self.slow_path {
+            self.slow_complete(d, bytes, lat, issue, now, offset, measuring);
+        }
+    }
+
+    /// Closes a bandwidth/IOPS sample window when one is full.
+    #[cold]
+    fn sample(&mut self, now: Instant) {
+        let totals = [0, 1].map(|d| (self.dirs[d].bytes, self.dirs[d].ios));
+        let used = [self.job.reads(), self.job.writes()];
+        self.sampler.tick(now, totals, used, &mut self.fx.samples);
+    }
+
+    #[cold]
+    #[allow(clippy::too_many_arguments)]
+    fn slow_complete(
+        &mut self,
+        d: usize,
+        bytes: u64,
+        lat: Duration,
+        issue: Issue,
+        now: Instant,
+        offset: u64,
+        measuring: bool,
+    ) {
+        let shared = self.me;
+        if self.job.x.flow != 0 {
+            shared.flow_ios.fetch_add(1, Ordering::Relaxed);
+        }
+        if !measuring {
+            return;
+        }
+        let lat_ns = lat.as_nanos() as u64;
+        let real = self.names.real(offset);
+        if let Some(l) = &mut self.logs {
+            l.record(d, lat_ns, issue, bytes, real, now);
+        }
+        if self.steady.is_some() {
+            shared.ss[0].fetch_add(1, Ordering::Relaxed);
+            shared.ss[1].fetch_add(bytes, Ordering::Relaxed);
+            shared.ss[2].fetch_add(lat_ns, Ordering::Relaxed);
+            // Clone 0 judges for the whole job.
+            if self.spec.clone == 0 {
+                let totals = [0, 1, 2].map(|i| shared.ss[i].load(Ordering::Relaxed));
+                if let Some(s) = &mut self.steady {
+                    if s.sample(now, totals) {
+                        shared.stop.store(true, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+        if let Some((start, bytes0, ios0)) = self.min_window {
+            let cycle = self.job.x.ratecycle;
+            let el = now.saturating_duration_since(start);
+            if el >= cycle {
+                let totals = [self.live_totals[0], self.live_totals[1]];
+                for (i, dir) in [(0, Dir::Read), (1, Dir::Write)] {
+                    let secs = el.as_secs_f64();
+                    let bw = (totals[i].0 - bytes0[i]) as f64 / secs;
+                    let iops = (totals[i].1 - ios0[i]) as f64 / secs;
+                    let uses = if i == 0 {
+                        self.job.reads()
+                    } else {
+                        self.job.writes()
+                    };
+                    if !uses {
+                        continue;
+                    }
+                    let low_bw = self.job.x.ratemin.get(dir).filter(|m| bw < *m as f64);
+                    let low_iops = self
+                        .job
+                        .x
+                        .rate_iops_min
+                        .get(dir)
+                        .filter(|m| iops < *m as f64);
+                    if low_bw.is_some() || low_iops.is_some() {
+                        let what = match (low_bw, low_iops) {
+                            (Some(m), _) => format!("{:.0} B/s, below ratemin={m}", bw),
+                            (_, Some(m)) => format!("{iops:.0} IOPS, below rate_iops_min={m}"),
+                            _ => String::new(),
+                        };
+                        let f = Failure {
+                            errno: 0,
+                            message: format!(
+                                "job {}: {} ran at {what} over the last {} ms (ratecycle); the job stopped, results so far are kept",
+                                self.job.name,
+                                if i == 0 { "reading" } else { "writing" },
+                                el.as_millis()
+                            ),
+                        };
+                        self.fail(f);
+                        return;
+                    }
+                }
+                self.min_window =
+                    Some((now, [totals[0].0, totals[1].0], [totals[0].1, totals[1].1]));
+            }
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! What one clone hands back when it ends: what it measured and, when it
+//! stopped early, why ([`Failure`]).
+
+use std::path::Path;
+use std::time::Instant;
+
+use crate::job::kinds::Dir;
+use crate::job::model::Job;
+use crate::run::sinks::cpu::CpuUse;
+use crate::run::sinks::stats::DirAcc;
+
+/// Why a clone stopped early.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Failure {
+    /// The errno (fio's `error` field), 0 if none applies.
+    pub errno: i32,
+    /// What happened and what was kept.
+    pub message: String,
+}
+
+impl Failure {
+    /// A failed read or write.
+    pub fn io(job: &Job, err: &std::io::Error, dir: Dir, path: &Path, offset: u64) -> Failure {
+        let errno = err.raw_os_error().unwrap_or(0);
+        let op = match dir {
+            Dir::Read => "reading",
+            Dir::Write => "writing",
+            Dir::Trim => "trimming",
+        };
+        let message = if errno == libc::ENOSPC {
+            format!(
+                "job {}: disk full (ENOSPC) {op} {} at offset {offset}: the job stopped; results measured so far are kept",
+                job.name,
+                path.display()
+            )
+        } else {
+            format!(
+                "job {}: {op} {} at offset {offset} failed: {err}; the job stopped",
+                job.name,
+                path.display()
+            )
+        };
+        Failure { errno, message }
+    }
+}
+
+/// What a clone measured.
+#[derive(Debug)]
+pub struct CloneResult {
+    /// Index of the job.
+    pub job_idx: usize,
+    /// Kernel thread id (0 if setup never ran).
+    pub tid: i32,
+    /// Reads, writes and trims.
+    pub dirs: [DirAcc; 3],
+    /// CPU used while measuring.
+    pub cpu: CpuUse,
+    /// fsync/fdatasync calls made.
+    pub syncs: u64,
+    /// First and last instant of measurement.
+    pub measured: Option<(Instant, Instant)>,
+    /// Why it stopped early.
+    pub failure: Option<Failure>,
+    /// The clone's random seed (see [`clone_seeds`]).
+    pub seed: u64,
+    /// Samples, queue depths and sync latencies.
+    pub fx: crate::run::sinks::fio_stats::FioExtras,
+}

@@ -1,0 +1,316 @@
+//! The state an engine's loop drives (`Run`): one clone's job, clock,
+//! files and the owned parts that do the work: what to issue next
+//! ([`super::issue`]), where completions are counted
+//! ([`super::complete`]), and what is written and verified
+//! ([`super::data`], with its [`Verifier`]).
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use iolab_sys::ioprio::IoPrio;
+use rand::SeedableRng;
+
+use crate::job::extra::BufferFill;
+use crate::job::kinds::{Dir, IoEngine};
+use crate::job::model::Job;
+use crate::run::clone::result::{CloneResult, Failure};
+use crate::run::clone::spec::{seed_for, CloneSpec};
+use crate::run::clone::verifier::Verifier;
+use crate::run::files::file_set::{FilePatterns, Names};
+use crate::run::files::pattern::Shape;
+use crate::run::files::zones::Zones;
+use crate::run::rate::Pacer;
+use crate::run::shared::JobShared;
+use crate::run::sinks::cpu::CpuUse;
+use crate::run::sinks::logs::CloneLogs;
+use crate::run::sinks::stats::DirAcc;
+use crate::run::sinks::steady::Steady;
+use crate::run::sinks::timeline::Timeline;
+
+/// The state an engine's loop drives.
+pub struct Run<'a> {
+    pub(super) spec: &'a CloneSpec,
+    /// This job's shared state (stop flag, flow and steadystate totals).
+    pub(super) me: &'a JobShared,
+    /// The job.
+    pub job: &'a Job,
+    pub(super) pattern: FilePatterns,
+    /// The files' names and the offset codec.
+    pub(super) names: Names,
+    pub(super) pacer: Option<Pacer>,
+    /// The clock.
+    pub time: Timeline,
+    pub(super) dirs: [DirAcc; 3],
+    /// `read_iolog`: the log replayed instead of the pattern, and where
+    /// this clone is in it.
+    pub(super) replay: Option<(
+        std::sync::Arc<crate::job::replay::Replay>,
+        crate::run::files::iolog::Cursor,
+    )>,
+    /// `write_iolog`: the record of what this clone issues.
+    pub(super) iolog: Option<crate::run::files::iolog::Writer>,
+    /// trimwrite: the write that follows the trim just issued.
+    pub(super) then_write: Option<(u64, u64)>,
+    /// zonemode=strided: the zone the pattern runs in, and the bytes
+    /// issued this pass (a pass ends at io_size).
+    pub(super) zones: Option<Zones>,
+    pub(super) zone_bytes: u64,
+    /// Samples, queue depths and sync latencies (fio's other per-job
+    /// statistics).
+    pub fx: crate::run::sinks::fio_stats::FioExtras,
+    pub(super) sampler: crate::run::sinks::fio_stats::Sampler,
+    pub(super) live_totals: [(u64, u64); 3],
+    pub(super) loops_left: u32,
+    pub(super) writes: u64,
+    pub(super) syncs: u64,
+    /// Set when the clone failed.
+    pub failure: Option<Failure>,
+    /// An I/O drawn from the pattern but not yet due (rate limit).
+    pub(super) pending: Option<(Dir, u64, u64)>,
+    /// Where the region starts in the file.
+    pub(super) base: u64,
+    pub(super) issued: u64,
+    pub(super) verify: Option<Verifier>,
+    /// Write buffers need preparing before each write.
+    pub(super) prepare: bool,
+    pub(super) rng: rand::rngs::SmallRng,
+    pub(super) logs: Option<CloneLogs>,
+    pub(super) steady: Option<Steady>,
+    /// `ratemin`/`rate_iops_min` window: start, bytes and I/Os at start.
+    pub(super) min_window: Option<(Instant, [u64; 2], [u64; 2])>,
+    /// Extra per-I/O work (flow, steadystate sharing, logs).
+    pub(super) slow_path: bool,
+    pub(super) timed: bool,
+    /// cmdprio: the rules per direction, the ioprio of the job's other
+    /// I/Os, and whether the per-priority latency is lat (else clat).
+    pub(super) cmdprio: Option<([Vec<crate::job::cmdprio::Rule>; 2], u16, bool)>,
+}
+
+/// What an engine should do next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Issue this I/O: direction, offset, length.
+    Io(Dir, u64, u64),
+    /// The rate limit wants this long before the next I/O.
+    Wait(Duration),
+    /// A loop ended and its writes are to be verified: complete every I/O
+    /// in flight, then call [`Run::drained`] (fio's do_io drains before
+    /// do_verify).
+    Drain,
+    /// The clone is done.
+    Done,
+}
+
+impl<'a> Run<'a> {
+    pub(super) fn new(spec: &'a CloneSpec, go: Instant) -> Result<Run<'a>, String> {
+        let job = &*spec.job;
+        let io = job.ioengine != IoEngine::CpuIo;
+        let zones = zones_of(spec);
+        let shape = shape_of(spec, zones.as_ref());
+        let seed = seed_for(spec);
+        let verify = Verifier::for_clone(job, spec.clone)?;
+        let prepare = job.writes()
+            && (verify.is_some() || job.x.refill_buffers || job.x.buffer != BufferFill::Random);
+        // fio's priority column: with log_prio the ioprio value in hex
+        // (class << 13 | level), else 1 for the real-time class, 0 otherwise.
+        let prio = job.x.prio.or(spec.ioprio);
+        let prio_col = if job.x.logs.prio {
+            format!("0x{:04x}", prio.map_or(0, IoPrio::raw))
+        } else {
+            u32::from(matches!(prio, Some(IoPrio::RealTime(_)))).to_string()
+        };
+        let logs = CloneLogs::open(&job.x.logs.for_job(&job.name), spec.number, go, prio_col)?;
+        let steady = job.x.steadystate.clone().map(|s| Steady::new(s, go));
+        let min_window = (job.x.ratemin.read.is_some()
+            || job.x.ratemin.write.is_some()
+            || job.x.rate_iops_min.read.is_some()
+            || job.x.rate_iops_min.write.is_some())
+        .then_some((go, [0; 2], [0; 2]));
+        let slow_path =
+            logs.is_some() || steady.is_some() || job.x.flow != 0 || min_window.is_some();
+        Ok(Run {
+            spec,
+            me: &spec.shared.jobs[spec.job_idx],
+            job,
+            pattern: FilePatterns::new(&shape, spec.targets.len(), seed, job.x.file_service),
+            names: Names::new(spec.targets.clone()),
+            pacer: Pacer::for_job(job, seed),
+            time: Timeline::new(job, go),
+            dirs: [
+                DirAcc::new(io && job.reads()),
+                DirAcc::new(io && job.rw.offsets_as().writes()),
+                DirAcc::new(io && job.rw.trims()),
+            ],
+            fx: Default::default(),
+            sampler: Default::default(),
+            live_totals: [(0, 0); 3],
+            then_write: None,
+            zones,
+            zone_bytes: 0,
+            loops_left: job.loops.max(1),
+            writes: 0,
+            syncs: 0,
+            failure: None,
+            pending: None,
+            base: job.x.offset + job.x.offset_increment * u64::from(spec.clone),
+            issued: 0,
+            verify,
+            prepare,
+            rng: rand::rngs::SmallRng::seed_from_u64(seed ^ 0x5eed),
+            logs,
+            steady,
+            min_window,
+            slow_path,
+            timed: !job.x.no_latency,
+            cmdprio: job.x.cmdprio.active().then(|| {
+                let default = job.x.prio.or(spec.ioprio).map_or(0, |p| p.raw() as u16);
+                (
+                    [job.x.cmdprio.rules(0), job.x.cmdprio.rules(1)],
+                    default,
+                    job.x.percentiles_in.1,
+                )
+            }),
+            replay: job.x.read_iolog.clone().map(|r| {
+                (
+                    r,
+                    crate::run::files::iolog::Cursor::new(
+                        job.x.replay_no_stall,
+                        job.x.replay_scale,
+                    ),
+                )
+            }),
+            iolog: match &job.x.write_iolog {
+                Some(p) => Some(crate::run::files::iolog::Writer::create(
+                    p,
+                    &spec.targets,
+                    go,
+                )?),
+                None => None,
+            },
+        })
+    }
+
+    /// The (first) target path, for messages.
+    pub fn path(&self) -> &Path {
+        self.names.first()
+    }
+
+    /// A failed I/O at offset `v`, naming its file and offset.
+    pub fn io_failure(&self, err: &std::io::Error, dir: Dir, v: u64) -> Failure {
+        let (path, off) = self.names.locate(v);
+        Failure::io(self.job, err, dir, path, off)
+    }
+
+    /// True when I/O latencies are measured (not `gtod_reduce`).
+    #[inline]
+    pub fn timed(&self) -> bool {
+        self.timed
+    }
+
+    /// True when the clone must stop issuing I/O.
+    #[inline]
+    pub fn stopped(&self) -> bool {
+        self.failure.is_some()
+            || self.time.past_deadline()
+            || self.spec.ctl.stopping()
+            || self.me.stop.load(Ordering::Relaxed)
+    }
+
+    /// True when a rate limit applies.
+    pub fn paced(&self) -> bool {
+        self.pacer.is_some()
+    }
+
+    /// Stops the clone (and its siblings) with a failure; the first one
+    /// is kept.
+    pub fn fail(&mut self, f: Failure) {
+        if self.failure.is_none() {
+            self.failure = Some(f);
+        }
+        self.me.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// A full disk while `fill_device` fills it: the pass is over, not an
+    /// error.
+    pub fn fill_done(&self, err: &std::io::Error) -> bool {
+        self.job.x.fill_device && err.raw_os_error() == Some(libc::ENOSPC)
+    }
+
+    pub(super) fn finish(mut self, out: &mut CloneResult) {
+        let end = Instant::now();
+        if let Some(start) = self.time.measure_start {
+            out.measured = Some((start, end));
+            out.cpu = CpuUse::this_thread().since(&self.time.cpu_start);
+        }
+        if let Some(v) = self.verify.as_ref().filter(|v| v.opts.state_save) {
+            if let Err(e) = v.save_state(self.job, self.spec.clone) {
+                self.failure.get_or_insert(Failure {
+                    errno: 0,
+                    message: format!("job {}: {e}", self.job.name),
+                });
+            }
+        }
+        if let Some(w) = self.iolog.take() {
+            if let Err(e) = w.finish(end) {
+                self.failure.get_or_insert(Failure {
+                    errno: e.raw_os_error().unwrap_or(0),
+                    message: format!("job {}: write_iolog: {e}", self.job.name),
+                });
+            }
+        }
+        if let Some(l) = self.logs.take() {
+            if let Err(e) = l.finish(end) {
+                self.failure.get_or_insert(Failure {
+                    errno: 0,
+                    message: format!("job {}: {e}", self.job.name),
+                });
+            }
+        }
+        out.dirs = self.dirs;
+        out.fx = self.fx;
+        out.syncs = self.syncs;
+        out.failure = self.failure;
+    }
+}
+
+/// zonemode=strided: the pattern runs over one zone, a pass per zonerange
+/// bytes; [`Zones`] places it in the file.
+fn zones_of(spec: &CloneSpec) -> Option<Zones> {
+    let job = &*spec.job;
+    job.x.strided.map(|(range, size, skip)| {
+        let (range, size) = match (range, size) {
+            (0, 0) => (spec.size, spec.size),
+            (0, s) => (s, s),
+            (r, 0) => (r, r),
+            (r, s) => (r, s),
+        };
+        let first = job.x.offset;
+        Zones::new(range, size, skip, first, spec.size.max(first + range))
+    })
+}
+
+/// The offset pattern's shape: over the clone's region, or over one zone.
+fn shape_of(spec: &CloneSpec, zones: Option<&Zones>) -> Shape {
+    let job = &*spec.job;
+    let (size, io_size) = match zones {
+        Some(z) => (z.range(), z.range()),
+        None => (spec.size, spec.io_size),
+    };
+    Shape {
+        rw: job.rw.offsets_as(),
+        rwmixread: job.rwmixread,
+        sizes: job.sizes.clone(),
+        size: size.max(job.sizes.min()),
+        // Each file's share of the pass (fio's io_size counts them all).
+        io_size: (io_size / spec.targets.len().max(1) as u64).max(job.sizes.min()),
+        seq_add: job.x.seq_add,
+        rand_every: job.x.rand_every,
+        identical: job.x.identical,
+        // fio's lfsr covers every block once per pass without a map,
+        // so norandommap does not make it draw with replacement (fio
+        // covered 256 of 256 blocks where iolab, drawing, hit 153).
+        norandommap: job.x.norandommap && !job.x.lfsr,
+        distribution: job.x.distribution.clone(),
+    }
+}
