@@ -40,16 +40,9 @@ pub enum ExperimentError {
     /// Attribution failed.
     #[error(transparent)]
     Explain(#[from] iolab_explain::ExplainError),
-    /// A collector other than those above failed.
-    #[error("{name}: {source}")]
-    Collector {
-        /// The collector (`sched`).
-        name: &'static str,
-        /// True when the cause is the user's input or machine (exit 2).
-        usage: bool,
-        /// What failed.
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
+    /// A collector failed.
+    #[error(transparent)]
+    Collect(#[from] iolab_collect::CollectError),
     /// A result could not be turned into the JSON it is stored as.
     #[error("could not serialise {what}: {source}")]
     Serialise {
@@ -87,25 +80,11 @@ impl ExperimentError {
             ExperimentError::Record(e) => e.is_usage(),
             ExperimentError::Bio(e) => e.is_usage(),
             ExperimentError::Explain(e) => e.is_usage(),
-            ExperimentError::Collector { usage, .. } => *usage,
+            ExperimentError::Collect(e) => e.is_usage(),
             ExperimentError::Sys(_)
             | ExperimentError::Serialise { .. }
             | ExperimentError::RunFailed { .. }
             | ExperimentError::Unmount(_) => false,
-        }
-    }
-
-    /// A failure of collector `name`; `usage` when it is the user's to
-    /// fix (exit 2).
-    pub fn collector(
-        name: &'static str,
-        usage: bool,
-        source: impl std::error::Error + Send + Sync + 'static,
-    ) -> ExperimentError {
-        ExperimentError::Collector {
-            name,
-            usage,
-            source: Box::new(source),
         }
     }
 

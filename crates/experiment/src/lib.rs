@@ -7,7 +7,7 @@
 
 pub mod app_process;
 pub mod boot;
-pub mod collect;
+pub use iolab_collect as collect;
 pub mod engine;
 mod error;
 pub mod launch;

@@ -31,6 +31,8 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
                 .is_some_and(|s| s.is_usage())
             || e.downcast_ref::<iolab_load::LoadError>()
                 .is_some_and(|s| s.is_usage())
+            || e.downcast_ref::<iolab_experiment::collect::CollectError>()
+                .is_some_and(|s| s.is_usage())
             || e.downcast_ref::<iolab_lab::LabError>()
                 .is_some_and(|s| s.is_usage())
             || e.downcast_ref::<iolab_experiment::ExperimentError>()

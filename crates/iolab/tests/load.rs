@@ -206,6 +206,28 @@ fn bad_flags_exit_2() {
     }
 }
 
+/// `iolab load` takes its observers from the collector registry: those
+/// that follow a target's processes are refused by name (a load has no
+/// target), before anything is laid out.
+#[test]
+fn collectors_that_follow_a_target_are_refused_on_a_load() {
+    let env = Env::new();
+    let dir = env.dir().to_str().unwrap();
+    for flag in ["--sched", "--explain"] {
+        let out = env.run(&["--rw", "read", "--size", "1m", "--directory", dir, flag]);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains(flag) && err.contains("iolab load runs have none"),
+            "{flag}: {err}"
+        );
+        assert!(
+            std::fs::read_dir(env.dir()).unwrap().next().is_none(),
+            "{flag}: nothing is laid out"
+        );
+    }
+}
+
 #[test]
 fn named_workloads_lay_out_and_loop() {
     let env = Env::new();

@@ -65,6 +65,12 @@ pub enum LoadError {
     /// The guard refused or failed a change (scheduler switch).
     #[error(transparent)]
     Guard(#[from] iolab_guard::GuardError),
+    /// A collector observing the load (`--trace bio`, `--cpu`) failed.
+    #[error(transparent)]
+    Observe(#[from] iolab_collect::CollectError),
+    /// The installed fio (`--with-fio`) gave no report.
+    #[error("{0}")]
+    Fio(String),
 }
 
 impl LoadError {
@@ -73,6 +79,7 @@ impl LoadError {
         match self {
             LoadError::JobFile { .. } | LoadError::Usage(_) => true,
             LoadError::Guard(g) => g.is_usage(),
+            LoadError::Observe(o) => o.is_usage(),
             _ => false,
         }
     }
@@ -93,7 +100,8 @@ impl LoadError {
         }
     }
 
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> LoadError {
+    /// An I/O failure on `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> LoadError {
         LoadError::Io {
             path: path.into(),
             source,

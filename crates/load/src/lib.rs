@@ -28,11 +28,12 @@ pub mod fio_process;
 pub mod job;
 pub mod output;
 pub mod run;
+pub mod session;
 
 // The paths other crates know, kept as they were before the split into
 // job/, run/ and output/.
 pub use job::{cmdprio, jobfile, named};
-pub use output::{json, normal, table, terse};
+pub use output::{json, normal, render, table, terse};
 pub use run::files::iolog;
 pub use run::sinks::fio_stats;
 

@@ -32,11 +32,8 @@ const FILES: &[&str] = &[
 ];
 
 fn remote(e: iolab_remote::RemoteError) -> ExperimentError {
-    ExperimentError::Collector {
-        name: "ssh",
-        usage: matches!(e, iolab_remote::RemoteError::Usage(_)),
-        source: Box::new(e),
-    }
+    let usage = matches!(e, iolab_remote::RemoteError::Usage(_));
+    iolab_collect::CollectError::collector("ssh", usage, e).into()
 }
 
 /// Boots the board once doing `line` (see iolab-boot-start); what its

@@ -207,12 +207,7 @@ fn lock(m: &std::sync::Mutex<FioChild>) -> std::sync::MutexGuard<'_, FioChild> {
 
 /// The installed fio, for `--with-fio` (`iolab load`'s and startup's).
 pub fn fio_path() -> Result<std::path::PathBuf, ExperimentError> {
-    iolab_spawn::resolve("fio").ok_or_else(|| {
-        UsageError::new(
-            "--with-fio: no fio in PATH; install it (apt-get install fio) or drop --with-fio",
-        )
-        .into()
-    })
+    Ok(iolab_load::session::with_fio::fio_path()?)
 }
 
 /// The job file with the overrides closing every job, written next to the

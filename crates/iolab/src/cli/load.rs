@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use iolab_load::{named, LoadError, Override, StartOptions};
-use iolab_sys::cpustat::CpuMonitor;
+use iolab_load::session::status::{Periodic, StatusFormat};
+use iolab_load::{named, LoadError, Override};
 use iolab_sys::ioprio::IoPrio;
 use iolab_sys::UsageError;
 
@@ -118,17 +118,12 @@ pub struct LoadArgs {
     #[arg(long = "fio-cmdline-jobs", hide = true)]
     pub cmdline_jobs: Option<String>,
 
-    /// Sample CPU utilisation and pressure stalls every second during the
-    /// load (as `iolab cpu`): a summary line after the results, the whole
-    /// series under "cpu" in --json.
-    #[arg(long)]
-    pub cpu: bool,
-
-    /// Trace during the load: `bio` records every block request on the
-    /// jobs' devices (as `iolab trace bio`): latency histograms per disk
-    /// after the results, the document under "bio" in --json (root).
-    #[arg(long, value_name = "bio")]
-    pub trace: Option<String>,
+    /// The collectors that observe the load, from the registry (`--cpu`,
+    /// `--trace bio`, ...): their lines after the results, their documents
+    /// under their names in --json. Those that follow a target's
+    /// processes are refused: a load has none.
+    #[command(flatten)]
+    pub observe: super::observe::ObserveArgs,
 }
 
 const AFTER_HELP: &str = "\
@@ -383,21 +378,28 @@ pub fn run(a: LoadArgs) -> anyhow::Result<()> {
         None => None,
     };
     if a.with_fio {
-        let fio_args: Vec<String> =
-            serde_json::from_str(a.fio_argv.as_deref().unwrap_or("[]")).unwrap_or_default();
+        // The hidden flag carries what `split` wrote; anything else is a
+        // bug to report, not an empty argument list to run fio with.
+        let fio_args: Vec<String> = serde_json::from_str(a.fio_argv.as_deref().unwrap_or("[]"))
+            .map_err(|e| {
+                UsageError::new(format!("--fio-argv: expected a JSON list of strings: {e}"))
+            })?;
         let [format] = formats.as_slice() else {
             return Err(UsageError::new(
                 "--with-fio takes one --output-format: normal, json or json+",
             )
             .into());
         };
-        let text = super::load_with_fio::run(&fio_args, format)?;
-        return match output {
-            Some((path, mut f)) => f
-                .write_all(text.as_bytes())
-                .with_context(|| format!("writing the report to {}", path.display())),
-            None => Ok(std::io::stdout().lock().write_all(text.as_bytes())?),
-        };
+        let run = iolab_load::session::with_fio::run(&fio_args, format).map_err(usage_aware)?;
+        // fio's own complaints go where fio puts them.
+        std::io::stderr().write_all(run.fio_stderr.as_bytes())?;
+        // The report is written first, also when fio failed: what was
+        // measured is not lost.
+        write_report(output, &run.text)?;
+        if let Some(why) = run.failed {
+            anyhow::bail!("{why}");
+        }
+        return Ok(());
     }
     let debug = match a.debug.as_deref() {
         Some("?") => {
@@ -430,103 +432,65 @@ pub fn run(a: LoadArgs) -> anyhow::Result<()> {
         .transpose()?;
     let lab_dir = a.lab.as_deref().map(lab_directory).transpose()?;
     let jobs = build_jobs(&a, lab_dir.as_deref()).map_err(usage_aware)?;
-    if a.readonly {
-        if let Some(j) = jobs.iter().find(|j| j.writes()) {
-            return Err(UsageError::new(format!(
-                "--readonly: job {} writes (rw={}); drop --readonly or make it read",
-                j.name,
-                j.rw.as_str()
-            ))
-            .into());
-        }
-    }
-    if let Some(max) = a.max_jobs {
-        let n: u64 = jobs.iter().map(|j| u64::from(j.numjobs.max(1))).sum();
-        if n > u64::from(max) {
-            return Err(UsageError::new(format!(
-                "--max-jobs {max}: the jobs make {n} clones in all; raise --max-jobs or lower numjobs"
-            ))
-            .into());
-        }
-    }
-    let ioprio = a.ioprio.as_deref().map(str::parse::<IoPrio>).transpose()?;
-    // Only a scheduler switch changes system state; the guard restores it
-    // when it drops at the end of this function.
-    let guard = if jobs.iter().any(|j| j.ioscheduler.is_some()) {
-        super::require_root("ioscheduler")?;
-        Some(iolab_guard::Guard::new())
-    } else {
-        None
-    };
-    let opts = StartOptions {
-        guard: guard.clone(),
-        ioprio,
-        progress: std::io::stderr().is_terminal(),
+    let json_status = formats.iter().any(|f| f.starts_with("json"));
+    let req = iolab_load::session::Request {
+        jobs,
+        readonly: a.readonly,
+        max_jobs: a.max_jobs,
+        ioprio: a.ioprio.as_deref().map(str::parse::<IoPrio>).transpose()?,
         force: a.force,
-    };
-    let monitor = a
-        .cpu
-        .then(|| CpuMonitor::start(Duration::from_secs(1)))
-        .transpose()?;
-    let bio = super::trace::BioAttachment::start(a.trace.as_deref(), &job_paths(&jobs))?;
-    let periodic = super::load_fio::Periodic {
-        status: status_every.map(|d| {
-            let json = formats.iter().any(|f| f.starts_with("json"));
-            (
-                d,
-                if json {
-                    super::load_fio::StatusFormat::Json
+        progress: std::io::stderr().is_terminal(),
+        observe: a.observe.observe()?,
+        periodic: Periodic {
+            status: status_every.map(|d| {
+                let fmt = if json_status {
+                    StatusFormat::Json
                 } else {
-                    super::load_fio::StatusFormat::Text
-                },
-            )
-        }),
-        bandwidth_log: a.bandwidth_log,
-    };
-    let report = iolab_load::start(jobs, opts)
-        .map_err(usage_aware)
-        .and_then(|load| {
-            if !periodic.idle() {
-                // Statuses go where the report goes (fio writes them to its
-                // output too); a failure to write one ends the watch, not the
-                // load, whose report is still written.
-                let res = match &output {
-                    Some((_, f)) => periodic.watch(&load, &mut &*f),
-                    None => periodic.watch(&load, &mut std::io::stdout()),
+                    StatusFormat::Text
                 };
-                if let Err(e) = res {
-                    let report = load.stop();
-                    return Err(anyhow::anyhow!("{e:#}").context(format!(
-                        "writing statuses ({} bytes measured before it stopped)",
-                        report.read_bytes() + report.write_bytes()
-                    )));
-                }
-            }
-            Ok(load.wait())
-        });
-    let cpu = monitor.map(CpuMonitor::stop);
-    let bio = bio.map(super::trace::BioAttachment::stop).transpose()?;
-    let report = report?;
+                (d, fmt)
+            }),
+            bandwidth_log: a.bandwidth_log,
+        },
+    };
+    // Statuses go where the report goes (fio writes them to its output
+    // too).
+    let outcome = match &output {
+        Some((_, f)) => iolab_load::session::run(req, &mut &*f),
+        None => iolab_load::session::run(req, &mut std::io::stdout()),
+    }
+    .map_err(usage_aware)?;
     let mut text = String::new();
     if debug.random {
-        text.push_str(&super::load_fio::debug_random(&report));
+        text.push_str(&super::load_fio::debug_random(&outcome.report));
     }
     for f in &formats {
-        text.push_str(&render(f, &report, cpu.as_ref(), bio.as_ref())?);
+        text.push_str(&iolab_load::render::render(
+            f,
+            &outcome.report,
+            &outcome.observed,
+        )?);
     }
-    match output {
-        Some((path, mut f)) => f
-            .write_all(text.as_bytes())
-            .with_context(|| format!("writing the report to {}", path.display()))?,
-        // Errors (a closed pipe included) propagate; exit.rs ends quietly
-        // on BrokenPipe.
-        None => std::io::stdout().lock().write_all(text.as_bytes())?,
-    }
-    drop(guard);
-    if let Some(f) = report.failures().next() {
+    // Errors (a closed pipe included) propagate; exit.rs ends quietly on
+    // BrokenPipe.
+    write_report(output, &text)?;
+    if let Some(f) = outcome.report.failures().next() {
         anyhow::bail!("{}", f.message);
     }
     Ok(())
+}
+
+/// Writes the report to `--output` or stdout.
+fn write_report(
+    output: Option<(std::path::PathBuf, std::fs::File)>,
+    text: &str,
+) -> anyhow::Result<()> {
+    match output {
+        Some((path, mut f)) => f
+            .write_all(text.as_bytes())
+            .with_context(|| format!("writing the report to {}", path.display())),
+        None => Ok(std::io::stdout().lock().write_all(text.as_bytes())?),
+    }
 }
 
 /// The report formats asked for, checked before anything runs.
@@ -539,7 +503,7 @@ fn output_formats(a: &LoadArgs) -> anyhow::Result<Vec<String>> {
     let mut v = Vec::new();
     for f in spec.split(',') {
         let f = f.trim();
-        if !matches!(f, "normal" | "terse" | "json" | "json+" | "table") {
+        if !iolab_load::render::FORMATS.contains(&f) {
             return Err(UsageError::new(format!(
                 "--output-format {f}: expected normal, terse, json, json+ or table (several separated by commas)"
             ))
@@ -548,71 +512,6 @@ fn output_formats(a: &LoadArgs) -> anyhow::Result<Vec<String>> {
         v.push(f.to_string());
     }
     Ok(v)
-}
-
-fn render(
-    format: &str,
-    report: &iolab_load::LoadReport,
-    cpu: Option<&iolab_sys::cpustat::CpuSeries>,
-    bio: Option<&iolab_bio::BioHistograms>,
-) -> anyhow::Result<String> {
-    let text = if format.starts_with("json") {
-        // Notes go into the document, not to stderr: fio's harness and
-        // scripts take anything on stderr for a failure.
-        let doc = if format == "json+" {
-            iolab_load::json::to_fio_json_plus(report)
-        } else {
-            iolab_load::json::to_fio_json(report)
-        };
-        let mut doc = serde_json::to_value(doc).context("serialising the report")?;
-        if !report.warnings.is_empty() {
-            doc["iolab notes"] = serde_json::json!(report.warnings);
-        }
-        if let Some(cpu) = &cpu {
-            doc["cpu"] = serde_json::to_value(cpu).context("serialising the CPU series")?;
-        }
-        if let Some(bio) = &bio {
-            doc["bio"] = serde_json::to_value(bio).context("serialising the block trace")?;
-        }
-        serde_json::to_string_pretty(&doc).context("serialising the report")? + "\n"
-    } else if format == "terse" {
-        iolab_load::terse::render(report)
-    } else {
-        // normal: fio's report layout, from the same document as JSON;
-        // table: iolab's compact tables.
-        let mut t = if format == "normal" {
-            let mut doc = serde_json::to_value(iolab_load::json::to_fio_json(report))
-                .context("serialising the report")?;
-            if !report.warnings.is_empty() {
-                doc["iolab notes"] = serde_json::json!(report.warnings);
-            }
-            iolab_load::normal::render(&doc)
-        } else {
-            iolab_load::table::render(report)
-        };
-        if let Some(cpu) = &cpu {
-            t.push('\n');
-            t.push_str(&cpu.summary_line());
-            t.push('\n');
-        }
-        if let Some(bio) = &bio {
-            t.push('\n');
-            t.push_str(&bio.summary_lines());
-        }
-        t
-    };
-    Ok(text)
-}
-
-/// What each job reads or writes (its files or devices, or the directory
-/// its files will be created in).
-fn job_paths(jobs: &[iolab_load::Job]) -> Vec<std::path::PathBuf> {
-    jobs.iter()
-        .flat_map(|j| match &j.filename {
-            Some(_) => iolab_load::clone_paths(j, 0),
-            None => vec![j.directory.clone().unwrap_or_else(|| ".".into())],
-        })
-        .collect()
 }
 
 /// The mount point of lab `name`.

@@ -5,5 +5,6 @@
 
 pub mod json;
 pub mod normal;
+pub mod render;
 pub mod table;
 pub mod terse;

@@ -13,8 +13,10 @@
 
 mod bio;
 mod cpu;
+mod error;
 mod explain;
 pub mod main_thread;
+pub use error::{to_json, CollectError};
 pub use explain::delay_accounting;
 mod sched;
 
@@ -27,8 +29,6 @@ use iolab_sys::block::BlockDev;
 use iolab_sys::UsageError;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
-
-use crate::ExperimentError;
 
 /// Every collector iolab has, in the order their flags are listed.
 pub const REGISTRY: &[Entry] = &[bio::ENTRY, cpu::ENTRY, explain::ENTRY, sched::ENTRY];
@@ -74,16 +74,21 @@ pub struct Collected {
     /// A few numbers for the run's `extra.observed.NAME` (comparable with
     /// `results compare --metric observed.NAME.FIELD`).
     pub summary: Option<Value>,
+    /// What a one-shot command (`iolab load`) puts under `NAME` in its
+    /// JSON report, when the collector has such a view.
+    pub document: Option<Value>,
+    /// The lines a one-shot command's text report prints for it.
+    pub lines: Option<String>,
 }
 
 /// One event source, running.
 pub trait Collector: Send {
     /// Stops it and returns what it saw.
-    fn stop(self: Box<Self>, end: &RunEnd) -> Result<Collected, ExperimentError>;
+    fn stop(self: Box<Self>, end: &RunEnd) -> Result<Collected, CollectError>;
 
     /// Follows `pid` too, a process of the start's outside the launched
     /// tree (an app zygote forked). False: this collector cannot.
-    fn follow(&mut self, _pid: i32) -> Result<bool, ExperimentError> {
+    fn follow(&mut self, _pid: i32) -> Result<bool, CollectError> {
         Ok(false)
     }
 }
@@ -123,8 +128,16 @@ pub struct Entry {
     pub help: &'static str,
     /// What it needs.
     pub needs: Needs,
+    /// True when it needs root (it traces the kernel).
+    pub root: bool,
     /// Starts it; tracing is on when this returns.
-    pub start: fn(&Scope<'_>) -> Result<Box<dyn Collector>, ExperimentError>,
+    pub start: fn(&Scope<'_>) -> Result<Box<dyn Collector>, CollectError>,
+}
+
+/// The per-CPU trace buffer `iolab trace bio` uses, for a one-shot
+/// command that has no run kind to size it by.
+pub fn default_trace_buffer_kib() -> u32 {
+    iolab_bio::BioOptions::default().buffer_kib_per_cpu
 }
 
 /// The entry of `name`.
@@ -234,6 +247,11 @@ pub struct Observed {
     pub summaries: BTreeMap<&'static str, Value>,
     /// Best-effort collectors that failed, and why.
     pub failed: Vec<(&'static str, String)>,
+    /// One-shot documents by collector name, in registry order (see
+    /// [`Collected::document`]).
+    pub documents: Vec<(&'static str, Value)>,
+    /// One-shot text lines by collector name, in registry order.
+    pub lines: Vec<(&'static str, String)>,
 }
 
 impl Observed {
@@ -258,13 +276,20 @@ impl Observers {
         scope: &Scope<'_>,
         observe: &Observe,
         best_effort: &Observe,
-    ) -> Result<Observers, ExperimentError> {
+    ) -> Result<Observers, CollectError> {
         let mut o = Observers {
             running: Vec::new(),
             best_effort: best_effort.clone(),
             failed: Vec::new(),
         };
         for e in observe.union(best_effort).entries() {
+            if e.root && observe.has(e.name) && !iolab_sys::is_root() {
+                return Err(UsageError::new(format!(
+                    "{} traces the kernel and needs root: run it with sudo",
+                    flag_words(e.flag)
+                ))
+                .into());
+            }
             match (e.start)(scope) {
                 Ok(c) => o.running.push((e.name, c)),
                 Err(err) if best_effort.has(e.name) && !observe.has(e.name) => {
@@ -277,7 +302,7 @@ impl Observers {
     }
 
     /// Has every collector follow `pid` too (see [`Collector::follow`]).
-    pub fn follow(&mut self, pid: i32) -> Result<(), ExperimentError> {
+    pub fn follow(&mut self, pid: i32) -> Result<(), CollectError> {
         for (_, c) in &mut self.running {
             c.follow(pid)?;
         }
@@ -285,7 +310,7 @@ impl Observers {
     }
 
     /// Stops them all, in the order they started.
-    pub fn stop(self, end: &RunEnd) -> Result<Observed, ExperimentError> {
+    pub fn stop(self, end: &RunEnd) -> Result<Observed, CollectError> {
         let mut out = Observed {
             failed: self.failed,
             ..Observed::default()
@@ -296,6 +321,12 @@ impl Observers {
                     out.docs.extend(got.docs);
                     if let Some(s) = got.summary {
                         out.summaries.insert(name, s);
+                    }
+                    if let Some(d) = got.document {
+                        out.documents.push((name, d));
+                    }
+                    if let Some(l) = got.lines {
+                        out.lines.push((name, l));
                     }
                 }
                 Err(err) if self.best_effort.has(name) => out.failed.push((name, err.to_string())),

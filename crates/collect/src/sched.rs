@@ -22,7 +22,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::{Collected, Collector, Entry, Flag, Needs, RunEnd, Scope};
-use crate::ExperimentError;
+use crate::CollectError;
 
 /// The registry entry.
 pub const ENTRY: Entry = Entry {
@@ -30,11 +30,12 @@ pub const ENTRY: Entry = Entry {
     flag: Flag::Switch("sched"),
     help: "measure how long the target's tasks waited for a CPU during every start (wakeup and preemption delays, as `iolab sched`); each run stores every task's delays (`sched`) and the table gains their mean, p99 and max",
     needs: Needs::Target,
+    root: true,
     start,
 };
 
 /// What the reader thread returns: the analysis and the target's tasks.
-type Read = Result<(Analysis, HashSet<i32>), ExperimentError>;
+type Read = Result<(Analysis, HashSet<i32>), CollectError>;
 
 struct Sched {
     stop: Arc<AtomicBool>,
@@ -76,7 +77,7 @@ impl Late {
     }
 }
 
-fn start(scope: &Scope<'_>) -> Result<Box<dyn Collector>, ExperimentError> {
+fn start(scope: &Scope<'_>) -> Result<Box<dyn Collector>, CollectError> {
     let pid = scope
         .target
         .ok_or_else(|| UsageError::new("--sched needs a target to follow"))?;
@@ -102,7 +103,7 @@ fn start(scope: &Scope<'_>) -> Result<Box<dyn Collector>, ExperimentError> {
     let thread = std::thread::Builder::new()
         .name("iolab-sched".into())
         .spawn(move || read(session, &decoder, from, pid, &flag, &late_reader))
-        .map_err(|e| ExperimentError::collector("sched", false, e))?;
+        .map_err(|e| CollectError::collector("sched", false, e))?;
     Ok(Box::new(Sched {
         stop,
         thread,
@@ -166,9 +167,9 @@ fn read(
     Ok((analyzer.finish(stats.lost), tree))
 }
 
-fn trace_error(e: iolab_trace::TraceError) -> ExperimentError {
+fn trace_error(e: iolab_trace::TraceError) -> CollectError {
     let usage = e.is_usage();
-    ExperimentError::collector("sched", usage, e)
+    CollectError::collector("sched", usage, e)
 }
 
 /// The `sched` artifact: the target's tasks and what could not be measured.
@@ -192,7 +193,7 @@ impl Collector for Sched {
     /// An app zygote forked: its threads join the pid filter (appended,
     /// so the tree already followed stays) and count as the target's;
     /// what they fork from now on follows by `event-fork`.
-    fn follow(&mut self, pid: i32) -> Result<bool, ExperimentError> {
+    fn follow(&mut self, pid: i32) -> Result<bool, CollectError> {
         let tids = threads_of(pid);
         self.late.add(&tids);
         use std::io::Write;
@@ -201,14 +202,14 @@ impl Collector for Sched {
             .append(true)
             .open(&self.pid_file)
             .and_then(|mut f| f.write_all(list.join(" ").as_bytes()))
-            .map_err(|e| ExperimentError::collector("sched", false, e))?;
+            .map_err(|e| CollectError::collector("sched", false, e))?;
         Ok(true)
     }
 
-    fn stop(self: Box<Self>, _: &RunEnd) -> Result<Collected, ExperimentError> {
+    fn stop(self: Box<Self>, _: &RunEnd) -> Result<Collected, CollectError> {
         self.stop.store(true, Ordering::Relaxed);
         let (analysis, tree) = self.thread.join().map_err(|_| {
-            ExperimentError::collector(
+            CollectError::collector(
                 "sched",
                 false,
                 UsageError::new("its reader thread panicked"),
@@ -250,8 +251,10 @@ impl Collector for Sched {
         });
         Ok(Collected {
             docs: vec![ArtifactDoc::of(ArtifactKind::Sched, &doc)
-                .map_err(ExperimentError::serialise("the scheduling delays"))?],
+                .map_err(CollectError::serialise("the scheduling delays"))?],
             summary: Some(summary),
+            // A target's view: no one-shot command runs it.
+            ..Collected::default()
         })
     }
 }

@@ -11,7 +11,7 @@ use iolab_sys::taskstats::{self, Delays, ExitListener};
 use iolab_sys::UsageError;
 
 use super::{main_thread, Collected, Collector, Entry, Flag, Needs, RunEnd, Scope};
-use crate::ExperimentError;
+use crate::CollectError;
 
 /// The registry entry.
 pub const ENTRY: Entry = Entry {
@@ -19,6 +19,7 @@ pub const ENTRY: Entry = Entry {
     flag: Flag::Switch("explain"),
     help: "attribute every start's stalls to kernel paths (as `iolab explain`); each run stores its attribution (`explain`) and the table gains, per cell, the top causes of the difference from idle",
     needs: Needs::Target,
+    root: true,
     start,
 };
 
@@ -50,7 +51,7 @@ fn baseline_of(tid: i32) -> Option<(Delays, u64)> {
     taskstats::of_thread(tid).ok().map(|d| (d, at))
 }
 
-fn start(scope: &Scope<'_>) -> Result<Box<dyn Collector>, ExperimentError> {
+fn start(scope: &Scope<'_>) -> Result<Box<dyn Collector>, CollectError> {
     let pid = scope
         .target
         .ok_or_else(|| UsageError::new("--explain needs a target to follow"))?;
@@ -73,7 +74,7 @@ fn start(scope: &Scope<'_>) -> Result<Box<dyn Collector>, ExperimentError> {
 }
 
 impl Collector for Explain {
-    fn follow(&mut self, pid: i32) -> Result<bool, ExperimentError> {
+    fn follow(&mut self, pid: i32) -> Result<bool, CollectError> {
         self.explainer.follow_late(pid)?;
         self.main = pid;
         self.followed_late = true;
@@ -81,7 +82,7 @@ impl Collector for Explain {
         Ok(true)
     }
 
-    fn stop(self: Box<Self>, end: &RunEnd) -> Result<Collected, ExperimentError> {
+    fn stop(self: Box<Self>, end: &RunEnd) -> Result<Collected, CollectError> {
         let Explain {
             explainer,
             main,
@@ -116,8 +117,10 @@ impl Collector for Explain {
             .and_then(|w| main_thread::summary(&attribution, w, delays, followed_late));
         Ok(Collected {
             docs: vec![ArtifactDoc::of(ArtifactKind::Explain, &attribution)
-                .map_err(ExperimentError::serialise("the attribution"))?],
+                .map_err(CollectError::serialise("the attribution"))?],
             summary,
+            // A target's view: no one-shot command runs it.
+            ..Collected::default()
         })
     }
 }

@@ -7,7 +7,7 @@ use iolab_sys::cpustat::CpuMonitor;
 
 use super::{Collected, Collector, Entry, Flag, Needs, RunEnd, Scope};
 use crate::error::to_json;
-use crate::ExperimentError;
+use crate::CollectError;
 
 /// The registry entry.
 pub const ENTRY: Entry = Entry {
@@ -15,29 +15,32 @@ pub const ENTRY: Entry = Entry {
     flag: Flag::Switch("cpu"),
     help: "sample CPU utilisation and pressure stalls during every run (as `iolab cpu`); each run stores the series (`cpu`, `psi`)",
     needs: Needs::Nothing,
+    root: false,
     start,
 };
 
 struct Cpu(CpuMonitor);
 
-fn start(scope: &Scope<'_>) -> Result<Box<dyn Collector>, ExperimentError> {
+fn start(scope: &Scope<'_>) -> Result<Box<dyn Collector>, CollectError> {
     Ok(Box::new(Cpu(CpuMonitor::start(scope.tuning.cpu_interval)?)))
 }
 
 impl Collector for Cpu {
-    fn stop(self: Box<Self>, _: &RunEnd) -> Result<Collected, ExperimentError> {
+    fn stop(self: Box<Self>, _: &RunEnd) -> Result<Collected, CollectError> {
         let s = self.0.stop();
         let summary = match s.cpu.average.as_ref() {
             Some(a) => Some(to_json("the CPU average", a.all())?),
             None => None,
         };
-        let ser = ExperimentError::serialise;
+        let ser = CollectError::serialise;
         Ok(Collected {
             docs: vec![
                 ArtifactDoc::of(ArtifactKind::Cpu, &s.cpu).map_err(ser("the CPU series"))?,
                 ArtifactDoc::of(ArtifactKind::Psi, &s.psi).map_err(ser("the pressure series"))?,
             ],
             summary,
+            document: Some(to_json("the CPU series", &s)?),
+            lines: Some(format!("{}\n", s.summary_line())),
         })
     }
 }

@@ -8,7 +8,8 @@ use iolab_results::{ArtifactDoc, ArtifactKind};
 use serde_json::{json, Value};
 
 use super::{Collected, Collector, Entry, Flag, Needs, RunEnd, Scope};
-use crate::ExperimentError;
+use crate::error::to_json;
+use crate::CollectError;
 
 /// The registry entry.
 pub const ENTRY: Entry = Entry {
@@ -19,12 +20,13 @@ pub const ENTRY: Entry = Entry {
     },
     help: "trace every block request on the device under test (as `iolab trace bio`); each run stores its latency histograms (artifact `latency_hist`)",
     needs: Needs::Nothing,
+    root: true,
     start,
 };
 
 struct Bio(BioTracer);
 
-fn start(scope: &Scope<'_>) -> Result<Box<dyn Collector>, ExperimentError> {
+fn start(scope: &Scope<'_>) -> Result<Box<dyn Collector>, CollectError> {
     let disks = Disks::default();
     let disks = scope
         .devices
@@ -43,12 +45,14 @@ fn start(scope: &Scope<'_>) -> Result<Box<dyn Collector>, ExperimentError> {
 }
 
 impl Collector for Bio {
-    fn stop(self: Box<Self>, _: &RunEnd) -> Result<Collected, ExperimentError> {
+    fn stop(self: Box<Self>, _: &RunEnd) -> Result<Collected, CollectError> {
         let h = self.0.stop()?.histograms();
         Ok(Collected {
             summary: Some(summary(&h)),
             docs: vec![ArtifactDoc::of(ArtifactKind::LatencyHist, &h)
-                .map_err(ExperimentError::serialise("the block latency histograms"))?],
+                .map_err(CollectError::serialise("the block latency histograms"))?],
+            document: Some(to_json("the block trace", &h)?),
+            lines: Some(h.summary_lines()),
         })
     }
 }
