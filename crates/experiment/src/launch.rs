@@ -338,7 +338,7 @@ pub fn launch_with_app<T: Send>(
     if let Some(w) = &app_watch {
         w.launched(started_mono_ns);
     }
-    let mut child = match held.release() {
+    let child = match held.release() {
         Ok(c) => c,
         Err(e) => {
             if let Some(w) = app_watch {
@@ -349,6 +349,76 @@ pub fn launch_with_app<T: Send>(
         }
     };
 
+    let (readers, waiter, tail) = watch_output(child, spec, &tx);
+    drop(tx);
+    let mut w = wait_for_start(
+        spec,
+        &rx,
+        t0,
+        pgid,
+        app_watch.as_ref(),
+        &mut observed,
+        &mut on_app,
+    );
+    late_lines(spec, &rx, &mut w);
+    // Whatever happened, nothing of the target's group may keep running:
+    // a leftover child would spoil the next measurement.
+    kill_group(pgid);
+    // The status of a target we killed: for the record, not for timing.
+    let mut killed: Option<std::process::ExitStatus> = None;
+    if w.exit.is_none() {
+        let until = Instant::now() + Duration::from_secs(10);
+        while let Ok(ev) = rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+            if let Event::Exited(_, st, u) = ev {
+                killed = Some(st);
+                w.usage = Some(u);
+                break;
+            }
+        }
+    }
+    let _ = waiter.join();
+    // The group is gone, so its pipes are closed and the readers reach EOF
+    // after their last lines: wait for that (an exit can reach us before
+    // the output it printed just before) so the tail is whole. Bounded: a
+    // grandchild that left the group may still hold a pipe open, and then
+    // its reader ends when it closes.
+    let drained = Instant::now() + Duration::from_millis(500);
+    while readers.iter().any(|r| !r.is_finished()) && Instant::now() < drained {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    drop(readers);
+    let search = app_watch.map(crate::app_process::AppWatch::finish);
+    let (app, app_watch) = match search {
+        Some(s) => (s.app, Some(s.report)),
+        None => (None, None),
+    };
+    let left_over = launch.kill_left_over();
+    guard.forget(tracked)?;
+    // A reader that panicked holding the lock left the bytes it had.
+    let tail = String::from_utf8_lossy(&tail.lock().unwrap_or_else(|p| p.into_inner()).clone())
+        .into_owned();
+    let mut outcome = outcome_of(spec, t0, &w, killed);
+    outcome.started_mono_ns = started_mono_ns;
+    outcome.output_tail = tail;
+    outcome.left_over = left_over;
+    outcome.app = app;
+    outcome.app_watch = app_watch;
+    Ok((outcome, observed))
+}
+
+/// The target's output, read line by line on threads of their own (for
+/// the ready and full lines, and the tail kept for failures), and its
+/// exit, waited for on another.
+#[allow(clippy::type_complexity)]
+fn watch_output(
+    mut child: iolab_spawn::Running,
+    spec: &LaunchSpec,
+    tx: &mpsc::Sender<Event>,
+) -> (
+    Vec<std::thread::JoinHandle<()>>,
+    std::thread::JoinHandle<()>,
+    std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+) {
     let tail = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
     let line_re = match &spec.ready {
         Ready::Line(re) => Some(re.clone()),
@@ -381,24 +451,67 @@ pub fn launch_with_app<T: Send>(
             let _ = waiter_tx.send(Event::WaitFailed);
         }
     });
-    drop(tx);
+    (readers, waiter, tail)
+}
 
+/// A target that prints its ready line and exits at once can have its
+/// exit reach us before the reader thread's line: looks for the line
+/// (time-stamped when read) before the start is called "never ready".
+fn late_lines(spec: &LaunchSpec, rx: &mpsc::Receiver<Event>, w: &mut Waited) {
+    let done = |full: Option<Instant>| spec.full_line.is_none() || full.is_some();
+    let lines_awaited = (w.ready.is_none() && matches!(spec.ready, Ready::Line(_)))
+        || (w.ready.is_some() && !done(w.full));
+    if lines_awaited && w.exit.is_some() {
+        let until = Instant::now() + Duration::from_millis(200);
+        while let Ok(ev) = rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+            match ev {
+                Event::ReadyLine(at) => w.ready = Some(at),
+                Event::FullLine(at) => w.full = w.full.or(Some(at)),
+                _ => {}
+            }
+            if w.ready.is_some() && done(w.full) {
+                break;
+            }
+        }
+    }
+}
+
+/// What the wait for a start saw.
+#[derive(Default)]
+struct Waited {
+    interrupted: bool,
+    usage: Option<Usage>,
+    exit: Option<(Instant, std::process::ExitStatus)>,
+    ready: Option<Instant>,
+    full: Option<Instant>,
+    wait_failed: bool,
+    /// The launcher (am) exited and the app is what is waited for.
+    launcher_done: bool,
+}
+
+/// Waits until the start is ready (its criterion: exit, a line, a file,
+/// settled memory), the deadline, or Ctrl-C; hands the app to the
+/// observers as soon as it is found.
+#[allow(clippy::too_many_arguments)]
+fn wait_for_start<T>(
+    spec: &LaunchSpec,
+    rx: &mpsc::Receiver<Event>,
+    t0: Instant,
+    pgid: i32,
+    app_watch: Option<&crate::app_process::AppWatch>,
+    observed: &mut Option<T>,
+    on_app: &mut impl FnMut(&mut T, i32),
+) -> Waited {
+    let mut w = Waited::default();
     let deadline = t0 + spec.timeout;
-    let mut interrupted = false;
-    let mut usage: Option<Usage> = None;
-    let mut exit: Option<(Instant, std::process::ExitStatus)> = None;
-    let mut ready: Option<Instant> = None;
-    let mut full: Option<Instant> = None;
     // Once ready, the launch still waits for the full line, if one is asked.
     let done = |full: Option<Instant>| spec.full_line.is_none() || full.is_some();
-    let mut wait_failed = false;
     let poll = Duration::from_millis(1);
     // An app zygote forks settles after the command that asked for it
     // (am) is gone: its exit does not end the wait, the app's memory does.
     let app_settles = app_watch.is_some() && matches!(spec.ready, Ready::Settled(_));
     // No app to hand over: nothing awaited.
     let mut app_handed = app_watch.is_none();
-    let mut launcher_done = false;
     let mut settle = match &spec.ready {
         Ready::Settled(s) => Some(SettleWatch {
             settle: *s,
@@ -412,13 +525,12 @@ pub fn launch_with_app<T: Send>(
             break;
         }
         if iolab_guard::stop_requested() {
-            interrupted = true;
+            w.interrupted = true;
             break;
         }
         // The app, once found, is handed to the observers (once).
-        let awaiting_app = !app_handed && observed.is_some();
-        if awaiting_app {
-            if let Some(pid) = app_watch.as_ref().and_then(|a| a.pid()) {
+        if !app_handed && observed.is_some() {
+            if let Some(pid) = app_watch.and_then(|a| a.pid()) {
                 if let Some(o) = observed.as_mut() {
                     on_app(o, pid);
                 }
@@ -430,7 +542,7 @@ pub fn launch_with_app<T: Send>(
             Ready::Settled(s) => s.step().min(deadline - now),
             _ => deadline - now,
         };
-        let event = if launcher_done {
+        let event = if w.launcher_done {
             std::thread::sleep(wait);
             Err(mpsc::RecvTimeoutError::Timeout)
         } else {
@@ -438,24 +550,24 @@ pub fn launch_with_app<T: Send>(
         };
         match event {
             Ok(Event::Exited(at, st, u)) if app_settles && st.success() => {
-                exit = Some((at, st));
-                usage = Some(u);
-                launcher_done = true;
+                w.exit = Some((at, st));
+                w.usage = Some(u);
+                w.launcher_done = true;
             }
             Ok(Event::Exited(at, st, u)) => {
-                exit = Some((at, st));
-                usage = Some(u);
+                w.exit = Some((at, st));
+                w.usage = Some(u);
                 break;
             }
             Ok(Event::ReadyLine(at)) => {
-                ready = Some(at);
-                if done(full) {
+                w.ready = Some(at);
+                if done(w.full) {
                     break;
                 }
             }
             Ok(Event::FullLine(at)) => {
-                full = Some(at);
-                if ready.is_some() {
+                w.full = Some(at);
+                if w.ready.is_some() {
                     break;
                 }
             }
@@ -469,99 +581,58 @@ pub fn launch_with_app<T: Send>(
                 }
             }
             Ok(Event::WaitFailed) => {
-                wait_failed = true;
+                w.wait_failed = true;
                 break;
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
-        if let (Ready::File(p), None) = (&spec.ready, ready) {
+        if let (Ready::File(p), None) = (&spec.ready, w.ready) {
             if p.exists() {
-                ready = Some(Instant::now());
-                if done(full) {
+                w.ready = Some(Instant::now());
+                if done(w.full) {
                     break;
                 }
             }
         }
-        if let (Some(w), None) = (settle.as_mut(), ready) {
+        if let (Some(sw), None) = (settle.as_mut(), w.ready) {
             let at = Instant::now();
-            let bytes = match (&app_watch, app_watch.as_ref().and_then(|a| a.pid())) {
+            let bytes = match (app_watch, app_watch.and_then(|a| a.pid())) {
                 (_, Some(app)) => iolab_sys::process::memory_bytes(app),
                 // Not forked yet: nothing of the app to weigh.
                 (Some(_), None) => None,
                 (None, _) => Some(iolab_sys::process::group_memory_bytes(pgid)),
             };
-            if let Some(began) = bytes.and_then(|b| w.sample(at, b)) {
-                ready = Some(began.max(t0));
-                if done(full) {
+            if let Some(began) = bytes.and_then(|b| sw.sample(at, b)) {
+                w.ready = Some(began.max(t0));
+                if done(w.full) {
                     break;
                 }
             }
         }
     }
-    // A target that prints its ready line and exits at once can have its
-    // exit reach us before the reader thread's line: look for the line
-    // (time-stamped when read) before calling the start "never ready".
-    let lines_awaited = (ready.is_none() && matches!(spec.ready, Ready::Line(_)))
-        || (ready.is_some() && !done(full));
-    if lines_awaited && exit.is_some() {
-        let until = Instant::now() + Duration::from_millis(200);
-        while let Ok(ev) = rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
-            match ev {
-                Event::ReadyLine(at) => ready = Some(at),
-                Event::FullLine(at) => full = full.or(Some(at)),
-                _ => {}
-            }
-            if ready.is_some() && done(full) {
-                break;
-            }
-        }
-    }
-    // Whatever happened, nothing of the target's group may keep running:
-    // a leftover child would spoil the next measurement.
-    kill_group(pgid);
-    // The status of a target we killed: for the record, not for timing.
-    let mut killed: Option<std::process::ExitStatus> = None;
-    if exit.is_none() {
-        let until = Instant::now() + Duration::from_secs(10);
-        while let Ok(ev) = rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
-            if let Event::Exited(_, st, u) = ev {
-                killed = Some(st);
-                usage = Some(u);
-                break;
-            }
-        }
-    }
-    let _ = waiter.join();
-    // The group is gone, so its pipes are closed and the readers reach EOF
-    // after their last lines: wait for that (an exit can reach us before
-    // the output it printed just before) so the tail is whole. Bounded: a
-    // grandchild that left the group may still hold a pipe open, and then
-    // its reader ends when it closes.
-    let drained = Instant::now() + Duration::from_millis(500);
-    while readers.iter().any(|r| !r.is_finished()) && Instant::now() < drained {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    drop(readers);
-    let search = app_watch.map(crate::app_process::AppWatch::finish);
-    let (app, app_watch) = match search {
-        Some(s) => (s.app, Some(s.report)),
-        None => (None, None),
-    };
-    let left_over = launch.kill_left_over();
-    guard.forget(tracked)?;
+    w
+}
 
+/// The start's times and verdict from what the wait saw (the caller adds
+/// what it gathers after: output, leftovers, the app).
+fn outcome_of(
+    spec: &LaunchSpec,
+    t0: Instant,
+    w: &Waited,
+    killed: Option<std::process::ExitStatus>,
+) -> Outcome {
     let ns = |t: Instant| t.duration_since(t0).as_nanos() as u64;
-    let exit_ns = exit.map(|(at, _)| ns(at));
-    let ready_ns = ready.map(ns);
+    let exit_ns = w.exit.map(|(at, _)| ns(at));
+    let ready_ns = w.ready.map(ns);
     // A full line printed before the ready one still marks full display
     // no earlier than initial display.
-    let full_ready_ns = full.map(ns).map(|f| f.max(ready_ns.unwrap_or(0)));
+    let full_ready_ns = w.full.map(ns).map(|f| f.max(ready_ns.unwrap_or(0)));
     let finished = match spec.ready {
         Ready::Exit => exit_ns,
         _ => ready_ns,
     };
-    let failure = if interrupted {
+    let failure = if w.interrupted {
         None
     } else {
         failure_of(
@@ -569,44 +640,38 @@ pub fn launch_with_app<T: Send>(
             ready_ns.is_some(),
             // The launcher's own exit, once the app is what is waited for,
             // is no failure of the start.
-            exit.filter(|_| !launcher_done).map(|(_, s)| s),
-            wait_failed,
+            w.exit.filter(|_| !w.launcher_done).map(|(_, s)| s),
+            w.wait_failed,
         )
     };
     let (duration_ns, censored) = match finished {
         _ if failure.is_some() => (exit_ns.unwrap_or(0), false),
         Some(d) => (d, false),
-        None if interrupted => (0, false),
+        None if w.interrupted => (0, false),
         None => (
             u64::try_from(spec.timeout.as_nanos()).unwrap_or(u64::MAX),
             true,
         ),
     };
     use std::os::unix::process::ExitStatusExt;
-    let status = exit.map(|(_, s)| s).or(killed);
-    // A reader that panicked holding the lock left the bytes it had.
-    let tail = String::from_utf8_lossy(&tail.lock().unwrap_or_else(|p| p.into_inner()).clone())
-        .into_owned();
-    Ok((
-        Outcome {
-            duration_ns,
-            started_mono_ns,
-            censored,
-            exit_code: status.and_then(|s| s.code()),
-            signal: status.and_then(|s| s.signal()),
-            interrupted,
-            usage,
-            exit_ns,
-            ready_ns,
-            full_ready_ns,
-            output_tail: tail,
-            failure,
-            left_over,
-            app,
-            app_watch,
-        },
-        observed,
-    ))
+    let status = w.exit.map(|(_, s)| s).or(killed);
+    Outcome {
+        duration_ns,
+        started_mono_ns: 0,
+        censored,
+        exit_code: status.and_then(|s| s.code()),
+        signal: status.and_then(|s| s.signal()),
+        interrupted: w.interrupted,
+        usage: w.usage,
+        exit_ns,
+        ready_ns,
+        full_ready_ns,
+        output_tail: String::new(),
+        failure,
+        left_over: Default::default(),
+        app: None,
+        app_watch: None,
+    }
 }
 
 fn read_output(

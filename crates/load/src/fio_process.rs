@@ -188,9 +188,16 @@ impl FioChild {
         unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
     }
 
-    /// What fio printed on stderr so far.
+    /// What fio printed on stderr so far; when that cannot be read, a
+    /// line saying so (fio's complaints must not vanish silently).
     pub fn stderr(&self) -> String {
-        std::fs::read_to_string(self.dir.join("stderr")).unwrap_or_default()
+        let path = self.dir.join("stderr");
+        std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            format!(
+                "iolab: could not read fio's stderr ({}): {e}\n",
+                path.display()
+            )
+        })
     }
 
     /// Stops fio (SIGINT, then after `grace` SIGKILL to its process

@@ -191,6 +191,8 @@ fn parse_messages(buf: &[u8]) -> io::Result<Vec<(u16, Attrs<'_>)>> {
     let mut out = Vec::new();
     let mut at = 0;
     while at + 16 <= buf.len() {
+        // Fixed-width slices of a buffer checked to be long enough above:
+        // the conversions cannot fail.
         let len = u32::from_ne_bytes(buf[at..at + 4].try_into().unwrap_or_default()) as usize;
         let ty = u16::from_ne_bytes(buf[at + 4..at + 6].try_into().unwrap_or_default());
         if len < 16 || at + len > buf.len() {
@@ -199,10 +201,11 @@ fn parse_messages(buf: &[u8]) -> io::Result<Vec<(u16, Attrs<'_>)>> {
         let msg = &buf[at + 16..at + len];
         match ty {
             NLMSG_ERROR => {
+                // A truncated error message is not "no error".
                 let errno = i32::from_ne_bytes(
                     msg.get(..4)
                         .and_then(|b| b.try_into().ok())
-                        .unwrap_or_default(),
+                        .ok_or_else(|| io::Error::other("netlink: a truncated NLMSG_ERROR"))?,
                 );
                 if errno != 0 {
                     return Err(io::Error::from_raw_os_error(-errno));

@@ -195,7 +195,12 @@ pub fn boot(spec: &BootSpec<'_>, guard: &Guard) -> Result<BootSeen, ExperimentEr
     let (disk, disk_error) = sampler.finish();
     let _ = reader.join();
     let _ = guard.forget(tracked);
-    let err = std::fs::read_to_string(&err_path).unwrap_or_default();
+    let err = std::fs::read_to_string(&err_path).unwrap_or_else(|e| {
+        format!(
+            "(qemu's stderr {} could not be read: {e})",
+            err_path.display()
+        )
+    });
     let lines = std::mem::take(&mut *lines.lock().unwrap_or_else(|p| p.into_inner()));
     let mut log: String = lines
         .iter()

@@ -16,11 +16,12 @@ use super::config::{Cold, StartMode};
 use super::files::{self, ColdCheck};
 use super::prefetch::{PrefetchMode, Prefetcher};
 use super::Startup;
-use crate::collect::{Observe, Observers, RunEnd, Scope, Tuning};
+use crate::collect::{Observe, Observed, Observers, RunEnd, Scope, Tuning};
 use crate::engine::{Cell, CellContext};
 use crate::error::to_json;
 use crate::launch;
 use crate::ExperimentError;
+use iolab_cache::prefetch::PrefetchReport;
 
 /// Start-ups last seconds: sample CPU and pressure often enough to see
 /// their shape; a start's requests fit a large trace buffer.
@@ -65,7 +66,10 @@ pub(super) enum StartEnd {
     },
 }
 
-/// One start of repetition `rep`, with `prefetch` when a variant has one.
+/// One start of repetition `rep`, with `prefetch` when a variant has one,
+/// in four phases: the conditions made and checked ([`prepare`]), the
+/// launch under its observers ([`launch_observed`]), the verdict on what
+/// held ([`judge`]), and the stored run ([`store`]).
 pub(super) fn start(
     st: &Startup,
     ctx: &mut CellContext<'_>,
@@ -74,7 +78,59 @@ pub(super) fn start(
     prefetch: Option<(&Prefetcher, PrefetchMode)>,
     bg: Option<&Background>,
 ) -> Result<(StartEnd, Option<iolab_store::RunId>), ExperimentError> {
-    let (cfg, cell, guard) = (&st.cfg, c.cell, ctx.guard);
+    let prepared = prepare(st, ctx)?;
+    let launched = launch_observed(st, ctx, prefetch, bg, prepared.learning)?;
+    if launched.outcome.interrupted {
+        return Ok((StartEnd::Interrupted, None));
+    }
+    let verdict = judge(st, c, bg, &prepared, &launched);
+    let run_id = store(st, ctx, c, rep, prefetch, &prepared, &launched, &verdict)?;
+    let Verdict {
+        load_problem,
+        not_the_mode,
+        not_applied,
+        ..
+    } = verdict;
+    if let Some(why) = load_problem {
+        return Ok((StartEnd::LoadProblem(why), Some(run_id)));
+    }
+    let outcome = launched.outcome;
+    if let (true, Some(reason)) = (c.cell.workload == "idle" && rep == 1, outcome.failure) {
+        return Ok((
+            StartEnd::FirstIdleFailed {
+                reason,
+                tail: outcome.output_tail,
+            },
+            Some(run_id),
+        ));
+    }
+    if let Some(why) = prepared.not_cold.or(not_the_mode).or(not_applied) {
+        return Ok((StartEnd::Invalid(why), Some(run_id)));
+    }
+    Ok((StartEnd::Stored, Some(run_id)))
+}
+
+/// The conditions of one start, made and checked before it.
+struct Prepared {
+    settled: super::settle::Settled,
+    /// The start mode asked for could not be set up (a hot start's
+    /// activity never stopped).
+    not_the_mode: Option<String>,
+    cold: Option<ColdCheck>,
+    /// Why the start is not verified cold, when it is not.
+    not_cold: Option<String>,
+    /// The learning start measured none of the target's own files.
+    cold_unverified: bool,
+    pressure: Option<crate::pressure::FillReport>,
+    /// This start learns the target's files.
+    learning: bool,
+}
+
+/// Settles the machine, puts the target in the state its start mode
+/// starts from, makes the cache cold (and checks it) and applies memory
+/// pressure.
+fn prepare(st: &Startup, ctx: &mut CellContext<'_>) -> Result<Prepared, ExperimentError> {
+    let (cfg, guard) = (&st.cfg, ctx.guard);
     // Listed again for every start: the target may have created or
     // deleted files (a database journal) since the last one. The target's
     // files: what `--cold evict` evicts and what `--memory-pressure`
@@ -135,6 +191,51 @@ pub(super) fn start(
         ),
         None => None,
     };
+    Ok(Prepared {
+        settled,
+        not_the_mode,
+        cold,
+        not_cold,
+        cold_unverified,
+        pressure,
+        learning,
+    })
+}
+
+/// What one launch gave, with the counters around it.
+struct Launched {
+    started_at: String,
+    outcome: launch::Outcome,
+    observed: Observed,
+    prefetched: Option<PrefetchReport>,
+    /// The target's files, when this start learnt them.
+    learnt: Option<Vec<std::path::PathBuf>>,
+    /// Seconds from launch to the end of the start's wait.
+    window: f64,
+    before: Option<iolab_sys::diskstats::DiskStat>,
+    after: Option<iolab_sys::diskstats::DiskStat>,
+    /// The load's own (read, write) bytes before and after.
+    load_before: Option<(u64, u64)>,
+    load_after: Option<(u64, u64)>,
+    /// The load's threads that were in D state at the end.
+    load_blocked: Vec<String>,
+    /// The system's own record of the start (an activity's `am start`).
+    am: Option<serde_json::Value>,
+    /// The start was not of the mode asked for (by the system's word).
+    mode_problem: Option<String>,
+}
+
+/// Launches the target held before exec, the collectors attached to it
+/// (and to an app zygote forks), a prefetch running beside it when the
+/// variant has one; then the target's own measure of its start.
+fn launch_observed(
+    st: &Startup,
+    ctx: &mut CellContext<'_>,
+    prefetch: Option<(&Prefetcher, PrefetchMode)>,
+    bg: Option<&Background>,
+    learning: bool,
+) -> Result<Launched, ExperimentError> {
+    let (cfg, guard) = (&st.cfg, ctx.guard);
     let started_at = iolab_store::rfc3339_now();
     let running = prefetch.map(|(p, m)| p.begin(m)).transpose()?;
     let before = ctx.place.diskstats()?;
@@ -179,6 +280,7 @@ pub(super) fn start(
     let window = t0.elapsed().as_secs_f64();
     let after = ctx.place.diskstats()?;
     let load_after = bg.map(Background::io);
+    // No load, no threads of it blocked.
     let load_blocked = bg.map(Background::blocked).unwrap_or_default();
     let end = RunEnd {
         target_cpu_ns: outcome.usage.map(|u| u.user_ns + u.sys_ns),
@@ -220,18 +322,60 @@ pub(super) fn start(
         st.spec.timeout,
         cfg.start_mode,
     )?;
-    if outcome.interrupted {
-        return Ok((StartEnd::Interrupted, None));
-    }
+    Ok(Launched {
+        started_at,
+        outcome,
+        observed,
+        prefetched,
+        learnt,
+        window,
+        before,
+        after,
+        load_before,
+        load_after,
+        load_blocked,
+        am,
+        mode_problem,
+    })
+}
+
+/// What held during one start, and what the run is therefore.
+struct Verdict {
+    ttid_ns: Option<u64>,
+    ttfd_ns: Option<u64>,
+    timed: bool,
+    device: Option<iolab_sys::diskstats::DiskStat>,
+    background: Option<BackgroundIo>,
+    /// The load was dead or idle during the start: the cell ends.
+    load_problem: Option<String>,
+    /// The load moved no bytes but was live (stored as a note).
+    load_note: Option<String>,
+    not_the_mode: Option<String>,
+    not_applied: Option<String>,
+    run_outcome: RunOutcome,
+    reason: Option<String>,
+}
+
+/// Never a silent "ok": whether the start was of the mode asked for, the
+/// app's options reached it, it began cold, and the cell's load was live
+/// while it ran; the start's times where it has them.
+fn judge(
+    st: &Startup,
+    c: &Conditions<'_>,
+    bg: Option<&Background>,
+    prepared: &Prepared,
+    l: &Launched,
+) -> Verdict {
+    let outcome = &l.outcome;
     // Never a silent "ok": the kind of start asked for, and every option
     // asked for the app's own process, must have held.
-    let not_the_mode = not_the_mode.or(mode_problem);
-    let not_applied = not_applied(cfg, &st.spec, &outcome);
+    let not_the_mode = prepared.not_the_mode.clone().or(l.mode_problem.clone());
+    let not_applied = not_applied(&st.cfg, &st.spec, outcome);
     // Initial and full display, where the target has them: an activity's
     // TotalTime (am's) and its --ready-logcat line (reportFullyDrawn); a
     // command's ready criterion and its --full-ready-line.
     let timed = outcome.failure.is_none() && !outcome.censored;
-    let (ttid_ns, ttfd_ns) = match &am {
+    let (ttid_ns, ttfd_ns) = match &l.am {
         Some(a) => (
             a.pointer("/result/total_ms")
                 .and_then(serde_json::Value::as_u64)
@@ -246,11 +390,12 @@ pub(super) fn start(
     // counters (so a target doing I/O on any disk, this one included,
     // neither adds to it nor cancels it); none in an idle cell. The
     // device's counters over the same window are kept beside it.
-    let device = match (&before, &after) {
+    let device = match (&l.before, &l.after) {
         (Some(b), Some(a)) => Some(a.since(b)),
         _ => None,
     };
-    let background = Some(match (load_before, load_after) {
+    let window = l.window;
+    let background = Some(match (l.load_before, l.load_after) {
         (Some(b), Some(a)) => BackgroundIo {
             read_bytes: a.0.saturating_sub(b.0),
             write_bytes: a.1.saturating_sub(b.1),
@@ -273,9 +418,9 @@ pub(super) fn start(
         let w = super::liveness::Window {
             seconds: window,
             moved_bytes: background.map_or(0, |b| b.read_bytes + b.write_bytes),
-            blocked: load_blocked.clone(),
+            blocked: l.load_blocked.clone(),
             device_bytes: device.as_ref().map(|d| d.read_bytes() + d.write_bytes()),
-            device_in_flight: after.as_ref().map(|a| a.in_flight),
+            device_in_flight: l.after.as_ref().map(|a| a.in_flight),
             warmup_rate: c.warmup_rate,
             warmup_ios_per_s: c.warmup_ios_per_s,
         };
@@ -290,7 +435,8 @@ pub(super) fn start(
     });
     // A start that did not begin cold is not a sample of a cold cell
     // (the cell goes on: the next may be cold); a dead load ends the cell.
-    let invalid = not_cold
+    let invalid = prepared
+        .not_cold
         .as_ref()
         .or(not_the_mode.as_ref())
         .or(not_applied.as_ref());
@@ -300,6 +446,35 @@ pub(super) fn start(
         (None, None) if outcome.censored => (RunOutcome::Censored, None),
         (None, None) => (RunOutcome::Ok, None),
     };
+    Verdict {
+        ttid_ns,
+        ttfd_ns,
+        timed,
+        device,
+        background,
+        load_problem,
+        load_note,
+        not_the_mode,
+        not_applied,
+        run_outcome,
+        reason,
+    }
+}
+
+/// Stores the start as a run (its configuration, what was measured and
+/// every document its observers and prefetch gave) and reports progress.
+#[allow(clippy::too_many_arguments)]
+fn store(
+    st: &Startup,
+    ctx: &mut CellContext<'_>,
+    c: &Conditions<'_>,
+    rep: u32,
+    prefetch: Option<(&Prefetcher, PrefetchMode)>,
+    prepared: &Prepared,
+    l: &Launched,
+    v: &Verdict,
+) -> Result<iolab_store::RunId, ExperimentError> {
+    let (cfg, cell, outcome) = (&st.cfg, c.cell, &l.outcome);
     let mut config = json!({
         "scheduler": cell.scheduler,
         "iosched_params_set": c.tunables,
@@ -318,32 +493,32 @@ pub(super) fn start(
         config["prefetch"] = json!(m);
     }
     let mut extra = json!({
-        "device_read_bytes": device.as_ref().map(|d| d.read_bytes()),
-        "device_write_bytes": device.as_ref().map(|d| d.write_bytes()),
+        "device_read_bytes": v.device.as_ref().map(|d| d.read_bytes()),
+        "device_write_bytes": v.device.as_ref().map(|d| d.write_bytes()),
         "target": to_json("the target's resource use", &outcome.usage)?,
         "exit_ns": outcome.exit_ns,
         "ready_ns": outcome.ready_ns,
-        "ttid_ns": ttid_ns.filter(|_| timed),
-        "ttfd_ns": ttfd_ns.filter(|_| timed),
+        "ttid_ns": v.ttid_ns.filter(|_| v.timed),
+        "ttfd_ns": v.ttfd_ns.filter(|_| v.timed),
         "failed": outcome.failed(),
         "output_tail": if outcome.failed() { outcome.output_tail.clone() } else { String::new() },
-        "memory_pressure": to_json("the memory pressure report", &pressure)?,
-        "am_start": am,
-        "settle": to_json("the settle waits", &settled)?,
-        "cold": to_json("the cold check", &cold)?,
-        "cold_unverified": cold_unverified.then_some(
+        "memory_pressure": to_json("the memory pressure report", &prepared.pressure)?,
+        "am_start": l.am,
+        "settle": to_json("the settle waits", &prepared.settled)?,
+        "cold": to_json("the cold check", &prepared.cold)?,
+        "cold_unverified": prepared.cold_unverified.then_some(
             "none of the target's own files could be measured before this first start, which learns the files later starts are checked on",
         ),
         "left_over": outcome.left_over.clone(),
-        "load_live_without_io": load_note,
+        "load_live_without_io": v.load_note,
         "app_process": outcome.app.clone(),
         "app_watch": outcome.app_watch.clone(),
     });
-    if let Some(files) = learnt {
+    if let Some(files) = &l.learnt {
         // What later starts' cold steps are checked on.
         extra["learnt_files"] = json!(files);
     }
-    if let Some(o) = observed.extra() {
+    if let Some(o) = l.observed.extra() {
         extra["observed"] = o;
     }
     let record = RunRecord {
@@ -351,22 +526,22 @@ pub(super) fn start(
         workload: cell.workload.clone(),
         rep,
         target: st.label.clone(),
-        started_at,
+        started_at: l.started_at.clone(),
         duration_ns: outcome.duration_ns,
         censored: outcome.censored,
         timeout_ns: u64::try_from(st.spec.timeout.as_nanos()).unwrap_or(u64::MAX),
         exit_code: outcome.exit_code,
         signal: outcome.signal,
         overhead_ns: Some(st.overhead_mean_ns()),
-        background,
+        background: v.background,
         config,
         extra,
-        outcome: run_outcome,
-        reason: reason.clone(),
+        outcome: v.run_outcome,
+        reason: v.reason.clone(),
         variant: prefetch.map(|(_, m)| m.variant()),
     };
-    let mut docs = observed.docs;
-    if let (Some((p, m)), Some(report)) = (prefetch, &prefetched) {
+    let mut docs = l.observed.docs.clone();
+    if let (Some((p, m)), Some(report)) = (prefetch, &l.prefetched) {
         docs.push(p.artifact(m, report)?);
     }
     let run_id = ctx.store_run(&record, &docs)?;
@@ -375,22 +550,7 @@ pub(super) fn start(
     } else {
         format!("{:.2}s", outcome.duration_ns as f64 / 1e9)
     });
-    if let Some(why) = load_problem {
-        return Ok((StartEnd::LoadProblem(why), Some(run_id)));
-    }
-    if let (true, Some(reason)) = (cell.workload == "idle" && rep == 1, outcome.failure) {
-        return Ok((
-            StartEnd::FirstIdleFailed {
-                reason,
-                tail: outcome.output_tail,
-            },
-            Some(run_id),
-        ));
-    }
-    if let Some(why) = not_cold.or(not_the_mode).or(not_applied) {
-        return Ok((StartEnd::Invalid(why), Some(run_id)));
-    }
-    Ok((StartEnd::Stored, Some(run_id)))
+    Ok(run_id)
 }
 
 /// How long a hot start waits for the system to stop the activity after
