@@ -14,6 +14,7 @@ pub mod launch;
 mod leftover;
 pub mod place;
 pub mod pressure;
+pub mod probe;
 mod schedulers;
 pub mod startup;
 pub mod sweep;

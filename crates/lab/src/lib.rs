@@ -35,6 +35,7 @@ mod image;
 pub mod meta;
 pub mod model;
 pub mod orphans;
+pub mod render;
 pub mod spec;
 mod status;
 mod throttle;

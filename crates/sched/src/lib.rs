@@ -67,6 +67,7 @@ pub mod source;
 pub mod summary;
 pub mod table;
 pub mod task;
+pub mod text;
 pub mod work;
 
 #[cfg(test)]

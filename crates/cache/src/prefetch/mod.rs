@@ -19,6 +19,7 @@
 mod devices;
 pub(crate) mod fetch;
 mod list;
+pub mod render;
 mod wait;
 
 use std::os::fd::{AsFd, OwnedFd};

@@ -38,6 +38,19 @@ pub enum WaitOutcome {
     Interrupted,
 }
 
+impl WaitOutcome {
+    /// Its name, as stored (`complete`, `settled`, `timed_out`,
+    /// `interrupted`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WaitOutcome::Complete => "complete",
+            WaitOutcome::Settled => "settled",
+            WaitOutcome::TimedOut => "timed_out",
+            WaitOutcome::Interrupted => "interrupted",
+        }
+    }
+}
+
 /// Polls without progress (and nothing in flight) that count as settled.
 const SETTLE_POLLS: u32 = 3;
 const FIRST_POLL: Duration = Duration::from_millis(2);

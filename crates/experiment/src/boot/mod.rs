@@ -144,7 +144,10 @@ impl BootConfig {
     }
 }
 
-/// Runs (or, with `opts.resume` and no `cfg`, resumes) a boot experiment.
+/// Runs (or, with `opts.resume` and no `cfg`, resumes) a boot experiment:
+/// the experiment opened ([`open`]), its boots planned ([`plan`]), then
+/// each boot of a qemu guest ([`guest_boot`]) or of a board over ssh
+/// ([`board_boot`]) judged and stored.
 pub fn run(
     cfg: Option<BootConfig>,
     opts: &RunOptions,
@@ -152,9 +155,106 @@ pub fn run(
 ) -> Result<Finished<()>, ExperimentError> {
     let t0 = Instant::now();
     let store = Store::open(&opts.db)?;
+    let (id, cfg) = open(&store, cfg, opts)?;
+    let guard = Guard::new();
+    store.set_status(id, Status::Running)?;
+    let images = Images::of(&cfg, id);
+    let board = cfg.ssh.as_ref().map(SshTarget::transport);
+    let plan = plan(&cfg, &store.runs(id)?, &images);
+    announce(&announcement(&cfg, &plan));
+    let mut progress = Progress::new(plan.len() as u64, "boots", opts.progress);
+    let (mut interrupted, mut recorded_runs, mut warnings) = (false, 0, Vec::new());
+    let mut quickest: Option<f64> = None;
+    for (v, rep) in &plan {
+        if iolab_guard::stop_requested() {
+            interrupted = true;
+            break;
+        }
+        if board.is_none() {
+            images.prepare(&cfg, v)?;
+        }
+        progress.begin(&format!("{v} boot {rep}"));
+        let work_in = match &board {
+            // Beside the results database: a board has no guest directory.
+            Some(_) => opts.db.parent().unwrap_or(Path::new(".")).to_path_buf(),
+            None => cfg.guest.clone(),
+        };
+        let work = tempfile::Builder::new()
+            .prefix("iolab-boot-")
+            .tempdir_in(&work_in)
+            .map_err(|e| iolab_sys::SysError::io(&work_in, e))?;
+        let booted = match &board {
+            Some(t) => board_boot(t, v, *rep, &cfg, work.path(), quickest)?,
+            None => guest_boot(&guard, v, *rep, &cfg, &images, work.path())?,
+        };
+        let Some(run) = booted else {
+            interrupted = true;
+            break;
+        };
+        if run.outcome.is_sample() {
+            let s = run.duration_ns as f64 / 1e9;
+            quickest = Some(quickest.map_or(s, |q: f64| q.min(s)));
+        }
+        let last = outcome_text(&run);
+        if !run.outcome.is_sample() {
+            warnings.push(match &board {
+                Some(_) => format!("{v} boot {rep}: {last}"),
+                None => {
+                    let keep = cfg.guest.join(format!("boot-{id}-{v}-{rep}-console.log"));
+                    let _ = std::fs::copy(work.path().join("console.log"), &keep);
+                    format!("{v} boot {rep}: {last}; its console: {}", keep.display())
+                }
+            });
+        }
+        store.record_run(id, &run)?;
+        recorded_runs += 1;
+        progress.done(&last);
+        let failed_record = board.is_none()
+            && (v == variant::RECORD || v == variant::RELAYOUT_WRITE)
+            && !run.outcome.is_sample();
+        if failed_record {
+            images.remove();
+            drop(progress);
+            store.set_status(id, Status::ended(true))?;
+            return Err(ExperimentError::RunFailed {
+                run: format!("the {v} boot of experiment {id}"),
+                why: format!(
+                    "{}: the variants that need it cannot run",
+                    run.reason.as_deref().unwrap_or("it failed")
+                ),
+            });
+        }
+    }
+    drop(progress);
+    store.set_status(id, Status::ended(interrupted))?;
+    if !interrupted {
+        images.remove();
+    }
+    Ok(Finished {
+        id,
+        db: opts.db.clone(),
+        report: store.report(id)?,
+        interrupted,
+        place: place(&cfg),
+        recorded: recorded_runs,
+        elapsed: t0.elapsed(),
+        stopped_cells: Vec::new(),
+        warnings,
+        body: (),
+    })
+}
+
+/// The experiment to run: a new one stored from `cfg`, or the one
+/// `opts.resume` names with its stored configuration; checked, and qemu
+/// found when it boots a guest.
+fn open(
+    store: &Store,
+    cfg: Option<BootConfig>,
+    opts: &RunOptions,
+) -> Result<(iolab_store::ExperimentId, BootConfig), ExperimentError> {
     let (id, cfg) = match (opts.resume, cfg) {
         (Some(id), _) => {
-            let r = crate::engine::resume_load::<BootConfig>(&store, id, &ExperimentKind::Boot)?;
+            let r = crate::engine::resume_load::<BootConfig>(store, id, &ExperimentKind::Boot)?;
             (Some(id), r)
         }
         (None, Some(c)) => (None, c),
@@ -168,7 +268,6 @@ pub fn run(
     if cfg.ssh.is_none() {
         guest::qemu()?;
     }
-    let guard = Guard::new();
     let id = match id {
         Some(id) => id,
         None => store.create_experiment(
@@ -179,25 +278,83 @@ pub fn run(
                 &iolab_sys::environment::Environment::capture_place(&[], None, None))? }),
         )?,
     };
-    store.set_status(id, Status::Running)?;
-    // The image the boots run: the user's, with the recorded list in it,
-    // kept beside it for --resume.
-    let recorded = cfg.guest.join(format!("root-recorded-{id}.img"));
-    let done: BTreeSet<(String, u32)> = store
-        .runs(id)?
+    Ok((id, cfg))
+}
+
+/// The root images a guest's boots use beyond the user's: the one with
+/// the recorded list in it and the relaid-out one, kept beside the
+/// user's for --resume.
+struct Images {
+    recorded: PathBuf,
+    relaid: PathBuf,
+    /// A variant prefetches: every boot but the plain ones uses
+    /// `recorded`.
+    prefetching: bool,
+}
+
+impl Images {
+    fn of(cfg: &BootConfig, id: iolab_store::ExperimentId) -> Images {
+        Images {
+            recorded: cfg.guest.join(format!("root-recorded-{id}.img")),
+            relaid: cfg.guest.join(format!("root-relayout-{id}.img")),
+            prefetching: cfg.variants.iter().any(|v| v != "none"),
+        }
+    }
+
+    /// Makes the image variant `v` boots, when it is made for it.
+    fn prepare(&self, cfg: &BootConfig, v: &str) -> Result<(), ExperimentError> {
+        if v == variant::RECORD {
+            copy_image(&cfg.image(), &self.recorded)?;
+        } else if v == variant::RELAYOUT_WRITE {
+            copy_image(&self.recorded, &self.relaid)?;
+        } else if self.prefetching && !self.recorded.is_file() {
+            return Err(UsageError::new(format!(
+                "{} is gone: the prefetch variants boot the image with the recorded list; start a new experiment",
+                self.recorded.display()
+            ))
+            .into());
+        }
+        Ok(())
+    }
+
+    /// The root image variant `v` boots.
+    fn root_of(&self, cfg: &BootConfig, v: &str) -> PathBuf {
+        if variant::uses_relayout(v) || v == variant::RELAYOUT_WRITE {
+            self.relaid.clone()
+        } else if self.prefetching {
+            self.recorded.clone()
+        } else {
+            cfg.image()
+        }
+    }
+
+    /// Removes the images made for the experiment (best effort: they are
+    /// copies).
+    fn remove(&self) {
+        let _ = std::fs::remove_file(&self.recorded);
+        let _ = std::fs::remove_file(&self.relaid);
+    }
+}
+
+/// The boots still to run, in order: the recording boot and the relayout
+/// boot when their image is not made yet, the warm-up boot, then every
+/// round's variants shuffled; those stored already are left out.
+fn plan(cfg: &BootConfig, runs: &[RunRecord], images: &Images) -> Vec<(String, u32)> {
+    let done: BTreeSet<(String, u32)> = runs
         .iter()
         .filter(|r| r.outcome.is_sample() || r.variant.as_deref() != Some(variant::RECORD))
         .map(|r| (r.variant.clone().unwrap_or_else(|| "none".into()), r.rep))
         .collect();
-    let board = cfg.ssh.as_ref().map(SshTarget::transport);
-    let prefetching = cfg.variants.iter().any(|v| v != "none");
-    let relaid = cfg.guest.join(format!("root-relayout-{id}.img"));
     let relayout = cfg.variants.iter().any(|v| variant::uses_relayout(v));
     let mut plan: Vec<(String, u32)> = Vec::new();
-    if prefetching && !(done.contains(&(variant::RECORD.to_string(), 1)) && recorded.is_file()) {
+    if images.prefetching
+        && !(done.contains(&(variant::RECORD.to_string(), 1)) && images.recorded.is_file())
+    {
         plan.push((variant::RECORD.into(), 1));
     }
-    if relayout && !(done.contains(&(variant::RELAYOUT_WRITE.to_string(), 1)) && relaid.is_file()) {
+    if relayout
+        && !(done.contains(&(variant::RELAYOUT_WRITE.to_string(), 1)) && images.relaid.is_file())
+    {
         plan.push((variant::RELAYOUT_WRITE.into(), 1));
     }
     // One plain boot before the measured ones, stored apart: the first
@@ -216,9 +373,15 @@ pub fn run(
                 .filter(|k| !done.contains(k)),
         );
     }
-    announce(&format!(
+    plan
+}
+
+/// The line said before the boots: where, how its disk is slowed, how
+/// many boots.
+fn announcement(cfg: &BootConfig, plan: &[(String, u32)]) -> String {
+    format!(
         "{} ({}), {} boot(s) to run{}",
-        place(&cfg),
+        place(cfg),
         match (&cfg.ssh, cfg.bw_bytes) {
             (Some(_), _) => "its own disk".to_string(),
             (None, None) => "root disk not throttled".to_string(),
@@ -233,152 +396,78 @@ pub fn run(
         } else {
             ""
         }
-    ));
-    let mut progress = Progress::new(plan.len() as u64, "boots", opts.progress);
-    let (mut interrupted, mut recorded_runs, mut warnings) = (false, 0, Vec::new());
-    let mut quickest: Option<f64> = None;
-    for (v, rep) in &plan {
-        if iolab_guard::stop_requested() {
-            interrupted = true;
-            break;
-        }
-        if board.is_some() {
-            // A board keeps its own disk and list.
-        } else if v == variant::RECORD {
-            copy_image(&cfg.image(), &recorded)?;
-        } else if v == variant::RELAYOUT_WRITE {
-            copy_image(&recorded, &relaid)?;
-        } else if prefetching && !recorded.is_file() {
-            return Err(UsageError::new(format!(
-                "{} is gone: the prefetch variants boot the image with the recorded list; start a new experiment",
-                recorded.display()
-            ))
-            .into());
-        }
-        progress.begin(&format!("{v} boot {rep}"));
-        let work_in = match &board {
-            // Beside the results database: a board has no guest directory.
-            Some(_) => opts.db.parent().unwrap_or(Path::new(".")).to_path_buf(),
-            None => cfg.guest.clone(),
-        };
-        let work = tempfile::Builder::new()
-            .prefix("iolab-boot-")
-            .tempdir_in(&work_in)
-            .map_err(|e| iolab_sys::SysError::io(&work_in, e))?;
-        if let Some(t) = &board {
-            // Left alone for 80 % of the quickest boot so far (none before
-            // the first): the polls that follow mostly find it booted.
-            let quiet = Duration::from_secs_f64(0.8 * quickest.unwrap_or(0.0));
-            let line = variant::board_line(v)?;
-            let seen = board::boot(
-                t,
-                &line,
-                quiet,
-                Duration::from_secs_f64(cfg.timeout_s),
-                work.path(),
-            )?;
-            if seen.interrupted {
-                interrupted = true;
-                break;
-            }
-            let mut run = judge(v, *rep, &seen, cfg.timeout_s);
-            // What the board's unit was told, not a guest's init.
-            run.config = json!({ "variant": v, "board_line": line });
-            if run.outcome.is_sample() {
-                let s = run.duration_ns as f64 / 1e9;
-                quickest = Some(quickest.map_or(s, |q: f64| q.min(s)));
-            }
-            let last = outcome_text(&run);
-            if !run.outcome.is_sample() {
-                warnings.push(format!("{v} boot {rep}: {last}"));
-            }
-            store.record_run(id, &run)?;
-            recorded_runs += 1;
-            progress.done(&last);
-            continue;
-        }
-        for f in ["vmlinuz", "initramfs.cpio.gz"] {
-            warm_host_cache(&cfg.guest.join(f))?;
-        }
-        let root = if variant::uses_relayout(v) || v == variant::RELAYOUT_WRITE {
-            relaid.clone()
-        } else if prefetching {
-            recorded.clone()
-        } else {
-            cfg.image()
-        };
-        // The guest's disk is the image as the host caches it: read in
-        // whole before every boot, so only qemu's throttle sets the
-        // disk's speed (the first boots of a fresh copy read it from the
-        // host's disk: 20 % slower here).
-        let host_cached = warm_host_cache(&root)?;
-        let seen = guest::boot(
-            &guest::BootSpec {
-                dir: &cfg.guest,
-                root: &root,
-                snapshot: v != variant::RECORD && v != variant::RELAYOUT_WRITE,
-                bw_bytes: cfg.bw_bytes,
-                iops: cfg.iops,
-                init: variant::init_args(v)?,
-                cmdline: variant::cmdline(v),
-                memory_mib: cfg.memory_mib,
-                timeout: Duration::from_secs_f64(cfg.timeout_s),
-                work: work.path(),
-            },
-            &guard,
-        )?;
-        if seen.interrupted {
-            interrupted = true;
-            break;
-        }
-        let mut run = judge(v, *rep, &seen, cfg.timeout_s);
-        run.extra["host_cached_before"] = json!(host_cached);
-        let last = outcome_text(&run);
-        let failed_record =
-            (v == variant::RECORD || v == variant::RELAYOUT_WRITE) && !run.outcome.is_sample();
-        if !run.outcome.is_sample() {
-            let keep = cfg.guest.join(format!("boot-{id}-{v}-{rep}-console.log"));
-            let _ = std::fs::copy(work.path().join("console.log"), &keep);
-            warnings.push(format!(
-                "{v} boot {rep}: {last}; its console: {}",
-                keep.display()
-            ));
-        }
-        store.record_run(id, &run)?;
-        recorded_runs += 1;
-        progress.done(&last);
-        if failed_record {
-            let _ = std::fs::remove_file(&recorded);
-            let _ = std::fs::remove_file(&relaid);
-            drop(progress);
-            store.set_status(id, Status::ended(true))?;
-            return Err(ExperimentError::RunFailed {
-                run: format!("the {v} boot of experiment {id}"),
-                why: format!(
-                    "{}: the variants that need it cannot run",
-                    run.reason.unwrap_or_default()
-                ),
-            });
-        }
+    )
+}
+
+/// One boot of a board over ssh, judged; `None` when interrupted.
+fn board_boot(
+    t: &iolab_remote::Transport,
+    v: &str,
+    rep: u32,
+    cfg: &BootConfig,
+    work: &Path,
+    quickest: Option<f64>,
+) -> Result<Option<RunRecord>, ExperimentError> {
+    // Left alone for 80 % of the quickest boot so far (none before the
+    // first): the polls that follow mostly find it booted.
+    let quiet = Duration::from_secs_f64(0.8 * quickest.unwrap_or(0.0));
+    let line = variant::board_line(v)?;
+    let seen = board::boot(
+        t,
+        &line,
+        quiet,
+        Duration::from_secs_f64(cfg.timeout_s),
+        work,
+    )?;
+    if seen.interrupted {
+        return Ok(None);
     }
-    drop(progress);
-    store.set_status(id, Status::ended(interrupted))?;
-    if !interrupted {
-        let _ = std::fs::remove_file(&recorded);
-        let _ = std::fs::remove_file(&relaid);
+    let mut run = judge(v, rep, &seen, cfg.timeout_s);
+    // What the board's unit was told, not a guest's init.
+    run.config = json!({ "variant": v, "board_line": line });
+    Ok(Some(run))
+}
+
+/// One boot of the qemu guest, its disk and kernel cached by the host
+/// first, judged; `None` when interrupted.
+fn guest_boot(
+    guard: &Guard,
+    v: &str,
+    rep: u32,
+    cfg: &BootConfig,
+    images: &Images,
+    work: &Path,
+) -> Result<Option<RunRecord>, ExperimentError> {
+    for f in ["vmlinuz", "initramfs.cpio.gz"] {
+        warm_host_cache(&cfg.guest.join(f))?;
     }
-    Ok(Finished {
-        id,
-        db: opts.db.clone(),
-        report: store.report(id)?,
-        interrupted,
-        place: place(&cfg),
-        recorded: recorded_runs,
-        elapsed: t0.elapsed(),
-        stopped_cells: Vec::new(),
-        warnings,
-        body: (),
-    })
+    let root = images.root_of(cfg, v);
+    // The guest's disk is the image as the host caches it: read in whole
+    // before every boot, so only qemu's throttle sets the disk's speed
+    // (the first boots of a fresh copy read it from the host's disk: 20 %
+    // slower here).
+    let host_cached = warm_host_cache(&root)?;
+    let seen = guest::boot(
+        &guest::BootSpec {
+            dir: &cfg.guest,
+            root: &root,
+            snapshot: v != variant::RECORD && v != variant::RELAYOUT_WRITE,
+            bw_bytes: cfg.bw_bytes,
+            iops: cfg.iops,
+            init: variant::init_args(v)?,
+            cmdline: variant::cmdline(v),
+            memory_mib: cfg.memory_mib,
+            timeout: Duration::from_secs_f64(cfg.timeout_s),
+            work,
+        },
+        guard,
+    )?;
+    if seen.interrupted {
+        return Ok(None);
+    }
+    let mut run = judge(v, rep, &seen, cfg.timeout_s);
+    run.extra["host_cached_before"] = json!(host_cached);
+    Ok(Some(run))
 }
 
 /// A boot's result in a few words, for progress and warnings.
@@ -410,6 +499,9 @@ fn place(cfg: &BootConfig) -> String {
 }
 
 /// The run a boot makes: its time, outcome and everything seen.
+/// A boot as a run: its time to the marker, and every check of it (the
+/// clocks, the reboot, what the variant had to leave) that can make it
+/// invalid.
 fn judge(v: &str, rep: u32, seen: &guest::BootSeen, timeout_s: f64) -> RunRecord {
     let res = |f: &str| std::fs::read_to_string(seen.results.join(f)).ok();
     let mut extra = json!({
@@ -419,72 +511,9 @@ fn judge(v: &str, rep: u32, seen: &guest::BootSeen, timeout_s: f64) -> RunRecord
         "clock_bound_s": CLOCK_BOUND_S,
     });
     let mut problems: Vec<String> = Vec::new();
-    // The outside clock: the host's time between the console's start and
-    // done lines against the guest's over the same span.
-    if let (Some(a), Some(b), Some(ha), Some(hb)) =
-        (seen.start_s, seen.done_s, seen.host_start, seen.host_done)
-    {
-        let host = (hb - ha).as_secs_f64();
-        let diff = (b - a) - host;
-        extra["host_span_s"] = json!(host);
-        extra["guest_span_s"] = json!(b - a);
-        extra["clock_diff_s"] = json!(diff);
-        if diff.abs() > CLOCK_BOUND_S {
-            problems.push(format!(
-                "the guest's clock and the host's disagree by {:.0} ms over the boot (bound {:.0} ms)",
-                diff * 1e3,
-                CLOCK_BOUND_S * 1e3
-            ));
-        }
-    }
-    // qemu's count of the root disk's reads, every 100 ms, on the guest's
-    // clock (the console's start line pairs the two): the boot chart, and
-    // at the marker a second count beside the guest kernel's.
-    if let (Some(hs), Some(gs)) = (seen.host_start, seen.start_s) {
-        let t: Vec<f64> = seen
-            .disk
-            .iter()
-            .map(|d| d.at.as_secs_f64() - hs.as_secs_f64() + gs)
-            .collect();
-        if let (Some(done), false) = (seen.done_s, t.is_empty()) {
-            let at_done = t
-                .iter()
-                .zip(&seen.disk)
-                .take_while(|(t, _)| **t <= done)
-                .last()
-                .map(|(_, d)| d.read_bytes);
-            extra["qmp_read_bytes_at_done"] = json!(at_done);
-        }
-        // qemu's exit ends the monitor too: only a series that stops
-        // before the marker lost something.
-        let short = seen.done_s.is_some_and(|d| t.last().is_none_or(|l| *l < d));
-        if let (true, Some(why)) = (short, &seen.disk_error) {
-            extra["qmp_warning"] =
-                json!(format!("qemu's disk counters end before the marker: {why}"));
-        }
-        extra["disk_series"] = json!({
-            "t_s": t,
-            "read_bytes": seen.disk.iter().map(|d| d.read_bytes).collect::<Vec<_>>(),
-            "read_ops": seen.disk.iter().map(|d| d.read_ops).collect::<Vec<_>>(),
-            "write_bytes": seen.disk.iter().map(|d| d.write_bytes).collect::<Vec<_>>(),
-        });
-    }
-    if let Some(rb) = &seen.reboot {
-        extra["reboot"] = json!(rb);
-        if rb.boot_id_after == rb.boot_id_before {
-            problems.push("the board's boot_id did not change: it did not reboot".into());
-        }
-        if rb
-            .uptime_at_read_s
-            .is_some_and(|u| u > rb.host_since_reboot_s + 0.5)
-        {
-            problems.push(format!(
-                "the board had been up {:.1} s when read, but the reboot was asked {:.1} s before",
-                rb.uptime_at_read_s.unwrap_or(0.0),
-                rb.host_since_reboot_s
-            ));
-        }
-    }
+    check_clocks(seen, &mut extra, &mut problems);
+    disk_series(seen, &mut extra);
+    check_reboot(seen, &mut extra, &mut problems);
     match res("diskstats").as_deref().and_then(diskstats_read) {
         Some((bytes, ios)) => {
             extra["read_bytes"] = json!(bytes);
@@ -495,69 +524,15 @@ fn judge(v: &str, rep: u32, seen: &guest::BootSeen, timeout_s: f64) -> RunRecord
     let scheduler = res("iolab-boot-scheduler")
         .and_then(|s| Some(s.split('[').nth(1)?.split(']').next()?.to_string()))
         .unwrap_or_else(|| "?".into());
-    // systemd's own timestamps (a systemd guest): µs since boot.
     if let Some(t) = res("systemd") {
-        let us = |k: &str| {
-            t.lines()
-                .find_map(|l| l.strip_prefix(k)?.strip_prefix('='))
-                .and_then(|v| v.trim().parse::<f64>().ok())
-                .filter(|v| *v > 0.0)
-                .map(|v| v / 1e6)
-        };
-        extra["systemd"] = json!({
-            "userspace_s": us("UserspaceTimestampMonotonic"),
-            "multi_user_s": us("MultiUserMonotonic"),
-        });
+        extra["systemd"] = systemd_times(&t);
     }
     if let Some(w) = res("helper-wait") {
         extra["helper_wait_s"] = json!(w.trim().parse::<f64>().ok().map(|n| n / 10.0));
     }
     let helper: Option<Value> =
         res("iolab-helper.json").and_then(|t| serde_json::from_str(&t).ok());
-    if v == variant::RECORD {
-        match res("boot.list") {
-            Some(list) => {
-                let (files, bytes) = list_size(&list);
-                extra["list_files"] = json!(files);
-                extra["list_bytes"] = json!(bytes);
-                if files == 0 {
-                    problems.push("the recording boot wrote an empty list".into());
-                }
-            }
-            None => problems.push("the recording boot wrote no list".into()),
-        }
-    } else if v == variant::RELAYOUT_WRITE {
-        match res("relayout.json").and_then(|t| serde_json::from_str::<Value>(&t).ok()) {
-            Some(r) => {
-                if r["files"].as_u64().unwrap_or(0) == 0 {
-                    problems.push("the relayout rewrote no file".into());
-                }
-                extra["relayout"] = r;
-            }
-            None => problems.push(format!(
-                "the relayout left no report: {}",
-                res("relayout.log").unwrap_or_default().trim()
-            )),
-        }
-    } else if variant::is_safety(v) {
-        // Its prefetch goes wrong on purpose: what counts is that the
-        // boot reached the marker, and when.
-        extra["safety"] = json!(variant::safety_what(v));
-    } else if v != "none" && v != variant::WARMUP {
-        // A prefetch asked for that did not run is not this variant.
-        match &helper {
-            Some(h) => {
-                extra["prefetch_bytes"] = h["bytes_requested"].clone();
-                extra["prefetch_s"] = h["duration_s"].clone();
-                extra["prefetch_device_read_bytes"] = h["device_read_bytes"].clone();
-                if h["files_failed"].as_u64().unwrap_or(0) > 0 {
-                    extra["prefetch_files_failed"] = h["files_failed"].clone();
-                }
-            }
-            None => problems
-                .push("the prefetch left no report: it did not run (see the console)".into()),
-        }
-    }
+    check_variant(v, &res, helper.as_ref(), &mut extra, &mut problems);
     if let Some(h) = helper {
         extra["helper"] = h;
     }
@@ -596,6 +571,155 @@ fn judge(v: &str, rep: u32, seen: &guest::BootSeen, timeout_s: f64) -> RunRecord
         reason,
         variant: (v != "none").then(|| v.to_string()),
     }
+}
+
+/// The outside clock: the host's time between the console's start and
+/// done lines against the guest's over the same span.
+fn check_clocks(seen: &guest::BootSeen, extra: &mut Value, problems: &mut Vec<String>) {
+    if let (Some(a), Some(b), Some(ha), Some(hb)) =
+        (seen.start_s, seen.done_s, seen.host_start, seen.host_done)
+    {
+        let host = (hb - ha).as_secs_f64();
+        let diff = (b - a) - host;
+        extra["host_span_s"] = json!(host);
+        extra["guest_span_s"] = json!(b - a);
+        extra["clock_diff_s"] = json!(diff);
+        if diff.abs() > CLOCK_BOUND_S {
+            problems.push(format!(
+                "the guest's clock and the host's disagree by {:.0} ms over the boot (bound {:.0} ms)",
+                diff * 1e3,
+                CLOCK_BOUND_S * 1e3
+            ));
+        }
+    }
+}
+
+/// qemu's count of the root disk's reads, every 100 ms, on the guest's
+/// clock (the console's start line pairs the two): the boot chart, and at
+/// the marker a second count beside the guest kernel's.
+fn disk_series(seen: &guest::BootSeen, extra: &mut Value) {
+    if let (Some(hs), Some(gs)) = (seen.host_start, seen.start_s) {
+        let t: Vec<f64> = seen
+            .disk
+            .iter()
+            .map(|d| d.at.as_secs_f64() - hs.as_secs_f64() + gs)
+            .collect();
+        if let (Some(done), false) = (seen.done_s, t.is_empty()) {
+            let at_done = t
+                .iter()
+                .zip(&seen.disk)
+                .take_while(|(t, _)| **t <= done)
+                .last()
+                .map(|(_, d)| d.read_bytes);
+            extra["qmp_read_bytes_at_done"] = json!(at_done);
+        }
+        // qemu's exit ends the monitor too: only a series that stops
+        // before the marker lost something.
+        let short = seen.done_s.is_some_and(|d| t.last().is_none_or(|l| *l < d));
+        if let (true, Some(why)) = (short, &seen.disk_error) {
+            extra["qmp_warning"] =
+                json!(format!("qemu's disk counters end before the marker: {why}"));
+        }
+        extra["disk_series"] = json!({
+            "t_s": t,
+            "read_bytes": seen.disk.iter().map(|d| d.read_bytes).collect::<Vec<_>>(),
+            "read_ops": seen.disk.iter().map(|d| d.read_ops).collect::<Vec<_>>(),
+            "write_bytes": seen.disk.iter().map(|d| d.write_bytes).collect::<Vec<_>>(),
+        });
+    }
+}
+
+/// A board's reboot really happened: a new boot_id, and an uptime within
+/// the host's clock since the reboot was asked.
+fn check_reboot(seen: &guest::BootSeen, extra: &mut Value, problems: &mut Vec<String>) {
+    if let Some(rb) = &seen.reboot {
+        extra["reboot"] = json!(rb);
+        if rb.boot_id_after == rb.boot_id_before {
+            problems.push("the board's boot_id did not change: it did not reboot".into());
+        }
+        if rb
+            .uptime_at_read_s
+            .is_some_and(|u| u > rb.host_since_reboot_s + 0.5)
+        {
+            problems.push(format!(
+                "the board had been up {:.1} s when read, but the reboot was asked {:.1} s before",
+                rb.uptime_at_read_s.unwrap_or(0.0),
+                rb.host_since_reboot_s
+            ));
+        }
+    }
+}
+
+/// What variant `v` had to leave: the recording boot its list, the
+/// relayout its report, a prefetch variant its helper's report.
+fn check_variant(
+    v: &str,
+    res: &dyn Fn(&str) -> Option<String>,
+    helper: Option<&Value>,
+    extra: &mut Value,
+    problems: &mut Vec<String>,
+) {
+    if v == variant::RECORD {
+        match res("boot.list") {
+            Some(list) => {
+                let (files, bytes) = list_size(&list);
+                extra["list_files"] = json!(files);
+                extra["list_bytes"] = json!(bytes);
+                if files == 0 {
+                    problems.push("the recording boot wrote an empty list".into());
+                }
+            }
+            None => problems.push("the recording boot wrote no list".into()),
+        }
+    } else if v == variant::RELAYOUT_WRITE {
+        match res("relayout.json").and_then(|t| serde_json::from_str::<Value>(&t).ok()) {
+            Some(r) => {
+                if r["files"].as_u64().unwrap_or(0) == 0 {
+                    problems.push("the relayout rewrote no file".into());
+                }
+                extra["relayout"] = r;
+            }
+            None => problems.push(format!(
+                "the relayout left no report: {}",
+                res("relayout.log")
+                    .as_deref()
+                    .map_or("it left no relayout.log either", str::trim)
+            )),
+        }
+    } else if variant::is_safety(v) {
+        // Its prefetch goes wrong on purpose: what counts is that the
+        // boot reached the marker, and when.
+        extra["safety"] = json!(variant::safety_what(v));
+    } else if v != "none" && v != variant::WARMUP {
+        // A prefetch asked for that did not run is not this variant.
+        match &helper {
+            Some(h) => {
+                extra["prefetch_bytes"] = h["bytes_requested"].clone();
+                extra["prefetch_s"] = h["duration_s"].clone();
+                extra["prefetch_device_read_bytes"] = h["device_read_bytes"].clone();
+                if h["files_failed"].as_u64().unwrap_or(0) > 0 {
+                    extra["prefetch_files_failed"] = h["files_failed"].clone();
+                }
+            }
+            None => problems
+                .push("the prefetch left no report: it did not run (see the console)".into()),
+        }
+    }
+}
+
+/// systemd's own timestamps (a systemd guest), seconds since boot.
+fn systemd_times(t: &str) -> Value {
+    let us = |k: &str| {
+        t.lines()
+            .find_map(|l| l.strip_prefix(k)?.strip_prefix('='))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|v| *v > 0.0)
+            .map(|v| v / 1e6)
+    };
+    json!({
+        "userspace_s": us("UserspaceTimestampMonotonic"),
+        "multi_user_s": us("MultiUserMonotonic"),
+    })
 }
 
 /// (bytes read, reads completed) from a /proc/diskstats line.

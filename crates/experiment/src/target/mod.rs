@@ -9,9 +9,8 @@
 
 pub mod android;
 pub mod app;
-mod content;
+pub(crate) mod content;
 mod kinds;
-pub mod probe;
 pub mod replay;
 
 pub use kinds::{collect_files, which, Target, Watch};

@@ -8,7 +8,6 @@
 use clap::Args;
 use iolab_experiment::collect::Observe;
 use iolab_experiment::engine::RunOptions;
-use iolab_experiment::place::Place;
 use iolab_experiment::startup::{
     Cold, PrefetchConfig, PrefetchMode, PrefetchSource, ReadyWhen, StartupConfig,
 };
@@ -55,16 +54,8 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
     } else {
         Some(a.bw)
     };
-    let (backend, model) = a.model.resolve(bw, None)?;
     let cfg = StartupConfig {
-        place: Place::NewLab {
-            size_bytes: 2 << 30,
-            fs: iolab_lab::Fs::Ext4,
-            bw_bytes: bw,
-            iops: None,
-            backend,
-            model,
-        },
+        place: a.model.new_lab(2 << 30, iolab_lab::Fs::Ext4, bw, None)?,
         schedulers: Schedulers::all(),
         workloads: vec!["1r".into(), "1w".into(), "1r1w".into()],
         reps: a.reps,

@@ -4,8 +4,7 @@
 
 use clap::{Args, Subcommand};
 
-use iolab_lab::{DownReport, LabError, LabSpec, LabStatus, SpecText};
-use iolab_sys::units::{format_bytes, format_rate};
+use iolab_lab::{LabError, LabSpec, LabStatus, SpecText};
 use iolab_sys::UsageError;
 
 /// Lab subcommands.
@@ -134,7 +133,7 @@ pub fn run(c: LabCommand) -> anyhow::Result<()> {
                     if i > 0 {
                         iolab_sys::show!();
                     }
-                    print_status(s);
+                    show_text(&iolab_lab::render::status_text(s));
                 }
             }
             Ok(())
@@ -144,7 +143,7 @@ pub fn run(c: LabCommand) -> anyhow::Result<()> {
             if a.json {
                 print_json(&serde_json::json!({ "labs": labs }))
             } else {
-                print_list(&labs);
+                show_text(&iolab_lab::render::list_text(&labs));
                 Ok(())
             }
         }
@@ -184,7 +183,7 @@ fn up(a: UpArgs) -> anyhow::Result<()> {
         return print_json(&st);
     }
     iolab_sys::show!("lab {:?} is up", lab.name);
-    print_status(&st);
+    show_text(&iolab_lab::render::status_text(&st));
     iolab_sys::show!("remove it with: iolab lab down {}", lab.name);
     if st.backend == Some(iolab_lab::Backend::Throttle) {
         if let Some(w) = iolab_lab::cgroup_warning() {
@@ -259,7 +258,7 @@ fn down(a: DownArgs) -> anyhow::Result<()> {
     let mut failed = 0;
     for r in &reports {
         if !a.json {
-            print_down(r);
+            show_text(&iolab_lab::render::down_text(r));
         }
         failed += r.failed.len();
     }
@@ -286,253 +285,7 @@ fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn print_down(r: &DownReport) {
-    iolab_sys::show!("lab {:?} removed:", r.name);
-    for l in &r.restored {
-        iolab_sys::show!("  {l}");
-    }
-    for l in &r.failed {
-        iolab_sys::show!("  FAILED: {l}");
-    }
-}
-
-fn path_or<P: AsRef<std::path::Path>>(p: &Option<P>, none: &str) -> String {
-    p.as_ref()
-        .map_or_else(|| none.to_string(), |p| p.as_ref().display().to_string())
-}
-
-fn throttle_text(s: &LabStatus) -> String {
-    if let Some(m) = &s.model {
-        return format!("model {}", model_summary(m));
-    }
-    let Some(t) = s.throttle.filter(|t| *t != Default::default()) else {
-        return "-".into();
-    };
-    let mut parts = Vec::new();
-    if t.read_bps > 0 || t.write_bps > 0 {
-        parts.push(format!(
-            "read {} write {}",
-            format_rate(t.read_bps as f64),
-            format_rate(t.write_bps as f64)
-        ));
-    }
-    if t.read_iops > 0 || t.write_iops > 0 {
-        parts.push(format!("{}/{} IOPS r/w", t.read_iops, t.write_iops));
-    }
-    parts.join(", ")
-}
-
-fn print_status(s: &LabStatus) {
-    let kind = s.kind.map_or("?".to_string(), |k| k.to_string());
-    let owner = match (s.persistent, s.owner_pid) {
-        (true, _) => "made by `iolab lab up`".to_string(),
-        (false, Some(p)) => format!("temporary, belongs to iolab pid {p}"),
-        (false, None) => "temporary".to_string(),
-    };
-    iolab_sys::show!("{} ({kind}, {owner})", s.name);
-    let row = |k: &str, v: String| iolab_sys::show!("  {k:<11} {v}");
-    row(
-        "device",
-        format!("{}  (the device under test)", path_or(&s.device, "?")),
-    );
-    let sched = s.sched.clone().unwrap_or_else(|| "?".into());
-    row(
-        "scheduler",
-        if s.schedulers.is_empty() {
-            format!("{sched}  (a bio-based device has no I/O scheduler)")
-        } else {
-            format!("{sched}  [{}]", s.schedulers.join(" "))
-        },
-    );
-    if !s.iosched.is_empty() {
-        let t: Vec<String> = s.iosched.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        row("tunables", t.join(" "));
-    }
-    let mut queue = Vec::new();
-    match (s.queue_depth, s.queue_depth_kernel) {
-        (_, Some(k)) => queue.push(format!("driver depth {k}")),
-        (Some(d), None) => queue.push(format!(
-            "driver depth {d} as iolab set it (the kernel's: unknown: {})",
-            s.queue_depth_kernel_unknown
-                .as_deref()
-                .unwrap_or("not read (that needs debugfs, and root)")
-        )),
-        (None, None) => {
-            if let Some(why) = &s.queue_depth_kernel_unknown {
-                queue.push(format!("driver depth unknown: {why}"));
-            }
-        }
-    }
-    if let Some(n) = s.nr_requests {
-        queue.push(format!("nr_requests {n}"));
-    }
-    if let Some(r) = s.read_ahead_kb {
-        queue.push(format!("read_ahead_kb {r}"));
-    }
-    if let Some(d) = s.dirty_limit_bytes {
-        queue.push(format!("dirty limit {}", iolab_sys::units::format_bytes(d)));
-    }
-    if let Some(d) = s.direct_io {
-        queue.push(format!("direct I/O {}", if d { "on" } else { "off" }));
-    }
-    if !queue.is_empty() {
-        row("queue", queue.join(", "));
-    }
-    if let Some(l) = &s.lower {
-        let ls = s.lower_sched.clone().unwrap_or_else(|| "?".into());
-        row("lower", format!("{}  (scheduler {ls})", l.display()));
-    }
-    if let Some(b) = s.backend {
-        row(
-            "backend",
-            format!(
-                "{}  ({})",
-                b.name(),
-                s.backend_reason.as_deref().unwrap_or("")
-            ),
-        );
-    }
-    if let Some(m) = &s.model {
-        row("model", format!("{} {}", m.profile, model_summary(m)));
-    }
-    if let Some(st) = &s.model_stats {
-        let up = st.uptime_s.max(1e-9);
-        row(
-            "observed",
-            format!(
-                "{} reads ({}), {} writes ({}), {} flushes in {:.0} s; busy {:.1} s ({:.0} %), deepest queue {}, {} overruns (server pid {})",
-                st.reads,
-                format_bytes(st.read_bytes),
-                st.writes,
-                format_bytes(st.write_bytes),
-                st.flushes,
-                st.uptime_s,
-                st.busy_s,
-                100.0 * st.busy_s / up,
-                st.max_queue_depth,
-                st.overruns,
-                st.pid
-            ),
-        );
-    }
-    if s.throttle.is_some() && s.model.is_none() {
-        row("throttle", throttle_text(s));
-    }
-    if let Some(img) = &s.image {
-        row("image", img.display().to_string());
-    }
-    if let Some(b) = s.size_bytes {
-        row("size", format_bytes(b));
-    }
-    match (&s.fstype, &s.mountpoint) {
-        (Some(fs), Some(mp)) => row("filesystem", format!("{fs} on {}", mp.display())),
-        (Some(fs), None) => row("filesystem", format!("{fs} (not mounted)")),
-        (None, _) => row("filesystem", "none (raw device)".into()),
-    }
-    if let Some(o) = &s.mount_options {
-        row("options", o.clone());
-    }
-    if let (Some(size), Some(avail)) = (s.fs_size_bytes, s.fs_avail_bytes) {
-        row(
-            "space",
-            format!(
-                "{} available of {}",
-                format_bytes(avail),
-                format_bytes(size)
-            ),
-        );
-    }
-    if let Some(z) = &s.zram {
-        row(
-            "zram",
-            format!(
-                "{}, {} stored in {}",
-                z.comp_algorithm,
-                format_bytes(z.orig_data_size),
-                format_bytes(z.mem_used_total)
-            ),
-        );
-    }
-    for p in &s.problems {
-        row("PROBLEM", p.clone());
-    }
-}
-
-fn print_list(labs: &[LabStatus]) {
-    if labs.is_empty() {
-        iolab_sys::show!("no labs: make one with `iolab lab up`");
-        return;
-    }
-    let rows: Vec<[String; 7]> = labs
-        .iter()
-        .map(|s| {
-            [
-                s.name.clone(),
-                s.kind.map_or("?".into(), |k| k.to_string()),
-                path_or(&s.device, "-"),
-                s.sched.clone().unwrap_or_else(|| "-".into()),
-                throttle_text(s),
-                s.size_bytes.map_or("-".into(), format_bytes),
-                match (&s.mountpoint, s.problems.first()) {
-                    (_, Some(p)) => format!("PROBLEM: {p}"),
-                    (Some(mp), None) => mp.display().to_string(),
-                    (None, None) => "-".into(),
-                },
-            ]
-        })
-        .collect();
-    let head = [
-        "NAME",
-        "KIND",
-        "DEVICE",
-        "SCHED",
-        "THROTTLE",
-        "SIZE",
-        "MOUNTPOINT",
-    ];
-    let mut w = head.map(str::len);
-    for r in &rows {
-        for (i, c) in r.iter().enumerate() {
-            w[i] = w[i].max(c.len());
-        }
-    }
-    let line = |cells: [&str; 7]| {
-        let mut out = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            if i + 1 == cells.len() {
-                out.push_str(c);
-            } else {
-                out.push_str(&format!("{c:<width$}  ", width = w[i]));
-            }
-        }
-        iolab_sys::show!("{out}");
-    };
-    line(head);
-    for r in &rows {
-        line(r.each_ref().map(String::as_str));
-    }
-}
-
-/// `read 80MB/s write 30MB/s, 350us/1.8ms per request, QD 1, flush 5ms`.
-fn model_summary(m: &iolab_model::ModelParams) -> String {
-    let d = |ns: u64| {
-        if ns >= 1_000_000 {
-            format!("{}ms", ns as f64 / 1e6)
-        } else {
-            format!("{}us", ns as f64 / 1e3)
-        }
-    };
-    let mut s = format!(
-        "read {} write {}, {}/{} per request, QD {}, flush {}",
-        format_rate(m.read_bw as f64),
-        format_rate(m.write_bw as f64),
-        d(m.read_latency_ns),
-        d(m.write_latency_ns),
-        m.queue_depth,
-        d(m.flush_ns)
-    );
-    if m.seek_ns > 0 {
-        s.push_str(&format!(", seek {}", d(m.seek_ns)));
-    }
-    s
+/// Prints a rendered text (its lines end in newlines; `show!` adds one).
+fn show_text(text: &str) {
+    iolab_sys::show!("{}", text.trim_end_matches('\n'));
 }

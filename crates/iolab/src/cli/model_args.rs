@@ -81,6 +81,28 @@ impl ModelArgs {
         )
     }
 
+    /// The place of a new lab of `size_bytes` (formatted `fs`), slowed to
+    /// `bw_bytes`/`iops` by the backend these flags choose (or this
+    /// device model): the one builder of startup's, sweep's and demo's
+    /// `Place::NewLab`.
+    pub fn new_lab(
+        &self,
+        size_bytes: u64,
+        fs: iolab_lab::Fs,
+        bw_bytes: Option<u64>,
+        iops: Option<u64>,
+    ) -> Result<iolab_experiment::place::Place, UsageError> {
+        let (backend, model) = self.resolve(bw_bytes, iops)?;
+        Ok(iolab_experiment::place::Place::NewLab {
+            size_bytes,
+            fs,
+            bw_bytes,
+            iops,
+            backend,
+            model,
+        })
+    }
+
     /// Refuses these flags where no new lab is made (`--lab`, `--device`).
     pub fn refuse_with(&self, other: &str) -> Result<(), UsageError> {
         if self.any() {

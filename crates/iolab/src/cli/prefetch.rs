@@ -23,9 +23,9 @@ use std::time::{Duration, UNIX_EPOCH};
 use anyhow::Context;
 use clap::Args;
 use iolab_cache::notes::Notes;
-use iolab_cache::prefetch::{self, Method, PrefetchList, PrefetchOptions, PrefetchReport, Stamp};
+use iolab_cache::prefetch::{self, Method, PrefetchList, PrefetchOptions, Stamp};
 use iolab_sys::ioprio::IoPrio;
-use iolab_sys::units::{format_bytes, format_rate, parse_duration};
+use iolab_sys::units::parse_duration;
 use iolab_sys::UsageError;
 
 use super::cache::cache_error;
@@ -235,7 +235,9 @@ pub fn run(a: PrefetchArgs) -> anyhow::Result<()> {
         serde_json::to_writer_pretty(&mut text, &report)?;
         text.push(b'\n');
     } else {
-        render(&mut text, &report, a.verbose, a.diskstats)?;
+        text.extend_from_slice(
+            iolab_cache::prefetch::render::report_text(&report, a.verbose, a.diskstats).as_bytes(),
+        );
     }
     match &a.output {
         Some(p) => std::fs::write(p, &text).with_context(|| format!("writing {}", p.display()))?,
@@ -351,126 +353,4 @@ fn stamp_text(s: Stamp) -> String {
         s.mono_ns / 1_000_000_000,
         s.mono_ns % 1_000_000_000
     )
-}
-
-fn render(
-    out: &mut Vec<u8>,
-    r: &PrefetchReport,
-    verbose: bool,
-    diskstats: bool,
-) -> std::io::Result<()> {
-    let failed = if r.files_failed > 0 {
-        format!(" ({} failed)", r.files_failed)
-    } else {
-        String::new()
-    };
-    let waited = match r.wait {
-        Some(w) => format!(
-            ", waited {:.3} s: {}",
-            r.wait_s,
-            serde_json::to_value(w)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default()
-        ),
-        None => ", no wait".to_string(),
-    };
-    writeln!(
-        out,
-        "prefetched {} files{failed}, {} requested in {:.3} s ({}, {} threads; submitted in {:.3} s{waited})",
-        r.files,
-        format_bytes(r.bytes_requested),
-        r.duration_s,
-        r.method,
-        r.threads,
-        r.submit_s,
-    )?;
-    let per_dev: Vec<String> = r
-        .devices
-        .iter()
-        .map(|d| format!("{} {}", d.device, format_bytes(d.read_bytes)))
-        .collect();
-    if per_dev.is_empty() {
-        writeln!(
-            out,
-            "device reads: none measured (files on no block device)"
-        )?;
-    } else {
-        writeln!(
-            out,
-            "device reads: {} at {} ({})",
-            format_bytes(r.device_read_bytes),
-            format_rate(r.device_read_bytes_per_s),
-            per_dev.join(", ")
-        )?;
-    }
-    match (r.cached_pages_after, r.cached_pages_before) {
-        (Some(after), before) => writeln!(
-            out,
-            "residency: {:.1} % of {} requested pages cached ({after}){}",
-            r.residency_percent.unwrap_or(0.0),
-            r.pages_requested,
-            before
-                .map(|b| format!(", {b} before"))
-                .unwrap_or_default()
-        )?,
-        (None, _) => writeln!(
-            out,
-            "residency: unknown (the kernel describes the cache of some files only to their owner or root)"
-        )?,
-    }
-    let rows: Vec<Vec<String>> = r
-        .per_file
-        .iter()
-        .filter(|f| verbose || f.error.is_some())
-        .map(|f| {
-            let opt = |v: Option<u64>| v.map_or("?".to_string(), |v| v.to_string());
-            vec![
-                f.file.display().to_string(),
-                format_bytes(f.bytes_requested),
-                f.pages_requested.to_string(),
-                opt(f.cached_pages_before),
-                opt(f.cached_pages_after),
-                f.error.clone().unwrap_or_default(),
-            ]
-        })
-        .collect();
-    if !rows.is_empty() {
-        let mut all = vec![["FILE", "BYTES", "PAGES", "BEFORE", "AFTER", "ERROR"]
-            .map(String::from)
-            .to_vec()];
-        all.extend(rows);
-        out.extend_from_slice(iolab_sys::text::align_columns(&all, 1).as_bytes());
-    }
-    if diskstats {
-        let mut all = vec![[
-            "DEVICE",
-            "READS",
-            "MERGED",
-            "READ",
-            "READ_MS",
-            "WRITES",
-            "WRITTEN",
-            "IN_FLIGHT",
-            "IO_MS",
-        ]
-        .map(String::from)
-        .to_vec()];
-        for d in &r.devices {
-            let s = &d.diskstats;
-            all.push(vec![
-                d.device.clone(),
-                s.reads.to_string(),
-                s.reads_merged.to_string(),
-                format_bytes(s.read_bytes()),
-                s.read_ms.to_string(),
-                s.writes.to_string(),
-                format_bytes(s.write_bytes()),
-                s.in_flight.to_string(),
-                s.io_ms.to_string(),
-            ]);
-        }
-        out.extend_from_slice(iolab_sys::text::align_columns(&all, 1).as_bytes());
-    }
-    Ok(())
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use iolab_experiment::target::probe::{self, Op, ProbeConfig, ProbeSummary, SlowOp};
+use iolab_experiment::probe::{self, Op, ProbeConfig, ProbeSummary, SlowOp};
 use iolab_sys::units::{format_bytes, parse_duration, parse_size};
 use iolab_sys::UsageError;
 
@@ -130,7 +130,7 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<()> {
 /// `--explain`: the stalls behind each slow operation.
 mod explain {
     use super::{ms, op_name};
-    use iolab_experiment::target::probe::ProbeSummary;
+    use iolab_experiment::probe::ProbeSummary;
     use iolab_explain::{Explainer, ExplainerConfig};
 
     /// The kernel causes one slow operation waited for.

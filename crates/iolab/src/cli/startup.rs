@@ -356,17 +356,7 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
             device: dev.clone(),
             dir: a.dir.clone(),
         },
-        (None, None, None) => {
-            let (backend, model) = a.model.resolve(a.bw, a.iops)?;
-            Place::NewLab {
-                size_bytes: a.lab_size,
-                fs: a.lab_fs,
-                bw_bytes: a.bw,
-                iops: a.iops,
-                backend,
-                model,
-            }
-        }
+        (None, None, None) => a.model.new_lab(a.lab_size, a.lab_fs, a.bw, a.iops)?,
     };
     let ready = match (&a.ready_line, &a.ready_file, a.ready_rss_stable) {
         (Some(r), _, _) => ReadyWhen::Line { regex: r.clone() },

@@ -253,15 +253,8 @@ fn config(a: &SweepArgs) -> anyhow::Result<SweepConfig> {
                 "none" => None,
                 bw => Some(parse_rate(bw)?),
             };
-            let (backend, model) = a.model.resolve(bw_bytes, None)?;
-            Place::NewLab {
-                size_bytes: a.lab_size,
-                fs: iolab_lab::Fs::None,
-                bw_bytes,
-                iops: None,
-                backend,
-                model,
-            }
+            a.model
+                .new_lab(a.lab_size, iolab_lab::Fs::None, bw_bytes, None)?
         }
     };
     let cfg = SweepConfig {

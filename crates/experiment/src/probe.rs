@@ -188,7 +188,7 @@ pub fn prepare_input(path: &Path, size: u64) -> Result<bool, SysError> {
     if path.exists() {
         return Ok(false);
     }
-    super::content::write_file(path, size, 0x1b_0be, b"")?;
+    crate::target::content::write_file(path, size, 0x1b_0be, b"")?;
     Ok(true)
 }
 
