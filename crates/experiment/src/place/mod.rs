@@ -181,142 +181,17 @@ impl Resolved {
 }
 
 /// Brings the place up (what iolab makes is made through `guard` and
-/// undone when it restores) and checks it suits the use.
+/// undone when it restores) and checks it suits the use: one function
+/// per kind of place.
 pub fn resolve(
     guard: &Guard,
     req: PlaceRequest<'_>,
     force: bool,
 ) -> Result<Resolved, ExperimentError> {
-    let pid = std::process::id();
     match (req.place, req.use_) {
-        (
-            Place::NewLab {
-                size_bytes,
-                fs,
-                bw_bytes,
-                iops,
-                backend,
-                model,
-            },
-            use_,
-        ) => {
-            let (prefix, fs) = match use_ {
-                PlaceUse::Files if *fs == Fs::None => {
-                    return Err(UsageError::new(
-                        "the startup lab needs a filesystem: use --lab-fs ext4|xfs|btrfs",
-                    )
-                    .into())
-                }
-                PlaceUse::Files => ("startup", *fs),
-                PlaceUse::Format => ("sweep", Fs::None),
-                PlaceUse::Raw { .. } => ("raw", Fs::None),
-            };
-            let name = format!("{prefix}-{pid}");
-            let spec = LabSpec {
-                name: name.clone(),
-                size_bytes: *size_bytes,
-                fs,
-                bw_bytes: *bw_bytes,
-                iops: *iops,
-                dirty_limit_bytes: req.dirty_limit_bytes,
-                backend: *backend,
-                model: model.clone(),
-                ..LabSpec::default()
-            };
-            let lab = iolab_lab::up(guard, &spec)?;
-            let dev = lab.device().clone();
-            let what = match use_ {
-                PlaceUse::Files => format!(
-                    "temporary lab {} on {}{}",
-                    lab.name,
-                    dev.name,
-                    backend_words(&lab.spec)
-                ),
-                _ => format!(
-                    "temporary lab {name} on {} ({}, {})",
-                    dev.name,
-                    format_bytes(*size_bytes),
-                    bw_bytes.map_or_else(
-                        || "unthrottled".to_string(),
-                        |b| iolab_sys::units::format_rate(b as f64)
-                    )
-                ),
-            };
-            let mountpoint = match use_ {
-                PlaceUse::Files => lab.mountpoint.clone(),
-                PlaceUse::Format => Some(iolab_lab::meta::mountpoint(&name)),
-                PlaceUse::Raw { .. } => None,
-            };
-            let (disks, fs_dev) = Resolved::single(dev);
-            Ok(Resolved {
-                dir: lab.mountpoint.clone().filter(|_| use_ == PlaceUse::Files),
-                mountpoint,
-                disks,
-                fs_dev,
-                stack: None,
-                what,
-                bw_bytes: *bw_bytes,
-                made: true,
-            })
-        }
-        (Place::TmpfsLab { size_bytes }, PlaceUse::Raw { .. }) => {
-            check_memory(*size_bytes)?;
-            let name = format!("max-{pid}");
-            let dir = iolab_guard::run_dir().join(&name);
-            guard.mkdir_all(&dir)?;
-            guard.mount(
-                "tmpfs",
-                &dir,
-                "tmpfs",
-                &format!("size={},mode=0700", size_bytes + TMPFS_SPARE),
-            )?;
-            let lab = iolab_lab::up(
-                guard,
-                &LabSpec {
-                    name,
-                    size_bytes: *size_bytes,
-                    fs: Fs::None,
-                    dir,
-                    ..LabSpec::default()
-                },
-            )?;
-            let dev = lab.device().clone();
-            let what = format!(
-                "{} (loop over a {} file in tmpfs, temporary)",
-                dev.name,
-                format_bytes(*size_bytes)
-            );
-            let (disks, fs_dev) = Resolved::single(dev);
-            Ok(Resolved {
-                what,
-                disks,
-                fs_dev,
-                stack: None,
-                dir: None,
-                mountpoint: None,
-                bw_bytes: None,
-                made: true,
-            })
-        }
-        (Place::Lab { name }, PlaceUse::Files) => {
-            let lab = iolab_lab::open(name)?;
-            let mnt = lab.mountpoint.clone().ok_or_else(|| {
-                UsageError::new(format!(
-                    "lab {name} has no filesystem (--fs none): startup needs one to hold workload and target files"
-                ))
-            })?;
-            let (disks, fs_dev) = Resolved::single(lab.device().clone());
-            Ok(Resolved {
-                disks,
-                fs_dev,
-                stack: None,
-                dir: Some(mnt.clone()),
-                mountpoint: Some(mnt),
-                what: format!("lab {name} on {}", lab.device().name),
-                bw_bytes: lab.spec.bw_bytes,
-                made: false,
-            })
-        }
+        (Place::NewLab { .. }, use_) => new_lab(guard, &req, use_),
+        (Place::TmpfsLab { size_bytes }, PlaceUse::Raw { .. }) => tmpfs_lab(guard, *size_bytes),
+        (Place::Lab { name }, PlaceUse::Files) => existing_lab(name),
         (Place::Device { device, dir }, PlaceUse::Files) => {
             let dir = dir.as_ref().ok_or_else(|| {
                 UsageError::new(format!(
@@ -325,47 +200,9 @@ pub fn resolve(
             })?;
             files_on_device(device, dir, force)
         }
-        (Place::Device { device, .. }, PlaceUse::Format) => {
-            let dev = whole_disk(device)?;
-            check_before_writing(
-                &dev,
-                "iolab sweep runs mkfs on the whole device before every run",
-                force,
-            )?;
-            let what = format!("device {}", dev.dev_path().display());
-            let (disks, fs_dev) = Resolved::single(dev);
-            Ok(Resolved {
-                mountpoint: Some(iolab_guard::run_dir().join(format!("sweep-{pid}"))),
-                what,
-                disks,
-                fs_dev,
-                stack: None,
-                dir: None,
-                bw_bytes: None,
-                made: false,
-            })
-        }
+        (Place::Device { device, .. }, PlaceUse::Format) => device_to_format(device, force),
         (Place::Device { device, .. }, PlaceUse::Raw { writes }) => {
-            let dev = whole_disk(device)?;
-            if writes {
-                check_before_writing(
-                    &dev,
-                    "iolab sweep --max with write kinds overwrites the whole device",
-                    force,
-                )?;
-            }
-            let what = format!("device {}", dev.dev_path().display());
-            let (disks, fs_dev) = Resolved::single(dev);
-            Ok(Resolved {
-                what,
-                disks,
-                fs_dev,
-                stack: None,
-                dir: None,
-                mountpoint: None,
-                bw_bytes: None,
-                made: false,
-            })
+            raw_device(device, writes, force)
         }
         (Place::InPlace { dir }, PlaceUse::Files) => in_place(guard, dir),
         (place, use_) => Err(UsageError::new(format!(
@@ -375,6 +212,192 @@ pub fn resolve(
         ))
         .into()),
     }
+}
+
+/// A temporary lab for this experiment: formatted for a startup's files,
+/// raw for a sweep (which formats it per run) or a max sweep.
+fn new_lab(
+    guard: &Guard,
+    req: &PlaceRequest<'_>,
+    use_: PlaceUse,
+) -> Result<Resolved, ExperimentError> {
+    let Place::NewLab {
+        size_bytes,
+        fs,
+        bw_bytes,
+        iops,
+        backend,
+        model,
+    } = req.place
+    else {
+        return Err(UsageError::new("not a new lab").into());
+    };
+    let pid = std::process::id();
+    let (prefix, fs) = match use_ {
+        PlaceUse::Files if *fs == Fs::None => {
+            return Err(UsageError::new(
+                "the startup lab needs a filesystem: use --lab-fs ext4|xfs|btrfs",
+            )
+            .into())
+        }
+        PlaceUse::Files => ("startup", *fs),
+        PlaceUse::Format => ("sweep", Fs::None),
+        PlaceUse::Raw { .. } => ("raw", Fs::None),
+    };
+    let name = format!("{prefix}-{pid}");
+    let spec = LabSpec {
+        name: name.clone(),
+        size_bytes: *size_bytes,
+        fs,
+        bw_bytes: *bw_bytes,
+        iops: *iops,
+        dirty_limit_bytes: req.dirty_limit_bytes,
+        backend: *backend,
+        model: model.clone(),
+        ..LabSpec::default()
+    };
+    let lab = iolab_lab::up(guard, &spec)?;
+    let dev = lab.device().clone();
+    let what = match use_ {
+        PlaceUse::Files => format!(
+            "temporary lab {} on {}{}",
+            lab.name,
+            dev.name,
+            backend_words(&lab.spec)
+        ),
+        _ => format!(
+            "temporary lab {name} on {} ({}, {})",
+            dev.name,
+            format_bytes(*size_bytes),
+            bw_bytes.map_or_else(
+                || "unthrottled".to_string(),
+                |b| iolab_sys::units::format_rate(b as f64)
+            )
+        ),
+    };
+    let mountpoint = match use_ {
+        PlaceUse::Files => lab.mountpoint.clone(),
+        PlaceUse::Format => Some(iolab_lab::meta::mountpoint(&name)),
+        PlaceUse::Raw { .. } => None,
+    };
+    let (disks, fs_dev) = Resolved::single(dev);
+    Ok(Resolved {
+        dir: lab.mountpoint.clone().filter(|_| use_ == PlaceUse::Files),
+        mountpoint,
+        disks,
+        fs_dev,
+        stack: None,
+        what,
+        bw_bytes: *bw_bytes,
+        made: true,
+    })
+}
+
+/// A loop device over a file in a tmpfs of its own (a max sweep: the
+/// fastest device this machine has).
+fn tmpfs_lab(guard: &Guard, size_bytes: u64) -> Result<Resolved, ExperimentError> {
+    check_memory(size_bytes)?;
+    let name = format!("max-{}", std::process::id());
+    let dir = iolab_guard::run_dir().join(&name);
+    guard.mkdir_all(&dir)?;
+    guard.mount(
+        "tmpfs",
+        &dir,
+        "tmpfs",
+        &format!("size={},mode=0700", size_bytes + TMPFS_SPARE),
+    )?;
+    let lab = iolab_lab::up(
+        guard,
+        &LabSpec {
+            name,
+            size_bytes,
+            fs: Fs::None,
+            dir,
+            ..LabSpec::default()
+        },
+    )?;
+    let dev = lab.device().clone();
+    let what = format!(
+        "{} (loop over a {} file in tmpfs, temporary)",
+        dev.name,
+        format_bytes(size_bytes)
+    );
+    let (disks, fs_dev) = Resolved::single(dev);
+    Ok(Resolved {
+        what,
+        disks,
+        fs_dev,
+        stack: None,
+        dir: None,
+        mountpoint: None,
+        bw_bytes: None,
+        made: true,
+    })
+}
+
+/// A lab `iolab lab up` made, with its filesystem.
+fn existing_lab(name: &str) -> Result<Resolved, ExperimentError> {
+    let lab = iolab_lab::open(name)?;
+    let mnt = lab.mountpoint.clone().ok_or_else(|| {
+        UsageError::new(format!(
+            "lab {name} has no filesystem (--fs none): startup needs one to hold workload and target files"
+        ))
+    })?;
+    let (disks, fs_dev) = Resolved::single(lab.device().clone());
+    Ok(Resolved {
+        disks,
+        fs_dev,
+        stack: None,
+        dir: Some(mnt.clone()),
+        mountpoint: Some(mnt),
+        what: format!("lab {name} on {}", lab.device().name),
+        bw_bytes: lab.spec.bw_bytes,
+        made: false,
+    })
+}
+
+/// A whole device a sweep formats before every run (checked first).
+fn device_to_format(device: &str, force: bool) -> Result<Resolved, ExperimentError> {
+    let mountpoint = iolab_guard::run_dir().join(format!("sweep-{}", std::process::id()));
+    whole_device(
+        device,
+        Some("iolab sweep runs mkfs on the whole device before every run"),
+        force,
+        Some(mountpoint),
+    )
+}
+
+/// A whole device a max sweep reads (and, with write kinds, overwrites:
+/// checked first).
+fn raw_device(device: &str, writes: bool, force: bool) -> Result<Resolved, ExperimentError> {
+    let why = writes.then_some("iolab sweep --max with write kinds overwrites the whole device");
+    whole_device(device, why, force, None)
+}
+
+/// A whole disk a sweep uses as it is, checked before writing when
+/// `writes` says why it will be written.
+fn whole_device(
+    device: &str,
+    writes: Option<&str>,
+    force: bool,
+    mountpoint: Option<std::path::PathBuf>,
+) -> Result<Resolved, ExperimentError> {
+    let dev = whole_disk(device)?;
+    if let Some(why) = writes {
+        check_before_writing(&dev, why, force)?;
+    }
+    let what = format!("device {}", dev.dev_path().display());
+    let (disks, fs_dev) = Resolved::single(dev);
+    Ok(Resolved {
+        mountpoint,
+        what,
+        disks,
+        fs_dev,
+        stack: None,
+        dir: None,
+        bw_bytes: None,
+        made: false,
+    })
 }
 
 impl Place {

@@ -137,7 +137,7 @@ fn bssplit(key: &str, text: &str) -> Result<Vec<Rule>, String> {
                 "{key}={text}: {entry:?} is not bs/percent or bs/percent/class/level[/hint] (e.g. 64k/25/1/1:1024k/0)"
             ));
         }
-        let bs = crate::job::options::value::size(key, f[0])?;
+        let bs = crate::job::value::size(key, f[0])?;
         let pct = num(key, f[1], 100)?;
         let (class, level) = if f.len() >= 4 {
             (num(key, f[2], 3)?, num(key, f[3], 7)?)

@@ -5,8 +5,8 @@
 //! - [`model`]: one job (`Job`, fio's option names and defaults), and
 //!   [`extra`]: the options beyond its core; [`kinds`]: `rw`, engines,
 //!   directions.
-//! - [`options`]: every fio option iolab reads, by concern, and the value
-//!   parsers they share.
+//! - [`options`]: every fio option iolab reads, by concern; [`value`]: the
+//!   value parsers they (and [`cmdprio`]) share.
 //! - [`jobfile`], [`spec`], [`named`]: where jobs come from.
 //! - [`sizes`], [`distribution`], [`cmdprio`], [`verify`]: the option
 //!   families with a grammar of their own.
@@ -22,4 +22,5 @@ pub(crate) mod options;
 pub(crate) mod replay;
 pub(crate) mod sizes;
 pub(crate) mod spec;
+pub(crate) mod value;
 pub(crate) mod verify;

@@ -134,7 +134,7 @@ impl Coordinator {
                 };
                 let spawned = std::thread::Builder::new()
                     .name(format!("{}.{clone}", pj.job.name))
-                    .spawn(move || crate::run::clone::run_clone(spec));
+                    .spawn(move || crate::run::thread::run_clone(spec));
                 match spawned {
                     Ok(h) => handles.push(h),
                     Err(e) => {

@@ -9,7 +9,7 @@
 //! - [`engine`]: the I/O engines behind one narrow interface (they ask
 //!   `Run` for the next step and report completions to it).
 //! - [`files`]: the file set (the one owner of the offset codec), offset
-//!   patterns, zones, iolog replay, layout.
+//!   patterns, zones, iolog replay; [`layout`] lays the plan's files out.
 //! - [`sinks`]: where completions go: latency and bandwidth statistics,
 //!   fio's log files, steady state, CPU use.
 
@@ -18,6 +18,7 @@ pub(crate) mod clone;
 pub(crate) mod coordinator;
 pub(crate) mod engine;
 pub mod files;
+pub(crate) mod layout;
 pub(crate) mod live;
 pub(crate) mod plan;
 pub(crate) mod progress;
@@ -26,4 +27,5 @@ pub(crate) mod report;
 pub(crate) mod runner;
 pub(crate) mod shared;
 pub mod sinks;
+pub(crate) mod thread;
 pub(crate) mod verify_state;

@@ -107,7 +107,7 @@ pub fn start(jobs: Vec<Job>, opts: StartOptions) -> Result<RunningLoad, LoadErro
             )));
         }
     }
-    crate::run::files::layout::lay_out(&plan.layout, opts.progress)?;
+    crate::run::layout::lay_out(&plan.layout, opts.progress)?;
     let plan = Arc::new(plan);
     let ctl = Arc::new(Control::default());
     let per_job: Vec<Vec<Arc<LiveCounters>>> = plan

@@ -2,7 +2,7 @@
 
 #![allow(clippy::wildcard_imports)]
 use super::prelude::*;
-use super::value::*;
+use crate::job::value::*;
 
 /// The options of this concern.
 pub const NAMES: &[&str] = &[
@@ -26,7 +26,7 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
     match key {
         "filename" => {
             // fio's list of files (`a:b:c`, a backslash before a colon keeps it in the name).
-            let names = crate::run::files::file_set::split_names(need_raw(key, value)?);
+            let names = split_names(need_raw(key, value)?);
             job.filename = names.first().cloned();
             job.x.filenames = if names.len() > 1 { names } else { Vec::new() };
         }
@@ -74,4 +74,43 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
         _ => return Err(format!("option {key} is not in this table")),
     }
     Ok(())
+}
+
+/// Splits fio's `filename=a:b:c` list; `\:` is a colon inside a name.
+fn split_names(v: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = v.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&':') => {
+                cur.push(':');
+                chars.next();
+            }
+            ':' => {
+                if !cur.is_empty() {
+                    out.push(PathBuf::from(std::mem::take(&mut cur)));
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(PathBuf::from(cur));
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_split_as_fio() {
+        assert_eq!(
+            split_names("a:b\\:c::/dev/x"),
+            [PathBuf::from("a"), "b:c".into(), "/dev/x".into()]
+        );
+    }
 }

@@ -1,4 +1,4 @@
-//! The job options of fio's I/O logs (see [`crate::run::files::iolog`]): recording
+//! The job options of fio's I/O logs (parsed in [`crate::job::replay`]): recording
 //! with `write_iolog`, replaying with `read_iolog` and its `replay_*`
 //! companions.
 
@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::job::model::Job;
-use crate::job::options::value::need;
+use crate::job::value::need;
 
 /// The options this file handles.
 pub const NAMES: &[&str] = &[
@@ -54,11 +54,9 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
         // iolab reads the whole log at once; chunked reading is fio's
         // memory saving for huge logs.
         "read_iolog_chunked" => {
-            crate::job::options::value::boolean(key, value)?;
+            crate::job::value::boolean(key, value)?;
         }
-        "replay_no_stall" => {
-            job.x.replay_no_stall = crate::job::options::value::boolean(key, value)?
-        }
+        "replay_no_stall" => job.x.replay_no_stall = crate::job::value::boolean(key, value)?,
         "replay_time_scale" => {
             let v = need(key, value)?;
             job.x.replay_scale = v.parse().ok().filter(|s| *s > 0).ok_or_else(|| {

@@ -14,7 +14,6 @@ pub mod refused;
 mod reporting;
 mod sizes;
 mod timing;
-pub mod value;
 mod workload;
 
 use crate::job::model::Job;
@@ -56,9 +55,9 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::value::*;
     use super::*;
     use crate::job::kinds::Rw;
+    use crate::job::value::*;
     use std::time::Duration;
 
     fn job_with(opts: &[(&str, Option<&str>)]) -> Result<Job, String> {

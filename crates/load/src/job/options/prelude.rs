@@ -7,12 +7,12 @@ pub use std::time::Duration;
 pub use iolab_sys::ioprio::IoPrio;
 
 pub use super::refused::unknown_engine;
-pub use super::value::{number, time};
 pub use crate::job::distribution::Distribution;
 pub use crate::job::extra::{BufferFill, ExitWhat, SsMetric, SteadyState};
 pub use crate::job::kinds::{CpuMode, IoEngine, Rw};
 pub use crate::job::model::Job;
 pub(crate) use crate::job::sizes;
+pub use crate::job::value::{number, time};
 pub(crate) use crate::job::verify::{self, VerifyKind, VerifyOpts};
 
 /// Adds a note to the job (said once).

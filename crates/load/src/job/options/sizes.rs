@@ -2,7 +2,7 @@
 
 #![allow(clippy::wildcard_imports)]
 use super::prelude::*;
-use super::value::*;
+use crate::job::value::*;
 
 /// The options of this concern.
 pub const NAMES: &[&str] = &[

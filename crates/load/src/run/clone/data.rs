@@ -124,7 +124,7 @@ impl Run<'_> {
     }
 
     /// The verify pass at the end of the job (`do_verify`).
-    pub(super) fn verify_all(&mut self, files: &Files) {
+    pub(crate) fn verify_all(&mut self, files: &Files) {
         if self.verify.is_none() || self.spec.ctl.stopping() {
             return;
         }

@@ -63,7 +63,7 @@ pub struct Run<'a> {
     pub(super) live_totals: [(u64, u64); 3],
     pub(super) loops_left: u32,
     pub(super) writes: u64,
-    pub(super) syncs: u64,
+    pub(crate) syncs: u64,
     /// Set when the clone failed.
     pub failure: Option<Failure>,
     /// An I/O drawn from the pattern but not yet due (rate limit).
@@ -103,7 +103,7 @@ pub enum Step {
 }
 
 impl<'a> Run<'a> {
-    pub(super) fn new(spec: &'a CloneSpec, go: Instant) -> Result<Run<'a>, String> {
+    pub(crate) fn new(spec: &'a CloneSpec, go: Instant) -> Result<Run<'a>, String> {
         let job = &*spec.job;
         let io = job.ioengine != IoEngine::CpuIo;
         let zones = zones_of(spec);
@@ -237,7 +237,7 @@ impl<'a> Run<'a> {
         self.job.x.fill_device && err.raw_os_error() == Some(libc::ENOSPC)
     }
 
-    pub(super) fn finish(mut self, out: &mut CloneResult) {
+    pub(crate) fn finish(mut self, out: &mut CloneResult) {
         let end = Instant::now();
         if let Some(start) = self.time.measure_start {
             out.measured = Some((start, end));

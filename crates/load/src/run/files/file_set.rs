@@ -278,31 +278,6 @@ impl Files {
     }
 }
 
-/// Splits fio's `filename=a:b:c` list; `\:` is a colon inside a name.
-pub fn split_names(v: &str) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut chars = v.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' if chars.peek() == Some(&':') => {
-                cur.push(':');
-                chars.next();
-            }
-            ':' => {
-                if !cur.is_empty() {
-                    out.push(PathBuf::from(std::mem::take(&mut cur)));
-                }
-            }
-            c => cur.push(c),
-        }
-    }
-    if !cur.is_empty() {
-        out.push(PathBuf::from(cur));
-    }
-    out
-}
-
 /// fio's `filename_format`: `$jobname`, `$jobnum` (the clone) and
 /// `$filenum` replaced (default `$jobname.$jobnum.$filenum`).
 pub fn format_name(format: Option<&str>, job: &str, clone: u32, file: u32) -> String {
@@ -382,10 +357,6 @@ mod tests {
 
     #[test]
     fn names_split_and_format_as_fio() {
-        assert_eq!(
-            split_names("a:b\\:c::/dev/x"),
-            [PathBuf::from("a"), "b:c".into(), "/dev/x".into()]
-        );
         assert_eq!(format_name(None, "job", 2, 3), "job.2.3");
         assert_eq!(format_name(Some("f.$filenum"), "job", 2, 3), "f.3");
         assert!(FileService::parse("zipf:1.2")
