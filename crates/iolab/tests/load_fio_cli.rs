@@ -9,6 +9,39 @@ mod load_env;
 
 use load_env::{fio_or_skip, json, stderr, Env};
 
+/// A client that checks its fio (a benchmark tool's preflight runs
+/// `fio --version` and parses `fio-MAJOR.MINOR`) gets fio's answer, byte
+/// for byte, from `iolab load --version` and `-v`, with exit 0 and nothing
+/// on stderr (it is not a terminal here).
+#[test]
+fn version_answers_as_the_installed_fio_does() {
+    if !fio_or_skip("version_answers_as_the_installed_fio_does") {
+        return;
+    }
+    let fio = std::process::Command::new("fio")
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(fio.status.success());
+    let theirs = String::from_utf8_lossy(&fio.stdout).into_owned();
+    // fio's shape, which clients parse: one line `fio-MAJOR.MINOR`.
+    let shape = regex::Regex::new(r"^fio-\d+\.\d+\n$").unwrap();
+    assert!(shape.is_match(&theirs), "the installed fio says {theirs:?}");
+    let env = Env::new();
+    for flag in ["--version", "-v"] {
+        let out = env.run(&[flag]);
+        assert_eq!(out.status.code(), Some(0), "{flag}: {}", stderr(&out));
+        let ours = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(shape.is_match(&ours), "{flag}: {ours:?}");
+        // The release iolab follows; byte for byte where it is installed.
+        assert_eq!(ours, "fio-3.33\n", "{flag}");
+        if theirs == "fio-3.33\n" {
+            assert_eq!(ours, theirs, "{flag}");
+        }
+        assert!(out.stderr.is_empty(), "{flag}: {}", stderr(&out));
+    }
+}
+
 #[test]
 fn repeated_names_run_one_job_each_with_the_global_options_before_them() {
     let env = Env::new();

@@ -17,7 +17,7 @@ use iolab_sys::UsageError;
 /// `iolab load` arguments: what to run (a job file, a workload name,
 /// readers/writers or flags) and how to report it.
 #[derive(Debug, Args)]
-#[command(after_help = AFTER_HELP)]
+#[command(after_help = AFTER_HELP, disable_version_flag = true)]
 pub struct LoadArgs {
     /// A job file (fio-style INI) or a named workload: idle, 1r, 1w, 1r1w,
     /// 10r-seq, 5r5w-seq, 10r-rand, 5r5w-rand. Write ./NAME for a file
@@ -97,6 +97,13 @@ pub struct LoadArgs {
     /// 500 ms, all jobs together) in the current directory.
     #[arg(long = "bandwidth-log")]
     pub bandwidth_log: bool,
+
+    /// fio's --version: print the fio release whose options, output and
+    /// logs `iolab load` follows (`fio-3.33`), as `fio --version` does, so
+    /// a program that checks its fio's version accepts it; on a terminal,
+    /// iolab's own version follows on stderr.
+    #[arg(long, short = 'v')]
+    pub version: bool,
 
     /// fio's --inflate-log: expand a log written with
     /// log_store_compressed=1 (PREFIX_TYPE.log.fz) to standard output.
@@ -360,6 +367,19 @@ pub fn fio_flags(argv: Vec<std::ffi::OsString>, cmd: &clap::Command) -> Vec<std:
 
 /// Runs a load and prints its report.
 pub fn run(a: LoadArgs) -> anyhow::Result<()> {
+    if a.version {
+        // Exactly fio's line on stdout: clients parse `fio-MAJOR.MINOR`
+        // from it. A person at a terminal is told what answered.
+        println!("{}", iolab_load::json::FIO_VERSION);
+        if std::io::stderr().is_terminal() {
+            eprintln!(
+                "(iolab {}: `iolab load` follows {})",
+                env!("CARGO_PKG_VERSION"),
+                iolab_load::json::FIO_VERSION
+            );
+        }
+        return Ok(());
+    }
     if let Some(p) = &a.inflate_log {
         let mut out = std::io::stdout().lock();
         iolab_load::inflate_log(p, &mut out).map_err(UsageError::new)?;
