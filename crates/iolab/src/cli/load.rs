@@ -398,28 +398,7 @@ pub fn run(a: LoadArgs) -> anyhow::Result<()> {
         None => None,
     };
     if a.with_fio {
-        // The hidden flag carries what `split` wrote; anything else is a
-        // bug to report, not an empty argument list to run fio with.
-        let fio_args: Vec<String> = serde_json::from_str(a.fio_argv.as_deref().unwrap_or("[]"))
-            .map_err(|e| {
-                UsageError::new(format!("--fio-argv: expected a JSON list of strings: {e}"))
-            })?;
-        let [format] = formats.as_slice() else {
-            return Err(UsageError::new(
-                "--with-fio takes one --output-format: normal, json or json+",
-            )
-            .into());
-        };
-        let run = iolab_load::session::with_fio::run(&fio_args, format).map_err(usage_aware)?;
-        // fio's own complaints go where fio puts them.
-        std::io::stderr().write_all(run.fio_stderr.as_bytes())?;
-        // The report is written first, also when fio failed: what was
-        // measured is not lost.
-        write_report(output, &run.text)?;
-        if let Some(why) = run.failed {
-            anyhow::bail!("{why}");
-        }
-        return Ok(());
+        return run_with_fio(&a, &formats, output);
     }
     let debug = match a.debug.as_deref() {
         Some("?") => {
@@ -496,6 +475,36 @@ pub fn run(a: LoadArgs) -> anyhow::Result<()> {
     write_report(output, &text)?;
     if let Some(f) = outcome.report.failures().next() {
         anyhow::bail!("{}", f.message);
+    }
+    Ok(())
+}
+
+/// `--with-fio`: the job to the installed fio, its report written where
+/// ours would be.
+fn run_with_fio(
+    a: &LoadArgs,
+    formats: &[String],
+    output: Option<(std::path::PathBuf, std::fs::File)>,
+) -> anyhow::Result<()> {
+    // The hidden flag carries what `split` wrote; anything else is a
+    // bug to report, not an empty argument list to run fio with.
+    let fio_args: Vec<String> = serde_json::from_str(a.fio_argv.as_deref().unwrap_or("[]"))
+        .map_err(|e| {
+            UsageError::new(format!("--fio-argv: expected a JSON list of strings: {e}"))
+        })?;
+    let [format] = formats else {
+        return Err(
+            UsageError::new("--with-fio takes one --output-format: normal, json or json+").into(),
+        );
+    };
+    let run = iolab_load::session::with_fio::run(&fio_args, format).map_err(usage_aware)?;
+    // fio's own complaints go where fio puts them.
+    std::io::stderr().write_all(run.fio_stderr.as_bytes())?;
+    // The report is written first, also when fio failed: what was
+    // measured is not lost.
+    write_report(output, &run.text)?;
+    if let Some(why) = run.failed {
+        anyhow::bail!("{why}");
     }
     Ok(())
 }
