@@ -34,12 +34,6 @@ pub enum ExperimentError {
     /// Recording the prefetch list failed.
     #[error(transparent)]
     Record(#[from] iolab_record::RecordError),
-    /// Block tracing failed.
-    #[error(transparent)]
-    Bio(#[from] iolab_bio::BioError),
-    /// Attribution failed.
-    #[error(transparent)]
-    Explain(#[from] iolab_explain::ExplainError),
     /// A collector failed.
     #[error(transparent)]
     Collect(#[from] iolab_collect::CollectError),
@@ -78,8 +72,6 @@ impl ExperimentError {
             }
             ExperimentError::Cache(e) => e.is_usage(),
             ExperimentError::Record(e) => e.is_usage(),
-            ExperimentError::Bio(e) => e.is_usage(),
-            ExperimentError::Explain(e) => e.is_usage(),
             ExperimentError::Collect(e) => e.is_usage(),
             ExperimentError::Sys(_)
             | ExperimentError::Serialise { .. }

@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use iolab_testkit::iolab;
 use lab_env::have;
 use serde_json::Value;
 
@@ -24,6 +23,10 @@ const BOOT_READS_AT_LEAST: u64 = 120 * (256 << 10) + (24 << 20) + 8 * (4 << 20) 
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn iolab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_iolab"))
 }
 
 fn build_guest(dir: &Path, args: &[&str]) {

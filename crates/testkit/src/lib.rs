@@ -57,18 +57,6 @@ pub fn root_or_skip(test: &str, needs: &str) -> bool {
     false
 }
 
-/// The `iolab` binary of this workspace's build, as a command to run
-/// (`cargo test` builds it before the integration tests).
-pub fn iolab() -> std::process::Command {
-    let mut exe = std::env::current_exe().unwrap_or_default();
-    // target/debug/deps/TEST-HASH -> target/debug/iolab
-    exe.pop();
-    if exe.ends_with("deps") {
-        exe.pop();
-    }
-    std::process::Command::new(exe.join("iolab"))
-}
-
 /// For a test that must run without privileges: returns true when this
 /// process should run the test's body (it is not root). As root, it runs
 /// the same test of the same test binary again as `nobody` (setpriv),

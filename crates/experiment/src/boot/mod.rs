@@ -474,11 +474,10 @@ fn guest_boot(
 fn outcome_text(run: &RunRecord) -> String {
     match run.outcome {
         RunOutcome::Ok => format!("{:.2}s", run.duration_ns as f64 / 1e9),
-        o => format!(
-            "{} ({})",
-            o.as_str(),
-            run.reason.clone().unwrap_or_default()
-        ),
+        o => match &run.reason {
+            Some(why) => format!("{} ({why})", o.as_str()),
+            None => o.as_str().to_string(),
+        },
     }
 }
 
@@ -565,7 +564,7 @@ fn judge(v: &str, rep: u32, seen: &guest::BootSeen, timeout_s: f64) -> RunRecord
         signal: None,
         overhead_ns: None,
         background: None,
-        config: json!({ "variant": v, "init": variant::init_args(v).unwrap_or_default() }),
+        config: json!({ "variant": v, "init": variant::init_args(v).ok() }),
         extra,
         outcome,
         reason,

@@ -79,12 +79,21 @@ pub(super) fn start(
     bg: Option<&Background>,
 ) -> Result<(StartEnd, Option<iolab_store::RunId>), ExperimentError> {
     let prepared = prepare(st, ctx)?;
-    let launched = launch_observed(st, ctx, prefetch, bg, prepared.learning)?;
+    let mut launched = launch_observed(st, ctx, prefetch, bg, prepared.learning)?;
     if launched.outcome.interrupted {
         return Ok((StartEnd::Interrupted, None));
     }
     let verdict = judge(st, c, bg, &prepared, &launched);
-    let run_id = store(st, ctx, c, rep, prefetch, &prepared, &launched, &verdict)?;
+    let run_id = store(
+        st,
+        ctx,
+        c,
+        rep,
+        prefetch,
+        &prepared,
+        &mut launched,
+        &verdict,
+    )?;
     let Verdict {
         load_problem,
         not_the_mode,
@@ -471,7 +480,7 @@ fn store(
     rep: u32,
     prefetch: Option<(&Prefetcher, PrefetchMode)>,
     prepared: &Prepared,
-    l: &Launched,
+    l: &mut Launched,
     v: &Verdict,
 ) -> Result<iolab_store::RunId, ExperimentError> {
     let (cfg, cell, outcome) = (&st.cfg, c.cell, &l.outcome);
@@ -540,7 +549,8 @@ fn store(
         reason: v.reason.clone(),
         variant: prefetch.map(|(_, m)| m.variant()),
     };
-    let mut docs = l.observed.docs.clone();
+    // Stored once, not copied: a trace's documents can be large.
+    let mut docs = std::mem::take(&mut l.observed.docs);
     if let (Some((p, m)), Some(report)) = (prefetch, &l.prefetched) {
         docs.push(p.artifact(m, report)?);
     }

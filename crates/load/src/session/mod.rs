@@ -19,7 +19,7 @@ use iolab_sys::UsageError;
 
 use crate::error::LoadError;
 use crate::job::model::Job;
-use crate::run::files::io_file::clone_paths;
+use crate::run::files::io_file::{clone_paths, holding_device};
 use crate::run::report::LoadReport;
 use crate::run::runner::{start, StartOptions};
 use status::Periodic;
@@ -62,14 +62,14 @@ pub fn run(req: Request, status_out: &mut dyn Write) -> Result<Outcome, LoadErro
     req.observe.check(false, "iolab load")?;
     // Only a scheduler switch or a collector's tracing changes system
     // state; the guard restores it when it drops at the end.
-    let guarded = !req.observe.is_empty() || req.jobs.iter().any(|j| j.ioscheduler.is_some());
-    if req.jobs.iter().any(|j| j.ioscheduler.is_some()) && !iolab_sys::is_root() {
+    let switches = req.jobs.iter().any(|j| j.ioscheduler.is_some());
+    if switches && !iolab_sys::is_root() {
         return Err(UsageError::new(
             "ioscheduler changes kernel state and needs root: run it with sudo",
         )
         .into());
     }
-    let guard = guarded.then(iolab_guard::Guard::new);
+    let guard = (switches || !req.observe.is_empty()).then(iolab_guard::Guard::new);
     let devices = devices_holding(&job_paths(&req.jobs));
     let observers = match &guard {
         Some(g) if !req.observe.is_empty() => Some(Observers::start(
@@ -155,23 +155,13 @@ fn job_paths(jobs: &[Job]) -> Vec<PathBuf> {
 }
 
 /// The block devices holding `paths` (a device is its own; a file not
-/// made yet is on its directory's), each once. Paths on no block device
-/// (tmpfs) add none.
+/// made yet is on its directory's; btrfs's by its mount source), each
+/// once. Paths on no block device (tmpfs) add none.
 fn devices_holding(paths: &[PathBuf]) -> Vec<BlockDev> {
-    use std::os::unix::fs::{FileTypeExt, MetadataExt};
     let mut out: Vec<BlockDev> = Vec::new();
-    for p in paths {
-        let meta = p.ancestors().find_map(|a| std::fs::metadata(a).ok());
-        let Some(m) = meta else { continue };
-        let devno = if m.file_type().is_block_device() {
-            m.rdev()
-        } else {
-            m.dev()
-        };
-        if let Ok(d) = BlockDev::from_devno(libc::major(devno), libc::minor(devno)) {
-            if !out.iter().any(|o| o.name == d.name) {
-                out.push(d);
-            }
+    for d in paths.iter().filter_map(|p| holding_device(p)) {
+        if !out.iter().any(|o| o.name == d.name) {
+            out.push(d);
         }
     }
     out
