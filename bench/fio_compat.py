@@ -13,18 +13,11 @@ expect (FIO_BS, FIO_RW, FIO_IODEPTH) are set, as their comments ask."""
 import argparse, os, re, subprocess, sys, tempfile, time
 
 FOOTER = """
-## fio's log tools on iolab's logs
+## fio's output tools on iolab's output
 
-`FIO_SRC=FIO_SOURCE_TREE bench/fio_logs_check.py` runs one rate-limited
-randrw job in iolab and in fio with bw and clat-histogram logs and json+
-output, then fio's own tools on both (fio commit f5344384):
-`fio_jsonplus_clat2csv` on iolab's json+ gives cumulative counts equal to
-total_ios per direction (1936 and 2000); `fiologparser.py` gives 3872 KiB/s
-from iolab's bw log and 4004 from fio's (the first 100 ms window of
-iolab's reads is short, 2800 instead of 4000); `fiologparser_hist.py`
-reads iolab's histogram log (1999 samples in the last interval, fio's 2000).
-`fiologparser.py -A` fails on fio's own logs as on iolab's (a Python 3
-division in its median).
+`cargo test -p iolab --test fio_tools -- --nocapture` runs fio 3.33's own
+output tools (scripts/fio-tools.sh fetches them) on iolab's and fio's
+output of the same job and prints their table.
 
 ## Not like fio
 

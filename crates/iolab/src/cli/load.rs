@@ -605,6 +605,10 @@ fn build_jobs(a: &LoadArgs, lab_dir: Option<&str>) -> Result<Vec<iolab_load::Job
         ))),
         (None, false) => {
             let name = a.job.name.as_deref().unwrap_or("job");
+            // fio lists a command-line job's --name among its options.
+            if let Some(n) = &a.job.name {
+                overrides.insert(0, ("name".into(), n.clone()));
+            }
             Ok(vec![iolab_load::job_from_options(name, &overrides)?])
         }
     }

@@ -110,20 +110,29 @@ pub fn cmdline_jobs(args: &[OsString], own: &[(String, bool)]) -> Option<(Vec<Os
             }
             continue;
         }
-        // `--rw read` as well as `--rw=read`; a bare `--norandommap` is 1.
+        // `--rw read` as well as `--rw=read`; a bare `--norandommap`
+        // stays bare, as fio lists it (not at all among a job's options).
         let value = match inline {
-            Some(v) => v,
+            Some(v) => Some(v),
             None if i < args.len() && !args[i].to_string_lossy().starts_with("--") => {
                 i += 1;
-                args[i - 1].to_string_lossy().into_owned()
+                Some(args[i - 1].to_string_lossy().into_owned())
             }
-            None => "1".into(),
+            None => None,
         };
         let key = key.replace('-', "_");
-        if key == "name" {
-            let _ = writeln!(ini, "[{value}]");
-        } else {
-            let _ = writeln!(ini, "{key}={value}");
+        match (key.as_str(), value) {
+            // A command-line job lists its name among its options, as in
+            // fio; a job file's section does not.
+            ("name", Some(v)) => {
+                let _ = writeln!(ini, "[{v}]\nname={v}");
+            }
+            (_, Some(v)) => {
+                let _ = writeln!(ini, "{key}={v}");
+            }
+            (_, None) => {
+                let _ = writeln!(ini, "{key}");
+            }
         }
     }
     Some((kept, ini))

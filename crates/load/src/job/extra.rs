@@ -310,9 +310,17 @@ pub struct LogOpts {
     /// `log_avg_msec`: average over windows of this many ms (0 = every
     /// I/O).
     pub avg_msec: u64,
-    /// `log_hist_msec`: histogram log interval (default 0 = only at the
-    /// end... fio needs it set; we use 1000 when unset).
+    /// `log_hist_msec`: histogram log interval. fio's default, 0, writes
+    /// no line at all (stat.c samples only with an interval), and so
+    /// does iolab.
     pub hist_msec: u64,
+    /// `log_hist_coarseness`: each histogram line sums 2^N adjacent bins.
+    pub hist_coarseness: u32,
+    /// `bw_avg_time`: the bandwidth sampling interval, ms (None: fio's
+    /// 500, or `log_avg_msec` with a windowed bandwidth log).
+    pub bw_avg_time: Option<u64>,
+    /// `iops_avg_time`: the same for IOPS.
+    pub iops_avg_time: Option<u64>,
     /// `log_max_value` (`log_window_value=max`): log the window's maximum
     /// instead of its mean.
     pub max_value: bool,
@@ -356,5 +364,27 @@ impl LogOpts {
     /// True when any log is asked for.
     pub fn any(&self) -> bool {
         self.bw.is_some() || self.lat.is_some() || self.iops.is_some() || self.hist.is_some()
+    }
+
+    /// fio's `per_unit_log`: a log that takes a value per I/O (with no
+    /// window, or stored compressed) rather than the periodic samples.
+    pub fn per_unit(&self) -> bool {
+        self.avg_msec == 0 || self.compressed
+    }
+
+    /// How often the bandwidth and IOPS samples are taken, ms (fio's
+    /// `bw_avg_time`/`iops_avg_time`, init.c): `None` when a per-I/O log
+    /// of that kind takes a sample per I/O instead, as fio's
+    /// `add_bw_sample`/`add_iops_sample` do.
+    pub fn sample_every(&self) -> [Option<u64>; 2] {
+        let every = |log: &Option<String>, set: Option<u64>| match log {
+            Some(_) if self.per_unit() => None,
+            Some(_) => Some(set.map_or(self.avg_msec, |s| s.min(self.avg_msec))),
+            None => Some(set.unwrap_or(500)),
+        };
+        [
+            every(&self.bw, self.bw_avg_time),
+            every(&self.iops, self.iops_avg_time),
+        ]
     }
 }

@@ -263,15 +263,28 @@ pub fn to_fio_json_plus(r: &LoadReport) -> FioJson {
 }
 
 fn build(r: &LoadReport, plus: bool) -> FioJson {
-    // bw_agg is a percentage of the group's bandwidth (KiB/s).
+    // bw_agg is a percentage of the group's aggregate bandwidth, fio's
+    // `rs->agg`: the group's bytes over its longest runtime, in KiB/s.
     let group_kib = |g: usize, d: usize| -> f64 {
-        r.jobs
-            .iter()
-            .filter(|j| j.group == g)
-            .map(|j| [&j.read, &j.write][d].bw_bytes() / 1024.0)
-            .sum()
+        let dirs = || {
+            r.jobs
+                .iter()
+                .filter(|j| j.group == g)
+                .map(move |j| [&j.read, &j.write][d])
+        };
+        let bytes: u64 = dirs().map(|x| x.io_bytes).sum();
+        match dirs().map(DirReport::fio_runtime_ms).max().unwrap_or(0) {
+            0 => 0.0,
+            ms => (u128::from(bytes) * 1000 / u128::from(ms)) as f64 / 1024.0,
+        }
     };
-    let job = |j: &JobReport| job(j, plus, [group_kib(j.group, 0), group_kib(j.group, 1)]);
+    // fio's `elapsed` is the run's, in seconds rounded up (eta.c), the
+    // same in every entry.
+    let elapsed = (r.elapsed.as_millis() as u64).div_ceil(1000);
+    let job = |j: &JobReport| FioJob {
+        elapsed,
+        ..job(j, plus, [group_kib(j.group, 0), group_kib(j.group, 1)])
+    };
     let since = r
         .started_at
         .duration_since(std::time::UNIX_EPOCH)
@@ -378,10 +391,9 @@ fn job(j: &JobReport, plus: bool, group_kib: [f64; 2]) -> FioJob {
         error_message: j.error.as_ref().map(|e| e.message.clone()),
         eta: 0,
         elapsed: j.runtime.as_secs(),
-        // fio lists the job's name among its options.
-        job_options: std::iter::once(("name".to_string(), j.name.clone()))
-            .chain(j.options.iter().cloned())
-            .collect(),
+        // As written: fio lists `name` only where an option gave it (a
+        // command-line job), not for a job file's section.
+        job_options: j.options.iter().cloned().collect(),
         // unified_rw_reporting=mixed: fio writes `mixed` alone.
         read: (!j.mixed_only).then(|| dir(&j.read, group_kib[0])),
         write: (!j.mixed_only).then(|| dir(&j.write, group_kib[1])),
@@ -478,14 +490,14 @@ fn dir(d: &DirReport, plus: bool, pct: (bool, bool, bool), group_kib: f64) -> Fi
             .collect::<Vec<_>>()
     });
     let (b, i) = (d.bw_samples, d.iops_samples);
-    let bw = d.bw_bytes().round() as u64;
+    let bw = d.fio_bw_bytes();
     FioDir {
         io_bytes: d.io_bytes,
         io_kbytes: d.io_bytes / 1024,
         bw_bytes: bw,
         bw: bw / 1024,
-        iops: d.iops(),
-        runtime: d.runtime.as_millis() as u64,
+        iops: d.fio_iops(),
+        runtime: d.fio_runtime_ms(),
         total_ios: d.total_ios,
         short_ios: d.short_ios,
         drop_ios: 0,
@@ -495,10 +507,14 @@ fn dir(d: &DirReport, plus: bool, pct: (bool, bool, bool), group_kib: f64) -> Fi
         lat_ns,
         bw_min: b.min,
         bw_max: b.max,
-        bw_agg: if b.n > 0 && group_kib > 0.0 {
-            b.mean * 100.0 / group_kib
-        } else {
+        // fio's convert_agg_kbytes_percent: the mean as an int, capped
+        // at 100 %, and 100 % of a group slower than 1 KiB/s.
+        bw_agg: if b.n == 0 {
             0.0
+        } else if group_kib > 1.0 {
+            (f64::from(b.mean as i32) * 100.0 / group_kib).min(100.0)
+        } else {
+            100.0
         },
         bw_mean: b.mean,
         bw_dev: b.dev,

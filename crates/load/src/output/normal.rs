@@ -80,11 +80,23 @@ fn f(v: &Value) -> f64 {
 
 /// Renders the document (`jobs`, `disk_util`, optionally `iolab notes`).
 pub fn render(doc: &Value) -> String {
+    render_with(doc, &[])
+}
+
+/// An entry's clones and the thread id fio's header names (`jobs=N`,
+/// `pid=N`), which fio's JSON does not carry.
+pub type Members = (u32, i32);
+
+/// [`render`], with each entry's [`Members`] where known; without, an
+/// entry counts `numjobs` clones under `group_reporting` and one
+/// otherwise, and names this process.
+pub fn render_with(doc: &Value, members: &[Members]) -> String {
     let mut out = String::new();
     let jobs = doc["jobs"].as_array().cloned().unwrap_or_default();
     let time = doc["time"].as_str().unwrap_or("");
-    for j in &jobs {
-        job(&mut out, j, &jobs, time);
+    for (i, j) in jobs.iter().enumerate() {
+        let who = members.get(i).copied().unwrap_or_else(|| guess_members(j));
+        job(&mut out, j, who, &jobs, time);
     }
     let mut groups: Vec<u64> = jobs.iter().map(|j| u(&j["groupid"])).collect();
     groups.dedup();
@@ -118,16 +130,25 @@ pub fn render(doc: &Value) -> String {
     out
 }
 
-fn job(out: &mut String, j: &Value, all: &[Value], time: &str) {
+/// An entry's members as fio's JSON lets them be guessed.
+fn guess_members(j: &Value) -> Members {
+    let opts = &j["job options"];
+    let grouped = opts
+        .get("group_reporting")
+        .is_some_and(|v| v.as_str() != Some("0"));
+    let n = opts["numjobs"]
+        .as_str()
+        .and_then(|n| n.parse::<u32>().ok())
+        .filter(|_| grouped)
+        .unwrap_or(1);
+    (n, std::process::id() as i32)
+}
+
+fn job(out: &mut String, j: &Value, (members, pid): Members, all: &[Value], time: &str) {
     let moved = ["read", "write", "trim"]
         .iter()
         .any(|d| u(&j[d]["io_bytes"]) > 0 || u(&j[d]["total_ios"]) > 0);
     let err = j["error"].as_i64().unwrap_or(0);
-    let members = j["job options"]["numjobs"]
-        .as_str()
-        .and_then(|n| n.parse::<u64>().ok())
-        .unwrap_or(1);
-    let pid = std::process::id();
     match j["error_message"].as_str() {
         Some(m) if err != 0 => {
             let _ = writeln!(
@@ -387,7 +408,7 @@ fn group(out: &mut String, g: u64, jobs: &[Value]) {
     ] {
         let runs: Vec<u64> = mine
             .iter()
-            .filter(|j| u(&j[d]["io_bytes"]) > 0)
+            .filter(|j| u(&j[d]["runtime"]) > 0)
             .map(|j| u(&j[d]["runtime"]))
             .collect();
         if runs.is_empty() {
@@ -397,10 +418,12 @@ fn group(out: &mut String, g: u64, jobs: &[Value]) {
         let max_run = runs.iter().copied().max().unwrap_or(0).max(1);
         let min_run = runs.iter().copied().min().unwrap_or(0);
         let agg = io * 1000 / max_run;
+        // fio's min_bw/max_bw: each entry's bytes over its whole
+        // milliseconds (stat.c, `io_bytes * 1000 / runtime`).
         let bws: Vec<u64> = mine
             .iter()
-            .filter(|j| u(&j[d]["io_bytes"]) > 0)
-            .map(|j| u(&j[d]["bw_bytes"]))
+            .filter(|j| u(&j[d]["io_bytes"]) > 0 && u(&j[d]["runtime"]) > 0)
+            .map(|j| u(&j[d]["io_bytes"]) * 1000 / u(&j[d]["runtime"]))
             .collect();
         let (lo, hi) = (
             bws.iter().copied().min().unwrap_or(0),

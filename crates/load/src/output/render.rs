@@ -28,7 +28,12 @@ pub fn render(format: &str, report: &LoadReport, observed: &Observed) -> Result<
     // normal: fio's report layout, from the same document as JSON;
     // table: iolab's compact tables.
     let mut t = if format == "normal" {
-        super::normal::render(&fio_document(report, false)?)
+        let members: Vec<_> = report
+            .jobs
+            .iter()
+            .map(|j| (j.clones, j.thread_ids.first().copied().unwrap_or(0)))
+            .collect();
+        super::normal::render_with(&fio_document(report, false)?, &members)
     } else {
         super::table::render(report)
     };

@@ -89,14 +89,14 @@ fn job(out: &mut String, j: &JobReport) {
 }
 
 fn dir(out: &mut String, d: &DirReport, (clat_p, lat_p, _): (bool, bool, bool)) {
-    let bw = d.bw_bytes().round() as u64 / 1024;
+    let bw = d.fio_bw_bytes() / 1024;
     let _ = write!(
         out,
         ";{};{};{};{}",
         d.io_bytes / 1024,
         bw,
-        d.iops().round() as u64,
-        d.runtime.as_millis()
+        d.fio_iops() as u64,
+        d.fio_runtime_ms()
     );
     let one = |out: &mut String, l: Option<&Latency>| match l {
         Some(l) => {

@@ -1,5 +1,5 @@
-//! What a load measured: per job (its clones merged, as with fio's
-//! `group_reporting`) and in total, plus the devices' own counters. Pure
+//! What a load measured: per fio report entry (a clone, or with
+//! `group_reporting` a reporting group) and in total, plus the devices' own counters. Pure
 //! data; `json` and `table` render it.
 
 use std::time::{Duration, Instant, SystemTime};
@@ -140,6 +140,30 @@ impl DirReport {
     pub fn iops(&self) -> f64 {
         per_sec(self.total_ios, self.runtime)
     }
+
+    /// The measured time in whole milliseconds as fio keeps it: rounded
+    /// up (backend.c, `(elapsed_us + 999) / 1000`).
+    pub fn fio_runtime_ms(&self) -> u64 {
+        (self.runtime.as_micros() as u64).div_ceil(1000)
+    }
+
+    /// Bytes per second as fio computes them from whole milliseconds
+    /// (stat.c: `1000 * io_bytes / runtime`), 0 without runtime.
+    pub fn fio_bw_bytes(&self) -> u64 {
+        match self.fio_runtime_ms() {
+            0 => 0,
+            ms => (u128::from(self.io_bytes) * 1000 / u128::from(ms)) as u64,
+        }
+    }
+
+    /// I/Os per second as fio computes them (`1000.0 * total_ios /
+    /// runtime`).
+    pub fn fio_iops(&self) -> f64 {
+        match self.fio_runtime_ms() {
+            0 => 0.0,
+            ms => 1000.0 * self.total_ios as f64 / ms as f64,
+        }
+    }
 }
 
 fn per_sec(n: u64, d: Duration) -> f64 {
@@ -250,7 +274,8 @@ impl DiskUtil {
 /// Everything a load measured.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct LoadReport {
-    /// One entry per job that ran, in job order.
+    /// fio's report entries, in thread order: one per clone, or per
+    /// reporting group with `group_reporting` (see [`assemble`]).
     pub jobs: Vec<JobReport>,
     /// All jobs together.
     pub total: JobReport,
@@ -283,13 +308,15 @@ impl LoadReport {
     }
 }
 
-/// Merges clone results into job reports and the total.
+/// Merges clone results into fio's report entries and the total.
+///
+/// The entries are fio's thread stats (stat.c, `__show_run_stats`): clones
+/// in thread order, each its own entry, except that a clone of a job with
+/// `group_reporting` joins the entry before it when both are in the same
+/// reporting group (a stonewall or new_group starts one). A merged entry
+/// takes its name from its first clone and its options from its last, as
+/// fio does.
 pub fn assemble(jobs: &[PlannedJob], results: &[CloneResult]) -> (Vec<JobReport>, JobReport) {
-    let mut reports = Vec::new();
-    let mut all = Merge::default();
-    // fio's reporting groups: a stonewall or new_group starts one; with
-    // group_reporting a group's jobs are reported as one, under the name
-    // of its first job.
     let mut rgroup = 0;
     let mut rgroups = Vec::with_capacity(jobs.len());
     for (i, pj) in jobs.iter().enumerate() {
@@ -298,32 +325,31 @@ pub fn assemble(jobs: &[PlannedJob], results: &[CloneResult]) -> (Vec<JobReport>
         }
         rgroups.push(rgroup);
     }
-    let mut idx = 0;
-    while idx < jobs.len() {
-        let pj = &jobs[idx];
-        let mut members = vec![idx];
-        if pj.job.x.group_reporting {
-            while idx + members.len() < jobs.len() && rgroups[idx + members.len()] == rgroups[idx] {
-                members.push(idx + members.len());
-            }
+    let mut ordered: Vec<&CloneResult> = results.iter().collect();
+    ordered.sort_by_key(|r| (r.job_idx, r.number));
+    let mut entries: Vec<Vec<&CloneResult>> = Vec::new();
+    let mut last_group = None;
+    for r in ordered {
+        let gr = jobs[r.job_idx].job.x.group_reporting;
+        let g = rgroups[r.job_idx];
+        match entries.last_mut() {
+            Some(e) if gr && last_group == Some(g) => e.push(r),
+            _ => entries.push(vec![r]),
         }
-        idx += members.len();
-        let mine: Vec<&CloneResult> = results
-            .iter()
-            .filter(|r| members.contains(&r.job_idx))
-            .collect();
-        if mine.is_empty() {
-            continue;
-        }
+        last_group = Some(g);
+    }
+    let mut all = Merge::default();
+    let mut reports = Vec::with_capacity(entries.len());
+    for members in &entries {
         let mut m = Merge::default();
-        for r in &mine {
+        for r in members {
             m.add(r);
             all.add(r);
         }
-        let mut rep = m.report(&pj.job, pj.group, m.longest);
-        if members.len() > 1 {
-            rep.options = Vec::new();
-        }
+        let first = &jobs[members[0].job_idx];
+        let last = &jobs[members[members.len() - 1].job_idx];
+        let mut rep = m.report(&first.job, first.group, m.longest);
+        rep.options = last.job.options.clone();
         reports.push(rep);
     }
     let window = all.window();
@@ -378,7 +404,7 @@ impl Merge {
         self.seeds.push(r.seed);
         for d in 0..2 {
             let s = &r.fx.samples[d];
-            self.samples[d].push((SampleStats::of(&s.bw), SampleStats::of(&s.iops)));
+            self.samples[d].push((s.bw.stats(), s.iops.stats()));
         }
         self.depth.merge(&r.fx.depth);
         self.sync_lat

@@ -45,6 +45,7 @@ fn run_clone_inner(spec: &CloneSpec) -> CloneResult {
     let tid = iolab_sys::ioprio::current_tid();
     let mut result = CloneResult {
         job_idx: spec.job_idx,
+        number: spec.number,
         tid,
         dirs: [DirAcc::new(false), DirAcc::new(false), DirAcc::new(false)],
         cpu: CpuUse::default(),

@@ -44,7 +44,11 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
         Some((_, apply)) => apply(job, key, value)?,
         None => return Err(refused::unknown(key, supported())),
     }
-    let shown = value.unwrap_or("1").to_string();
+    // fio lists the options given a value (`job options`); a bare one
+    // (`stonewall`, `time_based`) is applied but not listed.
+    let Some(shown) = value.map(str::to_string) else {
+        return Ok(());
+    };
     match job.options.iter_mut().find(|(k, _)| k == key) {
         Some(entry) => entry.1 = shown,
         None => job.options.push((key.to_string(), shown)),

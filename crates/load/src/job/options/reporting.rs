@@ -23,6 +23,9 @@ pub const NAMES: &[&str] = &[
     "write_hist_log",
     "log_avg_msec",
     "log_hist_msec",
+    "log_hist_coarseness",
+    "bw_avg_time",
+    "iops_avg_time",
     "log_max_value",
     "log_window_value",
     "log_issue_time",
@@ -80,6 +83,15 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
         "write_hist_log" => x.logs.hist = Some(log_prefix(&name, value)),
         "log_avg_msec" => x.logs.avg_msec = number(key, need(key, value)?)?,
         "log_hist_msec" => x.logs.hist_msec = number(key, need(key, value)?)?,
+        "log_hist_coarseness" => {
+            let v = number(key, need(key, value)?)?;
+            if v > 6 {
+                return Err(format!("{key}={v}: from 0 to 6, as in fio"));
+            }
+            x.logs.hist_coarseness = v as u32;
+        }
+        "bw_avg_time" => x.logs.bw_avg_time = Some(number(key, need(key, value)?)?.max(1)),
+        "iops_avg_time" => x.logs.iops_avg_time = Some(number(key, need(key, value)?)?.max(1)),
         "log_max_value" => x.logs.max_value = boolean(key, value)?,
         // fio 3.36's successor of log_max_value: mean, max or both.
         "log_window_value" => {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crate::job::kinds::Dir;
 use crate::run::clone::result::Failure;
 use crate::run::clone::state::Run;
-use crate::run::sinks::logs::Issue;
+use crate::run::sinks::logs::{CloneLogs, Issue, Rate};
 
 impl Run<'_> {
     /// Records a completed I/O at `offset` (for logs).
@@ -73,6 +73,9 @@ impl Run<'_> {
         let measuring = self.time.measuring();
         let asked = bytes.max(1);
         if measuring {
+            if self.sampler.next.is_none_or(|n| now >= n) {
+                self.sample(now);
+            }
             if self.timed {
                 let lat_ns = lat.as_nanos() as u64;
                 self.dirs[d].record(bytes, asked, lat_ns);
@@ -92,8 +95,9 @@ impl Run<'_> {
             } else {
                 self.dirs[d].record_untimed(bytes, asked);
             }
-            if self.sampler.next.is_none_or(|n| now >= n) {
-                self.sample(now);
+            if self.per_io_samples && d < 2 {
+                let clat = lat.as_nanos() as u64 - issue.slat_ns.unwrap_or(0);
+                self.per_io_sample(d, bytes, clat);
             }
         }
         if self.slow_path {
@@ -101,12 +105,68 @@ impl Run<'_> {
         }
     }
 
-    /// Closes a bandwidth/IOPS sample window when one is full.
+    /// Takes the bandwidth/IOPS samples due, before the completion at
+    /// `now` counts, and hands them to the windowed rate logs.
     #[cold]
     fn sample(&mut self, now: Instant) {
         let totals = [0, 1].map(|d| (self.dirs[d].bytes, self.dirs[d].ios));
-        let used = [self.job.reads(), self.job.writes()];
-        self.sampler.tick(now, totals, used, &mut self.fx.samples);
+        let epoch = self.time.measure_start.unwrap_or(now);
+        let logs = &mut self.logs;
+        self.sampler.tick(
+            now,
+            epoch,
+            totals,
+            self.time.deadline(),
+            &mut self.fx.samples,
+            &mut |(kind, d, v, at)| {
+                if let Some(l) = logs {
+                    let kind = if kind == 0 { Rate::Bw } else { Rate::Iops };
+                    l.rate(kind, d, v, at);
+                }
+            },
+        );
+    }
+
+    /// True when a slat log waits for submissions (see [`Run::log_slat`]).
+    #[inline]
+    pub fn logs_slat(&self) -> bool {
+        self.logs.as_ref().is_some_and(CloneLogs::wants_slat)
+    }
+
+    /// A queued I/O's submission latency, logged when its submit returns
+    /// (fio's `add_slat_sample`), so the slat log's windows close as
+    /// fio's do: I/Os still in flight at the end add nothing to it.
+    #[cold]
+    pub fn log_slat(
+        &mut self,
+        dir: Dir,
+        slat: Duration,
+        bytes: u64,
+        offset: u64,
+        prio: u16,
+        now: Instant,
+    ) {
+        let Some(epoch) = self.time.measure_start.filter(|_| self.time.measuring()) else {
+            return;
+        };
+        let real = self.names.real(offset);
+        if let Some(l) = &mut self.logs {
+            l.begin(epoch);
+            l.slat(dir as usize, slat.as_nanos() as u64, bytes, real, prio, now);
+        }
+    }
+
+    /// A per-I/O log's sample (fio's `add_bw_sample`/`add_iops_sample`):
+    /// the I/O's bytes over its clat, and 1.
+    #[cold]
+    fn per_io_sample(&mut self, d: usize, bytes: u64, clat_ns: u64) {
+        let s = &mut self.fx.samples[d];
+        if self.sampler.per_io(0) {
+            s.bw.add((bytes * 1_000_000).checked_div(clat_ns).unwrap_or(0));
+        }
+        if self.sampler.per_io(1) {
+            s.iops.add(1);
+        }
     }
 
     #[cold]
@@ -131,6 +191,9 @@ impl Run<'_> {
         let lat_ns = lat.as_nanos() as u64;
         let real = self.names.real(offset);
         if let Some(l) = &mut self.logs {
+            if let Some(epoch) = self.time.measure_start {
+                l.begin(epoch);
+            }
             l.record(d, lat_ns, issue, bytes, real, now);
         }
         if self.steady.is_some() {

@@ -49,6 +49,8 @@ impl Failure {
 pub struct CloneResult {
     /// Index of the job.
     pub job_idx: usize,
+    /// The clone's number across the load, from 1 (fio's thread order).
+    pub number: usize,
     /// Kernel thread id (0 if setup never ran).
     pub tid: i32,
     /// Reads, writes and trims.

@@ -60,6 +60,9 @@ pub struct Run<'a> {
     /// statistics).
     pub fx: crate::run::sinks::fio_stats::FioExtras,
     pub(super) sampler: crate::run::sinks::fio_stats::Sampler,
+    /// A per-I/O bandwidth or IOPS log: samples per I/O (fio's
+    /// `add_bw_sample`).
+    pub(super) per_io_samples: bool,
     pub(super) live_totals: [(u64, u64); 3],
     pub(super) loops_left: u32,
     pub(super) writes: u64,
@@ -143,7 +146,8 @@ impl<'a> Run<'a> {
                 DirAcc::new(io && job.rw.trims()),
             ],
             fx: Default::default(),
-            sampler: Default::default(),
+            sampler: crate::run::sinks::fio_stats::Sampler::new(job.x.logs.sample_every()),
+            per_io_samples: job.x.logs.sample_every().contains(&None),
             live_totals: [(0, 0); 3],
             then_write: None,
             zones,

@@ -269,6 +269,12 @@ impl<Q: Queue> Queued<Q> {
             for &s in &self.fresh {
                 self.slots[s].issued = t;
             }
+            if how.split && run.logs_slat() {
+                for &s in &self.fresh {
+                    let sl = self.slots[s];
+                    run.log_slat(sl.dir, t - sl.start, sl.len, sl.offset, sl.prio, t);
+                }
+            }
             self.fresh.clear();
         }
         let r = r.and_then(|()| self.q.reap(min, self.complete_max, due_in, &mut self.done));

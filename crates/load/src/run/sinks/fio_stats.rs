@@ -8,16 +8,58 @@ use std::time::{Duration, Instant};
 
 use crate::run::sinks::stats::DirAcc;
 
-/// fio's `bw_avg_time`/`iops_avg_time` default: one sample per 500 ms.
-pub const SAMPLE_MS: u64 = 500;
-
-/// One direction's samples, one per full window.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// One direction's bandwidth and IOPS samples.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Samples {
-    /// KiB/s per window.
-    pub bw: Vec<u64>,
-    /// I/Os per second per window.
-    pub iops: Vec<u64>,
+    /// KiB/s.
+    pub bw: Running,
+    /// I/Os per second.
+    pub iops: Running,
+}
+
+/// Samples summed as they come (fio's `add_stat_sample`: Welford's
+/// running mean and squared deviations), so a sample per I/O costs no
+/// memory.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Running {
+    n: u64,
+    min: u64,
+    max: u64,
+    mean: f64,
+    m2: f64,
+}
+
+impl Running {
+    /// Adds one sample.
+    #[inline]
+    pub fn add(&mut self, v: u64) {
+        self.min = if self.n == 0 { v } else { self.min.min(v) };
+        self.max = self.max.max(v);
+        self.n += 1;
+        let x = v as f64;
+        let delta = x - self.mean;
+        self.mean += delta / self.n as f64;
+        self.m2 += delta * (x - self.mean);
+    }
+
+    /// Their statistics.
+    pub fn stats(&self) -> SampleStats {
+        if self.n == 0 {
+            return SampleStats::default();
+        }
+        let var = if self.n < 2 {
+            0.0
+        } else {
+            self.m2 / (self.n - 1) as f64
+        };
+        SampleStats {
+            min: self.min,
+            max: self.max,
+            mean: self.mean,
+            dev: var.sqrt(),
+            n: self.n,
+        }
+    }
 }
 
 /// Summary of samples (fio's `min/max/mean/dev/samples`).
@@ -38,23 +80,9 @@ pub struct SampleStats {
 impl SampleStats {
     /// Statistics of one clone's samples.
     pub fn of(v: &[u64]) -> SampleStats {
-        if v.is_empty() {
-            return SampleStats::default();
-        }
-        let n = v.len() as f64;
-        let mean = v.iter().sum::<u64>() as f64 / n;
-        let var = if v.len() < 2 {
-            0.0
-        } else {
-            v.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / (n - 1.0)
-        };
-        SampleStats {
-            min: v.iter().copied().min().unwrap_or(0),
-            max: v.iter().copied().max().unwrap_or(0),
-            mean,
-            dev: var.sqrt(),
-            n: v.len() as u64,
-        }
+        let mut r = Running::default();
+        v.iter().for_each(|x| r.add(*x));
+        r.stats()
     }
 
     /// Several clones reported as one job: fio's `sum_stat(..., pure_sum)`
@@ -183,47 +211,121 @@ impl Default for FioExtras {
     }
 }
 
-/// Cuts a clone's completions into sample windows.
+/// One kind of periodic sample's clock.
+#[derive(Debug, Clone)]
+struct Grid {
+    every: Duration,
+    /// When the last sample was taken, and the totals then.
+    last: Instant,
+    at: [u64; 2],
+    next: Instant,
+}
+
+/// Takes a clone's bandwidth and IOPS samples as fio's helper thread does
+/// (stat.c, `__add_samples`): every `bw_avg_time`/`iops_avg_time` from
+/// the epoch, the rate of the bytes or I/Os completed since the last
+/// sample (`delta * 1000 / ms`, KiB/s for bandwidth), nothing for a
+/// direction with none, and no sample once the runtime is over — the
+/// unfinished last interval is not a sample in fio. The clock is the
+/// completions': a sample due at T is taken by the first completion at
+/// or after T, before that completion counts, so it holds exactly the
+/// I/Os completed by T.
 #[derive(Debug, Clone, Default)]
 pub struct Sampler {
-    /// Start of the current window and the totals (bytes, ios) then.
-    window: Option<(Instant, [(u64, u64); 2])>,
-    /// When the current window ends.
+    /// Bandwidth, IOPS; `None` when a per-I/O log takes a sample per I/O.
+    every: [Option<u64>; 2],
+    grids: [Option<Grid>; 2],
+    started: bool,
+    /// When the next sample is due (`None` before the first call).
     pub next: Option<Instant>,
 }
 
+/// A sample taken: kind (0 bandwidth, 1 IOPS), direction, value, when.
+pub type Taken = (usize, usize, u64, Instant);
+
 impl Sampler {
-    /// Called with the clone's measured totals per direction at `now`;
-    /// records one sample per direction the job uses when a window is
-    /// full.
+    /// A sampler with the intervals of [`crate::job::extra::LogOpts::sample_every`].
+    pub fn new(every: [Option<u64>; 2]) -> Sampler {
+        Sampler {
+            every,
+            ..Default::default()
+        }
+    }
+
+    /// Whether a kind takes a sample per I/O instead.
+    #[inline]
+    pub fn per_io(&self, kind: usize) -> bool {
+        self.every[kind].is_none()
+    }
+
+    /// Called before the completion at `now` counts, with the clone's
+    /// measured totals per direction (bytes, I/Os), the epoch and the
+    /// runtime's end; takes the samples due, adds them to `out` and hands
+    /// each to `taken`.
     pub fn tick(
         &mut self,
         now: Instant,
+        epoch: Instant,
         totals: [(u64, u64); 2],
-        used: [bool; 2],
+        deadline: Option<Instant>,
         out: &mut [Samples; 2],
+        taken: &mut dyn FnMut(Taken),
     ) {
-        let every = Duration::from_millis(SAMPLE_MS);
-        let Some((start, at)) = self.window else {
-            self.window = Some((now, totals));
-            self.next = Some(now + every);
-            return;
-        };
-        let el = now.saturating_duration_since(start);
-        if el < every {
-            return;
-        }
-        let ms = el.as_millis().max(1) as u64;
-        for d in 0..2 {
-            if used[d] {
-                let bytes = totals[d].0 - at[d].0;
-                let ios = totals[d].1 - at[d].1;
-                out[d].bw.push(bytes * 1000 / ms / 1024);
-                out[d].iops.push(ios * 1000 / ms);
+        let of = |kind: usize| totals.map(|t| if kind == 0 { t.0 } else { t.1 });
+        if !self.started {
+            self.started = true;
+            for k in 0..2 {
+                self.grids[k] = self.every[k].map(|ms| {
+                    let every = Duration::from_millis(ms.max(1));
+                    Grid {
+                        every,
+                        last: epoch,
+                        at: of(k),
+                        next: epoch + every,
+                    }
+                });
             }
         }
-        self.window = Some((now, totals));
-        self.next = Some(now + every);
+        for (k, slot) in self.grids.iter_mut().enumerate() {
+            let Some(g) = slot else { continue };
+            if g.next > now {
+                continue;
+            }
+            if deadline.is_some_and(|d| g.next >= d) {
+                *slot = None;
+                continue;
+            }
+            let ms = (g.next - g.last).as_millis().max(1) as u64;
+            let now_totals = of(k);
+            for d in 0..2 {
+                let delta = now_totals[d] - g.at[d];
+                if delta == 0 {
+                    continue;
+                }
+                let v = if k == 0 {
+                    delta * 1000 / ms / 1024
+                } else {
+                    delta * 1000 / ms
+                };
+                if k == 0 {
+                    out[d].bw.add(v);
+                } else {
+                    out[d].iops.add(v);
+                }
+                taken((k, d, v, g.next));
+            }
+            g.at = now_totals;
+            // Intervals with no completion take no sample; the clock
+            // moves to the last edge at or before now.
+            let skipped = (now - g.next).as_nanos() / g.every.as_nanos();
+            g.last = g.next + g.every * skipped as u32;
+            g.next = g.last + g.every;
+        }
+        self.next = self.grids.iter().flatten().map(|g| g.next).min();
+        if self.next.is_none() {
+            // Nothing more to sample: never due again.
+            self.next = Some(now + Duration::from_secs(1 << 30));
+        }
     }
 }
 
@@ -254,6 +356,45 @@ mod tests {
         let t = SampleStats::sum(&[s, s]);
         assert_eq!((t.min, t.max, t.n), (20, 60, 6));
         assert!((t.mean - 40.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn samples_follow_fios_helper_thread() {
+        let t0 = Instant::now();
+        let ms = |m: u64| t0 + Duration::from_millis(m);
+        let mut s = Sampler::new([Some(500), Some(500)]);
+        let mut out: [Samples; 2] = Default::default();
+        let mut taken = Vec::new();
+        // One 4 KiB read per ms, none from 600 to 2099 ms, runtime 3 s.
+        for (ios, m) in (1..3000u64)
+            .filter(|m| !(600..2100).contains(m))
+            .enumerate()
+        {
+            let ios = ios as u64;
+            if s.next.is_none_or(|n| ms(m) >= n) {
+                let totals = [(ios * 4096, ios), (0, 0)];
+                s.tick(ms(m), t0, totals, Some(ms(3000)), &mut out, &mut |x| {
+                    taken.push(x)
+                });
+            }
+        }
+        let at = |k: usize| -> Vec<(u64, u64)> {
+            taken
+                .iter()
+                .filter(|x| x.0 == k)
+                .map(|x| (x.3.duration_since(t0).as_millis() as u64, x.2))
+                .collect()
+        };
+        // Each sample holds the I/Os completed before its time; a window
+        // without I/O takes none, and the unfinished last one none.
+        assert_eq!(
+            at(1),
+            vec![(500, 998), (1000, 200), (2500, 800)],
+            "{taken:?}"
+        );
+        assert_eq!(at(0)[0], (500, 499 * 4096 * 1000 / 500 / 1024));
+        assert_eq!(out[0].iops.stats().n, 3);
+        assert_eq!(out[1].iops.stats().n, 0);
     }
 
     #[test]

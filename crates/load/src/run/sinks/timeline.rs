@@ -52,6 +52,12 @@ impl Timeline {
         self.measure_start.is_some()
     }
 
+    /// When the runtime ends, once measuring.
+    #[inline]
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
     /// True once the runtime has elapsed.
     #[inline]
     pub fn past_deadline(&self) -> bool {
