@@ -169,11 +169,18 @@ mod tests {
         assert_eq!(kept, os(&["--max-jobs=4", "--output", "x.json"]));
         assert_eq!(
             ini,
-            "[global]\nsize=1M\n[a]\nrw=randrw\n[b]\ntime_based=1\nrw=read\n"
+            // A command-line job lists its name; a bare flag stays bare (fio
+            // lists neither a section's name nor bare flags).
+            "[global]\nsize=1M\n[a]\nname=a\nrw=randrw\n[b]\nname=b\ntime_based\nrw=read\n"
         );
         let jobs = iolab_load::jobfile::parse(&ini, std::path::Path::new("cmdline")).unwrap();
         assert_eq!(jobs.len(), 2);
         assert_eq!(jobs[1].name, "b");
+        assert!(jobs[1].time_based);
+        assert_eq!(
+            jobs[1].options,
+            [("name".into(), "b".into()), ("rw".into(), "read".into())]
+        );
         assert!(cmdline_jobs(&os(&["--name=a", "--rw=read"]), &own).is_none());
     }
 
