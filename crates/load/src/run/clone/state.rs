@@ -130,6 +130,7 @@ impl<'a> Run<'a> {
             || job.x.rate_iops_min.read.is_some()
             || job.x.rate_iops_min.write.is_some())
         .then_some((go, [0; 2], [0; 2]));
+        let every = job.x.logs.sample_every();
         let slow_path =
             logs.is_some() || steady.is_some() || job.x.flow != 0 || min_window.is_some();
         Ok(Run {
@@ -146,8 +147,8 @@ impl<'a> Run<'a> {
                 DirAcc::new(io && job.rw.trims()),
             ],
             fx: Default::default(),
-            sampler: crate::run::sinks::fio_stats::Sampler::new(job.x.logs.sample_every()),
-            per_io_samples: job.x.logs.sample_every().contains(&None),
+            sampler: crate::run::sinks::fio_stats::Sampler::new(every),
+            per_io_samples: every.contains(&None),
             live_totals: [(0, 0); 3],
             then_write: None,
             zones,

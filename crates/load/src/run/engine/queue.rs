@@ -128,6 +128,7 @@ impl<Q: Queue> Queued<Q> {
             checks: run.checks_reads(),
             timed: run.timed(),
             split: !run.job.x.no_slat,
+            log_slat: !run.job.x.no_slat && run.logs_slat(),
             trimmer: super::trim::Trimmer::for_file(file.first(), false),
         };
         let mut at = Turn::default();
@@ -269,7 +270,7 @@ impl<Q: Queue> Queued<Q> {
             for &s in &self.fresh {
                 self.slots[s].issued = t;
             }
-            if how.split && run.logs_slat() {
+            if how.log_slat {
                 for &s in &self.fresh {
                     let sl = self.slots[s];
                     run.log_slat(sl.dir, t - sl.start, sl.len, sl.offset, sl.prio, t);
@@ -353,6 +354,8 @@ struct How {
     timed: bool,
     /// slat is measured apart from clat (not `disable_slat`).
     split: bool,
+    /// A slat log takes each submission's slat.
+    log_slat: bool,
     trimmer: super::trim::Trimmer,
 }
 
