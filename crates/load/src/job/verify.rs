@@ -1,9 +1,11 @@
 //! `verify`: data written is checked when read back.
 //!
 //! Each `verify_interval` chunk of a written block (default: the whole
-//! block) starts with a 64-byte header: magic, method, chunk length, the
+//! block) starts with a header of 64 bytes (88 for the 64-byte digests,
+//! 72 for sha3-384): magic, method, chunk length, the
 //! chunk's offset in the file, then the checksum of the header fields and
-//! the rest of the chunk (crc32c, crc32, md5, sha256). `meta` keeps only
+//! the rest of the chunk (fio's checksums: md5, crc64, crc32c, crc32, crc16,
+//! crc7, xxhash, sha1, sha256, sha512, sha3-*). `meta` keeps only
 //! the header (the offset proves the block landed where it was sent);
 //! `pattern` (or a `verify_pattern` with `meta`) fills the chunk with the
 //! pattern instead of random bytes and compares it byte for byte. The
@@ -11,14 +13,14 @@
 //! seed and generation numbers): data written by fio is not checked by
 //! iolab, nor the reverse.
 
-use md5::Digest as _;
-
-/// Header bytes at the start of every chunk.
-pub const HEADER: usize = 64;
+/// Header bytes at the start of every chunk, at least.
+const MIN_HEADER: usize = 64;
 const MAGIC: u32 = 0x564c_4f49; // "IOLV"
 const SUM_AT: usize = 24;
 
-/// How blocks are checked.
+/// How blocks are checked: fio's verify types. The checksums are fio's
+/// own algorithms (crc/*.c in fio 3.33), checked against its C code on
+/// the standard input "123456789".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum VerifyKind {
@@ -34,11 +36,37 @@ pub enum VerifyKind {
     Meta,
     /// The whole chunk is `verify_pattern`.
     Pattern,
+    /// fio's crc64: Jones's polynomial, reflected, init 0 (CRC-64/REDIS).
+    Crc64,
+    /// fio's crc16: polynomial 0x8005 reflected, init 0 (CRC-16/ARC).
+    Crc16,
+    /// fio's crc7: polynomial 0x09, init 0 (CRC-7/MMC).
+    Crc7,
+    /// xxHash32 with seed 1, as fio seeds it.
+    Xxhash,
+    /// SHA-1.
+    Sha1,
+    /// SHA-512.
+    Sha512,
+    /// SHA3-224.
+    #[serde(rename = "sha3-224")]
+    Sha3_224,
+    /// SHA3-256.
+    #[serde(rename = "sha3-256")]
+    Sha3_256,
+    /// SHA3-384.
+    #[serde(rename = "sha3-384")]
+    Sha3_384,
+    /// SHA3-512.
+    #[serde(rename = "sha3-512")]
+    Sha3_512,
+    /// fio's `null`: written and read back, checked by nothing (CPU tests).
+    Null,
 }
 
 impl VerifyKind {
     /// Every accepted spelling, for messages.
-    pub const NAMES: &'static str = "crc32c, crc32c-intel, crc32, md5, sha256, meta, pattern, 0";
+    pub const NAMES: &'static str = "md5, crc64, crc32c, crc32c-intel, crc32, crc16, crc7, xxhash, sha512, sha256, sha1, sha3-224, sha3-256, sha3-384, sha3-512, meta, pattern, null, 0";
 
     /// Parses fio's spelling (`None` for `verify=0`/`none`).
     pub fn parse(v: &str) -> Result<Option<VerifyKind>, String> {
@@ -50,6 +78,17 @@ impl VerifyKind {
             "sha256" => VerifyKind::Sha256,
             "meta" => VerifyKind::Meta,
             "pattern" => VerifyKind::Pattern,
+            "crc64" => VerifyKind::Crc64,
+            "crc16" => VerifyKind::Crc16,
+            "crc7" => VerifyKind::Crc7,
+            "xxhash" => VerifyKind::Xxhash,
+            "sha1" => VerifyKind::Sha1,
+            "sha512" => VerifyKind::Sha512,
+            "sha3-224" => VerifyKind::Sha3_224,
+            "sha3-256" => VerifyKind::Sha3_256,
+            "sha3-384" => VerifyKind::Sha3_384,
+            "sha3-512" => VerifyKind::Sha3_512,
+            "null" => VerifyKind::Null,
             other => {
                 return Err(format!(
                     "verify={other} is not supported: expected one of {}",
@@ -61,6 +100,82 @@ impl VerifyKind {
 
     fn id(self) -> u8 {
         self as u8 + 1
+    }
+
+    /// fio's name.
+    pub fn as_str(self) -> &'static str {
+        use VerifyKind::*;
+        match self {
+            Crc32c => "crc32c",
+            Crc32 => "crc32",
+            Md5 => "md5",
+            Sha256 => "sha256",
+            Meta => "meta",
+            Pattern => "pattern",
+            Crc64 => "crc64",
+            Crc16 => "crc16",
+            Crc7 => "crc7",
+            Xxhash => "xxhash",
+            Sha1 => "sha1",
+            Sha512 => "sha512",
+            Sha3_224 => "sha3-224",
+            Sha3_256 => "sha3-256",
+            Sha3_384 => "sha3-384",
+            Sha3_512 => "sha3-512",
+            Null => "null",
+        }
+    }
+
+    /// The checksum's bytes, 0 for the kinds without one.
+    fn digest_len(self) -> usize {
+        use VerifyKind::*;
+        match self {
+            Meta | Pattern | Null => 0,
+            Crc7 => 1,
+            Crc16 => 2,
+            Crc32c | Crc32 | Xxhash => 4,
+            Crc64 => 8,
+            Md5 => 16,
+            Sha1 => 20,
+            Sha3_224 => 28,
+            Sha256 | Sha3_256 => 32,
+            Sha3_384 => 48,
+            Sha512 | Sha3_512 => 64,
+        }
+    }
+
+    /// A chunk's header: the fixed fields and the checksum, 64 bytes or,
+    /// for the longer digests, as many as they need.
+    fn header(self) -> usize {
+        (SUM_AT + self.digest_len())
+            .next_multiple_of(8)
+            .max(MIN_HEADER)
+    }
+}
+
+/// `data`'s checksum by `kind`, as the header stores it (integers little
+/// endian); empty for the kinds without one.
+pub fn checksum(kind: VerifyKind, data: &[u8]) -> Vec<u8> {
+    use sha3::Digest as _;
+    const CRC64: crc::Crc<u64> = crc::Crc::<u64>::new(&crc::CRC_64_REDIS);
+    const CRC16: crc::Crc<u16> = crc::Crc::<u16>::new(&crc::CRC_16_ARC);
+    const CRC7: crc::Crc<u8> = crc::Crc::<u8>::new(&crc::CRC_7_MMC);
+    match kind {
+        VerifyKind::Crc32c => crc32c::crc32c(data).to_le_bytes().to_vec(),
+        VerifyKind::Crc32 => crc32fast::hash(data).to_le_bytes().to_vec(),
+        VerifyKind::Crc64 => CRC64.checksum(data).to_le_bytes().to_vec(),
+        VerifyKind::Crc16 => CRC16.checksum(data).to_le_bytes().to_vec(),
+        VerifyKind::Crc7 => vec![CRC7.checksum(data)],
+        VerifyKind::Xxhash => xxhash_rust::xxh32::xxh32(data, 1).to_le_bytes().to_vec(),
+        VerifyKind::Md5 => md5::Md5::digest(data).to_vec(),
+        VerifyKind::Sha1 => sha1::Sha1::digest(data).to_vec(),
+        VerifyKind::Sha256 => sha2::Sha256::digest(data).to_vec(),
+        VerifyKind::Sha512 => sha2::Sha512::digest(data).to_vec(),
+        VerifyKind::Sha3_224 => sha3::Sha3_224::digest(data).to_vec(),
+        VerifyKind::Sha3_256 => sha3::Sha3_256::digest(data).to_vec(),
+        VerifyKind::Sha3_384 => sha3::Sha3_384::digest(data).to_vec(),
+        VerifyKind::Sha3_512 => sha3::Sha3_512::digest(data).to_vec(),
+        VerifyKind::Meta | VerifyKind::Pattern | VerifyKind::Null => Vec::new(),
     }
 }
 
@@ -116,7 +231,8 @@ impl VerifyOpts {
             if let Some(p) = &self.pattern {
                 fill_pattern(chunk, p);
             }
-            if self.kind == VerifyKind::Pattern || chunk.len() < HEADER {
+            let header = self.kind.header();
+            if matches!(self.kind, VerifyKind::Pattern | VerifyKind::Null) || chunk.len() < header {
                 continue;
             }
             chunk[..4].copy_from_slice(&MAGIC.to_le_bytes());
@@ -126,8 +242,8 @@ impl VerifyOpts {
             chunk[8..12].copy_from_slice(&len.to_le_bytes());
             chunk[12..16].fill(0);
             chunk[16..24].copy_from_slice(&off.to_le_bytes());
-            chunk[SUM_AT..HEADER].fill(0);
-            let sum = self.sum(chunk);
+            chunk[SUM_AT..header].fill(0);
+            let sum = checksum(self.kind, chunk);
             chunk[SUM_AT..SUM_AT + sum.len()].copy_from_slice(&sum);
         }
     }
@@ -143,7 +259,11 @@ impl VerifyOpts {
     }
 
     fn check_chunk(&self, chunk: &[u8], off: u64) -> Result<(), String> {
-        if self.kind == VerifyKind::Pattern || chunk.len() < HEADER {
+        let header = self.kind.header();
+        if self.kind == VerifyKind::Null {
+            return Ok(());
+        }
+        if self.kind == VerifyKind::Pattern || chunk.len() < header {
             let p = self.pattern.as_deref().unwrap_or(&[]);
             if let Some(at) = first_mismatch(chunk, p) {
                 return Err(format!(
@@ -170,7 +290,7 @@ impl VerifyOpts {
             ));
         }
         if let Some(p) = &self.pattern {
-            if let Some(at) = first_mismatch(&chunk[HEADER..], p).map(|a| a + HEADER) {
+            if let Some(at) = first_mismatch(&chunk[header..], p).map(|a| a + header) {
                 let mut expect = vec![0u8; chunk.len()];
                 fill_pattern(&mut expect, p);
                 return Err(format!(
@@ -182,29 +302,19 @@ impl VerifyOpts {
             }
         }
         let mut copy = chunk.to_vec();
-        copy[SUM_AT..HEADER].fill(0);
-        let want = self.sum(&copy);
+        copy[SUM_AT..header].fill(0);
+        let want = checksum(self.kind, &copy);
         let got = &chunk[SUM_AT..SUM_AT + want.len()];
         if got != want.as_slice() {
             return Err(format!(
                 "verify: {} mismatch in the {}-byte block at offset {off}: stored {}, computed {}",
-                format!("{:?}", self.kind).to_lowercase(),
+                self.kind.as_str(),
                 chunk.len(),
                 hex(got),
                 hex(&want)
             ));
         }
         Ok(())
-    }
-
-    fn sum(&self, chunk: &[u8]) -> Vec<u8> {
-        match self.kind {
-            VerifyKind::Crc32c => crc32c::crc32c(chunk).to_le_bytes().to_vec(),
-            VerifyKind::Crc32 => crc32fast::hash(chunk).to_le_bytes().to_vec(),
-            VerifyKind::Md5 => md5::Md5::digest(chunk).to_vec(),
-            VerifyKind::Sha256 => sha2::Sha256::digest(chunk).to_vec(),
-            VerifyKind::Meta | VerifyKind::Pattern => Vec::new(),
-        }
     }
 }
 
@@ -325,6 +435,51 @@ pub fn parse_pattern(key: &str, v: &str) -> Result<Vec<u8>, String> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn checksums_are_fios_algorithms() {
+        // fio 3.33's crc/crc64.c, crc16.c, crc7.c and xxhash.c (seed 1, as
+        // verify.c seeds it), compiled and run on "123456789".
+        let d = b"123456789";
+        let le = |k| checksum(k, d);
+        assert_eq!(
+            le(VerifyKind::Crc64),
+            0xe9c6_d914_c4b8_d9ca_u64.to_le_bytes()
+        );
+        assert_eq!(le(VerifyKind::Crc16), 0xbb3d_u16.to_le_bytes());
+        assert_eq!(le(VerifyKind::Crc7), [0x75]);
+        assert_eq!(le(VerifyKind::Xxhash), 0xf261_918c_u32.to_le_bytes());
+        // The standard check values of the others (Python hashlib agrees).
+        assert_eq!(le(VerifyKind::Crc32c), 0xe306_9283_u32.to_le_bytes());
+        assert_eq!(
+            hex(&le(VerifyKind::Sha1)),
+            "f7c3bc1d808e04732adf679965ccc34ca7ae3441"
+        );
+        assert_eq!(&hex(&le(VerifyKind::Sha3_256))[..16], "87cd084d190e436f");
+    }
+
+    #[test]
+    fn every_kind_catches_a_flipped_byte_and_passes_a_clean_block() {
+        for name in VerifyKind::NAMES.split(", ") {
+            let Some(kind) = VerifyKind::parse(name).unwrap() else {
+                continue;
+            };
+            let mut v = VerifyOpts::new(kind);
+            if kind == VerifyKind::Pattern {
+                v.pattern = Some(vec![0xab, 0xcd]);
+            }
+            let mut buf: Vec<u8> = (0..4096u32).map(|i| (i * 7 % 251) as u8).collect();
+            v.stamp(&mut buf, 8192);
+            assert!(v.check(&buf, 8192).is_ok(), "{name}");
+            buf[3000] ^= 1;
+            let caught = v.check(&buf, 8192).is_err();
+            assert_eq!(
+                caught,
+                !matches!(kind, VerifyKind::Meta | VerifyKind::Null),
+                "{name}"
+            );
+        }
+    }
+
     fn roundtrip(kind: VerifyKind) {
         let mut v = VerifyOpts::new(kind);
         if kind == VerifyKind::Pattern {
@@ -408,6 +563,8 @@ mod tests {
             parse_pattern("p", &format!("'{}'", f.display())).unwrap(),
             [1, 2, 3]
         );
-        assert!(VerifyKind::parse("crc64").unwrap_err().contains("crc32c"));
+        assert!(VerifyKind::parse("crc65")
+            .unwrap_err()
+            .contains("crc64, crc32c"));
     }
 }
