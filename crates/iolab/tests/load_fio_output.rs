@@ -400,3 +400,70 @@ fn fios_other_checksums_catch_what_fio_catches() {
         assert_eq!(verdicts[1].1, kind == "null", "{kind}: {verdicts:?}");
     }
 }
+
+/// continue_on_error=verify, against the installed fio: a read job
+/// checks a file with two flipped blocks. With it, both tools read the
+/// whole file, exit 0, and report error 84 (EILSEQ) with total_err 2 and
+/// first_error 84 in JSON, the normal report's `errors` line and terse's
+/// last two fields; without it, both exit non-zero.
+#[test]
+fn continue_on_error_counts_what_fio_counts() {
+    if !fio_or_skip("continue_on_error_counts_what_fio_counts") {
+        return;
+    }
+    let env = Env::new();
+    let d = env.dir();
+    for tool in ["fio", "iolab"] {
+        let file = d.join(format!("{tool}-coe"));
+        let go = |extra: &[&str]| {
+            let mut a = vec![
+                "--name=v".to_string(),
+                format!("--filename={}", file.display()),
+                "--bs=4k".into(),
+                "--size=64k".into(),
+                "--verify=md5".into(),
+            ];
+            a.extend(extra.iter().map(|s| s.to_string()));
+            let a: Vec<&str> = a.iter().map(String::as_str).collect();
+            if tool == "fio" {
+                Command::new("fio")
+                    .current_dir(d)
+                    .args(&a)
+                    .output()
+                    .unwrap()
+            } else {
+                env.cmd(&a).current_dir(d).output().unwrap()
+            }
+        };
+        assert!(go(&["--rw=write"]).status.success(), "{tool}");
+        let mut data = std::fs::read(&file).unwrap();
+        data[4096 + 2000] ^= 0xff;
+        data[3 * 4096 + 100] ^= 1;
+        std::fs::write(&file, &data).unwrap();
+        let on = ["--rw=read", "--continue_on_error=verify"];
+        let out = go(&[&on[..], &["--output-format=json"]].concat());
+        assert!(out.status.success(), "{tool}: {}", stderr(&out));
+        let j = &json(&out)["jobs"][0];
+        assert_eq!(
+            (
+                &j["error"],
+                &j["total_err"],
+                &j["first_error"],
+                &j["read"]["io_bytes"]
+            ),
+            (&84.into(), &2.into(), &84.into(), &65536.into()),
+            "{tool}"
+        );
+        let normal = String::from_utf8_lossy(&go(&on).stdout).into_owned();
+        assert!(
+            normal.contains("     errors    : total=2, first_error=84/<"),
+            "{tool}: {normal}"
+        );
+        let terse =
+            String::from_utf8_lossy(&go(&[&on[..], &["--output-format=terse"]].concat()).stdout)
+                .trim()
+                .to_string();
+        assert!(terse.ends_with(";2;84"), "{tool}: {terse}");
+        assert!(!go(&["--rw=read"]).status.success(), "{tool}");
+    }
+}

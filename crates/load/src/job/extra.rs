@@ -102,6 +102,9 @@ pub struct Extra {
     pub new_group: bool,
     /// `group_reporting`: report the group's jobs as one.
     pub group_reporting: bool,
+    /// `continue_on_error`: fio's error classes a job continues past
+    /// (bits: 1 read, 2 write, 4 verify; 0 none).
+    pub continue_on_error: u32,
     /// `steadystate`: stop when the metric settles.
     pub steadystate: Option<SteadyState>,
     /// `percentile_list`.
@@ -205,6 +208,7 @@ impl Default for Extra {
             exit_what: ExitWhat::Group,
             new_group: false,
             group_reporting: false,
+            continue_on_error: 0,
             steadystate: None,
             percentile_list: None,
             unified_rw_reporting: 0,

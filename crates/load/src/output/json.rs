@@ -115,6 +115,12 @@ pub struct FioJob {
     pub latency_percentile: f64,
     /// `latency_window`.
     pub latency_window: u64,
+    /// With `continue_on_error`: the errors continued past.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_err: Option<u64>,
+    /// With `continue_on_error`: the first of them (errno).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_error: Option<i32>,
 }
 
 /// One direction.
@@ -345,6 +351,7 @@ fn ctime(secs: i64) -> String {
 }
 
 fn job(j: &JobReport, plus: bool, group_kib: [f64; 2]) -> FioJob {
+    let stopped_by = j.error.as_ref().or(j.continued.first.as_ref());
     let dir = |d: &DirReport, g: f64| dir(d, plus, j.percentiles_in, g);
     let pct = j.depth.percents();
     let keyed = |keys: &[&str], v: &[f64]| {
@@ -387,8 +394,14 @@ fn job(j: &JobReport, plus: bool, group_kib: [f64; 2]) -> FioJob {
         latency_window: 0,
         jobname: j.name.clone(),
         groupid: j.group,
-        error: j.error.as_ref().map_or(0, |e| e.errno),
-        error_message: j.error.as_ref().map(|e| e.message.clone()),
+        // A job that continued past errors reports the first as its
+        // error (stat.c: ts->error = td->first_error), though it ran on.
+        error: stopped_by.map_or(0, |e| e.errno),
+        error_message: stopped_by.map(|e| e.message.clone()),
+        total_err: j.continue_on_error.then_some(j.continued.count),
+        first_error: j
+            .continue_on_error
+            .then(|| j.continued.first.as_ref().map_or(0, |e| e.errno)),
         eta: 0,
         elapsed: j.runtime.as_secs(),
         // As written: fio lists `name` only where an option gave it (a
@@ -560,6 +573,8 @@ mod tests {
         let j = JobReport {
             mixed: None,
             mixed_only: false,
+            continue_on_error: false,
+            continued: Default::default(),
             sync_bins: Vec::new(),
             name: "r".into(),
             group: 0,

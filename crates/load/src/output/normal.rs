@@ -232,6 +232,14 @@ fn job(out: &mut String, j: &Value, (members, pid): Members, all: &[Value], time
         tot("short_ios"),
         tot("drop_ios")
     );
+    if let Some(n) = j["total_err"].as_u64() {
+        let first = j["first_error"].as_i64().unwrap_or(0) as i32;
+        let _ = writeln!(
+            out,
+            "     errors    : total={n}, first_error={first}/<{}>",
+            strerror(first)
+        );
+    }
     let _ = writeln!(
         out,
         "     latency   : target={}, window={}, percentile={:.2}%, depth={}",
@@ -443,6 +451,13 @@ fn group(out: &mut String, g: u64, jobs: &[Value]) {
             n(io, false, "B"),
         );
     }
+}
+
+/// The C library's text for an errno, as fio prints it (`strerror`).
+fn strerror(e: i32) -> String {
+    let text = std::io::Error::from_raw_os_error(e).to_string();
+    // Rust appends " (os error N)".
+    text.split(" (os error").next().unwrap_or("").to_string()
 }
 
 #[cfg(test)]

@@ -38,6 +38,11 @@ pub fn render(r: &LoadReport) -> String {
                 d.util()
             );
         }
+        // fio adds the errors continued past after the devices.
+        if j.continue_on_error {
+            let first = j.continued.first.as_ref().map_or(0, |e| e.errno);
+            let _ = write!(out, ";{};{first}", j.continued.count);
+        }
         out.push('\n');
     }
     out
@@ -50,7 +55,10 @@ fn job(out: &mut String, j: &JobReport) {
         env!("CARGO_PKG_VERSION"),
         j.name,
         j.group,
-        j.error.as_ref().map_or(0, |e| e.errno)
+        j.error
+            .as_ref()
+            .or(j.continued.first.as_ref())
+            .map_or(0, |e| e.errno)
     );
     dir(out, &j.read, j.percentiles_in);
     dir(out, &j.write, j.percentiles_in);

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant, SystemTime};
 use iolab_sys::diskstats::DiskStat;
 
 use crate::job::model::Job;
+use crate::run::clone::result::Continued;
 use crate::run::clone::{CloneResult, Failure};
 use crate::run::plan::PlannedJob;
 use crate::run::sinks::cpu::CpuUse;
@@ -201,6 +202,11 @@ pub struct JobReport {
     pub syncs: u64,
     /// The first failure of a clone, if any.
     pub error: Option<Failure>,
+    /// `continue_on_error` is set: fio then reports the errors continued
+    /// past (`total_err`, `first_error`).
+    pub continue_on_error: bool,
+    /// The errors the clones continued past.
+    pub continued: Continued,
     /// Kernel thread ids of the clones.
     pub thread_ids: Vec<i32>,
     /// The clones' random seeds (`--debug=random`).
@@ -369,6 +375,7 @@ struct Merge {
     first: Option<Instant>,
     last: Option<Instant>,
     error: Option<Failure>,
+    continued: Continued,
     tids: Vec<i32>,
     seeds: Vec<u64>,
     /// Per direction, each clone's bandwidth and IOPS sample statistics.
@@ -398,6 +405,7 @@ impl Merge {
         if self.error.is_none() {
             self.error = r.failure.clone();
         }
+        self.continued.merge(&r.continued);
         if r.tid != 0 {
             self.tids.push(r.tid);
         }
@@ -468,6 +476,8 @@ impl Merge {
             cpu: self.cpu,
             syncs: self.syncs,
             error: self.error.clone(),
+            continue_on_error: job.x.continue_on_error != 0,
+            continued: self.continued.clone(),
             thread_ids: self.tids.clone(),
             seeds: self.seeds.clone(),
         }

@@ -274,6 +274,15 @@ impl RunningLoad {
         }
         let stopped = self.ctl.stopping();
         let (jobs, total) = report::assemble(&self.plan.jobs, &results);
+        // What a job continued past is said, not only counted.
+        for j in &jobs {
+            if let Some(first) = &j.continued.first {
+                warnings.push(format!(
+                    "job {}: continued past {} error(s) (continue_on_error); the first: {}",
+                    j.name, j.continued.count, first.message
+                ));
+            }
+        }
         warnings.extend(
             self.late_failures
                 .lock()

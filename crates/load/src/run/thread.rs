@@ -52,6 +52,7 @@ fn run_clone_inner(spec: &CloneSpec) -> CloneResult {
         syncs: 0,
         measured: None,
         failure: None,
+        continued: Default::default(),
         seed: seed_for(spec),
         fx: Default::default(),
     };

@@ -36,6 +36,7 @@ pub const NAMES: &[&str] = &[
     "log_store_compressed",
     "slat_percentiles",
     "error_dump",
+    "continue_on_error",
 ];
 
 /// Applies one of [`NAMES`] (the registry only passes those).
@@ -118,6 +119,22 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
         "log_store_compressed" => x.logs.compressed = boolean(key, value)?,
         // Only the queueing engines have a slat (as in fio).
         "slat_percentiles" => x.percentiles_in.2 = boolean(key, value)?,
+        // fio's error classes (td_error.h): read 1, write 2, verify 4.
+        "continue_on_error" => {
+            x.continue_on_error = match need(key, value)? {
+                "none" | "0" => 0,
+                "read" => 1,
+                "write" => 2,
+                "io" => 3,
+                "verify" => 4,
+                "all" | "1" => 0xffff,
+                v => {
+                    return Err(format!(
+                        "{key}={v}: expected none, read, write, io, verify, all, 0 or 1"
+                    ))
+                }
+            }
+        }
         "error_dump" => {
             boolean(key, value)?;
         }

@@ -45,6 +45,12 @@ impl Run<'_> {
             && !self.job.writes()
     }
 
+    /// True when verify errors are continued past (`continue_on_error`
+    /// with verify, and not `verify_fatal`).
+    fn continues_verify(&self) -> bool {
+        self.job.x.continue_on_error & 4 != 0 && self.verify.as_ref().is_some_and(|v| !v.opts.fatal)
+    }
+
     /// Checks a block read at `offset` (read jobs with `verify`).
     pub fn check_read(&mut self, buf: &[u8], offset: u64) {
         let (path, real) = self.names.locate(offset);
@@ -118,7 +124,8 @@ impl Run<'_> {
         for (n, lat, at, off) in done {
             self.complete_at(Dir::Read, n, lat, at, off);
         }
-        if let Some(f) = failed {
+        // Bad blocks a job continues past are counted once, at its end.
+        if let Some(f) = failed.filter(|_| !self.continues_verify()) {
             self.fail(f);
         }
     }
@@ -132,8 +139,8 @@ impl Run<'_> {
             self.verify_written(files);
         }
         if self.failure.is_none() {
-            if let Some(f) = self.verify.as_ref().and_then(|v| v.final_failure(self.job)) {
-                self.fail(f);
+            if let Some((f, bad)) = self.verify.as_ref().and_then(|v| v.final_failure(self.job)) {
+                self.error(f, Dir::Read, bad);
             }
         }
     }

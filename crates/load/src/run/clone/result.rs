@@ -44,6 +44,26 @@ impl Failure {
     }
 }
 
+/// The errors a clone continued past (fio's `total_err_count` and
+/// `first_error`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Continued {
+    /// How many.
+    pub count: u64,
+    /// The first one.
+    pub first: Option<Failure>,
+}
+
+impl Continued {
+    /// Adds another clone's.
+    pub fn merge(&mut self, o: &Continued) {
+        self.count += o.count;
+        if self.first.is_none() {
+            self.first.clone_from(&o.first);
+        }
+    }
+}
+
 /// What a clone measured.
 #[derive(Debug)]
 pub struct CloneResult {
@@ -63,6 +83,9 @@ pub struct CloneResult {
     pub measured: Option<(Instant, Instant)>,
     /// Why it stopped early.
     pub failure: Option<Failure>,
+    /// Errors it continued past (`continue_on_error`): how many, and the
+    /// first.
+    pub continued: Continued,
     /// The clone's random seed (see [`clone_seeds`]).
     pub seed: u64,
     /// Samples, queue depths and sync latencies.

@@ -69,6 +69,8 @@ pub struct Run<'a> {
     pub(crate) syncs: u64,
     /// Set when the clone failed.
     pub failure: Option<Failure>,
+    /// Errors continued past (`continue_on_error`).
+    pub(crate) continued: crate::run::clone::result::Continued,
     /// An I/O drawn from the pattern but not yet due (rate limit).
     pub(super) pending: Option<(Dir, u64, u64)>,
     /// Where the region starts in the file.
@@ -157,6 +159,7 @@ impl<'a> Run<'a> {
             writes: 0,
             syncs: 0,
             failure: None,
+            continued: Default::default(),
             pending: None,
             base: job.x.offset + job.x.offset_increment * u64::from(spec.clone),
             issued: 0,
@@ -236,6 +239,21 @@ impl<'a> Run<'a> {
         self.me.stop.store(true, Ordering::Relaxed);
     }
 
+    /// An I/O or verify error: counted and continued past when
+    /// `continue_on_error` covers its class and it is one of fio's
+    /// non-fatal errors (EIO, EILSEQ: td_error.c), else the clone stops.
+    /// `count` is how many I/Os it stands for (bad blocks of a verify
+    /// pass). True when the clone goes on.
+    pub fn error(&mut self, f: Failure, dir: Dir, count: u64) -> bool {
+        if continues(self.job.x.continue_on_error, f.errno, dir) {
+            self.continued.count += count;
+            self.continued.first.get_or_insert(f);
+            return true;
+        }
+        self.fail(f);
+        false
+    }
+
     /// A full disk while `fill_device` fills it: the pass is over, not an
     /// error.
     pub fn fill_done(&self, err: &std::io::Error) -> bool {
@@ -276,6 +294,7 @@ impl<'a> Run<'a> {
         out.fx = self.fx;
         out.syncs = self.syncs;
         out.failure = self.failure;
+        out.continued = self.continued;
     }
 }
 
@@ -317,5 +336,36 @@ fn shape_of(spec: &CloneSpec, zones: Option<&Zones>) -> Shape {
         // covered 256 of 256 blocks where iolab, drawing, hit 153).
         norandommap: job.x.norandommap && !job.x.lfsr,
         distribution: job.x.distribution.clone(),
+    }
+}
+/// fio's `td_non_fatal_error` with its default lists: whether a job
+/// with `continue_on_error` classes `mask` goes on after `errno` in
+/// `dir` (EILSEQ is a verify error, else the direction's; only EIO and
+/// EILSEQ are non-fatal).
+pub fn continues(mask: u32, errno: i32, dir: Dir) -> bool {
+    let class = match (errno, dir) {
+        (libc::EILSEQ, _) => 4,
+        (_, Dir::Read) => 1,
+        _ => 2,
+    };
+    matches!(errno, libc::EIO | libc::EILSEQ) && mask & class != 0
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod continue_tests {
+    use super::*;
+
+    #[test]
+    fn only_fios_non_fatal_errors_of_the_chosen_classes_continue() {
+        let (read, write, verify, all) = (1, 2, 4, 0xffff);
+        assert!(continues(read, libc::EIO, Dir::Read));
+        assert!(!continues(read, libc::EIO, Dir::Write));
+        assert!(continues(write, libc::EIO, Dir::Trim));
+        assert!(!continues(write, libc::EILSEQ, Dir::Write));
+        assert!(continues(verify, libc::EILSEQ, Dir::Read));
+        assert!(!continues(all, libc::ENOSPC, Dir::Write));
+        assert!(!continues(all, libc::EINVAL, Dir::Read));
+        assert!(!continues(0, libc::EIO, Dir::Read));
     }
 }

@@ -154,9 +154,10 @@ impl Verifier {
         (done, failed)
     }
 
-    /// The failure of a job that found bad blocks, at its end.
-    pub fn final_failure(&self, job: &Job) -> Option<Failure> {
-        (self.bad > 0).then(|| self.failure(job))
+    /// The failure of a job that found bad blocks, at its end, and how
+    /// many blocks were bad.
+    pub fn final_failure(&self, job: &Job) -> Option<(Failure, u64)> {
+        (self.bad > 0).then(|| (self.failure(job), self.bad))
     }
 
     /// Saves the written blocks (`verify_state_save`).

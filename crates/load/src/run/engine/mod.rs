@@ -167,7 +167,7 @@ pub fn do_trim(run: &mut Run<'_>, files: &Files, trimmer: trim::Trimmer, offset:
         Ok(n) => run.complete_at(Dir::Trim, n as u64, t1 - t0, t1, offset),
         Err(e) => {
             let f = run.io_failure(&e, Dir::Trim, offset);
-            run.fail(f);
+            run.error(f, Dir::Trim, 1);
         }
     }
 }
@@ -219,7 +219,7 @@ pub fn run_blocking<E: Blocking>(eng: &mut BlockingEngine<E>, run: &mut Run<'_>,
             Err(e) if run.fill_done(&e) => return,
             Err(e) => {
                 let f = run.io_failure(&e, dir, offset);
-                run.fail(f);
+                run.error(f, dir, 1);
             }
         }
     }

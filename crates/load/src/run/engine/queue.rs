@@ -322,8 +322,9 @@ impl<Q: Queue> Queued<Q> {
                     continue;
                 }
                 let f = run.io_failure(&err, s.dir, s.offset);
-                run.fail(f);
-                at.done = true;
+                if !run.error(f, s.dir, 1) {
+                    at.done = true;
+                }
             } else if res == 0 {
                 let f = super::eof(run, s.dir, s.offset);
                 run.fail(f);
