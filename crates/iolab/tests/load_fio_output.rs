@@ -467,3 +467,50 @@ fn continue_on_error_counts_what_fio_counts() {
         assert!(!go(&["--rw=read"]).status.success(), "{tool}");
     }
 }
+
+/// random_distribution=sequence (fio after 3.33, commit 1629fb0f; the
+/// installed 3.33 refuses it): fio's own t/sequence.py cases, offsets
+/// from the IOPS log exactly as that script expects them — 2,0,1
+/// repeated, and with random_sequence_stride=1 moving on by three blocks
+/// a round. A block past the file is refused before anything runs.
+#[test]
+fn a_sequence_distribution_visits_fios_blocks() {
+    let env = Env::new();
+    let d = env.dir();
+    for (stride, want) in [(0, [2, 0, 1, 2, 0, 1]), (1, [2, 0, 1, 5, 3, 4])] {
+        let prefix = d.join(format!("seq{stride}"));
+        let out = iolab(
+            &env,
+            d,
+            &[
+                "--name=sequence",
+                "--rw=randread",
+                &format!("--write_iops_log={}", prefix.display()),
+                "--random_distribution=sequence:2,0,1",
+                "--bs=4096",
+                "--size=48k",
+                "--io_size=24k",
+                "--log_offset=1",
+                "--ioengine=null",
+                &format!("--random_sequence_stride={stride}"),
+            ],
+        );
+        assert!(out.status.success());
+        let text = std::fs::read_to_string(format!("{}_iops.1.log", prefix.display())).unwrap();
+        let offsets: Vec<u64> = text
+            .lines()
+            .map(|l| l.split(", ").nth(4).unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(offsets, want.map(|b| b * 4096), "stride {stride}");
+    }
+    let out = env.run(&[
+        "--name=s",
+        "--rw=randread",
+        "--random_distribution=sequence:2,0,99",
+        "--bs=4k",
+        "--size=48k",
+        "--ioengine=null",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("block 99"), "{}", stderr(&out));
+}

@@ -5,6 +5,11 @@
 //! `normal:DEV` centres accesses with a deviation of DEV percent of the
 //! file; `zoned:A/R:...` sends A % of accesses to the next R % of the
 //! file; `zoned_abs:A/SIZE:...` does the same with sizes.
+//! `sequence:B1,B2,...` (fio after 3.33, commit 1629fb0f) visits those
+//! block indices in that order, again and again; with
+//! `random_sequence_stride=1` each round moves on by the sequence's
+//! length (2,0,1, 5,3,4, ...). The n-th I/O of a direction takes the
+//! n-th element, as fio counts `io_issues`.
 
 use rand::Rng;
 use rand_distr::{Distribution as _, Normal, Zipf};
@@ -24,6 +29,9 @@ pub enum Distribution {
     Zoned(Vec<(f64, f64)>),
     /// `(percent of accesses, bytes)` per zone, in order.
     ZonedAbs(Vec<(f64, u64)>),
+    /// Block indices visited in order, and whether each round strides
+    /// on (`random_sequence_stride`).
+    Sequence(Vec<u64>, bool),
 }
 
 impl Distribution {
@@ -107,9 +115,25 @@ impl Distribution {
                     Distribution::Zoned(out)
                 }
             }
+            "sequence" => {
+                let mut blocks = Vec::new();
+                for b in arg.split(',') {
+                    let b = b.trim();
+                    if b.is_empty() || !b.bytes().all(|c| c.is_ascii_digit()) {
+                        return Err(bad(&format!(
+                            "{b:?} is not a block index (expected sequence:B1,B2,..., e.g. sequence:2,0,1)"
+                        )));
+                    }
+                    blocks.push(b.parse().map_err(|_| bad(&format!("{b} is too large")))?);
+                }
+                if blocks.len() > 64 {
+                    return Err(bad(&format!("at most 64 elements, as in fio (got {})", blocks.len())));
+                }
+                Distribution::Sequence(blocks, false)
+            }
             _ => {
                 return Err(bad(
-                    "expected random, zipf:THETA, pareto:H, normal:DEV, zoned:A/R:... or zoned_abs:A/SIZE:...",
+                    "expected random, zipf:THETA, pareto:H, normal:DEV, zoned:A/R:..., zoned_abs:A/SIZE:... or sequence:B1,B2,...",
                 ))
             }
         })
@@ -137,6 +161,8 @@ enum Kind {
     Normal(Normal<f64>),
     /// Cumulative access fraction, first block, blocks.
     Zones(Vec<(f64, u64, u64)>),
+    /// Block indices (in units) and whether rounds stride on.
+    Sequence(Vec<u64>, bool),
 }
 
 impl Sampler {
@@ -159,13 +185,29 @@ impl Sampler {
             Distribution::ZonedAbs(z) => {
                 Kind::Zones(zones(n, z.iter().map(|(a, s)| (*a, s / unit.max(1)))))
             }
+            Distribution::Sequence(b, stride) => Kind::Sequence(b.clone(), *stride),
         };
         Sampler { n, kind, scramble }
     }
 
-    /// The next block.
+    /// The block of a direction's `nth` I/O; `None` when a sequence has
+    /// run past the file (the pass ends, as fio's draw fails).
     #[inline]
-    pub fn draw(&self, rng: &mut impl Rng) -> u64 {
+    pub fn draw(&self, rng: &mut impl Rng, nth: u64) -> Option<u64> {
+        if let Kind::Sequence(b, stride) = &self.kind {
+            let len = b.len() as u64;
+            let i = (nth % len) as usize;
+            let block = if *stride {
+                nth / len * len + b[i]
+            } else {
+                b[i]
+            };
+            return (block < self.n).then_some(block);
+        }
+        Some(self.draw_random(rng))
+    }
+
+    fn draw_random(&self, rng: &mut impl Rng) -> u64 {
         match &self.kind {
             Kind::Uniform => rng.random_range(0..self.n),
             Kind::Zipf(z) => self.spread(z.sample(rng) as u64 - 1),
@@ -187,6 +229,7 @@ impl Sampler {
                     .unwrap_or((100.0, 0, self.n));
                 first + rng.random_range(0..len.max(1))
             }
+            Kind::Sequence(..) => 0,
         }
     }
 
@@ -230,7 +273,7 @@ mod tests {
         let s = Sampler::new(&d, 1000, 4096, 0);
         let mut rng = rand::rngs::SmallRng::seed_from_u64(3);
         let n = 100_000;
-        let first = (0..n).filter(|_| s.draw(&mut rng) < 50).count();
+        let first = (0..n).filter(|_| s.draw(&mut rng, 0).unwrap() < 50).count();
         assert!((48_000..52_000).contains(&first), "{first}");
         assert!(Distribution::parse("zoned:50/5:30/15", sz)
             .unwrap_err()
@@ -244,7 +287,7 @@ mod tests {
         let mut rng = rand::rngs::SmallRng::seed_from_u64(4);
         let mut counts = std::collections::HashMap::new();
         for _ in 0..100_000 {
-            let b = s.draw(&mut rng);
+            let b = s.draw(&mut rng, 0).unwrap();
             assert!(b < 10_000);
             *counts.entry(b).or_insert(0u32) += 1;
         }

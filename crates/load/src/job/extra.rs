@@ -45,6 +45,9 @@ pub struct Extra {
     pub randseed: Option<u64>,
     /// `random_distribution`.
     pub distribution: Distribution,
+    /// `random_sequence_stride`: a `sequence` distribution strides on
+    /// each round (kept here for either option order).
+    pub sequence_stride: bool,
     /// `filename_format`: names of files iolab creates for the job.
     pub filename_format: Option<String>,
     /// `filename=a:b:c`: every file of the job, when it names several.
@@ -181,6 +184,7 @@ impl Default for Extra {
             lfsr: false,
             randseed: None,
             distribution: Distribution::Uniform,
+            sequence_stride: false,
             filename_format: None,
             filenames: Vec::new(),
             nrfiles: 1,

@@ -139,6 +139,7 @@ pub fn plan(jobs: &[Job], force: bool) -> Result<Plan, LoadError> {
             None => all,
         });
         check_device(pj)?;
+        check_sequence(pj)?;
     }
     out.layout = layout_items(&out.jobs);
     check_free_space(&out.jobs)?;
@@ -179,6 +180,24 @@ fn warn_about(job: &Job, warnings: &mut Vec<String>) {
 
 /// Sizes for named-workload jobs: 512 MiB per file, or less so that all
 /// their files on one filesystem fit in 90 % of its free space.
+/// A `sequence` distribution's blocks lie in the file, as fio requires
+/// (io_u.c: EINVAL, "sequence block out of bounds").
+fn check_sequence(pj: &PlannedJob) -> Result<(), LoadError> {
+    let j = &pj.job;
+    let crate::job::distribution::Distribution::Sequence(blocks, _) = &j.x.distribution else {
+        return Ok(());
+    };
+    let bs = j.sizes.min().max(1);
+    let max = pj.size / bs;
+    match blocks.iter().find(|b| **b >= max) {
+        Some(b) => Err(LoadError::usage(format!(
+            "job {}: random_distribution=sequence: block {b} is past the file's {max} blocks of {bs} bytes: give a bigger size or smaller block indices",
+            j.name
+        ))),
+        None => Ok(()),
+    }
+}
+
 fn auto_sizes(jobs: &mut [PlannedJob]) -> Result<(), LoadError> {
     // filesystem -> (a directory on it, distinct files, their current bytes)
     let mut per_fs: BTreeMap<u64, (PathBuf, Vec<PathBuf>, u64)> = BTreeMap::new();

@@ -25,6 +25,7 @@ pub const NAMES: &[&str] = &[
     "randseed",
     "random_generator",
     "random_distribution",
+    "random_sequence_stride",
     "new_group",
     "thread",
     "threads",
@@ -133,8 +134,17 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
             ));
         }
         "random_distribution" => {
-            let d = Distribution::parse(need(key, value)?, sz)?;
+            let mut d = Distribution::parse(need(key, value)?, sz)?;
+            if let Distribution::Sequence(_, stride) = &mut d {
+                *stride = x.sequence_stride;
+            }
             x.distribution = d;
+        }
+        "random_sequence_stride" => {
+            x.sequence_stride = boolean(key, value)?;
+            if let Distribution::Sequence(_, stride) = &mut x.distribution {
+                *stride = x.sequence_stride;
+            }
         }
         "new_group" => x.new_group = boolean(key, value)?,
         // Clones are always threads of this process: what thread asks.

@@ -100,6 +100,9 @@ pub struct Pattern {
     identical: bool,
     /// Offsets are drawn independently rather than from the permutation.
     draw: Option<Sampler>,
+    /// I/Os drawn per direction (fio's `io_issues`: a `sequence`
+    /// distribution's position; not reset by a pass).
+    drawn: [u64; 2],
     last: Option<(u64, u64)>,
     perm: Permutation,
     rng: SmallRng,
@@ -155,6 +158,7 @@ impl Pattern {
             rand_every: s.rand_every.max(1),
             identical: s.identical,
             draw,
+            drawn: [0; 2],
             last: None,
             perm,
             rng,
@@ -191,7 +195,13 @@ impl Pattern {
             len = l;
             o
         } else if self.rw.random() {
-            self.random_offset(len)
+            match self.random_offset(dir, len) {
+                Some(o) => o,
+                None => {
+                    self.ran_off = true;
+                    return Next::PassEnd;
+                }
+            }
         } else {
             // The last I/O before the end is cut to fit, as fio cuts it,
             // instead of leaving the tail untouched.
@@ -271,26 +281,31 @@ impl Pattern {
         (start * unit, len.min(run * unit))
     }
 
-    fn random_offset(&mut self, len: u64) -> u64 {
+    /// A random I/O's offset; `None` when a `sequence` distribution ran
+    /// past the file.
+    fn random_offset(&mut self, dir: Dir, len: u64) -> Option<u64> {
         if self.rand_every > 1 && self.issued % u64::from(self.rand_every) != 0 {
             if let Some((o, l)) = self.last {
                 let next = if self.identical { o } else { o + l };
                 if next + len <= self.size {
-                    return next;
+                    return Some(next);
                 }
             }
         }
-        match &self.draw {
+        Some(match &self.draw {
             None => {
                 let n = self.issued / u64::from(self.rand_every) % self.blocks;
                 self.perm.at(n) * self.fixed.unwrap_or(self.align)
             }
             Some(s) => {
-                let unit = s.draw(&mut self.rng).min(self.units - 1);
+                let d = (dir as usize).min(1);
+                let nth = self.drawn[d];
+                self.drawn[d] += 1;
+                let unit = s.draw(&mut self.rng, nth)?.min(self.units - 1);
                 let max_start = self.size.saturating_sub(len) / self.align * self.align;
                 (unit * self.align).min(max_start)
             }
-        }
+        })
     }
 
     /// Starts a new pass from the beginning (a new random order).
