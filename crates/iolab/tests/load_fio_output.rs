@@ -514,3 +514,69 @@ fn a_sequence_distribution_visits_fios_blocks() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("block 99"), "{}", stderr(&out));
 }
+
+/// dedupe_percentage (repeat and working_set) and dedupe of every buffer,
+/// against the installed fio: each tool writes 4 MiB in 4 KiB blocks and
+/// fio's own fio-dedupe counts the blocks that occur once. iolab's count
+/// is within 40 blocks of fio's (each draws its repeats from its own
+/// generator: a binomial spread of 16 blocks), and 0 when every buffer
+/// repeats.
+#[test]
+fn dedupe_buffers_count_as_fios_by_fio_dedupe() {
+    if !fio_or_skip("dedupe_buffers_count_as_fios_by_fio_dedupe") {
+        return;
+    }
+    let env = Env::new();
+    let d = env.dir();
+    let unique = |tool: &str, extra: &[&str]| -> u64 {
+        let file = d.join(format!("{tool}-dd"));
+        let _ = std::fs::remove_file(&file);
+        let mut a = vec![
+            "--name=d".to_string(),
+            format!("--filename={}", file.display()),
+            "--rw=write".into(),
+            "--bs=4k".into(),
+            "--size=4m".into(),
+        ];
+        a.extend(extra.iter().map(|s| s.to_string()));
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let out = if tool == "fio" {
+            Command::new("fio")
+                .current_dir(d)
+                .args(&a)
+                .output()
+                .unwrap()
+        } else {
+            env.cmd(&a).current_dir(d).output().unwrap()
+        };
+        assert!(out.status.success(), "{tool}: {}", stderr(&out));
+        let out = Command::new("fio-dedupe")
+            .args(["-b", "4096"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let re = regex::Regex::new(r"Unique extents=(\d+)").unwrap();
+        re.captures(&text)
+            .unwrap_or_else(|| panic!("fio-dedupe said {text}"))[1]
+            .parse()
+            .unwrap()
+    };
+    for extra in [
+        &["--dedupe_percentage=50"][..],
+        &[
+            "--dedupe_percentage=50",
+            "--dedupe_mode=working_set",
+            "--dedupe_working_set_percentage=10",
+        ][..],
+        &["--dedupe_percentage=100"][..],
+    ] {
+        let (t, o) = (unique("fio", extra), unique("iolab", extra));
+        assert!(t.abs_diff(o) <= 40, "{extra:?}: fio {t}, iolab {o}");
+        if extra == ["--dedupe_percentage=100"] {
+            assert_eq!(o, 0);
+        } else {
+            assert!(o < 700, "{extra:?}: {o} of 1024 unique");
+        }
+    }
+}

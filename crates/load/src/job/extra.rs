@@ -65,6 +65,10 @@ pub struct Extra {
     pub no_create: bool,
     /// How write buffers are filled.
     pub buffer: BufferFill,
+    /// `dedupe_percentage` (with `dedupe_mode`,
+    /// `dedupe_working_set_percentage`): that share of write buffers
+    /// repeats an earlier one.
+    pub dedupe: Option<Dedupe>,
     /// `refill_buffers`: new contents for every write.
     pub refill_buffers: bool,
     /// `verify` and its options.
@@ -193,6 +197,7 @@ impl Default for Extra {
             unlink: false,
             no_create: false,
             buffer: BufferFill::Random,
+            dedupe: None,
             refill_buffers: false,
             verify: None,
             ratemin: DirPair::default(),
@@ -259,6 +264,21 @@ pub enum BufferFill {
         /// Chunk bytes.
         chunk: usize,
     },
+}
+
+/// fio's deduplicable buffers (io_u.c, `get_buf_state`): each write
+/// buffer is, with `percent` % chance, a copy of an earlier one — the
+/// last unique buffer (`repeat`), or one of the first
+/// `working_set_percent` % of the file's worth of unique buffers
+/// (`working_set`) — and otherwise new.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Dedupe {
+    /// `dedupe_percentage`.
+    pub percent: u8,
+    /// `dedupe_mode=working_set`.
+    pub working_set: bool,
+    /// `dedupe_working_set_percentage` (fio's default 5).
+    pub working_set_percent: u8,
 }
 
 /// Which jobs `exitall` ends (`exit_what`).

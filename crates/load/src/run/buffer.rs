@@ -87,10 +87,92 @@ pub fn fill(buf: &mut [u8], how: &crate::job::extra::BufferFill, rng: &mut impl 
     }
 }
 
+/// Which seed each write buffer is filled from, so that a deduplicable
+/// buffer is byte for byte an earlier one (fio's `get_buf_state`).
+#[derive(Debug, Clone)]
+pub struct Dedupe {
+    opts: crate::job::extra::Dedupe,
+    /// Draws whether a buffer repeats, and which (fio's dedupe_state).
+    rng: rand::rngs::SmallRng,
+    /// Unique buffer k is filled from `base + k`.
+    base: u64,
+    unique: u64,
+    prev: Option<u64>,
+    /// `working_set`: how many unique buffers repeats choose from.
+    working_set: u64,
+}
+
+impl Dedupe {
+    /// For a clone writing `size` bytes in blocks of at least `bs`.
+    pub fn new(opts: crate::job::extra::Dedupe, seed: u64, size: u64, bs: u64) -> Dedupe {
+        use rand::SeedableRng;
+        Dedupe {
+            opts,
+            rng: rand::rngs::SmallRng::seed_from_u64(seed ^ 0x0ded_0ded_0ded_0ded),
+            base: seed,
+            unique: 0,
+            prev: None,
+            working_set: (size * u64::from(opts.working_set_percent) / 100 / bs.max(1)).max(1),
+        }
+    }
+
+    /// The seed of the next buffer.
+    pub fn next_seed(&mut self) -> u64 {
+        let p = u32::from(self.opts.percent);
+        let repeat = p >= 100 || self.rng.random_range(1..=100) <= p;
+        match (repeat, self.prev) {
+            (true, Some(prev)) if !self.opts.working_set => prev,
+            (true, _) if self.opts.working_set => self
+                .base
+                .wrapping_add(self.rng.random_range(0..self.working_set)),
+            _ => {
+                let s = self.base.wrapping_add(self.unique);
+                self.unique += 1;
+                self.prev = Some(s);
+                s
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dedupe_repeats_the_share_asked() {
+        let o = crate::job::extra::Dedupe {
+            percent: 50,
+            working_set: false,
+            working_set_percent: 5,
+        };
+        let mut d = Dedupe::new(o, 7, 4 << 20, 4096);
+        let seeds: Vec<u64> = (0..10_000).map(|_| d.next_seed()).collect();
+        let mut distinct = seeds.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        // About half are repeats (binomial: within 3 % here).
+        assert!((4700..5300).contains(&distinct.len()), "{}", distinct.len());
+        let o = crate::job::extra::Dedupe {
+            working_set: true,
+            percent: 100,
+            ..o
+        };
+        let mut d = Dedupe::new(o, 7, 4 << 20, 4096);
+        // 5 % of 1024 blocks: every buffer is one of the first 51 unique
+        // ones, and most of them come up.
+        let seeds: std::collections::BTreeSet<u64> = (0..10_000).map(|_| d.next_seed()).collect();
+        assert!(seeds.iter().all(|s| (7..7 + 51).contains(s)), "{seeds:?}");
+        assert!(seeds.len() > 45, "{}", seeds.len());
+        let o = crate::job::extra::Dedupe {
+            percent: 100,
+            working_set: false,
+            ..o
+        };
+        let mut d = Dedupe::new(o, 7, 4 << 20, 4096);
+        assert!((0..100).map(|_| d.next_seed()).all(|s| s == 7));
+    }
 
     #[test]
     fn aligned_and_filled() {

@@ -10,6 +10,9 @@ pub const NAMES: &[&str] = &[
     "buffer_pattern",
     "zero_buffers",
     "refill_buffers",
+    "dedupe_percentage",
+    "dedupe_mode",
+    "dedupe_working_set_percentage",
     "buffer_compress_percentage",
     "buffer_compress_chunk",
     "verify",
@@ -47,6 +50,25 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
             }
         }
         "refill_buffers" => x.refill_buffers = boolean(key, value)?,
+        "dedupe_percentage" | "dedupe_mode" | "dedupe_working_set_percentage" => {
+            let v = need(key, value)?;
+            let d = x.dedupe.get_or_insert(crate::job::extra::Dedupe {
+                percent: 0,
+                working_set: false,
+                working_set_percent: 5,
+            });
+            match key {
+                "dedupe_percentage" => d.percent = percent(key, v)?,
+                "dedupe_working_set_percentage" => d.working_set_percent = percent(key, v)?,
+                _ => {
+                    d.working_set = match v {
+                        "repeat" => false,
+                        "working_set" => true,
+                        _ => return Err(format!("{key}={v}: expected repeat or working_set")),
+                    }
+                }
+            }
+        }
         "buffer_compress_percentage" => {
             let p = percent(key, need(key, value)?)?;
             let chunk = match x.buffer {

@@ -22,7 +22,11 @@ impl Run<'_> {
         if !self.prepare {
             return;
         }
-        if self.job.x.refill_buffers || self.job.x.buffer != BufferFill::Random {
+        if let Some(d) = &mut self.dedupe {
+            // A repeat is filled from its original's seed: the same bytes.
+            let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(d.next_seed());
+            crate::run::buffer::fill(buf, &self.job.x.buffer, &mut rng);
+        } else if self.job.x.refill_buffers || self.job.x.buffer != BufferFill::Random {
             crate::run::buffer::fill(buf, &self.job.x.buffer, &mut self.rng);
         }
         let real = self.names.real(offset);

@@ -79,6 +79,8 @@ pub struct Run<'a> {
     pub(super) verify: Option<Verifier>,
     /// Write buffers need preparing before each write.
     pub(super) prepare: bool,
+    /// `dedupe_percentage`: which seed each write buffer comes from.
+    pub(super) dedupe: Option<crate::run::buffer::Dedupe>,
     pub(super) rng: rand::rngs::SmallRng,
     pub(super) logs: Option<CloneLogs>,
     pub(super) steady: Option<Steady>,
@@ -115,8 +117,16 @@ impl<'a> Run<'a> {
         let shape = shape_of(spec, zones.as_ref());
         let seed = seed_for(spec);
         let verify = Verifier::for_clone(job, spec.clone)?;
+        let dedupe = job
+            .x
+            .dedupe
+            .filter(|d| d.percent > 0 && job.writes())
+            .map(|d| crate::run::buffer::Dedupe::new(d, seed, spec.size, job.sizes.min()));
         let prepare = job.writes()
-            && (verify.is_some() || job.x.refill_buffers || job.x.buffer != BufferFill::Random);
+            && (verify.is_some()
+                || dedupe.is_some()
+                || job.x.refill_buffers
+                || job.x.buffer != BufferFill::Random);
         // fio's priority column: with log_prio the ioprio value in hex
         // (class << 13 | level), else 1 for the real-time class, 0 otherwise.
         let prio = job.x.prio.or(spec.ioprio);
@@ -165,6 +175,7 @@ impl<'a> Run<'a> {
             issued: 0,
             verify,
             prepare,
+            dedupe,
             rng: rand::rngs::SmallRng::seed_from_u64(seed ^ 0x5eed),
             logs,
             steady,
