@@ -580,3 +580,72 @@ fn dedupe_buffers_count_as_fios_by_fio_dedupe() {
         }
     }
 }
+
+/// latency_target, against the installed fio: on the null engine every
+/// I/O meets a 100 ms target, so fio's search doubles the depth 1, 2, 4,
+/// 8, 16, stays, measures one more 200 ms window at 16 and ends the job
+/// long before its 20 s runtime; both tools report latency_depth 16,
+/// fio's units for the target (ns) and window (us), and a runtime of that
+/// one window. A 1 us target no read from a file meets fails at depth 1 in
+/// both (iolab: error 110, ETIMEDOUT, as fio's lat_fatal).
+#[test]
+fn latency_target_searches_the_depth_as_fio_does() {
+    if !fio_or_skip("latency_target_searches_the_depth_as_fio_does") {
+        return;
+    }
+    let env = Env::new();
+    let d = env.dir();
+    let file = d.join("data");
+    std::fs::write(&file, vec![7u8; 8 << 20]).unwrap();
+    let run = |tool: &str, extra: &[&str]| {
+        let mut a = vec![
+            "--output-format=json",
+            "--name=j",
+            "--bs=4k",
+            "--rw=randread",
+        ];
+        a.extend(extra);
+        if tool == "fio" {
+            Command::new("fio")
+                .current_dir(d)
+                .args(&a)
+                .output()
+                .unwrap()
+        } else {
+            env.cmd(&a).current_dir(d).output().unwrap()
+        }
+    };
+    let null = [
+        "--ioengine=null",
+        "--size=1g",
+        "--iodepth=16",
+        "--latency_target=100ms",
+        "--latency_window=200ms",
+        "--time_based",
+        "--runtime=20",
+    ];
+    for tool in ["fio", "iolab"] {
+        let t0 = std::time::Instant::now();
+        let out = run(tool, &null);
+        assert!(out.status.success(), "{tool}: {}", stderr(&out));
+        assert!(t0.elapsed().as_secs() < 10, "{tool} ran its whole runtime");
+        let j = &json(&out)["jobs"][0];
+        assert_eq!(j["latency_depth"], 16, "{tool}");
+        assert_eq!(j["latency_target"], 100_000_000u64, "{tool}");
+        assert_eq!(j["latency_window"], 200_000, "{tool}");
+        assert_eq!(j["latency_percentile"], 100.0, "{tool}");
+        let rt = j["read"]["runtime"].as_u64().unwrap();
+        assert!((190..=400).contains(&rt), "{tool}: runtime {rt} ms");
+    }
+    let f = format!("--filename={}", file.display());
+    let slow = [
+        &f[..],
+        "--ioengine=psync",
+        "--size=8m",
+        "--latency_target=1",
+    ];
+    assert!(!run("fio", &slow).status.success());
+    let out = run("iolab", &slow);
+    assert!(!out.status.success());
+    assert_eq!(json(&out)["jobs"][0]["error"], 110, "{}", stderr(&out));
+}

@@ -109,6 +109,15 @@ pub struct Extra {
     pub new_group: bool,
     /// `group_reporting`: report the group's jobs as one.
     pub group_reporting: bool,
+    /// `latency_target` (with `latency_window`, `latency_percentile`,
+    /// `latency_run`): the deepest queue under a latency.
+    pub latency_target: Option<Duration>,
+    /// `latency_window` (fio's default 0: judged every turn).
+    pub latency_window: Duration,
+    /// `latency_percentile` (default 100).
+    pub latency_percentile: f64,
+    /// `latency_run`: keep adjusting the depth.
+    pub latency_run: bool,
     /// `continue_on_error`: fio's error classes a job continues past
     /// (bits: 1 read, 2 write, 4 verify; 0 none).
     pub continue_on_error: u32,
@@ -218,6 +227,10 @@ impl Default for Extra {
             new_group: false,
             group_reporting: false,
             continue_on_error: 0,
+            latency_target: None,
+            latency_window: Duration::ZERO,
+            latency_percentile: 100.0,
+            latency_run: false,
             steadystate: None,
             percentile_list: None,
             unified_rw_reporting: 0,

@@ -389,9 +389,10 @@ fn job(j: &JobReport, plus: bool, group_kib: [f64; 2]) -> FioJob {
         latency_us: keyed(&lat_keys[..10], &share[10..20]),
         latency_ms: keyed(&lat_keys, &share[20..]),
         latency_depth: j.iodepth.max(1),
-        latency_target: 0,
-        latency_percentile: 100.0,
-        latency_window: 0,
+        // fio keeps the target in ns and the window in us.
+        latency_target: j.latency.map_or(0, |l| l.0.as_nanos() as u64),
+        latency_percentile: j.latency.map_or(100.0, |l| l.2),
+        latency_window: j.latency.map_or(0, |l| l.1.as_micros() as u64),
         jobname: j.name.clone(),
         groupid: j.group,
         // A job that continued past errors reports the first as its
@@ -574,6 +575,7 @@ mod tests {
             mixed: None,
             mixed_only: false,
             continue_on_error: false,
+            latency: None,
             continued: Default::default(),
             sync_bins: Vec::new(),
             name: "r".into(),

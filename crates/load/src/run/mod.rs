@@ -18,6 +18,7 @@ pub(crate) mod clone;
 pub(crate) mod coordinator;
 pub(crate) mod engine;
 pub mod files;
+pub(crate) mod lat_target;
 pub(crate) mod layout;
 pub(crate) mod live;
 pub(crate) mod plan;

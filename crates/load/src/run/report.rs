@@ -217,8 +217,12 @@ pub struct JobReport {
     pub sync_lat: Option<(u64, Latency)>,
     /// Their json+ bins.
     pub sync_bins: Vec<(u64, u64)>,
-    /// `iodepth` (fio's `latency_depth`).
+    /// `iodepth`, or the depth `latency_target` reached (fio's
+    /// `latency_depth`).
     pub iodepth: u32,
+    /// `latency_target`: (target, window, percentile), for fio's
+    /// `latency_target`, `latency_window`, `latency_percentile`.
+    pub latency: Option<(Duration, Duration, f64)>,
     /// `clat_percentiles`, `lat_percentiles`, `slat_percentiles`.
     pub percentiles_in: (bool, bool, bool),
     /// `unified_rw_reporting`: reads, writes and trims as one (fio's
@@ -376,6 +380,7 @@ struct Merge {
     last: Option<Instant>,
     error: Option<Failure>,
     continued: Continued,
+    lat_depth: Option<u32>,
     tids: Vec<i32>,
     seeds: Vec<u64>,
     /// Per direction, each clone's bandwidth and IOPS sample statistics.
@@ -406,6 +411,10 @@ impl Merge {
             self.error = r.failure.clone();
         }
         self.continued.merge(&r.continued);
+        // fio reports the last clone's depth (ts->latency_depth).
+        if r.lat_depth.is_some() {
+            self.lat_depth = r.lat_depth;
+        }
         if r.tid != 0 {
             self.tids.push(r.tid);
         }
@@ -462,7 +471,11 @@ impl Merge {
                     .map(|l| (a.ios, l))
             }),
             sync_bins: self.sync_lat.as_ref().map(bins_of).unwrap_or_default(),
-            iodepth: job.iodepth,
+            iodepth: self.lat_depth.unwrap_or(job.iodepth),
+            latency: job
+                .x
+                .latency_target
+                .map(|t| (t, job.x.latency_window, job.x.latency_percentile)),
             percentiles_in: job.x.percentiles_in,
             mixed_only: unified == 1,
             name: job.name.clone(),

@@ -53,6 +53,7 @@ fn run_clone_inner(spec: &CloneSpec) -> CloneResult {
         measured: None,
         failure: None,
         continued: Default::default(),
+        lat_depth: None,
         seed: seed_for(spec),
         fx: Default::default(),
     };

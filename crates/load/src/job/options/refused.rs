@@ -4,10 +4,6 @@
 /// Options iolab knows and refuses, with the reason (said instead of "did
 /// you mean").
 const REFUSED: &[(&str, &str)] = &[
-    ("latency_target", "finding the deepest queue that meets a latency target is not built; run iolab sweep --max or fixed iodepth jobs"),
-    ("latency_window", "goes with latency_target, which is not built"),
-    ("latency_percentile", "goes with latency_target, which is not built"),
-    ("latency_run", "goes with latency_target, which is not built"),
     ("max_open_zones", "zoned block devices: none on this machine, and zonemode=zbd is not supported"),
     ("read_beyond_wp", "zoned block devices: zonemode=zbd is not supported"),
     ("zone_reset_threshold", "zoned block devices: zonemode=zbd is not supported"),

@@ -37,6 +37,10 @@ pub const NAMES: &[&str] = &[
     "slat_percentiles",
     "error_dump",
     "continue_on_error",
+    "latency_target",
+    "latency_window",
+    "latency_percentile",
+    "latency_run",
 ];
 
 /// Applies one of [`NAMES`] (the registry only passes those).
@@ -119,6 +123,24 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
         "log_store_compressed" => x.logs.compressed = boolean(key, value)?,
         // Only the queueing engines have a slat (as in fio).
         "slat_percentiles" => x.percentiles_in.2 = boolean(key, value)?,
+        "latency_target" | "latency_window" => {
+            let t = micros(key, need(key, value)?)?;
+            if key == "latency_target" {
+                x.latency_target = Some(t).filter(|t| !t.is_zero());
+            } else {
+                x.latency_window = t;
+            }
+        }
+        "latency_percentile" => {
+            let v = need(key, value)?;
+            x.latency_percentile = v
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|p| (0.0..=100.0).contains(p))
+                .ok_or_else(|| format!("{key}={v}: expected a percentage from 0 to 100"))?;
+        }
+        "latency_run" => x.latency_run = boolean(key, value)?,
         // fio's error classes (td_error.h): read 1, write 2, verify 4.
         "continue_on_error" => {
             x.continue_on_error = match need(key, value)? {

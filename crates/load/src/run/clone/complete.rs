@@ -188,6 +188,13 @@ impl Run<'_> {
         if !measuring {
             return;
         }
+        if let Some(l) = &mut self.lat {
+            let ios = self.dirs[0].ios + self.dirs[1].ios;
+            let step = l.completed(lat, now, ios);
+            if step != crate::run::lat_target::Step::Go {
+                self.lat_pending.get_or_insert(step);
+            }
+        }
         let lat_ns = lat.as_nanos() as u64;
         let real = self.names.real(offset);
         if let Some(l) = &mut self.logs {

@@ -86,6 +86,9 @@ pub struct CloneResult {
     /// Errors it continued past (`continue_on_error`): how many, and the
     /// first.
     pub continued: Continued,
+    /// `latency_target`: the depth the search reached (fio's
+    /// `latency_qd`).
+    pub lat_depth: Option<u32>,
     /// The clone's random seed (see [`clone_seeds`]).
     pub seed: u64,
     /// Samples, queue depths and sync latencies.

@@ -81,6 +81,9 @@ pub struct Run<'a> {
     pub(super) prepare: bool,
     /// `dedupe_percentage`: which seed each write buffer comes from.
     pub(super) dedupe: Option<crate::run::buffer::Dedupe>,
+    /// `latency_target`: the depth search, and a step a completion asked.
+    pub(super) lat: Option<crate::run::lat_target::LatTarget>,
+    pub(super) lat_pending: Option<crate::run::lat_target::Step>,
     pub(super) rng: rand::rngs::SmallRng,
     pub(super) logs: Option<CloneLogs>,
     pub(super) steady: Option<Steady>,
@@ -143,8 +146,20 @@ impl<'a> Run<'a> {
             || job.x.rate_iops_min.write.is_some())
         .then_some((go, [0; 2], [0; 2]));
         let every = job.x.logs.sample_every();
-        let slow_path =
-            logs.is_some() || steady.is_some() || job.x.flow != 0 || min_window.is_some();
+        let lat = job.x.latency_target.map(|target| {
+            let o = crate::run::lat_target::LatTargetOpts {
+                target,
+                window: job.x.latency_window,
+                percentile: job.x.latency_percentile,
+                run: job.x.latency_run,
+            };
+            crate::run::lat_target::LatTarget::new(o, job.iodepth, go, 0)
+        });
+        let slow_path = logs.is_some()
+            || steady.is_some()
+            || job.x.flow != 0
+            || min_window.is_some()
+            || lat.is_some();
         Ok(Run {
             spec,
             me: &spec.shared.jobs[spec.job_idx],
@@ -176,6 +191,8 @@ impl<'a> Run<'a> {
             verify,
             prepare,
             dedupe,
+            lat,
+            lat_pending: None,
             rng: rand::rngs::SmallRng::seed_from_u64(seed ^ 0x5eed),
             logs,
             steady,
@@ -265,6 +282,57 @@ impl<'a> Run<'a> {
         false
     }
 
+    /// How deep the queue may be now: `slots`, or less while
+    /// `latency_target` searches.
+    #[inline]
+    pub fn queue_depth(&self, slots: usize) -> usize {
+        self.lat
+            .as_ref()
+            .map_or(slots, |l| (l.depth() as usize).min(slots).max(1))
+    }
+
+    /// Between turns: what `latency_target` asks (a step a completion
+    /// raised, else the window's verdict). Over the target at depth 1
+    /// fails the clone with ETIMEDOUT, as fio's lat_fatal does.
+    pub fn lat_turn(&mut self) -> crate::run::lat_target::Step {
+        use crate::run::lat_target::Step;
+        let Some(l) = &mut self.lat else {
+            return Step::Go;
+        };
+        if !self.time.measuring() {
+            return Step::Go;
+        }
+        let ios = self.dirs[0].ios + self.dirs[1].ios;
+        let step = self
+            .lat_pending
+            .take()
+            .unwrap_or_else(|| l.check(self.time.now, ios));
+        if step == Step::Fatal {
+            let target = self.job.x.latency_target.unwrap_or_default();
+            self.fail(Failure {
+                errno: libc::ETIMEDOUT,
+                message: format!(
+                    "job {}: latency over latency_target={target:?} at queue depth 1: no depth meets it",
+                    self.job.name
+                ),
+            });
+        }
+        step
+    }
+
+    /// Restarts the statistics (fio's reset_all_stats/reset_io_stats
+    /// before latency_target's final window): what was measured while the
+    /// depth was searched is not the result.
+    pub fn restart_measurement(&mut self) {
+        let now = std::time::Instant::now();
+        for d in &mut self.dirs {
+            *d = DirAcc::new(d.plat.is_some());
+        }
+        self.fx = Default::default();
+        self.sampler = crate::run::sinks::fio_stats::Sampler::new(self.job.x.logs.sample_every());
+        self.time.restart(now);
+    }
+
     /// A full disk while `fill_device` fills it: the pass is over, not an
     /// error.
     pub fn fill_done(&self, err: &std::io::Error) -> bool {
@@ -305,6 +373,10 @@ impl<'a> Run<'a> {
         out.fx = self.fx;
         out.syncs = self.syncs;
         out.failure = self.failure;
+        out.lat_depth = self
+            .lat
+            .as_ref()
+            .map(crate::run::lat_target::LatTarget::depth);
         out.continued = self.continued;
     }
 }

@@ -222,6 +222,13 @@ pub fn run_blocking<E: Blocking>(eng: &mut BlockingEngine<E>, run: &mut Run<'_>,
                 run.error(f, dir, 1);
             }
         }
+        // latency_target at depth 1: judged each I/O; a sync engine is
+        // always quiesced, so its final window restarts at once.
+        match run.lat_turn() {
+            crate::run::lat_target::Step::FinalWindow => run.restart_measurement(),
+            crate::run::lat_target::Step::Done => return,
+            _ => {}
+        }
     }
 }
 

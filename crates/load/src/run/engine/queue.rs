@@ -15,6 +15,7 @@ use crate::job::model::Job;
 use crate::run::clone::result::Failure;
 use crate::run::clone::state::{Run, Step};
 use crate::run::files::file_set::{Files, Target};
+use crate::run::lat_target::Step as LatStep;
 
 /// What a queueing engine provides.
 pub trait Queue {
@@ -133,6 +134,14 @@ impl<Q: Queue> Queued<Q> {
         };
         let mut at = Turn::default();
         loop {
+            if at.quiesce && at.inflight == 0 {
+                // latency_target lowered the depth (or converged): the
+                // deeper queue's I/Os are done; go on, fresh if asked.
+                at.quiesce = false;
+                if std::mem::take(&mut at.restart) {
+                    run.restart_measurement();
+                }
+            }
             let due_in = self.fill(run, file, &how, &mut at);
             if at.draining && at.inflight == 0 {
                 // A loop ended: what was in flight completed; verify it.
@@ -155,6 +164,12 @@ impl<Q: Queue> Queued<Q> {
                 Reaped::Nothing => run.time.tick(Instant::now()),
                 Reaped::Some => self.retire(run, file, &how, &mut at),
             }
+            match run.lat_turn() {
+                LatStep::Go => {}
+                LatStep::Quiesce => at.quiesce = true,
+                LatStep::FinalWindow => (at.quiesce, at.restart) = (true, true),
+                LatStep::Done | LatStep::Fatal => at.done = true,
+            }
         }
     }
 
@@ -169,8 +184,8 @@ impl<Q: Queue> Queued<Q> {
         how: &How,
         at: &mut Turn,
     ) -> Option<Duration> {
-        let depth = self.slots.len();
-        while !at.done && !at.draining && at.inflight < depth {
+        let depth = run.queue_depth(self.slots.len());
+        while !at.done && !at.draining && !at.quiesce && at.inflight < depth {
             let step = match self.held.take() {
                 Some((d, o, l)) if self.overlaps(o, l) => {
                     self.held = Some((d, o, l));
@@ -246,9 +261,10 @@ impl<Q: Queue> Queued<Q> {
         at: &Turn,
         due_in: Option<Duration>,
     ) -> Reaped {
-        let depth = self.slots.len();
+        let depth = run.queue_depth(self.slots.len());
         let room = !at.done
             && !at.draining
+            && !at.quiesce
             && at.inflight < depth
             && due_in.is_none()
             && self.held.is_none();
@@ -368,6 +384,10 @@ struct Turn {
     done: bool,
     /// A loop ended: complete what is in flight, then `run.drained`.
     draining: bool,
+    /// latency_target: no new I/O until those in flight complete.
+    quiesce: bool,
+    /// ... and then restart the statistics (its final window).
+    restart: bool,
 }
 
 /// What a submit-and-reap found.

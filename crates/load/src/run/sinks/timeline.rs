@@ -52,6 +52,13 @@ impl Timeline {
         self.measure_start.is_some()
     }
 
+    /// Measurement starts over at `now` (latency_target's final window).
+    pub(crate) fn restart(&mut self, now: Instant) {
+        self.now = now;
+        self.measure_start = Some(now);
+        self.cpu_start = CpuUse::this_thread();
+    }
+
     /// When the runtime ends, once measuring.
     #[inline]
     pub fn deadline(&self) -> Option<Instant> {
