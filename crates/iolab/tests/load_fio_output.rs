@@ -581,8 +581,8 @@ fn dedupe_buffers_count_as_fios_by_fio_dedupe() {
     }
 }
 
-/// latency_target, against the installed fio: on the null engine every
-/// I/O meets a 100 ms target, so fio's search doubles the depth 1, 2, 4,
+/// latency_target, against the installed fio: direct libaio reads of a
+/// file all meet a 100 ms target, so fio's search doubles the depth 1, 2, 4,
 /// 8, 16, stays, measures one more 200 ms window at 16 and ends the job
 /// long before its 20 s runtime; both tools report latency_depth 16,
 /// fio's units for the target (ns) and window (us), and a runtime of that
@@ -615,9 +615,12 @@ fn latency_target_searches_the_depth_as_fio_does() {
             env.cmd(&a).current_dir(d).output().unwrap()
         }
     };
-    let null = [
-        "--ioengine=null",
-        "--size=1g",
+    let f = format!("--filename={}", file.display());
+    let deep = [
+        &f[..],
+        "--ioengine=libaio",
+        "--direct=1",
+        "--size=8m",
         "--iodepth=16",
         "--latency_target=100ms",
         "--latency_window=200ms",
@@ -626,7 +629,7 @@ fn latency_target_searches_the_depth_as_fio_does() {
     ];
     for tool in ["fio", "iolab"] {
         let t0 = std::time::Instant::now();
-        let out = run(tool, &null);
+        let out = run(tool, &deep);
         assert!(out.status.success(), "{tool}: {}", stderr(&out));
         assert!(t0.elapsed().as_secs() < 10, "{tool} ran its whole runtime");
         let j = &json(&out)["jobs"][0];
@@ -637,7 +640,6 @@ fn latency_target_searches_the_depth_as_fio_does() {
         let rt = j["read"]["runtime"].as_u64().unwrap();
         assert!((190..=400).contains(&rt), "{tool}: runtime {rt} ms");
     }
-    let f = format!("--filename={}", file.display());
     let slow = [
         &f[..],
         "--ioengine=psync",

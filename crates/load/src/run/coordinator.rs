@@ -28,7 +28,8 @@ pub(crate) struct Coordinator {
     pub(crate) shared: Arc<crate::run::shared::Shared>,
 }
 
-type Handles = Vec<JoinHandle<CloneResult>>;
+/// A running clone: its job, its number in the load, its thread.
+type Handles = Vec<(usize, usize, JoinHandle<CloneResult>)>;
 
 impl Coordinator {
     /// Runs every group; the first group's start (or failure) is sent on
@@ -132,11 +133,12 @@ impl Coordinator {
                     gate: gate.clone(),
                     ready: tx.clone(),
                 };
+                let number = spec.number;
                 let spawned = std::thread::Builder::new()
                     .name(format!("{}.{clone}", pj.job.name))
                     .spawn(move || crate::run::thread::run_clone(spec));
                 match spawned {
-                    Ok(h) => handles.push(h),
+                    Ok(h) => handles.push((i, number, h)),
                     Err(e) => {
                         gate.open(false);
                         join_all(handles, results);
@@ -178,6 +180,13 @@ impl Coordinator {
 }
 
 fn join_all(handles: Handles, results: &mut Vec<CloneResult>) {
-    // A clone that panicked (a bug) loses its own numbers only.
-    results.extend(handles.into_iter().filter_map(|h| h.join().ok()));
+    // A clone that panicked (a bug) loses its own numbers only, and says
+    // so: its entry carries the failure, so the run is not an "ok".
+    for (job_idx, number, h) in handles {
+        let name = h.thread().name().unwrap_or("?").to_string();
+        results.push(
+            h.join()
+                .unwrap_or_else(|_| CloneResult::lost(job_idx, number, &name)),
+        );
+    }
 }

@@ -100,7 +100,7 @@ impl LatTarget {
         if now.saturating_duration_since(self.cycle_start) < self.o.window {
             return Step::Go;
         }
-        let n = ios - self.cycle_ios;
+        let n = ios.saturating_sub(self.cycle_ios);
         let ok = if n == 0 {
             100.0
         } else {
@@ -111,6 +111,11 @@ impl LatTarget {
         } else {
             self.failed_step(now, ios)
         }
+    }
+
+    /// The statistics restarted (the final window): counts start at 0.
+    pub fn restart(&mut self, now: Instant) {
+        self.new_cycle(now, 0);
     }
 
     fn new_cycle(&mut self, now: Instant, ios: u64) {
@@ -205,6 +210,18 @@ mod tests {
         }
         assert_eq!(l.depth(), 3, "{trail:?}");
         assert_eq!(&trail[..4], &[1, 2, 4, 3], "{trail:?}");
+    }
+
+    /// The final window starts with the statistics at 0 (a restarted
+    /// count must not underflow the window's I/Os) and ends the search.
+    #[test]
+    fn the_final_window_counts_from_the_restart() {
+        let t0 = Instant::now();
+        let mut l = LatTarget::new(opts(), 1, t0, 0);
+        let later = t0 + Duration::from_millis(20);
+        assert_eq!(l.check(later, 500), Step::FinalWindow);
+        l.restart(later);
+        assert_eq!(l.check(later + Duration::from_millis(20), 40), Step::Done);
     }
 
     #[test]

@@ -94,3 +94,29 @@ pub struct CloneResult {
     /// Samples, queue depths and sync latencies.
     pub fx: crate::run::sinks::fio_stats::FioExtras,
 }
+
+impl CloneResult {
+    /// The result of a clone whose thread panicked (a bug in iolab): no
+    /// numbers, and a failure that says so.
+    pub fn lost(job_idx: usize, number: usize, thread: &str) -> CloneResult {
+        CloneResult {
+            job_idx,
+            number,
+            tid: 0,
+            dirs: [DirAcc::new(false), DirAcc::new(false), DirAcc::new(false)],
+            cpu: CpuUse::default(),
+            syncs: 0,
+            measured: None,
+            failure: Some(Failure {
+                errno: 0,
+                message: format!(
+                    "clone {thread} stopped on a bug in iolab (its thread panicked): its numbers are lost"
+                ),
+            }),
+            continued: Continued::default(),
+            lat_depth: None,
+            seed: 0,
+            fx: Default::default(),
+        }
+    }
+}

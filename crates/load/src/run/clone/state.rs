@@ -153,7 +153,14 @@ impl<'a> Run<'a> {
                 percentile: job.x.latency_percentile,
                 run: job.x.latency_run,
             };
-            crate::run::lat_target::LatTarget::new(o, job.iodepth, go, 0)
+            // A blocking engine has one I/O at a time, whatever iodepth
+            // says: the search cannot go deeper than that.
+            let depth = if job.ioengine.queues() {
+                job.iodepth
+            } else {
+                1
+            };
+            crate::run::lat_target::LatTarget::new(o, depth, go, 0)
         });
         let slow_path = logs.is_some()
             || steady.is_some()
@@ -294,7 +301,16 @@ impl<'a> Run<'a> {
     /// Between turns: what `latency_target` asks (a step a completion
     /// raised, else the window's verdict). Over the target at depth 1
     /// fails the clone with ETIMEDOUT, as fio's lat_fatal does.
+    #[inline]
     pub fn lat_turn(&mut self) -> crate::run::lat_target::Step {
+        if self.lat.is_none() {
+            return crate::run::lat_target::Step::Go;
+        }
+        self.lat_step()
+    }
+
+    #[cold]
+    fn lat_step(&mut self) -> crate::run::lat_target::Step {
         use crate::run::lat_target::Step;
         let Some(l) = &mut self.lat else {
             return Step::Go;
@@ -331,6 +347,9 @@ impl<'a> Run<'a> {
         self.fx = Default::default();
         self.sampler = crate::run::sinks::fio_stats::Sampler::new(self.job.x.logs.sample_every());
         self.time.restart(now);
+        if let Some(l) = &mut self.lat {
+            l.restart(now);
+        }
     }
 
     /// A full disk while `fill_device` fills it: the pass is over, not an
