@@ -212,6 +212,8 @@ fn in_the_background_init_runs_at_once_and_the_files_get_cached() {
     let fs = files(d.path(), 2, 8);
     let l = list(d.path(), &fs);
     evict(&fs);
+    // Else the check below would pass without a prefetch.
+    assert!(fs.iter().all(|f| cached(f) == 0), "the files stayed cached");
     let b = boot(
         d.path(),
         &[
@@ -226,7 +228,13 @@ fn in_the_background_init_runs_at_once_and_the_files_get_cached() {
         &[],
     );
     assert_eq!(b.init_pid, "1", "{}", stderr(&b));
-    // The helper was waited for by init's script: its reads are done.
+    // The helper was waited for by init's script, but in the background
+    // it does not wait for its reads (no --wait: readahead(2) returns once
+    // they are submitted), so they may still be landing: give them 10 s.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while fs.iter().any(|f| cached(f) < 8 << 20) && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     for f in &fs {
         assert!(
             cached(f) >= 8 << 20,
