@@ -9,6 +9,9 @@
 #
 #   bash scripts/guest/build.sh                 # iolab from target/debug
 #   IOLAB_BIN=path/to/iolab bash scripts/guest/build.sh
+#   IOLAB_GUEST_FIO=1 bash scripts/guest/build.sh  # with the installed fio
+#                                                  # (its libraries: ~80 MiB)
+#   IOLAB_GUEST_EXTRA=DIR bash ...                 # DIR as /extra, and bash
 #
 # Output in ${IOLAB_GUEST_DIR:-target/guest}: vmlinuz, initramfs.cpio.gz.
 # The kernel package is downloaded once and kept in ${IOLAB_GUEST_DEBS:-
@@ -23,7 +26,7 @@ mkdir -p "$out" "$debs"
 out=$(cd "$out" && pwd)
 
 . scripts/guest/kernel.sh
-guest_need qemu-system-x86 busybox-static f2fs-tools dmsetup e2fsprogs fdisk cpio kmod
+guest_need qemu-system-x86 busybox-static f2fs-tools dmsetup e2fsprogs fdisk cpio kmod util-linux
 [ -x "$iolab" ] || { echo "no iolab binary at $iolab: build it first (cargo build -p iolab)" >&2; exit 2; }
 
 # The kernel: the package linux-image-amd64 depends on (dm, dm-crypt,
@@ -36,7 +39,8 @@ mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,run,mnt,root,results,lib/modules,sce
 cp "$(command -v busybox)" "$root/bin/busybox"
 
 # Modules in load order, their dependencies first.
-guest_modules "$root" virtio_pci virtio_blk dm_mod dm_crypt xts ext4 f2fs bfq kyber_iosched overlay loop crc32c_generic
+# null_blk: zoned devices (scenarios/zbd.sh makes one through configfs).
+guest_modules "$root" virtio_pci virtio_blk dm_mod dm_crypt xts ext4 f2fs bfq kyber_iosched overlay loop crc32c_generic configfs null_blk
 
 # A binary and the shared libraries it needs, at the same paths.
 with_libs() {
@@ -48,7 +52,18 @@ with_libs() {
 # Debug info is most of a debug build's size, and guest RAM holds it.
 strip --strip-debug -o "$out/iolab" "$iolab"
 with_libs "$out/iolab" iolab
-for b in dmsetup mke2fs mkfs.f2fs; do with_libs "$(command -v "$b")" "$b"; done
+for b in dmsetup mke2fs mkfs.f2fs blkzone; do with_libs "$(command -v "$b")" "$b"; done
+if [ "${IOLAB_GUEST_FIO:-0}" = 1 ]; then
+    command -v fio >/dev/null || guest_need fio
+    with_libs "$(command -v fio)" fio
+fi
+# IOLAB_GUEST_EXTRA=DIR: a directory copied to /extra, with bash and GNU
+# grep and sed for its scripts (bench/zbd_suite.py puts fio's t/zbd there;
+# it greps with -P, which busybox lacks).
+if [ -n "${IOLAB_GUEST_EXTRA:-}" ]; then
+    cp -r "$IOLAB_GUEST_EXTRA" "$root/extra"
+    for b in bash grep sed; do with_libs "$(command -v "$b")" "$b"; done
+fi
 ln -s mke2fs "$root/bin/mkfs.ext4"
 mkdir -p "$root/etc"
 : > "$root/etc/mtab"

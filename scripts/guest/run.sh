@@ -21,7 +21,7 @@ truncate -s 64M "$work/results.img"
 # One vCPU by default: with two on a busy two-core host, qemu 7.2's TCG
 # starved one for minutes and the guest kernel locked up on the other,
 # waiting for it (soft lockup); one vCPU never waits on another.
-timeout "${IOLAB_GUEST_TIMEOUT:-900}" qemu-system-x86_64 -accel tcg -m 2048 -smp "${IOLAB_GUEST_SMP:-1}" \
+timeout "${IOLAB_GUEST_TIMEOUT:-900}" qemu-system-x86_64 -accel tcg -m "${IOLAB_GUEST_MEM:-2048}" -smp "${IOLAB_GUEST_SMP:-1}" \
     -nographic -no-reboot -kernel "$g/vmlinuz" -initrd "$g/initramfs.cpio.gz" \
     -append "console=ttyS0 panic=-1 quiet iolab.scenario=$scenario iolab.args=${IOLAB_GUEST_ARGS:-}" \
     -drive "file=$work/disk.img,format=raw,if=virtio" \

@@ -9,21 +9,14 @@
 //! tmpfs and overlay are refused with exit 2.
 #![allow(clippy::unwrap_used)]
 
+mod guest_env;
 mod lab_env;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
+use guest_env::read;
 use lab_env::have;
 use serde_json::Value;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn read(dir: &Path, f: &str) -> String {
-    std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"))
-}
 
 fn json(dir: &Path, f: &str) -> Value {
     serde_json::from_str(&read(dir, f)).unwrap_or_else(|e| panic!("{f}: {e}"))
@@ -87,33 +80,7 @@ fn in_place_on_dm_crypt_and_f2fs_stacks_in_a_guest() {
         return;
     }
     let work = tempfile::tempdir_in("/var/tmp").unwrap();
-    let guest = work.path().join("guest");
-    let out = work.path().join("out");
-    let build = Command::new("bash")
-        .arg(repo().join("scripts/guest/build.sh"))
-        .env("IOLAB_BIN", assert_cmd::cargo::cargo_bin("iolab"))
-        .env("IOLAB_GUEST_DIR", &guest)
-        .env("IOLAB_GUEST_DEBS", "/var/cache/iolab-guest")
-        .output()
-        .unwrap();
-    assert!(
-        build.status.success(),
-        "{}",
-        String::from_utf8_lossy(&build.stderr)
-    );
-    let run = Command::new("bash")
-        .arg(repo().join("scripts/guest/run.sh"))
-        .args(["stacks"])
-        .arg(&out)
-        .env("IOLAB_GUEST_DIR", &guest)
-        .output()
-        .unwrap();
-    let console = std::fs::read_to_string(out.join("console.log")).unwrap_or_default();
-    assert!(
-        run.status.success(),
-        "{}\n{console}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    let out = guest_env::run_scenario(work.path(), "stacks", &[]);
 
     check_in_place(
         &out,

@@ -28,6 +28,7 @@ pub mod stack;
 pub mod taskstats;
 pub mod text;
 pub mod units;
+pub mod zoned;
 
 pub use error::{SysError, UsageError};
 

@@ -72,6 +72,12 @@ pub struct LoadArgs {
     #[arg(long = "max-jobs", value_name = "N")]
     pub max_jobs: Option<u32>,
 
+    /// fio's --aux-path: the directory for the files a run keeps beside
+    /// its report (verify_state_save's states); default each job's
+    /// directory.
+    #[arg(long = "aux-path", value_name = "DIR")]
+    pub aux_path: Option<std::path::PathBuf>,
+
     /// Allow writing to block devices (destroys their contents).
     #[arg(long)]
     pub force: bool,
@@ -430,7 +436,19 @@ pub fn run(a: LoadArgs) -> anyhow::Result<()> {
         })
         .transpose()?;
     let lab_dir = a.lab.as_deref().map(lab_directory).transpose()?;
-    let jobs = build_jobs(&a, lab_dir.as_deref()).map_err(usage_aware)?;
+    let mut jobs = build_jobs(&a, lab_dir.as_deref()).map_err(usage_aware)?;
+    if let Some(d) = &a.aux_path {
+        if !d.is_dir() {
+            return Err(UsageError::new(format!(
+                "--aux-path {}: not a directory (give an existing directory for the verify states)",
+                d.display()
+            ))
+            .into());
+        }
+        for j in &mut jobs {
+            j.x.aux_path = Some(d.clone());
+        }
+    }
     let json_status = formats.iter().any(|f| f.starts_with("json"));
     let req = iolab_load::session::Request {
         jobs,

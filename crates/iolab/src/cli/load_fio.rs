@@ -74,18 +74,21 @@ pub fn debug_random(r: &iolab_load::LoadReport) -> String {
     out
 }
 
-/// fio's command-line jobs: with `--name` given more than once, each
-/// `--name` starts a job, the options after it are that job's, and the
-/// options before the first are global. The fio options of `args` (what
-/// follows `load`) become a job file's text; load's own flags (`own`, with
-/// whether each takes a value) stay on the command line. `None` with fewer
-/// than two `--name`s.
+/// fio's command-line jobs: each `--name` starts a job, the options after
+/// it are that job's, and the options before the first are global. The fio
+/// options of `args` (what follows `load`) become a job file's text;
+/// load's own flags (`own`, with whether each takes a value) stay on the
+/// command line. `None` without a `--name` (iolab's own flags, a job file
+/// or a named workload).
 pub fn cmdline_jobs(args: &[OsString], own: &[(String, bool)]) -> Option<(Vec<OsString>, String)> {
     let is_name = |a: &OsString| {
         let s = a.to_string_lossy();
         s == "--name" || s.starts_with("--name=")
     };
-    if args.iter().filter(|a| is_name(a)).count() < 2 {
+    // One --name is a command-line job too: as a job file's, its options
+    // take fio's forms (`--time_based=1`, a repeated `--size` whose last
+    // value wins).
+    if !args.iter().any(is_name) {
         return None;
     }
     let mut kept = Vec::new();
@@ -181,7 +184,9 @@ mod tests {
             jobs[1].options,
             [("name".into(), "b".into()), ("rw".into(), "read".into())]
         );
-        assert!(cmdline_jobs(&os(&["--name=a", "--rw=read"]), &own).is_none());
+        assert!(cmdline_jobs(&os(&["--rw=read", "job.fio"]), &own).is_none());
+        let (_, one) = cmdline_jobs(&os(&["--name=a", "--size=1M", "--size=2M"]), &own).unwrap();
+        assert_eq!(one, "[global]\n[a]\nname=a\nsize=1M\nsize=2M\n");
     }
 
     #[test]

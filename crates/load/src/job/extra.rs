@@ -133,8 +133,22 @@ pub struct Extra {
     pub read_iolog: Option<std::sync::Arc<crate::job::replay::Replay>>,
     /// `write_iolog`: where to record the issued I/O.
     pub write_iolog: Option<std::path::PathBuf>,
-    /// `zonemode=strided`: `(zonerange, zonesize, zoneskip)`.
+    /// `zonemode=strided`: `(zonerange, zonesize, zoneskip)`; with
+    /// `zonemode=zbd`, `zonesize` is the zone size and this stays set
+    /// only to carry it (see [`Extra::zbd`]).
     pub strided: Option<(u64, u64, u64)>,
+    /// `zonemode=zbd`: I/O follows each zone's write pointer.
+    pub zbd: bool,
+    /// The `zonemode` given, if one was (fio checks zonesize against it).
+    pub zone_mode_given: Option<&'static str>,
+    /// The options of `zonemode=zbd` (kept whatever the zone mode, as fio
+    /// keeps them; they apply only with it).
+    pub zbd_opts: ZbdOpts,
+    /// Sizes given in zones (`size=8z`), resolved by the plan.
+    pub zone_units: ZoneUnits,
+    /// fio's `--aux-path`: where verify states go (default: the job's
+    /// directory).
+    pub aux_path: Option<std::path::PathBuf>,
     /// `serialize_overlap`: an I/O overlapping one in flight waits for it.
     pub serialize_overlap: bool,
     /// `replay_no_stall`: replay as fast as possible.
@@ -242,6 +256,11 @@ impl Default for Extra {
             replay_no_stall: false,
             serialize_overlap: false,
             strided: None,
+            zbd: false,
+            zone_mode_given: None,
+            zbd_opts: ZbdOpts::default(),
+            zone_units: ZoneUnits::default(),
+            aux_path: None,
             replay_scale: 100,
             no_latency: false,
             logs: LogOpts::default(),
@@ -427,5 +446,61 @@ impl LogOpts {
             every(&self.bw, self.bw_avg_time),
             every(&self.iops, self.iops_avg_time),
         ]
+    }
+}
+
+/// `zonemode=zbd`'s options (fio 3.33's names in the comments).
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize)]
+pub struct ZbdOpts {
+    /// `zonecapacity`: the usable bytes of an emulated zone (0 = its size).
+    pub capacity: u64,
+    /// `read_beyond_wp`.
+    pub read_beyond_wp: bool,
+    /// `max_open_zones` (0 = the device's limit, or none).
+    pub max_open: u32,
+    /// `job_max_open_zones` (0 = none).
+    pub job_max_open: u32,
+    /// `ignore_zone_limits`.
+    pub ignore_limits: bool,
+    /// `zone_reset_threshold`.
+    pub reset_threshold: f64,
+    /// `zone_reset_frequency`.
+    pub reset_frequency: f64,
+}
+
+impl Extra {
+    /// `zonemode=zbd`'s zone size as given (`zonesize`; 0 = the device's).
+    pub fn zbd_zone_size(&self) -> Option<u64> {
+        self.zbd.then(|| self.strided.map_or(0, |s| s.1))
+    }
+
+    /// `zonemode=strided`'s zones, unless the zone mode is zbd.
+    pub fn strided(&self) -> Option<(u64, u64, u64)> {
+        self.strided
+            .filter(|_| !self.zbd && self.zone_mode_given != Some("none"))
+    }
+}
+
+/// Sizes given in zones (fio's `Nz`: `size_nz`, `io_size_nz`,
+/// `start_offset_nz`, `offset_increment_nz`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct ZoneUnits {
+    /// `size`.
+    pub size: Option<u64>,
+    /// `io_size`.
+    pub io_size: Option<u64>,
+    /// `offset`.
+    pub offset: Option<u64>,
+    /// `offset_increment`.
+    pub offset_increment: Option<u64>,
+}
+
+impl ZoneUnits {
+    /// True when some size is given in zones.
+    pub fn any(&self) -> bool {
+        self.size.is_some()
+            || self.io_size.is_some()
+            || self.offset.is_some()
+            || self.offset_increment.is_some()
     }
 }

@@ -173,6 +173,39 @@ impl Job {
         }
     }
 
+    /// zonemode=zbd's combinations, as fio 3.33 checks them (zbd.c,
+    /// init.c) or as iolab does not build them.
+    fn validate_zbd(&self) -> Result<(), String> {
+        let x = &self.x;
+        let z = &x.zbd_opts;
+        if self.nrfiles() > 1 {
+            return Err(format!(
+                "{} files per clone with zonemode=zbd: iolab tracks one zoned file or device per clone; give each job one filename",
+                self.nrfiles()
+            ));
+        }
+        if matches!(self.rw, Rw::TrimWrite | Rw::RandTrimWrite) {
+            return Err(format!(
+                "rw={} with zonemode=zbd: a trim resets a whole zone, so the write after it cannot go to the same block; use rw=trim or randtrim in a job of its own",
+                self.rw.as_str()
+            ));
+        }
+        if self.rw.trims() && !self.sizes.is_fixed() {
+            return Err("bsrange and bssplit are not allowed for trim with zonemode=zbd (a trim is a zone reset: bs is the zone size)".into());
+        }
+        if x.verify.is_some() && z.reset_frequency > 0.0 {
+            return Err("verify with zone_reset_frequency: a reset zone loses the data verify would read back (fio 3.33 stops on an assertion); drop one of them".into());
+        }
+        if z.capacity > 0 && x.zbd_zone_size().is_some_and(|s| s > 0 && z.capacity > s) {
+            return Err(format!(
+                "zonecapacity {} is larger than zonesize {}: a zone holds at most its size",
+                z.capacity,
+                x.zbd_zone_size().unwrap_or(0)
+            ));
+        }
+        Ok(())
+    }
+
     /// Checks the combination of options; the error says what to change.
     pub fn validate(&self) -> Result<(), String> {
         if self.ioengine == IoEngine::CpuIo {
@@ -192,6 +225,23 @@ impl Job {
         }
         let x = &self.x;
         let e = self.ioengine;
+        if x.zbd {
+            self.validate_zbd()?;
+        }
+        // fio 3.33's fixup_options, in its words.
+        let zonesize = x.strided.map_or(0, |s| s.1);
+        match x.zone_mode_given {
+            Some("none") if zonesize > 0 => {
+                return Err("--zonemode=none and --zonesize are not compatible (drop zonesize, or use zonemode=strided)".into());
+            }
+            Some("strided") if zonesize == 0 => {
+                return Err(
+                    "--zonesize must be specified when using --zonemode=strided (e.g. zonesize=1m)"
+                        .into(),
+                );
+            }
+            _ => {}
+        }
         if x.write_iolog.is_some() && self.numjobs > 1 {
             return Err(format!(
                 "write_iolog with numjobs={}: the clones' lines would interleave in one log; give each job its own log",
@@ -213,7 +263,7 @@ impl Job {
         if self.nrfiles() > 1 {
             let why = if e == IoEngine::Mmap {
                 Some("ioengine=mmap maps one file per clone; use psync or a queueing engine")
-            } else if x.strided.is_some() {
+            } else if x.strided().is_some() {
                 Some("zonemode=strided walks one file's zones")
             } else {
                 None

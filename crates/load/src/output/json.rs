@@ -121,6 +121,10 @@ pub struct FioJob {
     /// With `continue_on_error`: the first of them (errno).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_error: Option<i32>,
+    /// With `zonemode=zbd`: the zone resets (fio after 3.33 reports them
+    /// here, only in this mode; 3.33 only in its normal output).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zone_resets: Option<u64>,
 }
 
 /// One direction.
@@ -403,6 +407,7 @@ fn job(j: &JobReport, plus: bool, group_kib: [f64; 2]) -> FioJob {
         first_error: j
             .continue_on_error
             .then(|| j.continued.first.as_ref().map_or(0, |e| e.errno)),
+        zone_resets: j.zone_resets,
         eta: 0,
         elapsed: j.runtime.as_secs(),
         // As written: fio lists `name` only where an option gave it (a
@@ -577,6 +582,7 @@ mod tests {
             continue_on_error: false,
             latency: None,
             continued: Default::default(),
+            zone_resets: None,
             sync_bins: Vec::new(),
             name: "r".into(),
             group: 0,

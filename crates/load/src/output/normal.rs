@@ -14,6 +14,14 @@ use serde_json::Value;
 /// fio's `sig_figs` default.
 const SIG_FIGS: usize = 4;
 
+/// An entry's `significant_figures` (fio's sig_figs, default 4).
+fn sig_figs(j: &Value) -> usize {
+    j["job options"]["significant_figures"]
+        .as_str()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(SIG_FIGS)
+}
+
 /// fio's `num2str`: `num` shortened to at most `maxlen` digits with a
 /// k/M/G (or Ki/Mi/Gi with `pow2`) prefix, keeping a decimal where it
 /// fits, followed by `unit`.
@@ -149,6 +157,12 @@ fn job(out: &mut String, j: &Value, (members, pid): Members, all: &[Value], time
         .iter()
         .any(|d| u(&j[d]["io_bytes"]) > 0 || u(&j[d]["total_ios"]) > 0);
     let err = j["error"].as_i64().unwrap_or(0);
+    // fio leaves out an entry that moved nothing (show_thread_status_normal:
+    // a zbd reader of an empty device); iolab keeps one that failed, so
+    // its error is printed where the numbers would be.
+    if !moved && err == 0 {
+        return;
+    }
     match j["error_message"].as_str() {
         Some(m) if err != 0 => {
             let _ = writeln!(
@@ -177,11 +191,18 @@ fn job(out: &mut String, j: &Value, (members, pid): Members, all: &[Value], time
             .sum()
     };
     if j.get("mixed").is_some_and(|m| !m.is_null()) {
-        ddir(out, "mixed", &j["mixed"], group_agg("read"));
+        ddir(
+            out,
+            "mixed",
+            &j["mixed"],
+            group_agg("read"),
+            &Value::Null,
+            sig_figs(j),
+        );
     } else {
         for d in ["read", "write", "trim"] {
             if u(&j[d]["io_bytes"]) > 0 {
-                ddir(out, d, &j[d], group_agg(d));
+                ddir(out, d, &j[d], group_agg(d), &j["zone_resets"], sig_figs(j));
             }
         }
     }
@@ -250,18 +271,25 @@ fn job(out: &mut String, j: &Value, (members, pid): Members, all: &[Value], time
     );
 }
 
-fn ddir(out: &mut String, name: &str, d: &Value, group_bw: f64) {
+fn ddir(out: &mut String, name: &str, d: &Value, group_bw: f64, zone_resets: &Value, sig: usize) {
     let runtime = u(&d["runtime"]).max(1);
     let bytes = u(&d["io_bytes"]);
     let bw = bytes * 1000 / runtime;
     let iops = u(&d["total_ios"]) * 1000 / runtime;
+    // fio 3.33 ends every write line with its zone resets, zbd or not
+    // (stat.c: zbd_write_status).
+    let post = if name == "write" {
+        format!("; {} zone resets", u(zone_resets))
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
-        "  {name}: IOPS={}, BW={} ({})({}/{}msec)",
-        num2str(iops, SIG_FIGS, false, ""),
-        num2str(bw, SIG_FIGS, true, "B/s"),
-        num2str(bw, SIG_FIGS, false, "B/s"),
-        num2str(bytes, SIG_FIGS, true, "B"),
+        "  {name}: IOPS={}, BW={} ({})({}/{}msec){post}",
+        num2str(iops, sig, false, ""),
+        num2str(bw, sig, true, "B/s"),
+        num2str(bw, sig, false, "B/s"),
+        num2str(bytes, sig, true, "B"),
         u(&d["runtime"])
     );
     for (label, key) in [("slat", "slat_ns"), ("clat", "clat_ns"), (" lat", "lat_ns")] {
@@ -437,7 +465,9 @@ fn group(out: &mut String, g: u64, jobs: &[Value]) {
             bws.iter().copied().min().unwrap_or(0),
             bws.iter().copied().max().unwrap_or(0),
         );
-        let n = |v: u64, p2: bool, unit: &str| num2str(v, SIG_FIGS, p2, unit);
+        // fio's group takes its last member's (rs->sig_figs = ts->sig_figs).
+        let sig = mine.last().map_or(SIG_FIGS, |j| sig_figs(j));
+        let n = |v: u64, p2: bool, unit: &str| num2str(v, sig, p2, unit);
         let _ = writeln!(
             out,
             "{label}: bw={} ({}), {}-{} ({}-{}), io={} ({}), run={min_run}-{max_run}msec",

@@ -114,12 +114,15 @@ impl Coordinator {
                 .map(|p| p.job.numjobs as usize)
                 .sum();
             for clone in 0..pj.job.numjobs {
+                let region = pj.region(clone);
                 let spec = CloneSpec {
                     job_idx: i,
                     clone,
                     job: pj.job.clone(),
-                    size: pj.size,
-                    io_size: pj.io_size,
+                    base: region.base,
+                    size: region.size,
+                    io_size: region.io_size,
+                    zbd: pj.zbd.clone(),
                     number: first_number + clone as usize + 1,
                     targets: pj
                         .clone_files(clone as usize)

@@ -22,6 +22,7 @@ pub(crate) mod lat_target;
 pub(crate) mod layout;
 pub(crate) mod live;
 pub(crate) mod plan;
+pub(crate) mod plan_zbd;
 pub(crate) mod progress;
 pub(crate) mod rate;
 pub(crate) mod report;

@@ -40,9 +40,35 @@ pub struct PlannedJob {
     /// The devices whose scheduler `ioscheduler` switches (each device
     /// holding one of the job's files, once).
     pub scheduler_devs: Vec<BlockDev>,
+    /// zonemode=zbd: the zones of the job's file, shared with every job
+    /// on it.
+    pub zbd: Option<Arc<crate::run::files::zbd::ZbdFile>>,
+    /// Each clone's region when it is not the job's (zonemode=zbd moves
+    /// a writer's to zone boundaries); empty otherwise.
+    pub regions: Vec<Region>,
+}
+
+/// Where one clone works in its file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Region {
+    /// Its first byte.
+    pub base: u64,
+    /// Its bytes.
+    pub size: u64,
+    /// Bytes per pass.
+    pub io_size: u64,
 }
 
 impl PlannedJob {
+    /// Clone `c`'s region.
+    pub fn region(&self, c: u32) -> Region {
+        self.regions.get(c as usize).copied().unwrap_or(Region {
+            base: self.job.x.offset + self.job.x.offset_increment * u64::from(c),
+            size: self.size,
+            io_size: self.io_size,
+        })
+    }
+
     /// Files per clone.
     pub fn nrfiles(&self) -> usize {
         self.job.nrfiles()
@@ -120,13 +146,17 @@ pub fn plan(jobs: &[Job], force: bool) -> Result<Plan, LoadError> {
             }
         }
         warn_about(job, &mut out.warnings);
+        let mut job = job.clone();
+        crate::run::plan_zbd::resolve_zone_units(&mut job, &files)?;
         out.jobs.push(PlannedJob {
-            job: Arc::new(job.clone()),
+            job: Arc::new(job),
             group,
             size: 0,
             io_size: 0,
             files,
             scheduler_devs: Vec::new(),
+            zbd: None,
+            regions: Vec::new(),
         });
     }
     auto_sizes(&mut out.jobs)?;
@@ -141,6 +171,7 @@ pub fn plan(jobs: &[Job], force: bool) -> Result<Plan, LoadError> {
         check_device(pj)?;
         check_sequence(pj)?;
     }
+    crate::run::plan_zbd::plan_zbd(&mut out.jobs, &mut out.warnings)?;
     out.layout = layout_items(&out.jobs);
     check_free_space(&out.jobs)?;
     let mut devices: Vec<BlockDev> = Vec::new();

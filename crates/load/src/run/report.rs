@@ -231,6 +231,8 @@ pub struct JobReport {
     /// `unified_rw_reporting=mixed`: only `mixed` is reported, as fio
     /// writes it (`both`: the directions too).
     pub mixed_only: bool,
+    /// zonemode=zbd: the zone resets its clones made.
+    pub zone_resets: Option<u64>,
 }
 
 impl JobReport {
@@ -381,6 +383,7 @@ struct Merge {
     error: Option<Failure>,
     continued: Continued,
     lat_depth: Option<u32>,
+    zone_resets: Option<u64>,
     tids: Vec<i32>,
     seeds: Vec<u64>,
     /// Per direction, each clone's bandwidth and IOPS sample statistics.
@@ -414,6 +417,9 @@ impl Merge {
         // fio reports the last clone's depth (ts->latency_depth).
         if r.lat_depth.is_some() {
             self.lat_depth = r.lat_depth;
+        }
+        if let Some(n) = r.zone_resets {
+            *self.zone_resets.get_or_insert(0) += n;
         }
         if r.tid != 0 {
             self.tids.push(r.tid);
@@ -491,6 +497,7 @@ impl Merge {
             error: self.error.clone(),
             continue_on_error: job.x.continue_on_error != 0,
             continued: self.continued.clone(),
+            zone_resets: self.zone_resets.or(job.x.zbd.then_some(0)),
             thread_ids: self.tids.clone(),
             seeds: self.seeds.clone(),
         }

@@ -54,6 +54,7 @@ fn run_clone_inner(spec: &CloneSpec) -> CloneResult {
         failure: None,
         continued: Default::default(),
         lat_depth: None,
+        zone_resets: None,
         seed: seed_for(spec),
         fx: Default::default(),
     };
@@ -174,7 +175,7 @@ fn setup(spec: &CloneSpec) -> Result<(Option<Files>, Engine), String> {
     }
     let files = Files::new(opened, spec.targets.clone());
     let seed = seed_for(spec);
-    let base = job.x.offset + job.x.offset_increment * u64::from(spec.clone);
+    let base = spec.base;
     let eng = engine::setup(job, &files, base, spec.size, seed).map_err(|e| {
         format!(
             "{} engine on {}: {e}",

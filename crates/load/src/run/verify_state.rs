@@ -14,7 +14,12 @@ const HEADER: &str = "iolab verify state 1";
 
 /// Where a clone's state lives.
 pub fn path(job: &Job, clone: u32) -> PathBuf {
-    let dir = job.directory.clone().unwrap_or_else(|| PathBuf::from("."));
+    let dir = job
+        .x
+        .aux_path
+        .clone()
+        .or_else(|| job.directory.clone())
+        .unwrap_or_else(|| PathBuf::from("."));
     dir.join(format!("{}-{clone}-verify.state", job.name))
 }
 

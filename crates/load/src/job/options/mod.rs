@@ -15,6 +15,7 @@ mod reporting;
 mod sizes;
 mod timing;
 mod workload;
+pub mod zbd;
 
 use crate::job::model::Job;
 
@@ -30,6 +31,7 @@ const CONCERNS: &[(&[&str], Apply)] = &[
     (data::NAMES, data::apply),
     (reporting::NAMES, reporting::apply),
     (iolog::NAMES, iolog::apply),
+    (zbd::NAMES, zbd::apply),
 ];
 
 /// Every option iolab understands.

@@ -4,10 +4,6 @@
 /// Options iolab knows and refuses, with the reason (said instead of "did
 /// you mean").
 const REFUSED: &[(&str, &str)] = &[
-    ("max_open_zones", "zoned block devices: none on this machine, and zonemode=zbd is not supported"),
-    ("read_beyond_wp", "zoned block devices: zonemode=zbd is not supported"),
-    ("zone_reset_threshold", "zoned block devices: zonemode=zbd is not supported"),
-    ("zone_reset_frequency", "zoned block devices: zonemode=zbd is not supported"),
     ("dedupe_global", "buffers repeat within a job, not across jobs: drop dedupe_global"),
     ("numa_cpu_nodes", "NUMA placement is not supported (this build has no libnuma)"),
     ("numa_mem_policy", "NUMA placement is not supported (this build has no libnuma)"),

@@ -7,6 +7,7 @@ use crate::job::value::*;
 /// The options of this concern.
 pub const NAMES: &[&str] = &[
     "group_reporting",
+    "significant_figures",
     "percentile_list",
     "clat_percentiles",
     "lat_percentiles",
@@ -161,6 +162,15 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
             boolean(key, value)?;
         }
         // apply() let only NAMES in.
+        // Read back from the job's options by the normal report, which
+        // prints from the JSON document.
+        "significant_figures" => {
+            let v = crate::job::value::need(key, value)?;
+            match v.parse::<u8>() {
+                Ok(1..=10) => {}
+                _ => return Err(format!("{key}={v}: expected a whole number from 1 to 10")),
+            }
+        }
         _ => return Err(format!("option {key} is not in this table")),
     }
     Ok(())

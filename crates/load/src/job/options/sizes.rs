@@ -61,6 +61,11 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
         }
         "size" => {
             let v = need_raw(key, value)?;
+            x.zone_units.size = zones(key, v.trim())?;
+            if x.zone_units.size.is_some() {
+                job.size = None;
+                return Ok(());
+            }
             if v.ends_with('%') {
                 return Err(format!(
                     "size={v}: percentages are not supported; give bytes, e.g. 512m"
@@ -99,14 +104,33 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
         "blocksize_unaligned" | "bs_unaligned" => job.sizes.unaligned = boolean(key, value)?,
         "offset" | "fileoffset" => {
             let v = need(key, value)?;
-            if v.ends_with('%') || v.ends_with('z') {
-                return Err(format!("{key}={v}: give the offset in bytes, e.g. 1g (percent and zone offsets are not supported)"));
+            x.zone_units.offset = zones(key, v)?;
+            if v.ends_with('%') {
+                return Err(format!("{key}={v}: give the offset in bytes, e.g. 1g, or in zones, e.g. 4z (percent offsets are not supported)"));
             }
-            x.offset = size(key, v)?;
+            x.offset = if x.zone_units.offset.is_some() {
+                0
+            } else {
+                size(key, v)?
+            };
         }
-        "offset_increment" => x.offset_increment = size(key, need(key, value)?)?,
+        "offset_increment" => {
+            let v = need(key, value)?;
+            x.zone_units.offset_increment = zones(key, v)?;
+            x.offset_increment = if x.zone_units.offset_increment.is_some() {
+                0
+            } else {
+                size(key, v)?
+            };
+        }
         "io_size" | "io_limit" => {
-            let s = size(key, need(key, value)?)?;
+            let v = need(key, value)?;
+            x.zone_units.io_size = zones(key, v)?;
+            let s = if x.zone_units.io_size.is_some() {
+                0
+            } else {
+                size(key, v)?
+            };
             x.io_size = (s > 0).then_some(s);
         }
         "number_ios" => {
@@ -123,17 +147,28 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
                 }
             };
             if lo == 0 || hi < lo {
-                return Err(format!("{key}={v}: expected SIZE or LOW-HIGH with 0 < LOW <= HIGH"));
+                return Err(format!(
+                    "{key}={v}: expected SIZE or LOW-HIGH with 0 < LOW <= HIGH"
+                ));
             }
             x.filesize = Some((lo, hi));
         }
         "fill_device" | "fill_fs" => x.fill_device = boolean(key, value)?,
         "zonemode" => match need(key, value)? {
-            "none" => x.strided = None,
+            "none" => {
+                x.zbd = false;
+                x.zone_mode_given = Some("none");
+            }
             "strided" => {
                 x.strided.get_or_insert((0, 0, 0));
+                x.zbd = false;
+                x.zone_mode_given = Some("strided");
             }
-            v => return Err(format!("zonemode={v} is not supported: zoned block devices (zbd) are not built; use none or strided")),
+            "zbd" => {
+                x.zbd = true;
+                x.zone_mode_given = Some("zbd");
+            }
+            v => return Err(format!("zonemode={v}: expected none, strided or zbd")),
         },
         // fio: zonerange defaults to zonesize and the reverse; giving
         // zonesize alone also means strided (fio's older spelling).
@@ -150,4 +185,15 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
         _ => return Err(format!("option {key} is not in this table")),
     }
     Ok(())
+}
+
+/// fio's zone units (`size=8z`: eight zones), resolved once the zone size
+/// is known (`zonesize`, or the zoned device's); `None` for a plain size.
+fn zones(key: &str, v: &str) -> Result<Option<u64>, String> {
+    let Some(n) = v.strip_suffix('z') else {
+        return Ok(None);
+    };
+    n.parse::<u32>().map(|n| Some(u64::from(n))).map_err(|_| {
+        format!("{key}={v}: unexpected zone value (expected a whole number of zones, e.g. 8z)")
+    })
 }

@@ -22,6 +22,7 @@ pub const NAMES: &[&str] = &[
     "allrandrepeat",
     "rw_sequencer",
     "norandommap",
+    "softrandommap",
     "randseed",
     "random_generator",
     "random_distribution",
@@ -117,6 +118,11 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
             };
         }
         "norandommap" => x.norandommap = boolean(key, value)?,
+        // fio: go on without a random map when it cannot be allocated;
+        // iolab's needs no memory (a keyed permutation), so it never fails.
+        "softrandommap" => {
+            boolean(key, value)?;
+        }
         "randseed" => {
             x.randseed = Some(number(key, need(key, value)?)?);
         }

@@ -43,6 +43,20 @@ impl Run<'_> {
             if self.job.x.number_ios.is_some_and(|n| self.issued >= n) {
                 return Step::Done;
             }
+            if self.zbd_new_loop {
+                self.zbd_new_loop = false;
+                if let Some(f) = self.zbd_loop_start() {
+                    self.fail(f);
+                    return Step::Done;
+                }
+            }
+            if let Some((dir, offset, len)) = self.zbd_hold.take() {
+                match self.zbd_place(dir, offset, len) {
+                    Ok((offset, len)) => return self.issue(dir, offset, len),
+                    Err(Some(s)) => return s,
+                    Err(None) => continue,
+                }
+            }
             if self.replay.is_some() {
                 match self.replay_step(file) {
                     Some(s) => return s,
@@ -77,6 +91,17 @@ impl Run<'_> {
                         continue;
                     }
                     Next::PassEnd => {
+                        if self.zbd.is_some() {
+                            // A pass that found nothing to do (no zone
+                            // with data to read) would find nothing again.
+                            if self.pass_issued == 0 {
+                                return Step::Done;
+                            }
+                            self.pass_issued = 0;
+                            // Its zones are reset when the next loop
+                            // starts: after this one's verify.
+                            self.zbd_new_loop = true;
+                        }
                         if !self.job.time_based {
                             self.loops_left -= 1;
                             if self.loops_left == 0 {
@@ -111,7 +136,10 @@ impl Run<'_> {
                     return Step::Wait(w);
                 }
             }
-            let mut dir = dir;
+            let mut dir = match &self.zbd {
+                Some(z) => z.ddir(dir),
+                None => dir,
+            };
             if self.pacer.is_some() {
                 self.time.tick(Instant::now());
                 let elapsed = self.time.now.saturating_duration_since(self.time.go);
@@ -149,11 +177,88 @@ impl Run<'_> {
                 self.think();
             }
             let (dir, offset) = self.place(dir, offset, len);
+            if self.zbd.is_some() {
+                match self.zbd_place(dir, offset, len) {
+                    Ok((offset, len)) => return self.issue(dir, offset, len),
+                    Err(Some(s)) => return s,
+                    Err(None) => continue,
+                }
+            }
             if self.iolog.is_some() {
                 self.log_issue(dir, offset, len);
             }
             return Step::Io(dir, offset, len);
         }
+    }
+
+    fn issue(&mut self, dir: Dir, offset: u64, len: u64) -> Step {
+        if self.iolog.is_some() {
+            self.log_issue(dir, offset, len);
+        }
+        Step::Io(dir, offset, len)
+    }
+
+    /// zonemode=zbd's placement of the I/O drawn at `offset`: where it
+    /// goes, or the step to take instead (`None`: the pass ended).
+    #[cold]
+    fn zbd_place(&mut self, dir: Dir, offset: u64, len: u64) -> Result<(u64, u64), Option<Step>> {
+        use crate::run::files::zbd::Placed;
+        let Some(z) = self.zbd.as_mut() else {
+            return Ok((offset, len));
+        };
+        match z.place(dir, offset, len) {
+            Placed::Io(o, l) => {
+                // fio's next sequential offset follows where the I/O went.
+                let next = z.next_seq(dir, o, l);
+                self.pattern.moved(dir, next, len, l);
+                self.pass_issued += 1;
+                Ok((o, l))
+            }
+            Placed::Wait => {
+                self.zbd_hold = Some((dir, offset, len));
+                Err(Some(Step::Wait(Duration::from_micros(50))))
+            }
+            Placed::Eof => {
+                self.pattern.end_pass();
+                Err(None)
+            }
+            Placed::Fail(errno, what) => {
+                let f = Failure {
+                    errno,
+                    message: format!("job {}: {}: {what}", self.job.name, self.path().display()),
+                };
+                self.fail(f);
+                Err(Some(Step::Done))
+            }
+        }
+    }
+
+    /// A new loop of a zbd clone (fio's zbd_file_reset).
+    fn zbd_loop_start(&mut self) -> Option<Failure> {
+        let z = self.zbd.as_mut()?;
+        let e = z.loop_start().err()?;
+        Some(Failure {
+            errno: e.raw_os_error().unwrap_or(libc::EIO),
+            message: format!(
+                "job {}: {}: resetting zones failed: {e}",
+                self.job.name,
+                self.path().display()
+            ),
+        })
+    }
+
+    /// An I/O placed by zonemode=zbd completed or failed.
+    #[inline]
+    pub fn zbd_done(&self, dir: Dir, offset: u64, len: u64) {
+        if let Some(z) = &self.zbd {
+            z.done(dir, offset, len);
+        }
+    }
+
+    /// A trim with zonemode=zbd: its zone's reset (`None`: not zbd, or a
+    /// conventional zone, trimmed as any block).
+    pub fn zbd_trim(&mut self, offset: u64) -> Option<std::io::Result<()>> {
+        self.zbd.as_mut()?.trim(offset)
     }
 
     /// Where a drawn I/O goes: its offset in the file (in the current zone

@@ -89,6 +89,8 @@ pub struct CloneResult {
     /// `latency_target`: the depth the search reached (fio's
     /// `latency_qd`).
     pub lat_depth: Option<u32>,
+    /// zonemode=zbd: the zone resets it made.
+    pub zone_resets: Option<u64>,
     /// The clone's random seed (see [`clone_seeds`]).
     pub seed: u64,
     /// Samples, queue depths and sync latencies.
@@ -115,6 +117,7 @@ impl CloneResult {
             }),
             continued: Continued::default(),
             lat_depth: None,
+            zone_resets: None,
             seed: 0,
             fx: Default::default(),
         }

@@ -18,6 +18,9 @@ pub struct CloneSpec {
     pub clone: u32,
     /// The job.
     pub job: Arc<Job>,
+    /// Where the clone's region starts in its files (`offset`,
+    /// `offset_increment`, moved to a zone boundary with zonemode=zbd).
+    pub base: u64,
     /// Bytes of the region the clone works in.
     pub size: u64,
     /// Bytes per pass (`io_size`, default `size`).
@@ -26,6 +29,8 @@ pub struct CloneSpec {
     pub number: usize,
     /// The files or devices (`nrfiles` of them; none for cpuio).
     pub targets: Vec<PathBuf>,
+    /// zonemode=zbd: the zones of the clone's file.
+    pub zbd: Option<Arc<crate::run::files::zbd::ZbdFile>>,
     /// I/O priority for this thread.
     pub ioprio: Option<IoPrio>,
     /// Load-wide stop.

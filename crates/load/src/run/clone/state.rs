@@ -84,6 +84,13 @@ pub struct Run<'a> {
     /// `latency_target`: the depth search, and a step a completion asked.
     pub(super) lat: Option<crate::run::lat_target::LatTarget>,
     pub(super) lat_pending: Option<crate::run::lat_target::Step>,
+    /// zonemode=zbd: this clone's zones, and an I/O waiting for one.
+    pub(super) zbd: Option<crate::run::files::zbd::ZbdClone>,
+    pub(super) zbd_hold: Option<(Dir, u64, u64)>,
+    /// A new loop begins at the next step (fio's zbd_file_reset).
+    pub(super) zbd_new_loop: bool,
+    /// I/Os issued this pass (a zbd pass that issues none ends the clone).
+    pub(super) pass_issued: u64,
     pub(super) rng: rand::rngs::SmallRng,
     pub(super) logs: Option<CloneLogs>,
     pub(super) steady: Option<Steady>,
@@ -162,6 +169,21 @@ impl<'a> Run<'a> {
             };
             crate::run::lat_target::LatTarget::new(o, depth, go, 0)
         });
+        let zbd = match (&spec.zbd, replay_free(job)) {
+            (Some(f), true) => {
+                let mut z = crate::run::files::zbd::ZbdClone::new(
+                    f.clone(),
+                    spec.number as u32,
+                    job,
+                    spec.base,
+                    spec.size,
+                );
+                z.loop_start()
+                    .map_err(|e| format!("{}: resetting zones failed: {e}", f.path.display()))?;
+                Some(z)
+            }
+            _ => None,
+        };
         let slow_path = logs.is_some()
             || steady.is_some()
             || job.x.flow != 0
@@ -193,13 +215,17 @@ impl<'a> Run<'a> {
             failure: None,
             continued: Default::default(),
             pending: None,
-            base: job.x.offset + job.x.offset_increment * u64::from(spec.clone),
+            base: spec.base,
             issued: 0,
             verify,
             prepare,
             dedupe,
             lat,
             lat_pending: None,
+            zbd,
+            zbd_hold: None,
+            zbd_new_loop: false,
+            pass_issued: 0,
             rng: rand::rngs::SmallRng::seed_from_u64(seed ^ 0x5eed),
             logs,
             steady,
@@ -397,14 +423,20 @@ impl<'a> Run<'a> {
             .as_ref()
             .map(crate::run::lat_target::LatTarget::depth);
         out.continued = self.continued;
+        out.zone_resets = self.zbd.as_ref().map(|z| z.resets);
     }
+}
+
+/// fio applies zonemode=zbd to the I/O it draws, not to a replayed log's.
+fn replay_free(job: &Job) -> bool {
+    job.x.read_iolog.is_none()
 }
 
 /// zonemode=strided: the pattern runs over one zone, a pass per zonerange
 /// bytes; [`Zones`] places it in the file.
 fn zones_of(spec: &CloneSpec) -> Option<Zones> {
     let job = &*spec.job;
-    job.x.strided.map(|(range, size, skip)| {
+    job.x.strided().map(|(range, size, skip)| {
         let (range, size) = match (range, size) {
             (0, 0) => (spec.size, spec.size),
             (0, s) => (s, s),
@@ -438,6 +470,7 @@ fn shape_of(spec: &CloneSpec, zones: Option<&Zones>) -> Shape {
         // covered 256 of 256 blocks where iolab, drawing, hit 153).
         norandommap: job.x.norandommap && !job.x.lfsr,
         distribution: job.x.distribution.clone(),
+        round_up: job.x.zbd,
     }
 }
 /// fio's `td_non_fatal_error` with its default lists: whether a job

@@ -161,8 +161,13 @@ pub(crate) fn trim_not_here() -> std::io::Error {
 pub fn do_trim(run: &mut Run<'_>, files: &Files, trimmer: trim::Trimmer, offset: u64, len: u64) {
     let (file, off) = files.at(offset);
     let t0 = Instant::now();
-    let r = trimmer.trim(file, off, len);
+    // zonemode=zbd: a trim of a sequential zone is its reset.
+    let r = match run.zbd_trim(offset) {
+        Some(r) => r.map(|()| len as usize),
+        None => trimmer.trim(file, off, len),
+    };
     let t1 = Instant::now();
+    run.zbd_done(Dir::Trim, offset, len);
     match r {
         Ok(n) => run.complete_at(Dir::Trim, n as u64, t1 - t0, t1, offset),
         Err(e) => {
@@ -201,6 +206,7 @@ pub fn run_blocking<E: Blocking>(eng: &mut BlockingEngine<E>, run: &mut Run<'_>,
         let t0 = if timed { Instant::now() } else { run.time.now };
         let r = eng.io.io(fd, dir, off, buf);
         let t1 = Instant::now();
+        run.zbd_done(dir, offset, len);
         match r {
             Ok(0) => {
                 let f = eof(run, dir, offset);

@@ -331,6 +331,7 @@ impl<Q: Queue> Queued<Q> {
             self.free.push(slot);
             self.busy[slot] = false;
             at.inflight -= 1;
+            run.zbd_done(s.dir, s.offset, s.len);
             if res < 0 {
                 let err = std::io::Error::from_raw_os_error(-res as i32);
                 if run.fill_done(&err) {

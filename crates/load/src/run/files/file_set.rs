@@ -124,6 +124,20 @@ impl FilePatterns {
         self.cur
     }
 
+    /// zonemode=zbd moved file 0's last I/O ([`Pattern::moved`]; zbd
+    /// jobs have one file).
+    pub fn moved(&mut self, dir: crate::job::kinds::Dir, after: u64, was: u64, now: u64) {
+        self.first.moved(dir, after, was, now);
+    }
+
+    /// Ends the current pass.
+    pub fn end_pass(&mut self) {
+        self.first.end_pass();
+        for p in &mut self.more {
+            p.end_pass();
+        }
+    }
+
     /// Starts the next pass over every file.
     pub fn new_pass(&mut self) {
         self.first.new_pass();

@@ -7,4 +7,5 @@ pub(crate) mod file_set;
 pub(crate) mod io_file;
 pub mod iolog;
 pub(crate) mod pattern;
+pub(crate) mod zbd;
 pub(crate) mod zones;

@@ -57,6 +57,11 @@ pub struct Shape {
     pub norandommap: bool,
     /// `random_distribution`.
     pub distribution: Distribution,
+    /// The pass goes on until `io_size` bytes were issued, its last I/O
+    /// past them (zonemode=zbd, where fio issues while fewer bytes than
+    /// io_size went out); else a pass of one block size ends at the last
+    /// whole block.
+    pub round_up: bool,
 }
 
 impl Shape {
@@ -74,6 +79,7 @@ impl Shape {
             identical: false,
             norandommap: false,
             distribution: Distribution::Uniform,
+            round_up: false,
         }
     }
 }
@@ -144,6 +150,7 @@ impl Pattern {
             size: s.size,
             // A pass of one block size ends at the last whole block.
             io_size: match fixed {
+                Some(b) if b > 0 && s.round_up => s.io_size.div_ceil(b) * b,
                 Some(b) if b > 0 => (s.io_size / b * b).max(b),
                 _ => s.io_size.max(1),
             },
@@ -306,6 +313,28 @@ impl Pattern {
                 (unit * self.align).min(max_start)
             }
         })
+    }
+
+    /// zonemode=zbd moved the last I/O of `dir`: a sequential pattern
+    /// goes on at `after` (fio's last_pos; past the region, the pass is
+    /// over), and the pass counts `now` bytes instead of `was`.
+    pub fn moved(&mut self, dir: Dir, after: u64, was: u64, now: u64) {
+        self.issued_bytes = (self.issued_bytes + now).saturating_sub(was);
+        if self.rw.random() {
+            return;
+        }
+        let d = (dir as usize).min(1) * usize::from(dir != Dir::Trim);
+        if after >= self.size {
+            self.ran_off = true;
+            self.seq[d] = 0;
+        } else {
+            self.seq[d] = after;
+        }
+    }
+
+    /// Ends the pass: nothing more can be done in it.
+    pub fn end_pass(&mut self) {
+        self.ran_off = true;
     }
 
     /// Starts a new pass from the beginning (a new random order).
