@@ -468,6 +468,130 @@ fn continue_on_error_counts_what_fio_counts() {
     }
 }
 
+/// "job options" in the order fio writes them, against the installed fio:
+/// a command-line job's as given; a job file's in the order fio applies
+/// them (sorted by its option priority: kb_base first, filename last, the
+/// rest as written). Parsed keeping the document's order.
+#[test]
+fn job_options_keep_fios_order() {
+    if !fio_or_skip("job_options_keep_fios_order") {
+        return;
+    }
+    let env = Env::new();
+    let d = env.dir();
+    let file = d.join("o.dat");
+    let job = d.join("o.fio");
+    std::fs::write(
+        &job,
+        format!(
+            "[a]\nsize=64k\nfilename={}\nkb_base=1000\nrw=write\nbs=4k\n",
+            file.display()
+        ),
+    )
+    .unwrap();
+    let cmdline = [
+        "--name=o".to_string(),
+        format!("--filename={}", file.display()),
+        "--size=64k".into(),
+        "--rw=randwrite".into(),
+        "--kb_base=1000".into(),
+        "--bs=4k".into(),
+        "--output-format=json".into(),
+    ];
+    let cmdline: Vec<&str> = cmdline.iter().map(String::as_str).collect();
+    let jobfile = [job.to_str().unwrap(), "--output-format=json"];
+    for args in [&cmdline[..], &jobfile[..]] {
+        let keys = |out: &Output| -> Vec<String> {
+            json(out)["jobs"][0]["job options"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect()
+        };
+        let f = keys(&fio(d, args));
+        let i = keys(&iolab(&env, d, args));
+        assert_eq!(f, i, "{args:?}");
+    }
+}
+
+/// ignore_error, against the installed fio: a write job under a 1 MiB
+/// file-size limit (RLIMIT_FSIZE, SIGXFSZ ignored) gets EFBIG for every
+/// write past 1 MiB, an error outside fio's default non-fatal list. With
+/// `ignore_error=,EFBIG` both tools go on, exit 0 and report 48 errors,
+/// the first EFBIG (27), 1 MiB written; without it both stop at the
+/// first, exit non-zero, and (a blocking engine) count that one.
+#[test]
+fn ignore_error_lists_what_fio_continues_past() {
+    if !fio_or_skip("ignore_error_lists_what_fio_continues_past") {
+        return;
+    }
+    let env = Env::new();
+    let d = env.dir();
+    for tool in ["fio", "iolab"] {
+        for (ignore, rc, total) in [(true, 0, 48), (false, 1, 1)] {
+            let file = d.join(format!("{tool}-efbig"));
+            let report = d.join(format!("{tool}-efbig.json"));
+            let _ = std::fs::remove_file(&file);
+            let mut a = vec![
+                "--name=e".to_string(),
+                format!("--filename={}", file.display()),
+                "--bs=64k".into(),
+                "--size=4M".into(),
+                "--rw=write".into(),
+                "--continue_on_error=write".into(),
+                "--output-format=json".into(),
+                // fio prints its error line on stdout, before the JSON.
+                format!("--output={}", report.display()),
+            ];
+            if ignore {
+                a.push("--ignore_error=,EFBIG".into());
+            }
+            let mut c = if tool == "fio" {
+                let mut c = Command::new("fio");
+                c.args(&a);
+                c
+            } else {
+                env.cmd(&a.iter().map(String::as_str).collect::<Vec<_>>())
+            };
+            use std::os::unix::process::CommandExt;
+            // SAFETY: between fork and exec only async-signal-safe calls:
+            // setrlimit and signal.
+            unsafe {
+                c.pre_exec(|| {
+                    let lim = libc::rlimit {
+                        rlim_cur: 1 << 20,
+                        rlim_max: 1 << 20,
+                    };
+                    libc::setrlimit(libc::RLIMIT_FSIZE, &lim);
+                    libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                    Ok(())
+                });
+            }
+            let out = c.current_dir(d).output().unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(rc),
+                "{tool} {ignore}: {}",
+                stderr(&out)
+            );
+            let doc: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+            let j = &doc["jobs"][0];
+            assert_eq!(
+                (
+                    &j["error"],
+                    &j["total_err"],
+                    &j["first_error"],
+                    &j["write"]["io_bytes"]
+                ),
+                (&27.into(), &total.into(), &27.into(), &(1u64 << 20).into()),
+                "{tool} {ignore}"
+            );
+            assert_eq!(std::fs::metadata(&file).unwrap().len(), 1 << 20);
+        }
+    }
+}
+
 /// random_distribution=sequence (fio after 3.33, commit 1629fb0f; the
 /// installed 3.33 refuses it): fio's own t/sequence.py cases, offsets
 /// from the IOPS log exactly as that script expects them — 2,0,1
@@ -578,6 +702,85 @@ fn dedupe_buffers_count_as_fios_by_fio_dedupe() {
         } else {
             assert!(o < 700, "{extra:?}: {o} of 1024 unique");
         }
+    }
+}
+
+/// dedupe_global, against the installed fio: two jobs write 4 MiB each in
+/// 4 KiB blocks, half of them repeats from a 10 % working set. Without
+/// it each job repeats its own buffers; with it the working set runs
+/// through both jobs' buffers, so each file holds blocks of the other.
+/// Counted on the files themselves: the distinct blocks of job a found in
+/// job b's file grow by at least 60 (here 0 → 102 with each tool), and
+/// fio-dedupe finds more unique blocks in each file (fio 513 → 564, iolab
+/// 542 → 593).
+#[test]
+fn dedupe_global_shares_the_working_set_across_jobs_as_fio_does() {
+    if !fio_or_skip("dedupe_global_shares_the_working_set_across_jobs_as_fio_does") {
+        return;
+    }
+    let env = Env::new();
+    let d = env.dir();
+    let unique = |f: &std::path::Path| -> u64 {
+        let out = Command::new("fio-dedupe")
+            .args(["-b", "4096"])
+            .arg(f)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let re = regex::Regex::new(r"Unique extents=(\d+)").unwrap();
+        re.captures(&text)
+            .unwrap_or_else(|| panic!("fio-dedupe said {text}"))[1]
+            .parse()
+            .unwrap()
+    };
+    let blocks = |f: &std::path::Path| -> std::collections::HashSet<Vec<u8>> {
+        std::fs::read(f)
+            .unwrap()
+            .chunks(4096)
+            .map(<[u8]>::to_vec)
+            .collect()
+    };
+    for tool in ["fio", "iolab"] {
+        // (unique blocks in a, distinct blocks of a also in b)
+        let mut seen = Vec::new();
+        for global in ["0", "1"] {
+            let (a, b) = (d.join(format!("{tool}-a")), d.join(format!("{tool}-b")));
+            let _ = std::fs::remove_file(&a);
+            let _ = std::fs::remove_file(&b);
+            let args = [
+                "--size=4M".to_string(),
+                "--bs=4k".into(),
+                "--rw=write".into(),
+                "--dedupe_percentage=50".into(),
+                "--dedupe_mode=working_set".into(),
+                "--dedupe_working_set_percentage=10".into(),
+                format!("--dedupe_global={global}"),
+                "--name=a".into(),
+                format!("--filename={}", a.display()),
+                "--name=b".into(),
+                format!("--filename={}", b.display()),
+            ];
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let out = if tool == "fio" {
+                Command::new("fio")
+                    .current_dir(d)
+                    .args(&args)
+                    .output()
+                    .unwrap()
+            } else {
+                env.cmd(&args).current_dir(d).output().unwrap()
+            };
+            assert!(out.status.success(), "{tool}: {}", stderr(&out));
+            let shared = blocks(&a).intersection(&blocks(&b)).count();
+            eprintln!(
+                "{tool} dedupe_global={global}: {} unique in a, {shared} blocks of a in b",
+                unique(&a)
+            );
+            seen.push((unique(&a), shared));
+        }
+        let (local, global) = (seen[0], seen[1]);
+        assert!(global.0 > local.0, "{tool}: {seen:?}");
+        assert!(global.1 >= local.1 + 60, "{tool}: {seen:?}");
     }
 }
 

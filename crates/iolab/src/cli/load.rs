@@ -582,7 +582,7 @@ fn build_jobs(a: &LoadArgs, lab_dir: Option<&str>) -> Result<Vec<iolab_load::Job
     if let Some(ini) = &a.cmdline_jobs {
         if a.spec.is_some() || a.readers.is_some() || a.writers.is_some() {
             return Err(usage(
-                "jobs given with several --name go alone: drop the job file, workload or --readers/--writers",
+                "jobs given with --name go alone: drop the job file, workload or --readers/--writers (or put the jobs in the file)",
             ));
         }
         let mut jobs = iolab_load::jobfile::parse(ini, std::path::Path::new("<command line>"))?;

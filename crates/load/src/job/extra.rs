@@ -146,6 +146,14 @@ pub struct Extra {
     pub zbd_opts: ZbdOpts,
     /// Sizes given in zones (`size=8z`), resolved by the plan.
     pub zone_units: ZoneUnits,
+    /// `significant_figures` of the normal report's numbers (fio's
+    /// sig_figs, 1-10, default 4).
+    pub sig_figs: u8,
+    /// `kb_base`: 1024 (binary units first in the normal report) or 1000.
+    pub kb_base: u32,
+    /// `ignore_error`: per class (read, write, verify) the errors that do
+    /// not stop the job (`None`: fio's default, EIO and EILSEQ).
+    pub ignore_error: [Option<Vec<i32>>; 3],
     /// fio's `--aux-path`: where verify states go (default: the job's
     /// directory).
     pub aux_path: Option<std::path::PathBuf>,
@@ -261,6 +269,9 @@ impl Default for Extra {
             zbd_opts: ZbdOpts::default(),
             zone_units: ZoneUnits::default(),
             aux_path: None,
+            ignore_error: Default::default(),
+            sig_figs: 4,
+            kb_base: 1024,
             replay_scale: 100,
             no_latency: false,
             logs: LogOpts::default(),
@@ -311,6 +322,8 @@ pub struct Dedupe {
     pub working_set: bool,
     /// `dedupe_working_set_percentage` (fio's default 5).
     pub working_set_percent: u8,
+    /// `dedupe_global`: the working set spans every clone of the load.
+    pub global: bool,
 }
 
 /// Which jobs `exitall` ends (`exit_what`).

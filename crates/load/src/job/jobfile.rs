@@ -39,10 +39,30 @@ pub fn read(path: &Path) -> Result<Vec<Job>, LoadError> {
 
 /// Parses job-file text; `path` is used in error messages only.
 pub fn parse(text: &str, path: &Path) -> Result<Vec<Job>, LoadError> {
+    // iolab's own spelling of fio's command-line jobs keeps their order.
+    let sorted = path != Path::new("<command line>");
     let mut global = Job::new("global");
     let mut jobs: Vec<(Job, usize)> = Vec::new();
     // The section being filled: None before the first header.
     let mut current: Option<Section> = None;
+    // fio applies a section's kb_base before its other options (parse.c
+    // sorts them by priority), so `size=1000k` after or before
+    // `kb_base=1000` is 1000000 bytes either way.
+    let lines: Vec<&str> = text.lines().collect();
+    let kb_base_of = |from: usize| -> Option<String> {
+        lines[from..]
+            .iter()
+            .map(|l| strip_comment(l).trim())
+            .take_while(|l| !l.starts_with('['))
+            .filter_map(|l| {
+                let (k, v) = split_option(l);
+                (k.eq_ignore_ascii_case("kb_base")).then(|| v.unwrap_or_default().to_string())
+            })
+            .last()
+    };
+    if let Some(v) = kb_base_of(0) {
+        global.x.kb_base = if v.trim() == "1000" { 1000 } else { 1024 };
+    }
     for (idx, raw) in text.lines().enumerate() {
         let line = idx + 1;
         let origin = Origin::File {
@@ -56,14 +76,21 @@ pub fn parse(text: &str, path: &Path) -> Result<Vec<Job>, LoadError> {
         if content.starts_with('[') {
             let name = section_name(content).map_err(|why| LoadError::at(&origin, why))?;
             if let Some(done) = current.take() {
-                done.finish(&mut jobs);
+                done.finish(&mut jobs, sorted);
             }
+            let kb = kb_base_of(idx + 1).map(|v| if v.trim() == "1000" { 1000 } else { 1024 });
             current = Some(if name == "global" {
+                if let Some(k) = kb {
+                    global.x.kb_base = k;
+                }
                 Section::Global
             } else {
                 let mut job = global.clone();
                 job.name = name.to_string();
                 job.options.clear();
+                if let Some(k) = kb {
+                    job.x.kb_base = k;
+                }
                 Section::Job(Box::new(job), line)
             });
             continue;
@@ -97,7 +124,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Vec<Job>, LoadError> {
             .map_err(|why| LoadError::at(&origin, format!("[{section}] {why}")))?;
     }
     if let Some(done) = current.take() {
-        done.finish(&mut jobs);
+        done.finish(&mut jobs, sorted);
     }
     if jobs.is_empty() {
         return Err(LoadError::at(
@@ -130,11 +157,29 @@ enum Section {
 }
 
 impl Section {
-    fn finish(self, jobs: &mut Vec<(Job, usize)>) {
-        if let Section::Job(job, line) = self {
+    /// Ends the section; `sorted`: its options in the order fio applies
+    /// a job file's, which its JSON's "job options" follows.
+    fn finish(self, jobs: &mut Vec<(Job, usize)>, sorted: bool) {
+        if let Section::Job(mut job, line) = self {
+            if sorted {
+                fio_order(&mut job.options);
+            }
             jobs.push((*job, line));
         }
     }
+}
+
+/// fio sorts a job file's options by their priority before applying them
+/// (parse.c, sort_options: a stable sort, glibc's merge sort), so that
+/// `filename` comes after `directory`: kb_base, unit_base, lockfile and
+/// cpus_allowed_policy first, filename and filename_format last, the rest
+/// as written. Command-line jobs keep the order given.
+fn fio_order(options: &mut [(String, String)]) {
+    options.sort_by_key(|(k, _)| match k.as_str() {
+        "kb_base" | "unit_base" | "lockfile" | "cpus_allowed_policy" => 0,
+        "filename" | "filename_format" => 2,
+        _ => 1,
+    });
 }
 
 /// Removes a trailing `; ...` or `# ...` comment (a whole-line comment

@@ -32,11 +32,46 @@ pub fn boolean(key: &str, value: Option<&str>) -> Result<bool, String> {
     }
 }
 
-/// A size with an optional binary unit (`4k` = 4096).
+thread_local! {
+    /// The job being parsed has `kb_base=1000` (set by
+    /// [`crate::job::options::apply`] for each option).
+    pub static KB1000: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// A size with an optional binary unit (`4k` = 4096); with `kb_base=1000`,
+/// fio's SI reading: k, m, g, t (and kB ...) are powers of 1000, KiB,
+/// MiB ... of 1024.
 pub fn size(key: &str, v: &str) -> Result<u64, String> {
-    iolab_sys::units::parse_size(v).map_err(|_| {
+    let bad = || {
         format!("{key}={v}: expected a size with an optional binary unit, e.g. 4k, 1m, 512MiB, 4g")
-    })
+    };
+    if KB1000.get() {
+        let t = v.trim();
+        let split = t
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(t.len());
+        let (num, suffix) = t.split_at(split);
+        let n: f64 = num.parse().map_err(|_| bad())?;
+        let suffix = suffix.trim().to_ascii_lowercase();
+        let (base, unit) = match suffix.strip_suffix("ib") {
+            Some(u) => (1024f64, u.to_string()),
+            None => (1000f64, suffix.trim_end_matches('b').to_string()),
+        };
+        let pow = match unit.as_str() {
+            "" => 0,
+            "k" => 1,
+            "m" => 2,
+            "g" => 3,
+            "t" => 4,
+            _ => return Err(bad()),
+        };
+        let bytes = n * base.powi(pow);
+        if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
+            return Err(bad());
+        }
+        return Ok(bytes.round() as u64);
+    }
+    iolab_sys::units::parse_size(v).map_err(|_| bad())
 }
 
 /// A whole number.

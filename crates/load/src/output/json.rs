@@ -64,7 +64,7 @@ pub struct FioJob {
     pub elapsed: u64,
     /// The options as written.
     #[serde(rename = "job options")]
-    pub job_options: BTreeMap<String, String>,
+    pub job_options: serde_json::Map<String, serde_json::Value>,
     /// Reads (absent with `unified_rw_reporting=mixed`, as in fio).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub read: Option<FioDir>,
@@ -412,7 +412,11 @@ fn job(j: &JobReport, plus: bool, group_kib: [f64; 2]) -> FioJob {
         elapsed: j.runtime.as_secs(),
         // As written: fio lists `name` only where an option gave it (a
         // command-line job), not for a job file's section.
-        job_options: j.options.iter().cloned().collect(),
+        job_options: j
+            .options
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+            .collect(),
         // unified_rw_reporting=mixed: fio writes `mixed` alone.
         read: (!j.mixed_only).then(|| dir(&j.read, group_kib[0])),
         write: (!j.mixed_only).then(|| dir(&j.write, group_kib[1])),
@@ -583,6 +587,8 @@ mod tests {
             latency: None,
             continued: Default::default(),
             zone_resets: None,
+            sig_figs: 4,
+            kb_base: 1024,
             sync_bins: Vec::new(),
             name: "r".into(),
             group: 0,

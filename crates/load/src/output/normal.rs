@@ -14,14 +14,6 @@ use serde_json::Value;
 /// fio's `sig_figs` default.
 const SIG_FIGS: usize = 4;
 
-/// An entry's `significant_figures` (fio's sig_figs, default 4).
-fn sig_figs(j: &Value) -> usize {
-    j["job options"]["significant_figures"]
-        .as_str()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(SIG_FIGS)
-}
-
 /// fio's `num2str`: `num` shortened to at most `maxlen` digits with a
 /// k/M/G (or Ki/Mi/Gi with `pow2`) prefix, keeping a decimal where it
 /// fits, followed by `unit`.
@@ -64,8 +56,8 @@ pub fn num2str(mut num: u64, maxlen: usize, pow2: bool, unit: &str) -> String {
     format!("{num}.{}{}{unit}", &frac[2..], prefixes[post])
 }
 
-/// A map's entries in numeric key order (`">=64"` last): a document that
-/// went through `serde_json::Value` has its keys sorted as text.
+/// A map's entries in numeric key order (`">=64"` last), whatever order a
+/// document that went through `serde_json::Value` kept them in.
 fn numeric(m: &serde_json::Map<String, Value>) -> Vec<(&String, &Value)> {
     let key = |k: &str| {
         k.strip_prefix(">=")
@@ -92,8 +84,28 @@ pub fn render(doc: &Value) -> String {
 }
 
 /// An entry's clones and the thread id fio's header names (`jobs=N`,
-/// `pid=N`), which fio's JSON does not carry.
-pub type Members = (u32, i32);
+/// `pid=N`), and its `significant_figures`, which fio's JSON does not
+/// carry.
+pub type Members = (u32, i32, Style);
+
+/// How an entry's numbers are written: fio's `significant_figures` and
+/// `kb_base` (1000: decimal units first, binary in brackets).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Style {
+    /// Significant figures (fio's sig_figs, default 4).
+    pub sig: usize,
+    /// kb_base=1000.
+    pub si: bool,
+}
+
+impl Default for Style {
+    fn default() -> Style {
+        Style {
+            sig: SIG_FIGS,
+            si: false,
+        }
+    }
+}
 
 /// [`render`], with each entry's [`Members`] where known; without, an
 /// entry counts `numjobs` clones under `group_reporting` and one
@@ -109,7 +121,15 @@ pub fn render_with(doc: &Value, members: &[Members]) -> String {
     let mut groups: Vec<u64> = jobs.iter().map(|j| u(&j["groupid"])).collect();
     groups.dedup();
     for g in groups {
-        group(&mut out, g, &jobs);
+        // fio's group takes its last member's (rs->sig_figs = ts->sig_figs,
+        // rs->kb_base = ts->kb_base).
+        let style = jobs
+            .iter()
+            .enumerate()
+            .rfind(|(_, j)| u(&j["groupid"]) == g)
+            .and_then(|(i, _)| members.get(i))
+            .map_or(Style::default(), |m| m.2);
+        group(&mut out, g, &jobs, style);
     }
     if let Some(disks) = doc["disk_util"].as_array().filter(|d| !d.is_empty()) {
         out.push_str("\nDisk stats (read/write):\n");
@@ -149,10 +169,10 @@ fn guess_members(j: &Value) -> Members {
         .and_then(|n| n.parse::<u32>().ok())
         .filter(|_| grouped)
         .unwrap_or(1);
-    (n, std::process::id() as i32)
+    (n, std::process::id() as i32, Style::default())
 }
 
-fn job(out: &mut String, j: &Value, (members, pid): Members, all: &[Value], time: &str) {
+fn job(out: &mut String, j: &Value, (members, pid, style): Members, all: &[Value], time: &str) {
     let moved = ["read", "write", "trim"]
         .iter()
         .any(|d| u(&j[d]["io_bytes"]) > 0 || u(&j[d]["total_ios"]) > 0);
@@ -197,12 +217,12 @@ fn job(out: &mut String, j: &Value, (members, pid): Members, all: &[Value], time
             &j["mixed"],
             group_agg("read"),
             &Value::Null,
-            sig_figs(j),
+            style,
         );
     } else {
         for d in ["read", "write", "trim"] {
             if u(&j[d]["io_bytes"]) > 0 {
-                ddir(out, d, &j[d], group_agg(d), &j["zone_resets"], sig_figs(j));
+                ddir(out, d, &j[d], group_agg(d), &j["zone_resets"], style);
             }
         }
     }
@@ -271,7 +291,8 @@ fn job(out: &mut String, j: &Value, (members, pid): Members, all: &[Value], time
     );
 }
 
-fn ddir(out: &mut String, name: &str, d: &Value, group_bw: f64, zone_resets: &Value, sig: usize) {
+fn ddir(out: &mut String, name: &str, d: &Value, group_bw: f64, zone_resets: &Value, style: Style) {
+    let (sig, i2p) = (style.sig, !style.si);
     let runtime = u(&d["runtime"]).max(1);
     let bytes = u(&d["io_bytes"]);
     let bw = bytes * 1000 / runtime;
@@ -287,9 +308,9 @@ fn ddir(out: &mut String, name: &str, d: &Value, group_bw: f64, zone_resets: &Va
         out,
         "  {name}: IOPS={}, BW={} ({})({}/{}msec){post}",
         num2str(iops, sig, false, ""),
-        num2str(bw, sig, true, "B/s"),
-        num2str(bw, sig, false, "B/s"),
-        num2str(bytes, sig, true, "B"),
+        num2str(bw, sig, i2p, "B/s"),
+        num2str(bw, sig, !i2p, "B/s"),
+        num2str(bytes, sig, i2p, "B"),
         u(&d["runtime"])
     );
     for (label, key) in [("slat", "slat_ns"), ("clat", "clat_ns"), (" lat", "lat_ns")] {
@@ -434,7 +455,8 @@ fn latencies(out: &mut String, j: &Value) {
     }
 }
 
-fn group(out: &mut String, g: u64, jobs: &[Value]) {
+fn group(out: &mut String, g: u64, jobs: &[Value], style: Style) {
+    let (sig, i2p) = (style.sig, !style.si);
     let _ = writeln!(out, "\nRun status group {g} (all jobs):");
     let mine: Vec<&Value> = jobs.iter().filter(|j| u(&j["groupid"]) == g).collect();
     for (label, d) in [
@@ -465,20 +487,18 @@ fn group(out: &mut String, g: u64, jobs: &[Value]) {
             bws.iter().copied().min().unwrap_or(0),
             bws.iter().copied().max().unwrap_or(0),
         );
-        // fio's group takes its last member's (rs->sig_figs = ts->sig_figs).
-        let sig = mine.last().map_or(SIG_FIGS, |j| sig_figs(j));
         let n = |v: u64, p2: bool, unit: &str| num2str(v, sig, p2, unit);
         let _ = writeln!(
             out,
             "{label}: bw={} ({}), {}-{} ({}-{}), io={} ({}), run={min_run}-{max_run}msec",
-            n(agg, true, "B/s"),
-            n(agg, false, "B/s"),
-            n(lo, true, "B/s"),
-            n(hi, true, "B/s"),
-            n(lo, false, "B/s"),
-            n(hi, false, "B/s"),
-            n(io, true, "B"),
-            n(io, false, "B"),
+            n(agg, i2p, "B/s"),
+            n(agg, !i2p, "B/s"),
+            n(lo, i2p, "B/s"),
+            n(hi, i2p, "B/s"),
+            n(lo, !i2p, "B/s"),
+            n(hi, !i2p, "B/s"),
+            n(io, i2p, "B"),
+            n(io, !i2p, "B"),
         );
     }
 }

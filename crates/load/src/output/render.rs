@@ -31,7 +31,16 @@ pub fn render(format: &str, report: &LoadReport, observed: &Observed) -> Result<
         let members: Vec<_> = report
             .jobs
             .iter()
-            .map(|j| (j.clones, j.thread_ids.first().copied().unwrap_or(0)))
+            .map(|j| {
+                (
+                    j.clones,
+                    j.thread_ids.first().copied().unwrap_or(0),
+                    super::normal::Style {
+                        sig: usize::from(j.sig_figs),
+                        si: j.kb_base == 1000,
+                    },
+                )
+            })
             .collect();
         super::normal::render_with(&fio_document(report, false)?, &members)
     } else {

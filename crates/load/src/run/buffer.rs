@@ -100,6 +100,9 @@ pub struct Dedupe {
     prev: Option<u64>,
     /// `working_set`: how many unique buffers repeats choose from.
     working_set: u64,
+    /// `dedupe_global`: every clone's first seed, and this clone's place
+    /// among them.
+    global: Option<(std::sync::Arc<Vec<u64>>, usize)>,
 }
 
 impl Dedupe {
@@ -113,6 +116,31 @@ impl Dedupe {
             unique: 0,
             prev: None,
             working_set: (size * u64::from(opts.working_set_percent) / 100 / bs.max(1)).max(1),
+            global: None,
+        }
+    }
+
+    /// `dedupe_global`: the working set runs through every clone's
+    /// unique buffers in turn, a share each, starting with this clone's
+    /// (fio's init_dedupe_working_set_seeds with global_dedup), so jobs
+    /// repeat each other's buffers.
+    pub fn global(mut self, bases: std::sync::Arc<Vec<u64>>, me: usize) -> Dedupe {
+        if self.opts.working_set && !bases.is_empty() {
+            self.global = Some((bases, me));
+        }
+        self
+    }
+
+    /// Working-set buffer `i`'s seed.
+    fn working(&self, i: u64) -> u64 {
+        match &self.global {
+            None => self.base.wrapping_add(i),
+            Some((bases, me)) => {
+                let n = bases.len() as u64;
+                let per = (self.working_set / n).max(1);
+                let owner = (*me as u64 + i / per) % n;
+                bases[owner as usize].wrapping_add(i % per)
+            }
         }
     }
 
@@ -122,9 +150,10 @@ impl Dedupe {
         let repeat = p >= 100 || self.rng.random_range(1..=100) <= p;
         match (repeat, self.prev) {
             (true, Some(prev)) if !self.opts.working_set => prev,
-            (true, _) if self.opts.working_set => self
-                .base
-                .wrapping_add(self.rng.random_range(0..self.working_set)),
+            (true, _) if self.opts.working_set => {
+                let i = self.rng.random_range(0..self.working_set);
+                self.working(i)
+            }
             _ => {
                 let s = self.base.wrapping_add(self.unique);
                 self.unique += 1;
@@ -146,6 +175,7 @@ mod tests {
             percent: 50,
             working_set: false,
             working_set_percent: 5,
+            global: false,
         };
         let mut d = Dedupe::new(o, 7, 4 << 20, 4096);
         let seeds: Vec<u64> = (0..10_000).map(|_| d.next_seed()).collect();

@@ -233,6 +233,10 @@ pub struct JobReport {
     pub mixed_only: bool,
     /// zonemode=zbd: the zone resets its clones made.
     pub zone_resets: Option<u64>,
+    /// `significant_figures` of its normal report.
+    pub sig_figs: u8,
+    /// `kb_base` of its normal report (1024 or 1000).
+    pub kb_base: u32,
 }
 
 impl JobReport {
@@ -498,6 +502,8 @@ impl Merge {
             continue_on_error: job.x.continue_on_error != 0,
             continued: self.continued.clone(),
             zone_resets: self.zone_resets.or(job.x.zbd.then_some(0)),
+            sig_figs: job.x.sig_figs,
+            kb_base: job.x.kb_base,
             thread_ids: self.tids.clone(),
             seeds: self.seeds.clone(),
         }

@@ -36,12 +36,23 @@ pub struct JobShared {
 pub struct Shared {
     /// Per job.
     pub jobs: Vec<JobShared>,
+    /// Every clone's random seed, in clone number order (`dedupe_global`
+    /// repeats other clones' buffers).
+    pub seeds: std::sync::Arc<Vec<u64>>,
 }
 
 impl Shared {
     /// State for the planned jobs.
     pub fn new(jobs: &[PlannedJob]) -> Shared {
+        let seeds = jobs
+            .iter()
+            .enumerate()
+            .flat_map(|(i, pj)| {
+                (0..pj.job.numjobs).map(move |c| crate::run::clone::spec::seed_of(&pj.job, i, c))
+            })
+            .collect();
         Shared {
+            seeds: std::sync::Arc::new(seeds),
             jobs: jobs
                 .iter()
                 .map(|pj| JobShared {

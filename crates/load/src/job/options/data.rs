@@ -13,6 +13,7 @@ pub const NAMES: &[&str] = &[
     "dedupe_percentage",
     "dedupe_mode",
     "dedupe_working_set_percentage",
+    "dedupe_global",
     "buffer_compress_percentage",
     "buffer_compress_chunk",
     "verify",
@@ -50,13 +51,18 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
             }
         }
         "refill_buffers" => x.refill_buffers = boolean(key, value)?,
-        "dedupe_percentage" | "dedupe_mode" | "dedupe_working_set_percentage" => {
-            let v = need(key, value)?;
+        "dedupe_percentage" | "dedupe_mode" | "dedupe_working_set_percentage" | "dedupe_global" => {
             let d = x.dedupe.get_or_insert(crate::job::extra::Dedupe {
                 percent: 0,
                 working_set: false,
                 working_set_percent: 5,
+                global: false,
             });
+            if key == "dedupe_global" {
+                d.global = boolean(key, value)?;
+                return Ok(());
+            }
+            let v = need(key, value)?;
             match key {
                 "dedupe_percentage" => d.percent = percent(key, v)?,
                 "dedupe_working_set_percentage" => d.working_set_percent = percent(key, v)?,

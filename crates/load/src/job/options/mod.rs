@@ -42,6 +42,7 @@ pub fn supported() -> impl Iterator<Item = &'static str> {
 /// Applies one option. `value` is `None` for a bare option (`time_based`).
 /// The error says what the value should look like; the caller adds where.
 pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String> {
+    crate::job::value::KB1000.set(job.x.kb_base == 1000);
     match CONCERNS.iter().find(|(names, _)| names.contains(&key)) {
         Some((_, apply)) => apply(job, key, value)?,
         None => return Err(refused::unknown(key, supported())),

@@ -4,20 +4,39 @@
 /// Options iolab knows and refuses, with the reason (said instead of "did
 /// you mean").
 const REFUSED: &[(&str, &str)] = &[
-    ("dedupe_global", "buffers repeat within a job, not across jobs: drop dedupe_global"),
-    ("numa_cpu_nodes", "NUMA placement is not supported (this build has no libnuma)"),
-    ("numa_mem_policy", "NUMA placement is not supported (this build has no libnuma)"),
+    (
+        "numa_cpu_nodes",
+        "NUMA placement is not supported (this build has no libnuma)",
+    ),
+    (
+        "numa_mem_policy",
+        "NUMA placement is not supported (this build has no libnuma)",
+    ),
     ("atomic", "atomic writes (RWF_ATOMIC) are not supported"),
     ("sprandom", "SPRandom preconditioning is not supported"),
-    ("fdp", "NVMe flexible data placement needs an NVMe device and io_uring_cmd, not supported"),
+    (
+        "fdp",
+        "NVMe flexible data placement needs an NVMe device and io_uring_cmd, not supported",
+    ),
     ("fdp_pli", "NVMe flexible data placement is not supported"),
-    ("ignore_error", "iolab continues past fio's non-fatal errors only (EIO, EILSEQ), as fio's default lists: drop ignore_error"),
-    ("verify_offset", "iolab's verify header has a fixed place at the start of each chunk"),
+    (
+        "verify_offset",
+        "iolab's verify header has a fixed place at the start of each chunk",
+    ),
     ("verify_only", "iolab verifies blocks this job wrote"),
     ("trim_percentage", "trims are not supported"),
-    ("unlink_each_loop", "files are removed at the end of the job only (unlink=1)"),
-    ("cpus_allowed", "CPU affinity per job is not supported: use taskset on iolab"),
-    ("cpumask", "CPU affinity per job is not supported: use taskset on iolab"),
+    (
+        "unlink_each_loop",
+        "files are removed at the end of the job only (unlink=1)",
+    ),
+    (
+        "cpus_allowed",
+        "CPU affinity per job is not supported: use taskset on iolab",
+    ),
+    (
+        "cpumask",
+        "CPU affinity per job is not supported: use taskset on iolab",
+    ),
     ("exec_prerun", "iolab runs no commands from job files"),
     ("exec_postrun", "iolab runs no commands from job files"),
     ("include", "put the jobs in one file"),

@@ -8,6 +8,7 @@ use crate::job::value::*;
 pub const NAMES: &[&str] = &[
     "group_reporting",
     "significant_figures",
+    "kb_base",
     "percentile_list",
     "clat_percentiles",
     "lat_percentiles",
@@ -37,6 +38,7 @@ pub const NAMES: &[&str] = &[
     "log_store_compressed",
     "slat_percentiles",
     "error_dump",
+    "ignore_error",
     "continue_on_error",
     "latency_target",
     "latency_window",
@@ -161,17 +163,94 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
         "error_dump" => {
             boolean(key, value)?;
         }
+        "ignore_error" => {
+            let v = need(key, value)?;
+            let lists = ignore_error(v)?;
+            for (k, l) in lists.iter().enumerate() {
+                if l.is_some() {
+                    // fio: errors named for a class also continue it.
+                    x.continue_on_error |= 1 << k;
+                }
+            }
+            x.ignore_error = lists;
+        }
         // apply() let only NAMES in.
-        // Read back from the job's options by the normal report, which
-        // prints from the JSON document.
+        "kb_base" => {
+            let v = crate::job::value::need(key, value)?;
+            x.kb_base = match v {
+                "1024" => 1024,
+                "1000" => 1000,
+                _ => return Err(format!("{key}={v}: expected 1024 or 1000")),
+            }
+        }
         "significant_figures" => {
             let v = crate::job::value::need(key, value)?;
-            match v.parse::<u8>() {
-                Ok(1..=10) => {}
+            x.sig_figs = match v.parse::<u8>() {
+                Ok(n @ 1..=10) => n,
                 _ => return Err(format!("{key}={v}: expected a whole number from 1 to 10")),
             }
         }
         _ => return Err(format!("option {key} is not in this table")),
     }
     Ok(())
+}
+
+/// fio's errno names for `ignore_error` (options.c, str2error): EPERM..ERANGE
+/// are errno 1..34 on Linux.
+const ERRNO_NAMES: [&str; 34] = [
+    "EPERM", "ENOENT", "ESRCH", "EINTR", "EIO", "ENXIO", "E2BIG", "ENOEXEC", "EBADF", "ECHILD",
+    "EAGAIN", "ENOMEM", "EACCES", "EFAULT", "ENOTBLK", "EBUSY", "EEXIST", "EXDEV", "ENODEV",
+    "ENOTDIR", "EISDIR", "EINVAL", "ENFILE", "EMFILE", "ENOTTY", "ETXTBSY", "EFBIG", "ENOSPC",
+    "ESPIPE", "EROFS", "EMLINK", "EPIPE", "EDOM", "ERANGE",
+];
+
+/// `ignore_error=READ,WRITE,VERIFY`: per class (comma separated), the
+/// errors (colon separated, names or numbers) that do not stop the job;
+/// `None` keeps fio's default list (EIO, EILSEQ) for that class.
+fn ignore_error(v: &str) -> Result<[Option<Vec<i32>>; 3], String> {
+    let mut out: [Option<Vec<i32>>; 3] = Default::default();
+    for (k, class) in v.split(',').enumerate() {
+        if k >= 3 {
+            return Err(format!(
+                "ignore_error={v}: Illegal error type (at most three lists: read, write, verify)"
+            ));
+        }
+        let mut errs = Vec::new();
+        // fio stops at the first empty name.
+        for name in class.trim().split(':').take_while(|n| !n.is_empty()) {
+            let e = if name.starts_with('E') {
+                ERRNO_NAMES
+                    .iter()
+                    .position(|n| *n == name)
+                    .map_or(0, |i| i as i32 + 1)
+            } else {
+                name.parse::<i32>().map_or(0, i32::abs)
+            };
+            if e == 0 {
+                return Err(format!(
+                    "ignore_error={v}: Unknown error {name}, please use number value (or one of {})",
+                    ERRNO_NAMES.join(", ")
+                ));
+            }
+            errs.push(e);
+        }
+        if !errs.is_empty() {
+            out[k] = Some(errs);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod ignore_error_tests {
+    #[test]
+    fn classes_are_comma_separated_errors_colon_separated() {
+        let l = super::ignore_error(",ENOSPC:EFBIG,84").unwrap();
+        assert_eq!(l[0], None);
+        assert_eq!(l[1], Some(vec![libc::ENOSPC, libc::EFBIG]));
+        assert_eq!(l[2], Some(vec![84]));
+        assert!(super::ignore_error("EWHAT").is_err());
+        assert!(super::ignore_error("EIO,EIO,EIO,EIO").is_err());
+        assert_eq!(super::ignore_error("-5").unwrap()[0], Some(vec![5]));
+    }
 }

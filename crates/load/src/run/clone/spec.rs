@@ -50,16 +50,18 @@ pub struct CloneSpec {
 /// and clone with `randrepeat` (runs repeat their offsets), else from the
 /// clock.
 pub fn seed_for(spec: &CloneSpec) -> u64 {
-    let base = if let Some(s) = spec.job.x.randseed {
+    seed_of(&spec.job, spec.job_idx, spec.clone)
+}
+
+/// Clone `clone` of job `job_idx`'s seed (see [`seed_for`]).
+pub fn seed_of(job: &Job, job_idx: usize, clone: u32) -> u64 {
+    let base = if let Some(s) = job.x.randseed {
         s
-    } else if spec.job.randrepeat {
+    } else if job.randrepeat {
         // FNV-1a of the name: stable across runs and builds.
-        spec.job
-            .name
-            .bytes()
-            .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-                (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-            })
+        job.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        })
     } else {
         // randrepeat=0: new every run, but one value for the whole run, so
         // each of the clone's streams and the reported seed agree.
@@ -71,9 +73,9 @@ pub fn seed_for(spec: &CloneSpec) -> u64 {
                 .unwrap_or(0)
                 ^ u64::from(std::process::id()) << 40
         });
-        run ^ spec.job_idx as u64
+        run ^ job_idx as u64
     };
-    base ^ (u64::from(spec.clone) << 32)
+    base ^ (u64::from(clone) << 32)
 }
 
 /// The seeds of a clone's random streams (`--debug=random` prints them as

@@ -131,7 +131,14 @@ impl<'a> Run<'a> {
             .x
             .dedupe
             .filter(|d| d.percent > 0 && job.writes())
-            .map(|d| crate::run::buffer::Dedupe::new(d, seed, spec.size, job.sizes.min()));
+            .map(|d| {
+                let dd = crate::run::buffer::Dedupe::new(d, seed, spec.size, job.sizes.min());
+                if d.global {
+                    dd.global(spec.shared.seeds.clone(), spec.number - 1)
+                } else {
+                    dd
+                }
+            });
         let prepare = job.writes()
             && (verify.is_some()
                 || dedupe.is_some()
@@ -306,10 +313,18 @@ impl<'a> Run<'a> {
     /// `count` is how many I/Os it stands for (bad blocks of a verify
     /// pass). True when the clone goes on.
     pub fn error(&mut self, f: Failure, dir: Dir, count: u64) -> bool {
-        if continues(self.job.x.continue_on_error, f.errno, dir) {
+        let mask = self.job.x.continue_on_error;
+        if continues(mask, &self.job.x.ignore_error, f.errno, dir) {
             self.continued.count += count;
             self.continued.first.get_or_insert(f);
             return true;
+        }
+        // fio counts a fatal error of a class it continues on when the I/O
+        // completed at submission (backend.c, io_queue_event), not when a
+        // queueing engine reaps it (io_u.c, io_completed).
+        if mask & (1 << error_class(f.errno, dir)) != 0 && !self.job.ioengine.queues() {
+            self.continued.count += count;
+            self.continued.first.get_or_insert(f.clone());
         }
         self.fail(f);
         false
@@ -473,17 +488,27 @@ fn shape_of(spec: &CloneSpec, zones: Option<&Zones>) -> Shape {
         round_up: job.x.zbd,
     }
 }
-/// fio's `td_non_fatal_error` with its default lists: whether a job
-/// with `continue_on_error` classes `mask` goes on after `errno` in
-/// `dir` (EILSEQ is a verify error, else the direction's; only EIO and
-/// EILSEQ are non-fatal).
-pub fn continues(mask: u32, errno: i32, dir: Dir) -> bool {
-    let class = match (errno, dir) {
-        (libc::EILSEQ, _) => 4,
-        (_, Dir::Read) => 1,
-        _ => 2,
+/// fio's error class (td_error_type): 0 read, 1 write, 2 verify.
+fn error_class(errno: i32, dir: Dir) -> usize {
+    match (errno, dir) {
+        (libc::EILSEQ, _) => 2,
+        (_, Dir::Read) => 0,
+        _ => 1,
+    }
+}
+
+/// fio's `td_non_fatal_error`: whether a job with `continue_on_error`
+/// classes `mask` goes on after `errno` in `dir` (EILSEQ is a verify
+/// error, else the direction's): when the class's `ignore_error` list has
+/// it, or without a list when it is one of fio's non-fatal errors (EIO,
+/// EILSEQ).
+pub fn continues(mask: u32, lists: &[Option<Vec<i32>>; 3], errno: i32, dir: Dir) -> bool {
+    let class = error_class(errno, dir);
+    let listed = match &lists[class] {
+        Some(l) => l.contains(&errno),
+        None => matches!(errno, libc::EIO | libc::EILSEQ),
     };
-    matches!(errno, libc::EIO | libc::EILSEQ) && mask & class != 0
+    listed && mask & (1 << class) != 0
 }
 
 #[cfg(test)]
@@ -494,13 +519,19 @@ mod continue_tests {
     #[test]
     fn only_fios_non_fatal_errors_of_the_chosen_classes_continue() {
         let (read, write, verify, all) = (1, 2, 4, 0xffff);
-        assert!(continues(read, libc::EIO, Dir::Read));
-        assert!(!continues(read, libc::EIO, Dir::Write));
-        assert!(continues(write, libc::EIO, Dir::Trim));
-        assert!(!continues(write, libc::EILSEQ, Dir::Write));
-        assert!(continues(verify, libc::EILSEQ, Dir::Read));
-        assert!(!continues(all, libc::ENOSPC, Dir::Write));
-        assert!(!continues(all, libc::EINVAL, Dir::Read));
-        assert!(!continues(0, libc::EIO, Dir::Read));
+        let none = Default::default();
+        assert!(continues(read, &none, libc::EIO, Dir::Read));
+        assert!(!continues(read, &none, libc::EIO, Dir::Write));
+        assert!(continues(write, &none, libc::EIO, Dir::Trim));
+        assert!(!continues(write, &none, libc::EILSEQ, Dir::Write));
+        assert!(continues(verify, &none, libc::EILSEQ, Dir::Read));
+        assert!(!continues(all, &none, libc::ENOSPC, Dir::Write));
+        assert!(!continues(all, &none, libc::EINVAL, Dir::Read));
+        assert!(!continues(0, &none, libc::EIO, Dir::Read));
+        // ignore_error=,ENOSPC: the write list replaces EIO, EILSEQ.
+        let lists = [None, Some(vec![libc::ENOSPC]), None];
+        assert!(continues(write, &lists, libc::ENOSPC, Dir::Write));
+        assert!(!continues(write, &lists, libc::EIO, Dir::Write));
+        assert!(continues(read, &lists, libc::EIO, Dir::Read));
     }
 }
