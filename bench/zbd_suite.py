@@ -56,13 +56,19 @@ def parse(text):
 
 
 def first_line(log):
-    """The first line of a failed test's log that says why."""
+    """The line of a failed test's log that says why: iolab's own message,
+    else the first line naming an error or a mismatch."""
     if not log.exists():
         return ""
-    for line in log.read_text(errors="replace").splitlines():
-        low = line.lower()
+    lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines()]
+    lines = [ln for ln in lines if ln and ln not in ("FAIL", "PASS", "SKIP")]
+    for ln in lines:
+        if ln.startswith("iolab:"):
+            return ln[:150]
+    for ln in lines:
+        low = ln.lower()
         if any(k in low for k in ("error", "assert", "fail", "refus", "expected", "<>")):
-            return line.strip()[:150]
+            return ln[:150]
     return ""
 
 
