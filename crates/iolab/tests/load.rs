@@ -151,12 +151,12 @@ fn a_job_file_from_disk() {
 fn a_bad_job_file_exits_2_naming_the_line() {
     let env = Env::new();
     let file = env.dir().join("bad.fio");
-    std::fs::write(&file, "[global]\nbs=4k\n\n[j]\nignore_error=EIO\n").unwrap();
+    std::fs::write(&file, "[global]\nbs=4k\n\n[j]\nexec_prerun=true\n").unwrap();
     let out = env.run(&[file.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(
-        err.contains("bad.fio:5:") && err.contains("ignore_error"),
+        err.contains("bad.fio:5:") && err.contains("exec_prerun"),
         "{err}"
     );
     std::fs::write(&file, "[j]\nbs=lots\n").unwrap();

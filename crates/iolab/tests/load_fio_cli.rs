@@ -398,12 +398,12 @@ fn with_fio_runs_a_job_iolab_refuses_and_adds_its_checks() {
     }
     let env = Env::new();
     let (f1, f2) = (env.dir().join("wf1"), env.dir().join("wf2"));
-    // Buffers repeated across jobs are something iolab does not build.
+    // Commands run from a job file are something iolab does not do.
     let job = env.dir().join("two.fio");
     std::fs::write(
         &job,
         format!(
-            "[j]\nrw=write\nbs=64k\nsize=2m\nfilename={}:{}\nioengine=psync\nend_fsync=1\ndedupe_percentage=50\ndedupe_global=1\n",
+            "[j]\nrw=write\nbs=64k\nsize=2m\nfilename={}:{}\nioengine=psync\nend_fsync=1\nexec_prerun=true\n",
             f1.display(),
             f2.display()
         ),

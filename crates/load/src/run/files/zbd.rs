@@ -744,14 +744,14 @@ impl ZbdClone {
             .any(|z| z.owner == self.me && z.inflight > 0)
     }
 
-    fn write(&mut self, f: &ZbdFile, t: &mut Table, zi: usize, _off: u64, len: u64) -> Placed {
+    fn write(&mut self, f: &ZbdFile, t: &mut Table, zi: usize, drawn: u64, len: u64) -> Placed {
         let min_bs = self.min_bs[1];
         if len > f.zone_size {
             return Placed::Fail(libc::EINVAL, "I/O buflen exceeds zone size");
         }
         let mut zb = zi;
         if !self.open_zone(f, t, zb) {
-            match self.convert_to_open_zone(f, t, _off) {
+            match self.convert_to_open_zone(f, t, drawn) {
                 Ok(k) => zb = k,
                 Err(p) => return p,
             }
@@ -769,14 +769,14 @@ impl ZbdClone {
             // the zone complete first (fio quiesces).
             if t.zones[zb].inflight > 0 {
                 if reset {
-                    // fio keeps the decision in the zone (reset_zone).
+                    // fio marks the zone (reset_zone) and waits; here the
+                    // count is left one short, so the retry decides again.
                     t.write_cnt = 1;
                 }
                 return Placed::Wait;
             }
             if let Err(e) = f.reset(t, zb) {
-                let _ = e;
-                return Placed::Fail(libc::EIO, "resetting wp failed");
+                return Placed::Fail(e.raw_os_error().unwrap_or(libc::EIO), "resetting wp failed");
             }
             self.resets += 1;
             if t.zones[zb].cap_end - t.zones[zb].start < min_bs {
