@@ -127,7 +127,7 @@ pub struct LoadArgs {
     #[arg(long = "fio-argv", hide = true)]
     pub fio_argv: Option<String>,
 
-    /// Jobs of a fio command line with several --name (set by iolab).
+    /// Jobs of a fio command line with --name (set by iolab).
     #[arg(long = "fio-cmdline-jobs", hide = true)]
     pub cmdline_jobs: Option<String>,
 
