@@ -471,7 +471,8 @@ fn continue_on_error_counts_what_fio_counts() {
 /// "job options" in the order fio writes them, against the installed fio:
 /// a command-line job's as given; a job file's in the order fio applies
 /// them (sorted by its option priority: kb_base first, filename last, the
-/// rest as written). Parsed keeping the document's order.
+/// rest as written); and the document's other keys in fio's order.
+/// Parsed keeping the document's order.
 #[test]
 fn job_options_keep_fios_order() {
     if !fio_or_skip("job_options_keep_fios_order") {
@@ -509,9 +510,21 @@ fn job_options_keep_fios_order() {
                 .cloned()
                 .collect()
         };
-        let f = keys(&fio(d, args));
-        let i = keys(&iolab(&env, d, args));
-        assert_eq!(f, i, "{args:?}");
+        let (fo, io) = (fio(d, args), iolab(&env, d, args));
+        assert_eq!(keys(&fo), keys(&io), "{args:?}");
+        // The rest of the document in fio's order too: top level, a job
+        // entry, a direction (iolab's own keys left out).
+        let order = |v: &Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
+        let (fj, ij) = (json(&fo), json(&io));
+        for (f, i) in [
+            (&fj, &ij),
+            (&fj["jobs"][0], &ij["jobs"][0]),
+            (&fj["jobs"][0]["write"], &ij["jobs"][0]["write"]),
+        ] {
+            let want = order(f);
+            let got: Vec<String> = order(i).into_iter().filter(|k| want.contains(k)).collect();
+            assert_eq!(got, want, "{args:?}");
+        }
     }
 }
 
