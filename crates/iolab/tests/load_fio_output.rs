@@ -528,6 +528,67 @@ fn job_options_keep_fios_order() {
     }
 }
 
+/// The normal report's units, against the installed fio: `kb_base=1000`
+/// (sizes read as SI, decimal units first), `unit_base=1` (bandwidth in
+/// bits) and `significant_figures=10` (whole numbers): the same `io=`
+/// text and the same kind of unit (binary or decimal first, bytes or
+/// bits) on every bandwidth, write line and group line.
+#[test]
+fn report_units_follow_kb_base_unit_base_and_significant_figures() {
+    if !fio_or_skip("report_units_follow_kb_base_unit_base_and_significant_figures") {
+        return;
+    }
+    let env = Env::new();
+    let d = env.dir();
+    let file = d.join("u.dat");
+    // A unit without its magnitude (a slower run may print kB where a
+    // faster one prints MB): binary or decimal, bytes or bits.
+    let units = regex::Regex::new(r"[0-9.]+[kKMGT]?(i?)(B|bit)(/s)?").unwrap();
+    for extra in [
+        &["--kb_base=1000"][..],
+        &["--unit_base=1"][..],
+        &["--significant_figures=10"][..],
+        &["--kb_base=1000", "--unit_base=1"][..],
+    ] {
+        let mut args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        args.extend([
+            "--name=u".to_string(),
+            format!("--filename={}", file.display()),
+            "--size=1000k".into(),
+            "--rw=write".into(),
+            "--bs=4k".into(),
+        ]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let lines = |out: &Output| -> Vec<(Vec<String>, String)> {
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter(|l| l.contains("write: IOPS=") || l.contains("WRITE: bw="))
+                .map(|l| {
+                    let io = l
+                        .split("io=")
+                        .nth(1)
+                        .or_else(|| l.split(")(").nth(1))
+                        .unwrap_or("")
+                        .split([',', '/'])
+                        .next()
+                        .unwrap()
+                        .to_string();
+                    let u = units
+                        .captures_iter(l.split(", run=").next().unwrap())
+                        .map(|c| {
+                            format!("{}{}{}", &c[1], &c[2], c.get(3).map_or("", |m| m.as_str()))
+                        })
+                        .collect();
+                    (u, io)
+                })
+                .collect()
+        };
+        let (f, i) = (lines(&fio(d, &args)), lines(&iolab(&env, d, &args)));
+        assert_eq!(f.len(), 2, "{extra:?}: {f:?}");
+        assert_eq!(f, i, "{extra:?}");
+    }
+}
+
 /// ignore_error, against the installed fio: a write job under a 1 MiB
 /// file-size limit (RLIMIT_FSIZE, SIGXFSZ ignored) gets EFBIG for every
 /// write past 1 MiB, an error outside fio's default non-fatal list. With

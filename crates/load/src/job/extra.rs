@@ -151,6 +151,8 @@ pub struct Extra {
     pub sig_figs: u8,
     /// `kb_base`: 1024 (binary units first in the normal report) or 1000.
     pub kb_base: u32,
+    /// `unit_base=1`: the normal report's bandwidths in bits.
+    pub bits: bool,
     /// `ignore_error`: per class (read, write, verify) the errors that do
     /// not stop the job (`None`: fio's default, EIO and EILSEQ).
     pub ignore_error: [Option<Vec<i32>>; 3],
@@ -272,6 +274,7 @@ impl Default for Extra {
             ignore_error: Default::default(),
             sig_figs: 4,
             kb_base: 1024,
+            bits: false,
             replay_scale: 100,
             no_latency: false,
             logs: LogOpts::default(),

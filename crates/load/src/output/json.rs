@@ -589,6 +589,7 @@ mod tests {
             zone_resets: None,
             sig_figs: 4,
             kb_base: 1024,
+            bits: false,
             sync_bins: Vec::new(),
             name: "r".into(),
             group: 0,

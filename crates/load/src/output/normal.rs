@@ -96,6 +96,20 @@ pub struct Style {
     pub sig: usize,
     /// kb_base=1000.
     pub si: bool,
+    /// unit_base=1: bandwidths in bits (fio's N2S_BITPERSEC: the value
+    /// times 8, "bit/s").
+    pub bits: bool,
+}
+
+impl Style {
+    /// A bandwidth in this style's unit.
+    fn bw(self, bytes_per_s: u64, pow2: bool) -> String {
+        if self.bits {
+            num2str(bytes_per_s.saturating_mul(8), self.sig, pow2, "bit/s")
+        } else {
+            num2str(bytes_per_s, self.sig, pow2, "B/s")
+        }
+    }
 }
 
 impl Default for Style {
@@ -103,6 +117,7 @@ impl Default for Style {
         Style {
             sig: SIG_FIGS,
             si: false,
+            bits: false,
         }
     }
 }
@@ -308,8 +323,8 @@ fn ddir(out: &mut String, name: &str, d: &Value, group_bw: f64, zone_resets: &Va
         out,
         "  {name}: IOPS={}, BW={} ({})({}/{}msec){post}",
         num2str(iops, sig, false, ""),
-        num2str(bw, sig, i2p, "B/s"),
-        num2str(bw, sig, !i2p, "B/s"),
+        style.bw(bw, i2p),
+        style.bw(bw, !i2p),
         num2str(bytes, sig, i2p, "B"),
         u(&d["runtime"])
     );
@@ -491,12 +506,12 @@ fn group(out: &mut String, g: u64, jobs: &[Value], style: Style) {
         let _ = writeln!(
             out,
             "{label}: bw={} ({}), {}-{} ({}-{}), io={} ({}), run={min_run}-{max_run}msec",
-            n(agg, i2p, "B/s"),
-            n(agg, !i2p, "B/s"),
-            n(lo, i2p, "B/s"),
-            n(hi, i2p, "B/s"),
-            n(lo, !i2p, "B/s"),
-            n(hi, !i2p, "B/s"),
+            style.bw(agg, i2p),
+            style.bw(agg, !i2p),
+            style.bw(lo, i2p),
+            style.bw(hi, i2p),
+            style.bw(lo, !i2p),
+            style.bw(hi, !i2p),
             n(io, i2p, "B"),
             n(io, !i2p, "B"),
         );

@@ -38,6 +38,7 @@ pub fn render(format: &str, report: &LoadReport, observed: &Observed) -> Result<
                     super::normal::Style {
                         sig: usize::from(j.sig_figs),
                         si: j.kb_base == 1000,
+                        bits: j.bits,
                     },
                 )
             })

@@ -237,6 +237,8 @@ pub struct JobReport {
     pub sig_figs: u8,
     /// `kb_base` of its normal report (1024 or 1000).
     pub kb_base: u32,
+    /// `unit_base=1`: its normal report's bandwidths in bits.
+    pub bits: bool,
 }
 
 impl JobReport {
@@ -504,6 +506,7 @@ impl Merge {
             zone_resets: self.zone_resets.or(job.x.zbd.then_some(0)),
             sig_figs: job.x.sig_figs,
             kb_base: job.x.kb_base,
+            bits: job.x.bits,
             thread_ids: self.tids.clone(),
             seeds: self.seeds.clone(),
         }

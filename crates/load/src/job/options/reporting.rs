@@ -9,6 +9,7 @@ pub const NAMES: &[&str] = &[
     "group_reporting",
     "significant_figures",
     "kb_base",
+    "unit_base",
     "percentile_list",
     "clat_percentiles",
     "lat_percentiles",
@@ -175,6 +176,19 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
             x.ignore_error = lists;
         }
         // apply() let only NAMES in.
+        // fio 3.33's posval: 0 auto (bytes), 8 bytes, 1 bits.
+        "unit_base" => {
+            let v = crate::job::value::need(key, value)?;
+            x.bits = match v {
+                "0" | "8" => false,
+                "1" => true,
+                _ => {
+                    return Err(format!(
+                        "{key}={v}: expected 0 (auto), 8 (bytes) or 1 (bits)"
+                    ))
+                }
+            }
+        }
         "kb_base" => {
             let v = crate::job::value::need(key, value)?;
             x.kb_base = match v {
