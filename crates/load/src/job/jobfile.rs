@@ -55,8 +55,9 @@ pub fn parse(text: &str, path: &Path) -> Result<Vec<Job>, LoadError> {
             .map(|l| strip_comment(l).trim())
             .take_while(|l| !l.starts_with('['))
             .filter_map(|l| {
+                // A bare `kb_base` is refused where the line is applied.
                 let (k, v) = split_option(l);
-                (k.eq_ignore_ascii_case("kb_base")).then(|| v.unwrap_or_default().to_string())
+                k.eq_ignore_ascii_case("kb_base").then_some(v?.to_string())
             })
             .last()
     };

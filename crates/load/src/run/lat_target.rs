@@ -82,6 +82,11 @@ impl LatTarget {
         self.qd
     }
 
+    /// The latency the search holds the job to (`latency_target`).
+    pub fn target(&self) -> Duration {
+        self.o.target
+    }
+
     /// A completed I/O of `lat` (fio checks its total latency).
     pub fn completed(&mut self, lat: Duration, now: Instant, ios: u64) -> Step {
         if lat <= self.o.target {

@@ -418,7 +418,7 @@ fn layout_items(jobs: &[PlannedJob]) -> Vec<LayoutItem> {
 
 /// Where clone `c`'s region ends in its file (`offset`,
 /// `offset_increment`).
-fn region_end(pj: &PlannedJob, c: usize) -> u64 {
+pub(crate) fn region_end(pj: &PlannedJob, c: usize) -> u64 {
     let x = &pj.job.x;
     x.offset + x.offset_increment * c as u64 + pj.size
 }

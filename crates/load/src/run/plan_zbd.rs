@@ -12,7 +12,7 @@ use crate::error::LoadError;
 use crate::job::model::Job;
 use crate::run::files::io_file::{IoFile, IoFileKind};
 use crate::run::files::zbd::ZbdFile;
-use crate::run::plan::{PlannedJob, Region};
+use crate::run::plan::{region_end, PlannedJob, Region};
 
 /// Sets up the zbd jobs of `jobs`; notes go to `warnings`.
 pub fn plan_zbd(jobs: &mut [PlannedJob], warnings: &mut Vec<String>) -> Result<(), LoadError> {
@@ -29,10 +29,7 @@ pub fn plan_zbd(jobs: &mut [PlannedJob], warnings: &mut Vec<String>) -> Result<(
         let zf = match files.get(&t.path) {
             Some(f) => f.clone(),
             None => {
-                let x = &job.x;
-                let end = x.offset
-                    + x.offset_increment * u64::from(job.numjobs.saturating_sub(1))
-                    + pj.size;
+                let end = region_end(pj, job.numjobs.saturating_sub(1) as usize);
                 let real = if block {
                     t.existing
                 } else {
@@ -94,7 +91,8 @@ pub fn plan_zbd(jobs: &mut [PlannedJob], warnings: &mut Vec<String>) -> Result<(
         }
         let mut regions = Vec::with_capacity(job.numjobs as usize);
         for c in 0..job.numjobs {
-            let mut base = job.x.offset + job.x.offset_increment * u64::from(c);
+            // Still the job's own region: regions are set below.
+            let mut base = pj.region(c).base;
             let mut size = pj.size;
             let name = t.path.display();
             let writes = job.writes();
@@ -166,11 +164,8 @@ fn refuse_unzoned_writes(jobs: &[PlannedJob]) -> Result<(), LoadError> {
             if zoned != Some(iolab_sys::zoned::Model::HostManaged) {
                 continue;
             }
-            let x = &pj.job.x;
-            let from = x.offset;
-            let to = x.offset
-                + x.offset_increment * u64::from(pj.job.numjobs.saturating_sub(1))
-                + pj.size;
+            let from = pj.job.x.offset;
+            let to = region_end(pj, pj.job.numjobs.saturating_sub(1) as usize);
             let seq = std::fs::File::open(&t.path)
                 .and_then(|f| iolab_sys::zoned::report_all(&f, to))
                 .map(|zones| {

@@ -43,18 +43,12 @@ impl Run<'_> {
             if self.job.x.number_ios.is_some_and(|n| self.issued >= n) {
                 return Step::Done;
             }
-            if self.zbd_new_loop {
-                self.zbd_new_loop = false;
-                if let Some(f) = self.zbd_loop_start() {
-                    self.fail(f);
-                    return Step::Done;
-                }
-            }
-            if let Some((dir, offset, len)) = self.zbd_hold.take() {
-                match self.zbd_place(dir, offset, len) {
-                    Ok((offset, len)) => return self.issue(dir, offset, len),
-                    Err(Some(s)) => return s,
-                    Err(None) => continue,
+            // One branch per I/O for jobs without zones.
+            if self.zbd.is_some() {
+                match self.zbd_pending() {
+                    Some(Ok(s)) => return s,
+                    Some(Err(())) => continue,
+                    None => {}
                 }
             }
             if self.replay.is_some() {
@@ -231,6 +225,26 @@ impl Run<'_> {
                 Err(Some(Step::Done))
             }
         }
+    }
+
+    /// A zbd clone's work before it draws an I/O: a new loop's zone
+    /// resets, then the I/O that waited for a zone. `Some(Ok)`: the step
+    /// to take; `Some(Err)`: the pass ended; `None`: draw the next I/O.
+    #[cold]
+    fn zbd_pending(&mut self) -> Option<Result<Step, ()>> {
+        if self.zbd_new_loop {
+            self.zbd_new_loop = false;
+            if let Some(f) = self.zbd_loop_start() {
+                self.fail(f);
+                return Some(Ok(Step::Done));
+            }
+        }
+        let (dir, offset, len) = self.zbd_hold.take()?;
+        Some(match self.zbd_place(dir, offset, len) {
+            Ok((offset, len)) => Ok(self.issue(dir, offset, len)),
+            Err(Some(s)) => Ok(s),
+            Err(None) => Err(()),
+        })
     }
 
     /// A new loop of a zbd clone (fio's zbd_file_reset).

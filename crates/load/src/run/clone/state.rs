@@ -365,7 +365,7 @@ impl<'a> Run<'a> {
             .take()
             .unwrap_or_else(|| l.check(self.time.now, ios));
         if step == Step::Fatal {
-            let target = self.job.x.latency_target.unwrap_or_default();
+            let target = l.target();
             self.fail(Failure {
                 errno: libc::ETIMEDOUT,
                 message: format!(

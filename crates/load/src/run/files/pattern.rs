@@ -323,7 +323,11 @@ impl Pattern {
         if self.rw.random() {
             return;
         }
-        let d = (dir as usize).min(1) * usize::from(dir != Dir::Trim);
+        // Trims walk their blocks as reads do (Rw::offsets_as).
+        let d = match dir {
+            Dir::Write => 1,
+            Dir::Read | Dir::Trim => 0,
+        };
         if after >= self.size {
             self.ran_off = true;
             self.seq[d] = 0;
