@@ -26,6 +26,19 @@ fn fio(dir: &Path, args: &[&str]) -> Output {
     out
 }
 
+/// `fio ARGS` or `iolab load ARGS` (`tool`) in `dir`, not yet run.
+fn tool_cmd(env: &Env, dir: &Path, tool: &str, args: &[&str]) -> Command {
+    let mut c = if tool == "fio" {
+        let mut c = Command::new("fio");
+        c.args(args);
+        c
+    } else {
+        env.cmd(args)
+    };
+    c.current_dir(dir);
+    c
+}
+
 /// Runs `iolab load` with `args` in `dir`.
 fn iolab(env: &Env, dir: &Path, args: &[&str]) -> Output {
     let out = env.cmd(args).current_dir(dir).output().unwrap();
@@ -373,15 +386,7 @@ fn fios_other_checksums_catch_what_fio_catches() {
             };
             let go = |args: Vec<String>| {
                 let a: Vec<&str> = args.iter().map(String::as_str).collect();
-                if tool == "fio" {
-                    Command::new("fio")
-                        .current_dir(d)
-                        .args(&a)
-                        .output()
-                        .unwrap()
-                } else {
-                    env.cmd(&a).current_dir(d).output().unwrap()
-                }
+                tool_cmd(&env, d, tool, &a).output().unwrap()
             };
             let clean = go(job("write"));
             assert!(clean.status.success(), "{tool} {kind}: {}", stderr(&clean));
@@ -425,15 +430,7 @@ fn continue_on_error_counts_what_fio_counts() {
             ];
             a.extend(extra.iter().map(|s| s.to_string()));
             let a: Vec<&str> = a.iter().map(String::as_str).collect();
-            if tool == "fio" {
-                Command::new("fio")
-                    .current_dir(d)
-                    .args(&a)
-                    .output()
-                    .unwrap()
-            } else {
-                env.cmd(&a).current_dir(d).output().unwrap()
-            }
+            tool_cmd(&env, d, tool, &a).output().unwrap()
         };
         assert!(go(&["--rw=write"]).status.success(), "{tool}");
         let mut data = std::fs::read(&file).unwrap();
@@ -621,13 +618,12 @@ fn ignore_error_lists_what_fio_continues_past() {
             if ignore {
                 a.push("--ignore_error=,EFBIG".into());
             }
-            let mut c = if tool == "fio" {
-                let mut c = Command::new("fio");
-                c.args(&a);
-                c
-            } else {
-                env.cmd(&a.iter().map(String::as_str).collect::<Vec<_>>())
-            };
+            let mut c = tool_cmd(
+                &env,
+                d,
+                tool,
+                &a.iter().map(String::as_str).collect::<Vec<_>>(),
+            );
             use std::os::unix::process::CommandExt;
             // SAFETY: between fork and exec only async-signal-safe calls:
             // setrlimit and signal.
@@ -642,7 +638,7 @@ fn ignore_error_lists_what_fio_continues_past() {
                     Ok(())
                 });
             }
-            let out = c.current_dir(d).output().unwrap();
+            let out = c.output().unwrap();
             assert_eq!(
                 out.status.code(),
                 Some(rc),
@@ -738,15 +734,7 @@ fn dedupe_buffers_count_as_fios_by_fio_dedupe() {
         ];
         a.extend(extra.iter().map(|s| s.to_string()));
         let a: Vec<&str> = a.iter().map(String::as_str).collect();
-        let out = if tool == "fio" {
-            Command::new("fio")
-                .current_dir(d)
-                .args(&a)
-                .output()
-                .unwrap()
-        } else {
-            env.cmd(&a).current_dir(d).output().unwrap()
-        };
+        let out = tool_cmd(&env, d, tool, &a).output().unwrap();
         assert!(out.status.success(), "{tool}: {}", stderr(&out));
         let out = Command::new("fio-dedupe")
             .args(["-b", "4096"])
@@ -835,15 +823,7 @@ fn dedupe_global_shares_the_working_set_across_jobs_as_fio_does() {
                 format!("--filename={}", b.display()),
             ];
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            let out = if tool == "fio" {
-                Command::new("fio")
-                    .current_dir(d)
-                    .args(&args)
-                    .output()
-                    .unwrap()
-            } else {
-                env.cmd(&args).current_dir(d).output().unwrap()
-            };
+            let out = tool_cmd(&env, d, tool, &args).output().unwrap();
             assert!(out.status.success(), "{tool}: {}", stderr(&out));
             let shared = blocks(&a).intersection(&blocks(&b)).count();
             eprintln!(
@@ -882,15 +862,7 @@ fn latency_target_searches_the_depth_as_fio_does() {
             "--rw=randread",
         ];
         a.extend(extra);
-        if tool == "fio" {
-            Command::new("fio")
-                .current_dir(d)
-                .args(&a)
-                .output()
-                .unwrap()
-        } else {
-            env.cmd(&a).current_dir(d).output().unwrap()
-        }
+        tool_cmd(&env, d, tool, &a).output().unwrap()
     };
     let f = format!("--filename={}", file.display());
     let deep = [
