@@ -6,6 +6,9 @@
 #
 #   bash scripts/guest/run.sh stacks /tmp/out
 #   IOLAB_GUEST_ARGS=2.5,9 bash scripts/guest/run.sh fault /tmp/out  # iolab.args=
+#   IOLAB_GUEST_DISK_OPTS=throttling.bps-total=20971520 ...  # vda as slow as
+#                                    phone flash (qemu's block throttling)
+#   IOLAB_GUEST_KERNEL=target/guest-kernel/bzImage ...  # custom-kernel.sh's
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 scenario=$1
@@ -22,9 +25,9 @@ truncate -s 64M "$work/results.img"
 # starved one for minutes and the guest kernel locked up on the other,
 # waiting for it (soft lockup); one vCPU never waits on another.
 timeout "${IOLAB_GUEST_TIMEOUT:-900}" qemu-system-x86_64 -accel tcg -m "${IOLAB_GUEST_MEM:-2048}" -smp "${IOLAB_GUEST_SMP:-1}" \
-    -nographic -no-reboot -kernel "$g/vmlinuz" -initrd "$g/initramfs.cpio.gz" \
+    -nographic -no-reboot -kernel "${IOLAB_GUEST_KERNEL:-$g/vmlinuz}" -initrd "$g/initramfs.cpio.gz" \
     -append "console=ttyS0 panic=-1 quiet iolab.scenario=$scenario iolab.args=${IOLAB_GUEST_ARGS:-}" \
-    -drive "file=$work/disk.img,format=raw,if=virtio" \
+    -drive "file=$work/disk.img,format=raw,if=virtio${IOLAB_GUEST_DISK_OPTS:+,$IOLAB_GUEST_DISK_OPTS}" \
     -drive "file=$work/results.img,format=raw,if=virtio" \
     > "$outdir/console.log" 2>&1 || { echo "qemu failed: see $outdir/console.log" >&2; tail -30 "$outdir/console.log" >&2; exit 1; }
 tar -xf "$work/results.img" -C "$outdir" 2>/dev/null || { echo "the guest wrote no results: see $outdir/console.log" >&2; tail -30 "$outdir/console.log" >&2; exit 1; }

@@ -7,6 +7,7 @@
 
 pub mod app_process;
 pub mod boot;
+pub mod control;
 pub use iolab_collect as collect;
 pub mod engine;
 mod error;

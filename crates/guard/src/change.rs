@@ -55,6 +55,38 @@ pub enum Change {
         /// The cgroup directory.
         path: PathBuf,
     },
+    /// A process iolab moved into a cgroup of its own (v2 moves whole
+    /// processes): moved back to the cgroup it came from, if it still
+    /// runs with the same start time.
+    CgroupMove {
+        /// The process.
+        pid: i32,
+        /// Its start time, to survive pid reuse.
+        start: u64,
+        /// The `cgroup.procs` it came from.
+        back_to: PathBuf,
+    },
+    /// A controller iolab enabled in a v2 `cgroup.subtree_control`
+    /// (`+io`): disabled again (`-io`) when nothing else needs it.
+    SubtreeControl {
+        /// The `cgroup.subtree_control` file.
+        path: PathBuf,
+        /// The controller, e.g. `io`.
+        controller: String,
+    },
+    /// One device's line of a keyed cgroup file at a hierarchy's root
+    /// (`io.cost.qos`, `io.cost.model`): `old` written back, or `reset`
+    /// when the device had no line.
+    DevLine {
+        /// The file.
+        file: PathBuf,
+        /// `major:minor`.
+        devno: String,
+        /// The device's line before, whole.
+        old: Option<String>,
+        /// What restores the kernel's default (`MAJ:MIN enable=0`).
+        reset: String,
+    },
     /// A tracefs instance iolab created: tracing off, then rmdir.
     TraceInstance {
         /// The instance directory.
@@ -166,6 +198,38 @@ impl Change {
                 Ok(format!("removed {}", path.display()))
             }
             Change::Cgroup { path } => undo_cgroup(path),
+            Change::CgroupMove {
+                pid,
+                start,
+                back_to,
+            } => {
+                if !iolab_sys::process::is_alive(*pid, *start) {
+                    return Ok(format!("process {pid} already gone"));
+                }
+                write_attr(back_to, &pid.to_string())?;
+                Ok(format!("process {pid} back in {}", back_to.display()))
+            }
+            Change::SubtreeControl { path, controller } => {
+                // EBUSY: a group iolab did not make uses it now; leaving
+                // it enabled is then what that group needs.
+                match std::fs::write(path, format!("-{controller}")) {
+                    Ok(()) => Ok(format!("{} -{controller}", path.display())),
+                    Err(e) => Ok(format!(
+                        "{} kept +{controller} ({e}): another group uses it",
+                        path.display()
+                    )),
+                }
+            }
+            Change::DevLine {
+                file,
+                devno,
+                old,
+                reset,
+            } => {
+                let line = old.clone().unwrap_or_else(|| reset.clone());
+                write_attr(file, &line)?;
+                Ok(format!("{} for {devno}: {line}", file.display()))
+            }
             Change::TraceInstance { path } => {
                 let _lock = tracefs_lock();
                 if path.exists() {
@@ -288,11 +352,17 @@ fn undo_cgroup(path: &Path) -> Result<String, GuardError> {
     if !path.exists() {
         return Ok(format!("cgroup {} already gone", path.display()));
     }
-    if let Some(parent) = path.parent() {
-        let procs = std::fs::read_to_string(path.join("cgroup.procs")).unwrap_or_default();
-        for pid in procs.split_whitespace() {
-            // A task that exits meanwhile makes this fail; that is fine.
-            let _ = std::fs::write(parent.join("cgroup.procs"), pid);
+    let procs = std::fs::read_to_string(path.join("cgroup.procs")).unwrap_or_default();
+    for pid in procs.split_whitespace() {
+        // To the nearest ancestor that takes it: a v2 parent with
+        // controllers enabled for its children holds no process itself
+        // (EBUSY); the root always does. A task that exits meanwhile
+        // makes every write fail; that is fine.
+        for a in path.ancestors().skip(1) {
+            let procs = a.join("cgroup.procs");
+            if !procs.exists() || std::fs::write(&procs, pid).is_ok() {
+                break;
+            }
         }
     }
     std::fs::remove_dir(path).map_err(|e| GuardError::io(path, e))?;

@@ -78,6 +78,84 @@ impl Guard {
         std::fs::create_dir(path).map_err(|e| GuardError::io(path, e))
     }
 
+    /// Writes `value` to `file` of a cgroup this guard made (its settings
+    /// go with it when it is removed, so nothing is journaled); refused for
+    /// any other cgroup.
+    pub fn set_in_own_cgroup(
+        &self,
+        group: &Path,
+        file: &str,
+        value: &str,
+    ) -> Result<(), GuardError> {
+        let ours = {
+            let mut st = self.st();
+            st.journal()?
+                .pending
+                .iter()
+                .any(|(_, c)| matches!(c, Change::Cgroup { path } if path == group))
+        };
+        if !ours || file.contains('/') {
+            return Err(GuardError::io(
+                group,
+                std::io::Error::other(
+                    "not a cgroup iolab made: its files are not iolab's to write",
+                ),
+            ));
+        }
+        write_attr(&group.join(file), value)
+    }
+
+    /// Moves process `pid` (whole, with its threads) into the cgroup
+    /// `group`; undone by moving it back to `back_to` (the `cgroup.procs`
+    /// it is in now).
+    pub fn move_to_cgroup(&self, pid: i32, group: &Path, back_to: &Path) -> Result<(), GuardError> {
+        let start = iolab_sys::process::start_time(pid).unwrap_or(0);
+        self.st().record(Change::CgroupMove {
+            pid,
+            start,
+            back_to: back_to.to_path_buf(),
+        })?;
+        write_attr(&group.join("cgroup.procs"), &pid.to_string())
+    }
+
+    /// Enables `controller` for the children of the v2 cgroup `dir`
+    /// (`+io` in its `cgroup.subtree_control`) when it is not yet.
+    pub fn enable_controller(&self, dir: &Path, controller: &str) -> Result<(), GuardError> {
+        let path = dir.join("cgroup.subtree_control");
+        let now = std::fs::read_to_string(&path).map_err(|e| GuardError::io(&path, e))?;
+        if now.split_whitespace().any(|c| c == controller) {
+            return Ok(());
+        }
+        self.st().record(Change::SubtreeControl {
+            path: path.clone(),
+            controller: controller.to_string(),
+        })?;
+        write_attr(&path, &format!("+{controller}"))
+    }
+
+    /// Writes `devno`'s line of a keyed root file (`io.cost.qos`): `value`
+    /// after `devno`. Its old line is journaled, or `reset` when it had none.
+    pub fn set_dev_line(
+        &self,
+        file: &Path,
+        devno: &str,
+        value: &str,
+        reset: &str,
+    ) -> Result<(), GuardError> {
+        let text = std::fs::read_to_string(file).map_err(|e| GuardError::io(file, e))?;
+        let old = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(devno))
+            .map(str::to_string);
+        self.st().record(Change::DevLine {
+            file: file.to_path_buf(),
+            devno: devno.to_string(),
+            old,
+            reset: format!("{devno} {reset}"),
+        })?;
+        write_attr(file, &format!("{devno} {value}"))
+    }
+
     /// Creates a private tracefs instance (mounting tracefs first if needed)
     /// and returns its directory. iolab never uses the global trace buffer.
     pub fn create_trace_instance(&self, name: &str) -> Result<PathBuf, GuardError> {

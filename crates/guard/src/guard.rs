@@ -43,6 +43,12 @@ pub const BLKIO_ROOT: &str = "/sys/fs/cgroup/blkio";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Recorded(pub(crate) u64);
 
+/// Where a guard's journal stood: what was changed after it can be undone
+/// on its own ([`Guard::undo_since`]), e.g. one cell's settings before the
+/// next cell applies its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mark(u64);
+
 #[derive(Debug)]
 pub(crate) struct State {
     dir: PathBuf,
@@ -181,6 +187,20 @@ impl Guard {
         match st.journal.as_mut() {
             Some(j) => j.mark_undone(r.0),
             None => Ok(()),
+        }
+    }
+
+    /// The journal's position now (see [`Mark`]).
+    pub fn mark(&self) -> Result<Mark, GuardError> {
+        Ok(Mark(self.st().journal()?.next_seq()))
+    }
+
+    /// Undoes every change made since `m`, newest first; earlier ones stay
+    /// for the final restore. One line per change, as [`Guard::restore`].
+    pub fn undo_since(&self, m: Mark) -> Vec<Result<String, String>> {
+        match self.st().journal.as_mut() {
+            Some(j) => j.undo_since(m.0),
+            None => Vec::new(),
         }
     }
 

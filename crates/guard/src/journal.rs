@@ -188,8 +188,26 @@ impl Journal {
     /// line per change: `Ok(what was done)` or `Err(why it failed)`. The file
     /// is deleted when nothing is left to undo.
     pub fn undo_all(&mut self) -> Vec<Result<String, String>> {
+        let report = self.undo_since(0);
+        if report.iter().all(Result::is_ok) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+        report
+    }
+
+    /// The sequence number the next change will get.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// Undoes the pending changes numbered `from` or later, newest first,
+    /// as [`Journal::undo_all`] does; earlier ones stay pending.
+    pub fn undo_since(&mut self, from: u64) -> Vec<Result<String, String>> {
         let mut report = Vec::new();
         while let Some((seq, change)) = self.pending.last().cloned() {
+            if seq < from {
+                break;
+            }
             match change.undo() {
                 Ok(msg) => {
                     report.push(Ok(msg));
@@ -203,9 +221,6 @@ impl Journal {
                     self.pending.pop();
                 }
             }
-        }
-        if report.iter().all(Result::is_ok) {
-            let _ = std::fs::remove_file(&self.path);
         }
         report
     }

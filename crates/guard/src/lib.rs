@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use change::{loops_backed_by, Change};
 pub use error::GuardError;
-pub use guard::{read_throttle, Guard, Recorded, Throttle, BLKIO_ROOT};
+pub use guard::{read_throttle, Guard, Mark, Recorded, Throttle, BLKIO_ROOT};
 pub use journal::Journal;
 pub use signals::{install_signal_handlers, request_stop, stop_requested, stop_signal};
 

@@ -1,3 +1,6 @@
+//! (Also main's database from just before plan points: see the second
+//! half of this file.)
+//!
 //! A results database written by the previous release (store v5, iolab at
 //! a594ab6: `tests/fixtures/v5/results.db`) opens, shows, compares and
 //! resumes under this one. The fixture holds one experiment of every kind
@@ -171,4 +174,93 @@ fn interrupted_v5_experiments_resume_to_their_whole_plan() {
     }
     let out = b.results(&["compare", "1", "3"]);
     ok(&out);
+}
+
+// A database written by main just before plan points existed (iolab at
+// 4966026; its store's `user_version` is 5, the issue tracker calls it
+// the v6 store: `tests/fixtures/main-4966026/results.db`). Experiment 1 is
+// a finished startup (none,bfq × idle,1r × 2, with CPU series), 2 the same
+// plan at 3 reps, interrupted with SIGINT after 8 of its 12 starts. Its
+// JSON and text were recorded by that build; this one must print the
+// same, and resuming 2 must add exactly the starts its plan lacked, as
+// plain runs (no point) in the cells it had.
+
+const MAIN_FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/main-4966026");
+
+fn main_bench(test: &str) -> Bench {
+    let b = Bench::new(test);
+    std::fs::copy(Path::new(MAIN_FIXTURE).join("results.db"), &b.db).unwrap();
+    b
+}
+
+fn main_recorded(name: &str) -> Vec<u8> {
+    std::fs::read(Path::new(MAIN_FIXTURE).join(name)).unwrap()
+}
+
+#[test]
+fn mains_database_shows_and_compares_as_main_did() {
+    let b = main_bench("compat-main-show");
+    let out = b.results(&["show", "1", "--json"]);
+    ok(&out);
+    assert_eq!(json_of(&out.stdout), json_of(&main_recorded("show-1.json")));
+    let out = b.results(&["compare", "1", "2", "--json"]);
+    ok(&out);
+    assert_eq!(
+        json_of(&out.stdout),
+        json_of(&main_recorded("compare-1-2.json"))
+    );
+    // The text, but for the line naming the database's path.
+    let body = |t: String| -> String {
+        t.lines()
+            .filter(|l| !l.starts_with("database: "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let out = b.results(&["show", "2"]);
+    ok(&out);
+    assert_eq!(
+        body(text(&out.stdout)),
+        body(text(&main_recorded("show-2.txt")))
+    );
+}
+
+#[test]
+fn mains_interrupted_experiment_resumes_to_its_whole_plan() {
+    if !iolab_testkit::root_or_skip(
+        "mains_interrupted_experiment_resumes_to_its_whole_plan",
+        "it makes loop devices and mounts",
+    ) {
+        return;
+    }
+    let b = main_bench("compat-main-resume");
+    let before = b.export(2)["runs"].as_array().unwrap().len();
+    assert_eq!(before, 8);
+    let db = b.db.to_string_lossy().into_owned();
+    let out = b
+        .cmd()
+        .args(["startup", "--resume", "2", "--db", &db])
+        .output()
+        .unwrap();
+    ok(&out);
+    let e = b.export(2);
+    assert_eq!(e["experiment"]["status"], "done");
+    let runs = e["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 12, "2 schedulers × (idle + 1r) × 3 reps");
+    assert!(
+        runs.iter().all(|r| r["variant"].is_null()),
+        "no point, no prefetch"
+    );
+    let cells = e["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 4);
+    for c in cells {
+        let n = c["reps"].as_array().unwrap().len() as u64
+            + c["failed"].as_u64().unwrap()
+            + c["invalid"].as_u64().unwrap();
+        assert_eq!(n, 3, "{}", c["workload"]);
+        assert!(c.get("variant").is_none(), "{c}");
+    }
+    // Experiment 1 still reads as it did, beside the resumed one.
+    let out = b.results(&["show", "1", "--json"]);
+    ok(&out);
+    assert_eq!(json_of(&out.stdout), json_of(&main_recorded("show-1.json")));
 }

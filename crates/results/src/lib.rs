@@ -13,7 +13,8 @@
 //! - [`sweep`]: the access kinds and numjobs/iodepth patterns of sweep
 //!   cells, and their workload names;
 //! - [`max::MaxPoint`]: what one point of `sweep --max` measured;
-//! - [`prefetch`]: the prefetch modes and the run variants they name.
+//! - [`prefetch`]: the prefetch modes and the run variants they name;
+//! - [`variant`]: a run's variant split into its plan point and prefetch.
 #![deny(missing_docs)]
 
 mod artifact;
@@ -21,6 +22,7 @@ mod kind;
 pub mod max;
 pub mod prefetch;
 pub mod sweep;
+pub mod variant;
 
 pub use artifact::{ArtifactDoc, ArtifactKind};
 pub use kind::ExperimentKind;

@@ -31,12 +31,13 @@ impl PrefetchMode {
     }
 }
 
-const VARIANT_PREFIX: &str = "prefetch:";
+/// What a prefetch variant starts with.
+pub(crate) const VARIANT_PREFIX: &str = "prefetch:";
 
 /// The prefetch mode of a run's variant, e.g. `before`; `None` for a plain
-/// run (or another kind of variant).
+/// run (or a point of `--vary` without a prefetch).
 pub fn mode_of(variant: Option<&str>) -> Option<&str> {
-    variant?.strip_prefix(VARIANT_PREFIX)
+    crate::variant::prefetch_of(variant)?.strip_prefix(VARIANT_PREFIX)
 }
 
 #[cfg(test)]

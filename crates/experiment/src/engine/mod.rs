@@ -81,6 +81,9 @@ pub struct Cell {
     pub workload: String,
     /// Repetition numbers (from 1) still to run.
     pub reps: Vec<u32>,
+    /// The plan point its runs are made at (stored as their variant);
+    /// `None` without axes beyond scheduler and workload.
+    pub variant: Option<String>,
 }
 
 /// How a cell ended.

@@ -13,7 +13,7 @@ use iolab_store::RunKey;
 
 /// Runs one cell.
 pub(super) fn run_cell(
-    st: &Startup,
+    st: &mut Startup,
     ctx: &mut CellContext<'_>,
     cell: &Cell,
 ) -> Result<CellEnd, ExperimentError> {
@@ -31,8 +31,18 @@ pub(super) fn run_cell(
             }
         }
     }
-    ctx.progress
-        .begin(&format!("{} / {}", cell.scheduler, cell.workload));
+    // The cell's point, once its scheduler is in place (switching to BFQ
+    // turns writeback throttling off, so wbt_lat_usec comes after).
+    let applied = apply_point(st, ctx, cell)?;
+    let st: &Startup = st;
+    ctx.progress.begin(&format!(
+        "{} / {}{}",
+        cell.scheduler,
+        cell.workload,
+        cell.variant
+            .as_deref()
+            .map_or_else(String::new, |p| format!(" @ {p}"))
+    ));
 
     let load_dir = ctx.place.files_dir()?.join("iolab-load");
     std::fs::create_dir_all(&load_dir).map_err(|e| iolab_sys::SysError::io(&load_dir, e))?;
@@ -46,7 +56,8 @@ pub(super) fn run_cell(
     )?;
     // From here (the load's files laid out and synced) the device's
     // counters and the load's own are compared over the whole cell.
-    let cell_start = CellIo::start(ctx, bg.as_ref())?;
+    let groups = applied.as_ref().and_then(|a| a.groups.as_ref());
+    let cell_start = CellIo::start(ctx, bg.as_ref(), groups)?;
     // The load's rate during the warm-up, by its own counters: what it
     // reaches on its own, stored with every start for comparison.
     let warmup = st.cfg.warmup(&cell.scheduler);
@@ -80,6 +91,10 @@ pub(super) fn run_cell(
         all_tunables: &ctx.place.dev().iosched_tunables(),
         warmup_rate,
         warmup_ios_per_s,
+        groups,
+        not_applied: applied
+            .as_ref()
+            .and_then(crate::control::Applied::not_applied),
     };
     let mut last_run = None;
     let end = reps(st, ctx, &conditions, bg.as_ref(), &mut last_run);
@@ -87,7 +102,7 @@ pub(super) fn run_cell(
         let moved = b.stop();
         // Stored with the cell's last run once its writeback is flushed.
         if let (Some(run), Ok(_)) = (last_run, &end) {
-            let doc = cell_start.finish(ctx, moved)?;
+            let doc = cell_start.finish(ctx, moved, applied.as_ref())?;
             ctx.add_artifact(run, &doc)?;
         }
     }
@@ -102,14 +117,21 @@ struct CellIo {
     at: std::time::Instant,
     disks: Option<iolab_sys::diskstats::DiskStat>,
     load: (u64, u64),
+    /// iolab's groups' bytes (target, load) on the place's disks.
+    groups: Option<[(u64, u64); 2]>,
 }
 
 impl CellIo {
-    fn start(ctx: &CellContext<'_>, bg: Option<&Background>) -> Result<CellIo, ExperimentError> {
+    fn start(
+        ctx: &CellContext<'_>,
+        bg: Option<&Background>,
+        groups: Option<&crate::control::Groups>,
+    ) -> Result<CellIo, ExperimentError> {
         Ok(CellIo {
             at: std::time::Instant::now(),
             disks: ctx.place.diskstats()?,
             load: bg.map_or((0, 0), Background::io),
+            groups: groups.map(|g| group_bytes(ctx, g)).transpose()?,
         })
     }
 
@@ -119,6 +141,7 @@ impl CellIo {
         self,
         ctx: &CellContext<'_>,
         moved: (u64, u64),
+        applied: Option<&crate::control::Applied>,
     ) -> Result<iolab_results::ArtifactDoc, ExperimentError> {
         let mount = ctx.place.mount()?;
         let flush = std::time::Instant::now();
@@ -130,7 +153,28 @@ impl CellIo {
             (Some(b), Some(a)) => Some(a.since(b)),
             _ => None,
         };
+        // Each group's bytes over the cell, as its io.stat (v2) or blkio
+        // service counters (v1) count them: what the kernel charged to it.
+        let groups = match (applied.and_then(|a| a.groups.as_ref()), self.groups) {
+            (Some(g), Some(before)) => {
+                let after = group_bytes(ctx, g)?;
+                let one = |i: usize| {
+                    serde_json::json!({
+                        "read_bytes": after[i].0.saturating_sub(before[i].0),
+                        "write_bytes": after[i].1.saturating_sub(before[i].1),
+                    })
+                };
+                serde_json::json!({
+                    "hierarchy": g.hier.describe(),
+                    "target": one(0),
+                    "load": one(1),
+                })
+            }
+            _ => serde_json::Value::Null,
+        };
         let doc = serde_json::json!({
+            "settings": applied.map(|a| &a.read_back),
+            "groups": groups,
             "seconds": self.at.elapsed().as_secs_f64(),
             "flush_s": flushed_s,
             "load_read_bytes": moved.0.saturating_sub(self.load.0),
@@ -146,6 +190,49 @@ impl CellIo {
     }
 }
 
+/// The cell's point applied (`None` without axes), and the starts' and
+/// the load's priorities and nice values set from it over the experiment's.
+fn apply_point(
+    st: &mut Startup,
+    ctx: &mut CellContext<'_>,
+    cell: &Cell,
+) -> Result<Option<crate::control::Applied>, ExperimentError> {
+    let Some(text) = &cell.variant else {
+        return Ok(None);
+    };
+    let point = crate::control::points::for_scheduler(&st.stored.points, &cell.scheduler)
+        .into_iter()
+        .find(|p| p.text() == *text)
+        .ok_or_else(|| UsageError::new(format!("no plan point {text:?}")))?;
+    let applied =
+        crate::control::apply::apply(ctx.guard, &ctx.place.disks, st.hier.as_ref(), &point)?;
+    let o = applied.overrides;
+    st.cfg.target_ioprio = o.target_ioprio.or(st.stored.target_ioprio);
+    st.cfg.target_nice = o.target_nice.or(st.stored.target_nice);
+    st.cfg.load_ioprio = o.load_ioprio.or(st.stored.load_ioprio);
+    st.spec.ioprio = st.cfg.target_ioprio;
+    st.spec.nice = st.cfg.target_nice;
+    Ok(Some(applied))
+}
+
+/// The bytes of iolab's (target, load) groups on the place's disks.
+fn group_bytes(
+    ctx: &CellContext<'_>,
+    g: &crate::control::Groups,
+) -> Result<[(u64, u64); 2], ExperimentError> {
+    let devnos = ctx
+        .place
+        .disks
+        .iter()
+        .map(iolab_sys::block::BlockDev::devno)
+        .collect::<Result<Vec<_>, _>>()?;
+    use crate::control::setting::Who;
+    Ok([
+        g.io_bytes(Who::Target, &devnos)?,
+        g.io_bytes(Who::Load, &devnos)?,
+    ])
+}
+
 /// Every repetition still to make, each variant of it in turn.
 fn reps(
     st: &Startup,
@@ -159,8 +246,10 @@ fn reps(
     // Starts made here, and why each invalid one did not count.
     let (mut made, mut invalid) = (0usize, Vec::<String>::new());
     let to_do = cell.reps.iter().any(|&rep| {
-        !ctx.done
-            .contains(&RunKey::new(&cell.scheduler, &cell.workload, rep))
+        !ctx.done.contains(
+            &RunKey::new(&cell.scheduler, &cell.workload, rep)
+                .with_variant(cell.variant.as_deref()),
+        )
     });
     if st.cfg.start_mode != super::StartMode::Cold && to_do {
         if iolab_guard::stop_requested() {
@@ -174,7 +263,9 @@ fn reps(
             None => vec![None],
         };
         for mode in variants {
-            let variant = mode.map(super::PrefetchMode::variant);
+            let prefetch = mode.map(super::PrefetchMode::variant);
+            let variant =
+                iolab_results::variant::join(cell.variant.as_deref(), prefetch.as_deref());
             let key =
                 RunKey::new(&cell.scheduler, &cell.workload, rep).with_variant(variant.as_deref());
             if ctx.done.contains(&key) {
@@ -194,7 +285,7 @@ fn reps(
                 cell.workload,
                 variant
                     .as_deref()
-                    .map_or_else(String::new, |v| format!(" +{v}"))
+                    .map_or_else(String::new, |v| format!(" @ {v}"))
             ));
             let pre = st.prefetcher.as_ref().zip(mode);
             let (end, run) = super::start::start(st, ctx, c, rep, pre, bg)?;
@@ -204,6 +295,13 @@ fn reps(
             }
             match end {
                 StartEnd::Stored => {}
+                // A point the kernel did not take: one start is stored
+                // invalid with the reason; more would repeat it.
+                StartEnd::Invalid(why) if c.not_applied.is_some() => {
+                    return Ok(CellEnd::Stopped(format!(
+                        "cell {cell_name} stopped after rep {rep} (stored as invalid): {why}"
+                    )))
+                }
                 StartEnd::Invalid(why) => invalid.push(why),
                 StartEnd::Interrupted => return Ok(CellEnd::Interrupted),
                 StartEnd::LoadProblem(why) => {

@@ -178,6 +178,25 @@ pub struct StartupConfig {
     /// the full one; both are stored with every start.
     #[serde(default)]
     pub full_ready_line: Option<String>,
+    /// The plan's points (`--vary`, `--point`, `--recipe`), each crossed
+    /// with every scheduler and workload; empty: no axes beyond those.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub points: Vec<crate::control::Point>,
+    /// The most starts a plan may have (`--max-runs`); a bigger one is
+    /// refused with its size before anything runs.
+    #[serde(default = "default_max_runs")]
+    pub max_runs: u64,
+    /// A recipe (`--recipe`), made into `points` from what the system has
+    /// once the place is up; the stored configuration holds its points.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recipe: Option<crate::control::Recipe>,
+}
+
+/// `--max-runs`'s default: a plan of more starts runs for hours.
+pub const DEFAULT_MAX_RUNS: u64 = 400;
+
+fn default_max_runs() -> u64 {
+    DEFAULT_MAX_RUNS
 }
 
 /// Default warm-up for a scheduler. BFQ weight-raises newly started
@@ -284,7 +303,48 @@ impl StartupConfig {
             })?;
         }
         self.observe.check(true, "startup")?;
+        self.check_points()?;
         self.target.check_shape()
+    }
+
+    /// Every point names the same settings with values each setting
+    /// takes; cgroup points and a prefetch do not mix (the prefetch reads
+    /// in iolab's own threads, which are in the load's group).
+    fn check_points(&self) -> Result<(), UsageError> {
+        if self.recipe.is_some() && !self.points.is_empty() {
+            return Err(UsageError::new(
+                "--recipe makes the plan's points: drop --vary and --point, or the recipe",
+            ));
+        }
+        let Some(first) = self.points.first() else {
+            return Ok(());
+        };
+        for p in &self.points {
+            let names = |q: &crate::control::Point| -> Vec<String> {
+                q.0.iter().map(|(n, _)| n.clone()).collect()
+            };
+            if names(p) != names(first) {
+                return Err(UsageError::new(format!(
+                    "plan point {:?} names other settings than {:?}",
+                    p.text(),
+                    first.text()
+                )));
+            }
+            for (n, v) in &p.0 {
+                crate::control::setting::Knob::parse(n)?.check(n, v)?;
+            }
+        }
+        if first.uses_cgroups() && matches!(self.target, Target::Activity { .. }) {
+            return Err(UsageError::new(
+                "cgroup settings with --am-start: zygote forks the app, not iolab, so iolab cannot put it in a group of its own (Android's ActivityManager moves it between its own); vary the load's group only, on a command target, or use --recipe android-profiles with a command",
+            ));
+        }
+        if first.uses_cgroups() && self.prefetch.is_some() {
+            return Err(UsageError::new(
+                "--prefetch with cgroup settings: the prefetch reads in iolab's threads, which run in the load's group; drop one of them",
+            ));
+        }
+        Ok(())
     }
 
     /// A warm or hot start keeps the caches (no cold step, no prefetch);
@@ -376,6 +436,9 @@ pub(crate) mod tests {
             pause_s: None,
             start_mode: StartMode::Cold,
             full_ready_line: None,
+            points: Vec::new(),
+            max_runs: DEFAULT_MAX_RUNS,
+            recipe: None,
         }
     }
 

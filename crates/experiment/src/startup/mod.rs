@@ -59,6 +59,8 @@ pub struct Startup {
     /// The process group of the last start (0: none yet), waited for
     /// before the next.
     last_group: std::sync::atomic::AtomicI32,
+    /// The cgroup hierarchy a plan with `cg.*` settings runs in.
+    hier: Option<crate::control::Hierarchy>,
 }
 
 impl Body for Startup {
@@ -93,11 +95,22 @@ impl Body for Startup {
     fn setup(cfg: StartupConfig, s: &Setup<'_>) -> Result<Startup, ExperimentError> {
         let (guard, place) = (s.guard, s.place);
         let schedulers = s.schedulers.to_vec();
+        let mut cfg = cfg;
+        if let Some(r) = cfg.recipe.take() {
+            let facts = crate::control::recipe::Facts::probe(guard)?;
+            let design = r.design(&facts)?;
+            for n in &design.notes {
+                (s.announce)(&format!("recipe: {n}"));
+            }
+            cfg.points = design.points;
+            cfg.validate()?;
+        }
         for dev in &place.disks {
             setup::check_iosched_params(guard, dev, &schedulers, &cfg)?;
         }
+        setup::check_plan_size(&cfg, &schedulers, s.announce)?;
+        let hier = setup::check_cgroups(guard, &cfg)?;
         let dir = place.files_dir()?;
-        let mut cfg = cfg;
         if place.stack.is_some() && !place.made {
             setup::fit_in_place(&mut cfg, &dir.join("iolab-load"))?;
         }
@@ -160,6 +173,7 @@ impl Body for Startup {
             maps_before,
             dexopt,
             last_group: std::sync::atomic::AtomicI32::new(0),
+            hier,
         })
     }
 
@@ -182,8 +196,8 @@ impl Body for Startup {
     }
 
     fn plan(&self, done: &StoredRuns) -> Vec<Cell> {
-        plan::plan(&self.schedulers, &self.cfg, |s, w, r| {
-            prefetch::rep_done(self.prefetch_config(), done, s, w, r)
+        plan::plan(&self.schedulers, &self.cfg, |s, w, r, point| {
+            prefetch::rep_done(self.prefetch_config(), done, s, w, r, point)
         })
     }
 
@@ -201,7 +215,21 @@ impl Body for Startup {
         ctx: &mut CellContext<'_>,
         cell: &Cell,
     ) -> Result<CellEnd, ExperimentError> {
-        cell::run_cell(self, ctx, cell)
+        // A point's settings (and iolab's groups) last for its cell only:
+        // the next point starts from the system's own state.
+        let mark = match cell.variant {
+            Some(_) => Some(ctx.guard.mark()?),
+            None => None,
+        };
+        let end = cell::run_cell(self, ctx, cell);
+        if let Some(m) = mark {
+            for line in ctx.guard.undo_since(m) {
+                if let Err(e) = line {
+                    ctx.progress.note(&format!("after cell: {e}"));
+                }
+            }
+        }
+        end
     }
 
     fn summary(self) -> Vec<u64> {

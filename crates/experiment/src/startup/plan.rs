@@ -7,23 +7,37 @@
 use super::config::StartupConfig;
 use crate::engine::Cell;
 
-/// Plans the matrix over `schedulers`, skipping repetitions `done` says
-/// are complete (`--resume`).
+/// Plans the matrix over `schedulers` × the configuration's points ×
+/// workloads, skipping repetitions `done` says are complete (`--resume`;
+/// it is given the point's text).
 pub fn plan(
     schedulers: &[String],
     cfg: &StartupConfig,
-    done: impl Fn(&str, &str, u32) -> bool,
+    done: impl Fn(&str, &str, u32, Option<&str>) -> bool,
 ) -> Vec<Cell> {
     let mut cells = Vec::new();
     for s in schedulers {
-        for w in cfg.workloads_with_idle() {
-            let reps: Vec<u32> = (1..=cfg.reps).filter(|r| !done(s, &w, *r)).collect();
-            if !reps.is_empty() {
-                cells.push(Cell {
-                    scheduler: s.clone(),
-                    workload: w,
-                    reps,
-                });
+        let points: Vec<Option<String>> = if cfg.points.is_empty() {
+            vec![None]
+        } else {
+            crate::control::points::for_scheduler(&cfg.points, s)
+                .iter()
+                .map(|p| Some(p.text()))
+                .collect()
+        };
+        for point in points {
+            for w in cfg.workloads_with_idle() {
+                let reps: Vec<u32> = (1..=cfg.reps)
+                    .filter(|r| !done(s, &w, *r, point.as_deref()))
+                    .collect();
+                if !reps.is_empty() {
+                    cells.push(Cell {
+                        scheduler: s.clone(),
+                        workload: w,
+                        reps,
+                        variant: point.clone(),
+                    });
+                }
             }
         }
     }
@@ -46,7 +60,7 @@ mod tests {
 
     #[test]
     fn idle_first_once_and_every_cell_planned() {
-        let p = plan(&scheds(), &cfg(), |_, _, _| false);
+        let p = plan(&scheds(), &cfg(), |_, _, _, _| false);
         let names: Vec<_> = p
             .iter()
             .map(|c| format!("{}/{}", c.scheduler, c.workload))
@@ -67,7 +81,7 @@ mod tests {
 
     #[test]
     fn resume_skips_completed_reps_and_cells() {
-        let p = plan(&scheds(), &cfg(), |s, w, r| {
+        let p = plan(&scheds(), &cfg(), |s, w, r, _| {
             s == "none" && (w == "idle" || (w == "1r" && r < 3))
         });
         assert_eq!(p[0].workload, "1r");

@@ -334,11 +334,13 @@ pub(super) fn rep_done(
     scheduler: &str,
     workload: &str,
     rep: u32,
+    point: Option<&str>,
 ) -> bool {
     variants(cfg, workload, rep).into_iter().all(|v| {
+        let prefetch = v.map(PrefetchMode::variant);
         done.contains(
             &RunKey::new(scheduler, workload, rep)
-                .with_variant(v.map(PrefetchMode::variant).as_deref()),
+                .with_variant(iolab_results::variant::join(point, prefetch.as_deref()).as_deref()),
         )
     })
 }
@@ -375,11 +377,11 @@ mod tests {
         let key = |v: Option<&str>| RunKey::new("bfq", "idle", 1).with_variant(v);
         done.insert(key(None));
         done.insert(key(Some("prefetch:before")));
-        assert!(!rep_done(Some(&c), &done, "bfq", "idle", 1));
+        assert!(!rep_done(Some(&c), &done, "bfq", "idle", 1, None));
         done.insert(key(Some("prefetch:parallel")));
-        assert!(rep_done(Some(&c), &done, "bfq", "idle", 1));
-        assert!(rep_done(None, &done, "bfq", "idle", 1));
-        assert!(!rep_done(None, &done, "bfq", "idle", 2));
+        assert!(rep_done(Some(&c), &done, "bfq", "idle", 1, None));
+        assert!(rep_done(None, &done, "bfq", "idle", 1, None));
+        assert!(!rep_done(None, &done, "bfq", "idle", 2, None));
     }
 
     #[test]

@@ -219,3 +219,111 @@ pub(super) fn limit_dirty(
     }
     Ok(())
 }
+
+/// Says the plan's size — points × schedulers × workloads × repetitions,
+/// and how long it may take — before anything runs, and refuses one of
+/// more than `--max-runs` starts with that size.
+pub(super) fn check_plan_size(
+    cfg: &StartupConfig,
+    schedulers: &[String],
+    announce: &dyn Fn(&str),
+) -> Result<(), ExperimentError> {
+    let workloads = cfg.workloads_with_idle().len() as u64;
+    let mut cells = 0u64;
+    let mut warmup_s = 0.0;
+    for s in schedulers {
+        let points = if cfg.points.is_empty() {
+            1
+        } else {
+            crate::control::points::for_scheduler(&cfg.points, s).len() as u64
+        };
+        cells += points * workloads;
+        // The idle cell has no load to warm up.
+        warmup_s += (points * (workloads - 1)) as f64 * cfg.warmup(s).as_secs_f64();
+    }
+    let per_start = if cfg.prefetch.is_some() { 3 } else { 1 };
+    let starts = cells * u64::from(cfg.reps) * per_start;
+    // Every start at its timeout, plus the pause: an upper bound.
+    let most_s = warmup_s + starts as f64 * (cfg.timeout_s + cfg.pause_s.unwrap_or(0.0));
+    let points = if cfg.points.is_empty() {
+        String::new()
+    } else {
+        format!("{} point(s) × ", cfg.points.len())
+    };
+    let size = format!(
+        "plan: {points}{} scheduler(s) × {workloads} workload(s) (idle included) × {} rep(s) = {cells} cells, {starts} starts; at most {} (every start at its --timeout), warm-ups {}",
+        schedulers.len(),
+        cfg.reps,
+        hms(most_s),
+        hms(warmup_s)
+    );
+    if starts > cfg.max_runs {
+        return Err(UsageError::new(format!(
+            "{size}: more than --max-runs {} starts; raise --max-runs or vary fewer settings",
+            cfg.max_runs
+        ))
+        .into());
+    }
+    if !cfg.points.is_empty() {
+        announce(&size);
+    }
+    Ok(())
+}
+
+fn hms(s: f64) -> String {
+    let s = s.round() as u64;
+    format!("{}h{:02}m{:02}s", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// For a plan with `cg.*` settings: the hierarchy, checked once with a
+/// probe of iolab's groups (made and removed here) to have every file the
+/// plan sets; refused in one line naming what it has instead. Also
+/// refused: a cgroup v1 root with a blkio throttle rule, which iolab's
+/// groups would escape (v1's throttle is flat: a rule at the root limits
+/// the root group's own I/O only).
+pub(super) fn check_cgroups(
+    guard: &Guard,
+    cfg: &StartupConfig,
+) -> Result<Option<crate::control::Hierarchy>, ExperimentError> {
+    use crate::control::cgroup::Version;
+    if !cfg
+        .points
+        .first()
+        .is_some_and(crate::control::Point::uses_cgroups)
+    {
+        return Ok(None);
+    }
+    let hier = crate::control::Hierarchy::find()?;
+    if hier.version == Version::V1 {
+        for f in [
+            "blkio.throttle.read_bps_device",
+            "blkio.throttle.write_bps_device",
+            "blkio.throttle.read_iops_device",
+            "blkio.throttle.write_iops_device",
+        ] {
+            let text = std::fs::read_to_string(hier.root.join(f)).unwrap_or_default();
+            if let Some(rule) = text.lines().find(|l| !l.trim().is_empty()) {
+                return Err(UsageError::new(format!(
+                    "cgroup settings on cgroup v1: the root's {f} has the rule {rule:?} (a throttled lab's?), and v1's throttling is flat, so iolab's groups would escape it; use a lab with --backend model, or a place without a root throttle"
+                ))
+                .into());
+            }
+        }
+    }
+    let mark = guard.mark()?;
+    let checked = crate::control::Groups::make(guard, &hier).and_then(|g| {
+        crate::control::apply::check_files(
+            &cfg.points,
+            &hier,
+            &g.dir(crate::control::setting::Who::Target),
+        )
+        .map_err(ExperimentError::from)
+    });
+    for line in guard.undo_since(mark) {
+        if let Err(e) = line {
+            return Err(UsageError::new(format!("removing the probe cgroups: {e}")).into());
+        }
+    }
+    checked?;
+    Ok(Some(hier))
+}

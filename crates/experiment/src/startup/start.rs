@@ -42,6 +42,11 @@ pub(super) struct Conditions<'a> {
     pub warmup_rate: Option<(f64, f64)>,
     /// The load's completions/s during the warm-up, where it counts them.
     pub warmup_ios_per_s: Option<f64>,
+    /// iolab's groups, when the plan has cgroup settings: each target is
+    /// put in its own before it runs.
+    pub groups: Option<&'a crate::control::Groups>,
+    /// Which of the cell's settings the kernel did not take.
+    pub not_applied: Option<String>,
 }
 
 /// How a start ended, once stored.
@@ -79,7 +84,7 @@ pub(super) fn start(
     bg: Option<&Background>,
 ) -> Result<(StartEnd, Option<iolab_store::RunId>), ExperimentError> {
     let prepared = prepare(st, ctx)?;
-    let mut launched = launch_observed(st, ctx, prefetch, bg, prepared.learning)?;
+    let mut launched = launch_observed(st, ctx, c, prefetch, bg, prepared.learning)?;
     if launched.outcome.interrupted {
         return Ok((StartEnd::Interrupted, None));
     }
@@ -213,6 +218,8 @@ fn prepare(st: &Startup, ctx: &mut CellContext<'_>) -> Result<Prepared, Experime
 
 /// What one launch gave, with the counters around it.
 struct Launched {
+    /// Why the target is not in its cgroup, when it is not.
+    group_problem: Option<String>,
     started_at: String,
     outcome: launch::Outcome,
     observed: Observed,
@@ -240,6 +247,7 @@ struct Launched {
 fn launch_observed(
     st: &Startup,
     ctx: &mut CellContext<'_>,
+    c: &Conditions<'_>,
     prefetch: Option<(&Prefetcher, PrefetchMode)>,
     bg: Option<&Background>,
     learning: bool,
@@ -252,6 +260,9 @@ fn launch_observed(
     let watch = st.target.watch(guard)?;
     let t0 = Instant::now();
     let devices = &ctx.place.disks;
+    // Into the target's group while held before exec: none of its I/O is
+    // charged elsewhere. A failure makes the start invalid, with the reason.
+    let group_problem = std::sync::Mutex::new(None::<String>);
     // Every collector attaches to the held target before it runs its
     // first instruction; the time to attach is not the start's.
     // The experiment's first start also learns the target's files.
@@ -261,6 +272,14 @@ fn launch_observed(
         Some(|pid| {
             st.last_group
                 .store(pid, std::sync::atomic::Ordering::Relaxed);
+            if let Some(g) = c.groups {
+                if let Err(e) = g.put_target(pid) {
+                    *group_problem.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!(
+                        "the target could not be put in its cgroup {}: {e}",
+                        g.dir(crate::control::setting::Who::Target).display()
+                    ));
+                }
+            }
             let scope = Scope {
                 guard,
                 devices,
@@ -332,6 +351,9 @@ fn launch_observed(
         cfg.start_mode,
     )?;
     Ok(Launched {
+        group_problem: group_problem
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner()),
         started_at,
         outcome,
         observed,
@@ -379,7 +401,11 @@ fn judge(
     // Never a silent "ok": the kind of start asked for, and every option
     // asked for the app's own process, must have held.
     let not_the_mode = prepared.not_the_mode.clone().or(l.mode_problem.clone());
-    let not_applied = not_applied(&st.cfg, &st.spec, outcome);
+    let not_applied = c
+        .not_applied
+        .clone()
+        .or(l.group_problem.clone())
+        .or_else(|| not_applied(&st.cfg, &st.spec, outcome));
     // Initial and full display, where the target has them: an activity's
     // TotalTime (am's) and its --ready-logcat line (reportFullyDrawn); a
     // command's ready criterion and its --full-ready-line.
@@ -498,6 +524,14 @@ fn store(
         "bg_warmup_read_bw_bytes": c.warmup_rate.map(|r| r.0),
         "bg_warmup_write_bw_bytes": c.warmup_rate.map(|r| r.1),
     });
+    if let Some(p) = &cell.variant {
+        // The plan point as settings, for readers that do not split the
+        // variant; what the kernel read back is in the cell's cell_io.
+        config["point"] = json!(iolab_results::variant::settings_of(p)
+            .into_iter()
+            .map(|(n, v)| (n.to_string(), json!(v)))
+            .collect::<serde_json::Map<String, serde_json::Value>>());
+    }
     if let Some((_, m)) = prefetch {
         config["prefetch"] = json!(m);
     }
@@ -547,7 +581,10 @@ fn store(
         extra,
         outcome: v.run_outcome,
         reason: v.reason.clone(),
-        variant: prefetch.map(|(_, m)| m.variant()),
+        variant: iolab_results::variant::join(
+            cell.variant.as_deref(),
+            prefetch.map(|(_, m)| m.variant()).as_deref(),
+        ),
     };
     // Stored once, not copied: a trace's documents can be large.
     let mut docs = std::mem::take(&mut l.observed.docs);

@@ -70,6 +70,7 @@ impl RunPlan {
             scheduler: self.scheduler.clone(),
             workload: self.workload(),
             reps: vec![self.rep],
+            variant: None,
         }
     }
 }

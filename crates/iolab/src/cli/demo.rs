@@ -112,6 +112,9 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         pause_s: None,
         start_mode: Default::default(),
         full_ready_line: None,
+        points: Vec::new(),
+        recipe: None,
+        max_runs: iolab_experiment::startup::config::DEFAULT_MAX_RUNS,
     };
     if !a.json {
         let lab = match (&a.model.device_model, a.model.backend.as_deref()) {

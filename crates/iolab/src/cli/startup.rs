@@ -176,6 +176,34 @@ pub struct StartupArgs {
     /// I/O priority of the background load (the thesis's -noprio leaves both default).
     #[arg(long, value_name = "PRIO", value_parser = super::values::ioprio)]
     pub load_ioprio: Option<IoPrio>,
+    /// Vary a setting across the plan: NAME=V1,V2,... (repeatable). Axes
+    /// are crossed with each other, the schedulers and the workloads; `-`
+    /// leaves the setting as the system has it (the point with every axis
+    /// at `-` is the baseline the verdict compares with). NAME:
+    /// iosched.TUNABLE, read_ahead_kb, nr_requests, wbt_lat_usec,
+    /// vm.dirty_ratio, vm.dirty_background_ratio, vm.dirty_expire_centisecs,
+    /// vm.dirty_writeback_centisecs, target.ioprio, load.ioprio,
+    /// target.nice, cg.target.FILE and cg.load.FILE (io.weight,
+    /// io.bfq.weight, io.latency (µs), io.max, io.prio.class; v1:
+    /// blkio.bfq.weight, blkio.prio.class, blkio.throttle.*), cg.root.FILE
+    /// (io.cost.qos, io.cost.model). See docs/CONTROL.md.
+    #[arg(long, value_name = "NAME=V1,V2")]
+    pub vary: Vec<String>,
+    /// One more plan point, given whole: 'NAME=V;NAME=V' (repeatable);
+    /// settings it does not name are `-` there.
+    #[arg(long, value_name = "NAME=V;...")]
+    pub point: Vec<String>,
+    /// A small design for "what do I set so it stops?", made from what
+    /// this system has: protect-foreground (the baseline, each protection
+    /// alone, all together) or android-profiles (Android's task profiles'
+    /// I/O settings against the same groups without them). Workloads
+    /// default to 1r1w.
+    #[arg(long, value_enum, conflicts_with_all = ["vary", "point"])]
+    pub recipe: Option<iolab_experiment::control::Recipe>,
+    /// Refuse a plan of more starts than this (the plan's size is printed
+    /// before anything runs).
+    #[arg(long, value_name = "N", default_value_t = iolab_experiment::startup::config::DEFAULT_MAX_RUNS)]
+    pub max_runs: u64,
     /// fio option applied to every background job, e.g. size=128M (repeatable).
     #[arg(long = "load-option", value_name = "NAME=VALUE")]
     pub load_options: Vec<String>,
@@ -377,10 +405,25 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
         (None, Some(path)) => Target::script(path.clone(), a.command.clone())?,
         (None, None) => target_of(&a.command),
     };
+    let axes = a
+        .vary
+        .iter()
+        .map(|v| iolab_experiment::control::points::parse_vary(v))
+        .collect::<Result<Vec<_>, _>>()?;
+    let extra = a
+        .point
+        .iter()
+        .map(|p| iolab_experiment::control::points::parse_point(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let workloads = if a.recipe.is_some() && a.workloads == ["1r", "1w", "1r1w"] {
+        vec!["1r1w".to_string()]
+    } else {
+        a.workloads.clone()
+    };
     let cfg = StartupConfig {
         place,
         schedulers: a.schedulers.schedulers.clone(),
-        workloads: a.workloads.clone(),
+        workloads,
         reps: a.reps,
         timeout_s: a.timeout,
         warmup_s: a.warmup,
@@ -407,6 +450,9 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
         start_mode: a.start_mode,
         full_ready_line: a.full_ready_line.clone(),
         dirty_limit_bytes: a.dirty_limit,
+        points: iolab_experiment::control::points::plan_points(&axes, &extra),
+        recipe: a.recipe,
+        max_runs: a.max_runs,
     };
     cfg.validate()?;
     Ok(cfg)

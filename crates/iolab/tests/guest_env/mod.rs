@@ -15,6 +15,16 @@ pub fn repo() -> PathBuf {
 /// IOLAB_GUEST_FIO=1), boots it on `scenario` and returns the directory
 /// its /results went to (`work/out`); panics with the console on failure.
 pub fn run_scenario(work: &Path, scenario: &str, env: &[(&str, &str)]) -> PathBuf {
+    run_scenario_with(work, scenario, env, &[])
+}
+
+/// As [`run_scenario`], with `run_env` for run.sh (e.g. IOLAB_GUEST_ARGS).
+pub fn run_scenario_with(
+    work: &Path,
+    scenario: &str,
+    env: &[(&str, &str)],
+    run_env: &[(&str, &str)],
+) -> PathBuf {
     let guest = work.join("guest");
     let out = work.join("out");
     let build = Command::new("bash")
@@ -35,6 +45,7 @@ pub fn run_scenario(work: &Path, scenario: &str, env: &[(&str, &str)]) -> PathBu
         .arg(scenario)
         .arg(&out)
         .env("IOLAB_GUEST_DIR", &guest)
+        .envs(run_env.iter().copied())
         .output()
         .unwrap();
     let console = std::fs::read_to_string(out.join("console.log")).unwrap_or_default();

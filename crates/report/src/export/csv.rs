@@ -2,7 +2,8 @@
 //! included, censored ones flagged. Column names follow what users know:
 //! times in seconds like S's "Start-up time [sec]" tables; background I/O
 //! like fio's JSON (`io_bytes`, `bw_bytes` in bytes/s, `runtime` in ms).
-//! Per-run configuration and extra samples stay in the JSON export.
+//! The last column, `variant`, names the run's plan point and prefetch
+//! mode. Per-run configuration and extra samples stay in the JSON export.
 
 use std::fmt::Write as _;
 
@@ -13,7 +14,7 @@ use iolab_store::{RunRecord, StoreError};
 /// The header row.
 pub const HEADER: &str = "experiment_id,scheduler,workload,target,rep,started_at,duration_s,\
 censored,timeout_s,exit_code,signal,harness_overhead_ns,bg_read_io_bytes,bg_write_io_bytes,\
-bg_runtime_ms,bg_read_bw_bytes,bg_write_bw_bytes";
+bg_runtime_ms,bg_read_bw_bytes,bg_write_bw_bytes,variant";
 
 /// Exports one row per run.
 #[derive(Debug, Clone, Copy, Default)]
@@ -56,6 +57,9 @@ fn row(experiment_id: i64, r: &RunRecord) -> String {
         opt(bg.map(|b| format!("{:.0}", b.seconds * 1e3))),
         opt(bg.and_then(|b| bw(b.read_bytes))),
         opt(bg.and_then(|b| bw(b.write_bytes))),
+        // The plan point and prefetch mode (`wbt_lat_usec=0; prefetch:before`),
+        // last so that older readers' columns stay where they were.
+        quote(r.variant.as_deref().unwrap_or("")),
     ];
     fields.join(",")
 }

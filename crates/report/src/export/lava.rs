@@ -60,6 +60,23 @@ fn cases(v: &ExperimentView) -> Vec<Case> {
             let cell = &c.cell;
             let s = &cell.stats;
             let mut id = format!("startup.{}.{}", part(&cell.scheduler), part(&cell.workload));
+            // A plan point: its settings as `name:value+name:value` (the
+            // baseline: `baseline`), so every point's cases stay apart.
+            if let Some(p) = iolab_results::variant::point_of(cell.variant.as_deref()) {
+                let set: Vec<String> = iolab_results::variant::settings_of(&p)
+                    .into_iter()
+                    .filter(|(_, v)| *v != "-")
+                    .map(|(n, v)| format!("{}:{}", part(n), part(v)))
+                    .collect();
+                id = format!(
+                    "{id}.{}",
+                    if set.is_empty() {
+                        "baseline".to_string()
+                    } else {
+                        set.join("+")
+                    }
+                );
+            }
             if many_targets {
                 id = format!("{id}.{}", part(&cell.target));
             }

@@ -678,3 +678,90 @@ mod tests {
         assert!(s.contains(&format!(",{TOP:.2} ")), "{s}");
     }
 }
+
+/// One point of a scatter: x and y with 95 % whiskers, a colour series
+/// and a label.
+#[derive(Debug, Clone)]
+pub struct ScatterPoint {
+    /// Series (colour and legend), e.g. the scheduler.
+    pub series: String,
+    /// x value.
+    pub x: f64,
+    /// y value.
+    pub y: f64,
+    /// y's whisker half-width.
+    pub y_err: Option<f64>,
+    /// Drawn larger and ringed (a Pareto front member).
+    pub marked: bool,
+    /// Short label next to the dot (the rank).
+    pub label: String,
+    /// Tooltip.
+    pub title: String,
+}
+
+/// A scatter of points with y whiskers (e.g. start-up time against the
+/// background's throughput, one dot per plan point), both axes from zero.
+pub fn scatter(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[String],
+    pts: &[ScatterPoint],
+) -> String {
+    let h = TOP + PLOT_H + BOTTOM;
+    let mut svg = Svg::new(W, h);
+    let x_top = nice_max(pts.iter().map(|p| p.x).fold(0.0, f64::max).max(1e-9));
+    let y_top = nice_max(
+        pts.iter()
+            .map(|p| p.y + p.y_err.unwrap_or(0.0))
+            .fold(0.0, f64::max)
+            .max(1e-9),
+    );
+    let x = Linear::new(0.0, x_top, LEFT, W - RIGHT);
+    let y = Linear::new(0.0, y_top, TOP + PLOT_H, TOP);
+    y_axis_linear(&mut svg, &y, y_top, y_label, W);
+    for t in ticks(0.0, x_top, 6) {
+        let px = x.at(t);
+        svg.text(px, TOP + PLOT_H + 16.0, "middle", "tick", &tick(t));
+    }
+    svg.text(
+        (LEFT + W - RIGHT) / 2.0,
+        TOP + PLOT_H + 36.0,
+        "middle",
+        "axis",
+        x_label,
+    );
+    for p in pts {
+        let i = series.iter().position(|s| *s == p.series).unwrap_or(0);
+        let c = colour(&p.series, i);
+        let (px, py) = (x.at(p.x), y.at(p.y));
+        if let Some(e) = p.y_err {
+            svg.line(
+                px,
+                y.at((p.y - e).max(0.0)),
+                px,
+                y.at(p.y + e),
+                &Mark {
+                    stroke: c,
+                    class: "whisker",
+                    ..Default::default()
+                },
+            );
+        }
+        svg.circle(
+            px,
+            py,
+            if p.marked { 6.0 } else { 4.0 },
+            &Mark {
+                fill: c,
+                stroke: if p.marked { "#000" } else { "" },
+                title: p.title.clone(),
+                data: vec![("x", num(p.x)), ("y", num(p.y))],
+                ..Default::default()
+            },
+        );
+        svg.text(px + 8.0, py - 6.0, "start", "tick", &p.label);
+    }
+    legend(&mut svg, series, 18.0);
+    svg.finish(title)
+}

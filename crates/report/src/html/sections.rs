@@ -38,6 +38,34 @@ pub fn experiment(v: &ExperimentView) -> String {
     if let Some(st) = &v.startup {
         part("startup", startup(st));
     }
+    if let Some(vd) = &v.verdict {
+        let mut html = verdict(vd);
+        if !v.applied.is_empty() {
+            html.push_str("<h3>What the kernel held</h3><table><tr><th>scheduler</th><th>workload</th><th>settings as read back</th><th>groups / disk read [MiB]</th><th>groups / disk written [MiB]</th></tr>");
+            let pair = |p: Option<(u64, u64)>| {
+                p.map_or("-".to_string(), |(g, d)| {
+                    format!(
+                        "{:.1} / {:.1}",
+                        g as f64 / 1_048_576.0,
+                        d as f64 / 1_048_576.0
+                    )
+                })
+            };
+            for c in &v.applied {
+                let _ = write!(
+                    html,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    esc(&c.scheduler),
+                    esc(&c.workload),
+                    esc(&crate::text::verdict::applied_text(c)),
+                    pair(c.read_bytes),
+                    pair(c.write_bytes)
+                );
+            }
+            html.push_str("</table>");
+        }
+        part("verdict", html);
+    }
     if !v.prefetch.is_empty() {
         part("prefetch", prefetch(v));
     }
@@ -93,16 +121,105 @@ pub fn experiment(v: &ExperimentView) -> String {
     )
 }
 
+/// The plan's verdict: per workload, start-up time against the
+/// background's throughput, one dot per scheduler × point (ringed: the
+/// Pareto front), and the ranked table.
+fn verdict(vd: &crate::view::verdict::VerdictView) -> String {
+    use super::charts::{scatter, ScatterPoint};
+    let mut s = format!(
+        "<h3>Verdict</h3><p class=\"note\">baseline: {}. Down and to the right is better: a faster start-up, more left to the background.</p>",
+        esc(&vd.baseline)
+    );
+    for t in &vd.tables {
+        let series = crate::view::first_seen(t.rows.iter().map(|r| r.scheduler.as_str()));
+        let pts: Vec<ScatterPoint> = t
+            .rows
+            .iter()
+            .filter_map(|r| {
+                Some(ScatterPoint {
+                    series: r.scheduler.clone(),
+                    x: r.bg_bytes_per_s? / 1_048_576.0,
+                    y: r.startup_s?,
+                    y_err: r.startup_ci95_s,
+                    marked: r.pareto,
+                    label: format!("#{}", r.rank),
+                    title: format!(
+                        "#{} {} @ {}: {:.3} s, background {:.1} MiB/s",
+                        r.rank,
+                        r.scheduler,
+                        r.point,
+                        r.startup_s?,
+                        r.bg_bytes_per_s? / 1_048_576.0
+                    ),
+                })
+            })
+            .collect();
+        let _ = write!(
+            s,
+            "<h4>under {}</h4>{}",
+            esc(&t.workload),
+            scatter(
+                &format!(
+                    "start-up time against background throughput under {}",
+                    t.workload
+                ),
+                "background throughput during the starts [MiB/s]",
+                "start-up [s]",
+                &series,
+                &pts
+            )
+        );
+        s.push_str("<table><tr><th>rank</th><th>scheduler</th><th>point</th><th>start-up [s]</th><th>×idle</th><th>gain [s]</th><th>bg cost</th><th>front</th></tr>");
+        for r in &t.rows {
+            let _ = write!(
+                s,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                r.rank,
+                esc(&r.scheduler),
+                esc(&r.point),
+                r.startup_s.map_or("-".into(), |m| format!("{m:.3}")),
+                r.slowdown.as_ref().map_or("-".into(), |x| format!("{:.2}", x.value)),
+                if r.baseline {
+                    "baseline".to_string()
+                } else {
+                    r.gain_s.map_or("-".into(), |g| {
+                        format!("{g:+.3}{}", if r.distinguishable { "" } else { " ≈" })
+                    })
+                },
+                r.bg_cost.map_or("-".into(), |c| format!("{:+.0}%", c * 100.0)),
+                if r.pareto { "*" } else { "" }
+            );
+        }
+        s.push_str("</table>");
+        if let Some((a, b)) = &t.best_two_alike {
+            let _ = write!(
+                s,
+                "<p class=\"note\">The two best are not distinguishable at 95 %: {} and {}.</p>",
+                esc(a),
+                esc(b)
+            );
+        }
+    }
+    s
+}
+
 fn startup(st: &StartupView) -> String {
     let mut s = String::new();
+    // A plan's points stay apart: `WORKLOAD @ POINT` groups.
+    let label = |c: &iolab_store::CellReport| {
+        crate::view::plain_workload(&c.workload, c.variant.as_deref())
+            .unwrap_or_else(|| c.workload.clone())
+    };
+    let labels: Vec<String> = st.cells.iter().map(|c| label(&c.cell)).collect();
+    let labels = crate::view::first_seen(labels.iter().map(String::as_str));
     for target in &st.targets {
         let mut groups = Vec::new();
         let mut timeout: f64 = 0.0;
-        for w in &st.workloads {
+        for w in &labels {
             let mut bars = Vec::new();
             for sc in &st.schedulers {
                 let Some(c) = st.cells.iter().find(|c| {
-                    c.cell.target == *target && c.cell.workload == *w && c.cell.scheduler == *sc
+                    c.cell.target == *target && label(&c.cell) == *w && c.cell.scheduler == *sc
                 }) else {
                     continue;
                 };

@@ -13,6 +13,7 @@ pub mod observed;
 pub mod prefetch;
 pub mod startup;
 pub mod sweep;
+pub mod verdict;
 
 use iolab_results::ExperimentKind;
 use iolab_store::ExperimentReport;

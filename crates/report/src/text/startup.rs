@@ -20,13 +20,45 @@ pub fn render(report: &ExperimentReport) -> String {
         .map_or_else(Vec::new, |s: &StartupView| {
             s.cells.iter().map(|c| c.cell.clone()).collect()
         });
-    let mut out = render_matrix(
-        &cells,
-        &title_for_kind(&iolab_results::ExperimentKind::Startup),
-    );
+    let points = view.startup.as_ref().map_or(&[][..], |s| &s.points[..]);
+    let title = title_for_kind(&iolab_results::ExperimentKind::Startup);
+    let mut out = String::new();
+    if points.is_empty() {
+        out.push_str(&render_matrix(&cells, &title));
+    } else {
+        // One matrix per plan point, each against its own idle.
+        for (i, p) in points.iter().enumerate() {
+            let mine: Vec<CellReport> = cells
+                .iter()
+                .filter(|c| {
+                    iolab_results::variant::point_of(c.variant.as_deref()).as_deref() == Some(p)
+                })
+                .cloned()
+                .collect();
+            if i > 0 {
+                out.push('\n');
+            }
+            out.push_str(&format!("at {p}\n"));
+            out.push_str(&render_matrix(&mine, &title));
+        }
+    }
+    // The background grid keeps the points apart by naming them.
+    let labelled: Vec<CellReport> = cells
+        .iter()
+        .filter(|c| c.workload != iolab_store::IDLE_WORKLOAD)
+        .map(|c| {
+            let mut c = c.clone();
+            if let Some(w) = crate::view::plain_workload(&c.workload, c.variant.as_deref()) {
+                c.workload = w;
+            }
+            c
+        })
+        .collect();
     for t in [
+        super::verdict::render(view.verdict.as_ref()),
+        super::verdict::render_applied(&view.applied),
         super::main_thread::render_display(view.display.as_ref()),
-        render_background(&cells),
+        render_background(&labelled),
         super::prefetch::render(&view.prefetch),
         super::explain::render_causes(&view.causes),
         super::main_thread::render(view.main_thread.as_ref()),

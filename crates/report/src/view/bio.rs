@@ -48,14 +48,14 @@ pub fn latency_views(r: &ExperimentReport) -> Vec<LatencyView> {
         .iter()
         .filter(|a| a.kind == ArtifactKind::LatencyHist)
     {
-        if a.variant.is_some() {
+        let Some(workload) = super::plain_workload(&a.workload, a.variant.as_deref()) else {
             continue;
-        }
+        };
         let Ok(doc) = serde_json::from_value::<BioHistograms>(a.json.clone()) else {
             continue;
         };
         for h in doc.histograms {
-            let key = (a.workload.clone(), h.op.clone());
+            let key = (workload.clone(), h.op.clone());
             if !order.contains(&key) {
                 order.push(key.clone());
             }

@@ -41,8 +41,11 @@ pub struct CpuRun {
 pub fn cpu_runs(r: &ExperimentReport) -> Vec<CpuRun> {
     let mut out: Vec<CpuRun> = Vec::new();
     for a in r.artifacts.iter().filter(|a| a.kind == ArtifactKind::Cpu) {
-        let cell = format!("{}/{}", a.scheduler, a.workload);
-        if a.variant.is_some() || out.iter().any(|c| c.cell == cell) {
+        let Some(workload) = super::plain_workload(&a.workload, a.variant.as_deref()) else {
+            continue;
+        };
+        let cell = format!("{}/{}", a.scheduler, workload);
+        if out.iter().any(|c| c.cell == cell) {
             continue;
         }
         let Ok(track) = serde_json::from_value::<CpuTrack>(a.json.clone()) else {

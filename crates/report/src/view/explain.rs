@@ -49,13 +49,13 @@ fn attributions(r: &ExperimentReport) -> Vec<((String, String), Vec<Attribution>
         .iter()
         .filter(|a| a.kind == ArtifactKind::Explain)
     {
-        if a.variant.is_some() {
+        let Some(workload) = super::plain_workload(&a.workload, a.variant.as_deref()) else {
             continue;
-        }
+        };
         let Ok(attr) = serde_json::from_value::<Attribution>(a.json.clone()) else {
             continue;
         };
-        let key = (a.scheduler.clone(), a.workload.clone());
+        let key = (a.scheduler.clone(), workload);
         match by.iter_mut().find(|(k, _)| *k == key) {
             Some((_, v)) => v.push(attr),
             None => by.push((key, vec![attr])),
@@ -79,8 +79,11 @@ pub fn cause_stacks(r: &ExperimentReport) -> Vec<CauseStack> {
             let censored = r
                 .runs
                 .iter()
-                .filter(|x| x.scheduler == scheduler && x.workload == workload && x.censored)
-                .filter(|x| x.variant.is_none())
+                .filter(|x| x.scheduler == scheduler && x.censored)
+                .filter(|x| {
+                    super::plain_workload(&x.workload, x.variant.as_deref()).as_deref()
+                        == Some(workload.as_str())
+                })
                 .count();
             causes.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
             CauseStack {

@@ -5,6 +5,7 @@
 //! that kind has data for are `Some`/non-empty, the rest are empty, so a
 //! renderer walks one structure and a new kind adds a section here.
 
+pub mod applied;
 pub mod bio;
 pub mod cpu;
 pub mod display;
@@ -15,6 +16,7 @@ pub mod observed;
 pub mod prefetch;
 pub mod startup;
 pub mod sweep;
+pub mod verdict;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -49,6 +51,14 @@ pub struct ExperimentView<'r> {
     pub config: Value,
     /// Start-up cells (plain starts, no prefetch).
     pub startup: Option<startup::StartupView>,
+    /// A plan's verdict: per workload, each scheduler × point ranked by
+    /// start-up gain per background cost (`--vary`, `--recipe`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<verdict::VerdictView>,
+    /// Per loaded cell of a plan: each setting as read back, and the
+    /// groups' bytes against the disk's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub applied: Vec<applied::AppliedCell>,
     /// Sweep cells (`sweep`).
     pub sweep: Option<SweepTable>,
     /// Maximum-throughput points (`sweep --max`).
@@ -101,6 +111,8 @@ impl<'r> ExperimentView<'r> {
             environment: e.environment.clone(),
             config: e.config.clone(),
             startup: (*kind == ExperimentKind::Startup).then(|| startup::StartupView::of(r)),
+            verdict: verdict::verdict(r),
+            applied: applied::applied(r),
             sweep: (*kind == ExperimentKind::Sweep).then(|| SweepTable::from_runs(&r.runs)),
             max: (*kind == ExperimentKind::SweepMax).then(|| MaxTable::from_runs(&r.runs)),
             prefetch: prefetch::pairs(r),
@@ -116,7 +128,14 @@ impl<'r> ExperimentView<'r> {
                 .iter()
                 .filter(|x| !x.outcome.is_sample())
                 .map(|x| NotSample {
-                    cell: format!("{}/{}", x.scheduler, x.workload),
+                    cell: format!(
+                        "{}/{}{}",
+                        x.scheduler,
+                        x.workload,
+                        x.variant
+                            .as_deref()
+                            .map_or_else(String::new, |v| format!(" @ {v}"))
+                    ),
                     rep: x.rep,
                     outcome: x.outcome.as_str().to_string(),
                     reason: x.reason.clone().unwrap_or_default(),
@@ -124,6 +143,20 @@ impl<'r> ExperimentView<'r> {
                 .collect(),
         }
     }
+}
+
+/// The workload a per-cell view shows a run or document under: its own
+/// for a plain run, `WORKLOAD @ POINT` for a run at a plan point (so the
+/// points of one scheduler and workload stay apart); `None` for a
+/// prefetch variant, which those views leave to the prefetch view.
+pub fn plain_workload(workload: &str, variant: Option<&str>) -> Option<String> {
+    if iolab_results::variant::prefetch_of(variant).is_some() {
+        return None;
+    }
+    Some(match iolab_results::variant::point_of(variant) {
+        Some(p) => format!("{workload} @ {p}"),
+        None => workload.to_string(),
+    })
 }
 
 /// Order of first appearance, without repeats.

@@ -27,11 +27,15 @@ pub struct StartupCell {
     pub starts: Vec<Start>,
 }
 
-/// The plain starts (no prefetch) of a startup experiment.
+/// The plain starts (no prefetch) of a startup experiment, at every plan
+/// point.
 #[derive(Debug, Clone, Serialize)]
 pub struct StartupView {
     /// Schedulers in the order they ran.
     pub schedulers: Vec<String>,
+    /// The plan's points in the order they ran (`--vary`); empty without.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub points: Vec<String>,
     /// Workloads in the order they ran.
     pub workloads: Vec<String>,
     /// Targets (one per app, usually one).
@@ -43,9 +47,18 @@ pub struct StartupView {
 impl StartupView {
     /// The view of `r`'s plain starts.
     pub fn of(r: &ExperimentReport) -> StartupView {
-        let cells: Vec<&CellReport> = r.cells.iter().filter(|c| c.variant.is_none()).collect();
+        let cells: Vec<&CellReport> = r
+            .cells
+            .iter()
+            .filter(|c| iolab_results::variant::prefetch_of(c.variant.as_deref()).is_none())
+            .collect();
+        let points: Vec<String> = cells
+            .iter()
+            .filter_map(|c| iolab_results::variant::point_of(c.variant.as_deref()))
+            .collect();
         StartupView {
             schedulers: first_seen(cells.iter().map(|c| c.scheduler.as_str())),
+            points: first_seen(points.iter().map(String::as_str)),
             workloads: first_seen(cells.iter().map(|c| c.workload.as_str())),
             targets: first_seen(cells.iter().map(|c| c.target.as_str())),
             cells: cells
@@ -58,6 +71,7 @@ impl StartupView {
                             x.target == c.target
                                 && x.scheduler == c.scheduler
                                 && x.workload == c.workload
+                                && x.variant == c.variant
                         })
                         .map(|x| Start {
                             rep: x.rep,

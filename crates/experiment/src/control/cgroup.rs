@@ -1,0 +1,280 @@
+//! The cgroups a plan's `cg.*` settings need: the I/O hierarchy of this
+//! system (cgroup v2 with the io controller, else v1's blkio as Android
+//! and this project's host mount it) and, per cell, iolab's own groups in
+//! it — `iolab-PID/target` and `iolab-PID/load` — made through the guard,
+//! so they are removed after the cell, on Ctrl-C, on panic, and after a
+//! SIGKILL by the next run.
+//!
+//! v2 moves whole processes only and the load runs in iolab's own threads,
+//! so iolab itself joins the load's group for the cell (moved back after);
+//! each target is forked from it and moved into the target's group while
+//! it is held before exec, so it never runs a instruction outside it.
+
+use std::path::{Path, PathBuf};
+
+use iolab_guard::Guard;
+use iolab_sys::UsageError;
+
+use super::setting::{Who, GROUP_FILES, ROOT_FILES};
+use crate::ExperimentError;
+
+/// Which cgroup interface the hierarchy speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Version {
+    /// Cgroup v1's blkio controller.
+    V1,
+    /// Cgroup v2 with io.
+    V2,
+}
+
+/// The hierarchy iolab's groups go in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hierarchy {
+    /// v1 blkio or v2.
+    pub version: Version,
+    /// Its mount point (the root group).
+    pub root: PathBuf,
+    /// The group this process is in now (where it goes back to).
+    pub home: PathBuf,
+}
+
+impl Hierarchy {
+    /// The system's I/O hierarchy: a cgroup2 mount whose root offers `io`,
+    /// else a cgroup v1 mount with blkio; a one-line refusal saying what
+    /// the system has otherwise.
+    pub fn find() -> Result<Hierarchy, UsageError> {
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        let mine = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+        Hierarchy::from(&mounts, &mine, |p| std::fs::read_to_string(p).ok())
+    }
+
+    /// As [`Hierarchy::find`] over mountinfo and `/proc/self/cgroup` text.
+    pub fn from(
+        mountinfo: &str,
+        self_cgroup: &str,
+        read: impl Fn(&Path) -> Option<String>,
+    ) -> Result<Hierarchy, UsageError> {
+        let mounts = iolab_sys::mounts::parse(mountinfo);
+        let v2 = mounts.iter().find(|m| {
+            m.fstype == "cgroup2"
+                && read(&m.target.join("cgroup.controllers"))
+                    .is_some_and(|c| c.split_whitespace().any(|x| x == "io"))
+        });
+        if let Some(m) = v2 {
+            let rel = self_cgroup
+                .lines()
+                .find_map(|l| l.strip_prefix("0::"))
+                .unwrap_or("/");
+            return Ok(Hierarchy {
+                version: Version::V2,
+                root: m.target.clone(),
+                home: m.target.join(rel.trim_start_matches('/')),
+            });
+        }
+        let v1 = mounts
+            .iter()
+            .find(|m| m.fstype == "cgroup" && m.options.split(',').any(|o| o == "blkio"));
+        if let Some(m) = v1 {
+            let rel = self_cgroup
+                .lines()
+                .find_map(|l| {
+                    let mut f = l.splitn(3, ':');
+                    let (_, ctl, path) = (f.next(), f.next()?, f.next()?);
+                    ctl.split(',').any(|c| c == "blkio").then_some(path)
+                })
+                .unwrap_or("/");
+            return Ok(Hierarchy {
+                version: Version::V1,
+                root: m.target.clone(),
+                home: m.target.join(rel.trim_start_matches('/')),
+            });
+        }
+        let v2_without_io = mounts.iter().find(|m| m.fstype == "cgroup2");
+        Err(UsageError::new(match v2_without_io {
+            Some(m) => format!(
+                "no cgroup I/O controller to put the target and the load under: the cgroup2 mount at {} does not offer io (its controllers: {}) and no cgroup v1 blkio is mounted",
+                m.target.display(),
+                read(&m.target.join("cgroup.controllers")).unwrap_or_default().trim()
+            ),
+            None => "no cgroup I/O controller to put the target and the load under: neither cgroup2 nor cgroup v1 blkio is mounted".to_string(),
+        }))
+    }
+
+    /// `cgroup v2` or `cgroup v1 blkio`, and where.
+    pub fn describe(&self) -> String {
+        match self.version {
+            Version::V2 => format!("cgroup v2 at {}", self.root.display()),
+            Version::V1 => format!("cgroup v1 blkio at {}", self.root.display()),
+        }
+    }
+
+    /// The files a group has here (of those a plan can set), from one
+    /// probe group: what a refusal lists.
+    pub fn group_files(dir: &Path) -> Vec<String> {
+        let mut have: Vec<String> = GROUP_FILES
+            .iter()
+            .chain(["blkio.throttle.write_iops_device"].iter())
+            .filter(|f| dir.join(f).exists())
+            .map(|f| f.to_string())
+            .collect();
+        have.dedup();
+        have
+    }
+
+    /// The root files a plan can set that exist here.
+    pub fn root_files(&self) -> Vec<String> {
+        ROOT_FILES
+            .iter()
+            .filter(|f| self.root.join(f).exists())
+            .map(|f| f.to_string())
+            .collect()
+    }
+}
+
+/// iolab's groups for one cell.
+#[derive(Debug)]
+pub struct Groups {
+    /// The hierarchy.
+    pub hier: Hierarchy,
+    /// `iolab-PID`.
+    pub base: PathBuf,
+}
+
+impl Groups {
+    /// Makes `iolab-PID/target` and `iolab-PID/load` (v2: with io enabled
+    /// down to them) and moves this process into the load's group.
+    pub fn make(guard: &Guard, hier: &Hierarchy) -> Result<Groups, ExperimentError> {
+        let base = hier.root.join(format!("iolab-{}", std::process::id()));
+        if hier.version == Version::V2 {
+            guard.enable_controller(&hier.root, "io")?;
+        }
+        guard.create_cgroup(&base)?;
+        if hier.version == Version::V2 {
+            guard.set_in_own_cgroup(&base, "cgroup.subtree_control", "+io")?;
+        }
+        for who in [Who::Target, Who::Load] {
+            guard.create_cgroup(&base.join(who.as_str()))?;
+        }
+        let g = Groups {
+            hier: hier.clone(),
+            base,
+        };
+        guard.move_to_cgroup(
+            std::process::id() as i32,
+            &g.dir(Who::Load),
+            &hier.home.join("cgroup.procs"),
+        )?;
+        Ok(g)
+    }
+
+    /// The directory of `who`'s group.
+    pub fn dir(&self, who: Who) -> PathBuf {
+        self.base.join(who.as_str())
+    }
+
+    /// Puts the held target `pid` in its group (before it is released).
+    pub fn put_target(&self, pid: i32) -> std::io::Result<()> {
+        std::fs::write(self.dir(Who::Target).join("cgroup.procs"), pid.to_string())
+    }
+
+    /// Bytes read and written on `devnos` by `who`'s group so far: v2's
+    /// `io.stat`, v1's `blkio.throttle.io_service_bytes_recursive` (which
+    /// counts every bio the group issues, limited or not).
+    pub fn io_bytes(&self, who: Who, devnos: &[String]) -> Result<(u64, u64), ExperimentError> {
+        let dir = self.dir(who);
+        let file = match self.hier.version {
+            Version::V2 => dir.join("io.stat"),
+            Version::V1 => dir.join("blkio.throttle.io_service_bytes_recursive"),
+        };
+        let text = std::fs::read_to_string(&file).map_err(|e| iolab_sys::SysError::io(&file, e))?;
+        Ok(match self.hier.version {
+            Version::V2 => io_stat_bytes(&text, devnos),
+            Version::V1 => blkio_bytes(&text, devnos),
+        })
+    }
+}
+
+/// Read and write bytes of `devnos` in v2 `io.stat` text.
+pub fn io_stat_bytes(text: &str, devnos: &[String]) -> (u64, u64) {
+    let (mut r, mut w) = (0, 0);
+    for line in text.lines() {
+        let mut f = line.split_whitespace();
+        if !f.next().is_some_and(|d| devnos.iter().any(|x| x == d)) {
+            continue;
+        }
+        for kv in f {
+            match kv.split_once('=') {
+                Some(("rbytes", v)) => r += v.parse::<u64>().unwrap_or(0),
+                Some(("wbytes", v)) => w += v.parse::<u64>().unwrap_or(0),
+                _ => {}
+            }
+        }
+    }
+    (r, w)
+}
+
+/// Read and write bytes of `devnos` in v1 `blkio.*io_service_bytes*` text.
+pub fn blkio_bytes(text: &str, devnos: &[String]) -> (u64, u64) {
+    let (mut r, mut w) = (0, 0);
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if let [dev, op, n] = f[..] {
+            if devnos.iter().any(|x| x == dev) {
+                let n = n.parse::<u64>().unwrap_or(0);
+                match op {
+                    "Read" => r += n,
+                    "Write" => w += n,
+                    _ => {}
+                }
+            }
+        }
+    }
+    (r, w)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    const MOUNTS_V1: &str =
+        "35 25 0:30 / /sys/fs/cgroup/blkio rw,nosuid shared:15 - cgroup cgroup rw,blkio\n\
+        40 25 0:35 / /sys/fs/cgroup/unified rw shared:20 - cgroup2 cgroup2 rw\n";
+
+    #[test]
+    fn a_v1_host_with_an_empty_v2_mount_uses_blkio() {
+        let h = Hierarchy::from(MOUNTS_V1, "7:blkio:/\n0::/\n", |p| {
+            p.ends_with("cgroup.controllers").then(String::new)
+        })
+        .unwrap();
+        assert_eq!(h.version, Version::V1);
+        assert_eq!(h.root, Path::new("/sys/fs/cgroup/blkio"));
+        assert_eq!(h.home, Path::new("/sys/fs/cgroup/blkio"));
+    }
+
+    #[test]
+    fn v2_with_io_wins_and_home_is_this_process_group() {
+        let m = "30 1 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n";
+        let h =
+            Hierarchy::from(m, "0::/user.slice/x\n", |_| Some("cpu io memory\n".into())).unwrap();
+        assert_eq!(h.version, Version::V2);
+        assert_eq!(h.home, Path::new("/sys/fs/cgroup/user.slice/x"));
+        let e = Hierarchy::from(m, "0::/\n", |_| Some("cpu memory\n".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("does not offer io (its controllers: cpu memory)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn stats_sum_the_devices_asked_for() {
+        let v2 =
+            "7:0 rbytes=4096 wbytes=8192 rios=1 wios=2 dbytes=0 dios=0\n8:0 rbytes=1 wbytes=1\n";
+        assert_eq!(io_stat_bytes(v2, &["7:0".into()]), (4096, 8192));
+        let v1 =
+            "7:0 Read 4096\n7:0 Write 512\n7:0 Sync 0\n7:0 Total 4608\n8:0 Read 9\nTotal 4617\n";
+        assert_eq!(blkio_bytes(v1, &["7:0".into()]), (4096, 512));
+    }
+}

@@ -1,0 +1,446 @@
+//! Settings as plan axes on this host's cgroup v1 blkio (`iolab startup
+//! --vary`): the weights reach the groups iolab makes (seen from outside
+//! while the plan runs), the groups' own byte counters agree with
+//! /proc/diskstats, a controller the kernel lacks is refused in one line
+//! naming what it has, a plan over `--max-runs` is refused with its size,
+//! and the groups are gone after the run, after Ctrl-C (and the plan then
+//! resumes to its end), and after a SIGKILL plus the next run. And on
+//! cgroup v2, in the qemu guest (Debian's 6.1 kernel: io.weight through
+//! io.cost, io.bfq.weight, io.max; no io.latency nor io.prio.class, which
+//! Debian does not build): BFQ's group weight on the target with writeback
+//! throttling off, in place on the guest's disk; it runs beside the host
+//! tests (one vCPU), which is why it lives in this binary.
+#![allow(clippy::unwrap_used)]
+
+mod bench_env;
+mod guest_env;
+mod lab_env;
+
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use bench_env::{ok, text, Bench};
+use guest_env::{read, run_scenario_with};
+use serde_json::Value;
+
+static MACHINE: Mutex<()> = Mutex::new(());
+
+fn machine() -> MutexGuard<'static, ()> {
+    MACHINE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+const BLKIO: &str = "/sys/fs/cgroup/blkio";
+const PREPARE: &str = "dd if=/dev/urandom of={dir}/f bs=1M count=8 status=none";
+
+/// True when this host is what these tests are about: cgroup v1 blkio
+/// mounted with BFQ's group weights (a child group has blkio.bfq.weight).
+fn v1_blkio_with_bfq() -> bool {
+    let probe = Path::new(BLKIO).join(format!("iolab-test-probe-{}", std::process::id()));
+    if std::fs::create_dir(&probe).is_err() {
+        return false;
+    }
+    let has = probe.join("blkio.bfq.weight").exists();
+    let _ = std::fs::remove_dir(&probe);
+    has
+}
+
+/// The machine lock and a bench for `test`, or `None` (said why) when this
+/// host cannot run it.
+fn bench(test: &str, name: &str) -> Option<(MutexGuard<'static, ()>, Bench)> {
+    if !ready(test) {
+        return None;
+    }
+    Some((machine(), Bench::new(name)))
+}
+
+fn ready(test: &str) -> bool {
+    if !iolab_testkit::root_or_skip(test, "it makes loop devices, mounts and cgroups") {
+        return false;
+    }
+    if !v1_blkio_with_bfq() {
+        iolab_testkit::skip_line(format!(
+            "skip {test}: no cgroup v1 blkio with blkio.bfq.weight at {BLKIO} (this host's kind of cgroups)"
+        ));
+        return false;
+    }
+    true
+}
+
+/// iolab's groups now (`iolab-PID` under the blkio root).
+fn iolab_groups() -> Vec<PathBuf> {
+    std::fs::read_dir(BLKIO)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name().is_some_and(|n| {
+                n.to_string_lossy().starts_with("iolab-") && !n.to_string_lossy().contains("probe")
+            })
+        })
+        .collect()
+}
+
+/// `startup` on a small lab with BFQ, then `args`, then the database.
+fn startup_args(b: &Bench, args: &[&str]) -> Vec<String> {
+    let common = [
+        "startup",
+        "--lab-size",
+        "256MiB",
+        "--warmup",
+        "0.5",
+        "--schedulers",
+        "bfq",
+        "--load-option",
+        "size=32M",
+        "--prepare",
+        PREPARE,
+    ];
+    let mut v: Vec<String> = common.iter().chain(args).map(|s| s.to_string()).collect();
+    v.push("--db".into());
+    v.push(b.db.to_string_lossy().into_owned());
+    v
+}
+
+fn startup(b: &Bench, args: &[&str]) -> assert_cmd::Command {
+    let mut c = b.cmd();
+    c.args(startup_args(b, args));
+    c
+}
+
+#[test]
+fn bfq_weights_through_v1_blkio_are_applied_and_group_bytes_match_diskstats() {
+    let Some((_m, b)) = bench(
+        "bfq_weights_through_v1_blkio_are_applied_and_group_bytes_match_diskstats",
+        "control-weights",
+    ) else {
+        return;
+    };
+    // From outside, while the plan runs: every weight the load's group had.
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let done = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (seen, done) = (seen.clone(), done.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                for g in iolab_groups() {
+                    if let Ok(w) = std::fs::read_to_string(g.join("load/blkio.bfq.weight")) {
+                        let mut s = seen.lock().unwrap();
+                        if !s.contains(&w.trim().to_string()) {
+                            s.push(w.trim().to_string());
+                        }
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    let out: Output = startup(&b, &["--workloads", "1r1w", "--reps", "2"])
+        .args(["--vary", "cg.load.blkio.bfq.weight=-,10", "--json"])
+        .args(["--", "cat", "{dir}/f"])
+        .timeout(Duration::from_secs(300))
+        .output()
+        .unwrap();
+    done.store(true, Ordering::Relaxed);
+    watcher.join().unwrap();
+    ok(&out);
+    let seen = seen.lock().unwrap().clone();
+    assert!(seen.contains(&"10".to_string()), "weights seen: {seen:?}");
+    assert!(
+        seen.contains(&"100".to_string()),
+        "the baseline keeps BFQ's default: {seen:?}"
+    );
+    assert!(iolab_groups().is_empty(), "left: {:?}", iolab_groups());
+
+    let report = b.export(1);
+    let arts: Vec<&Value> = report["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "cell_io")
+        .collect();
+    assert_eq!(arts.len(), 2, "one per loaded cell: {arts:?}");
+    for a in &arts {
+        let j = &a["json"];
+        let g = &j["groups"];
+        assert!(g["hierarchy"].as_str().unwrap().contains("v1 blkio"), "{g}");
+        // Reads are charged to the group that issued them: the target's and
+        // the load's together are what the device read (diskstats), less
+        // what other processes read meanwhile.
+        let dev_r = j["device_read_bytes"].as_u64().unwrap() as f64;
+        let grp_r = (g["target"]["read_bytes"].as_u64().unwrap()
+            + g["load"]["read_bytes"].as_u64().unwrap()) as f64;
+        assert!(dev_r > 32e6, "the load read: {j}");
+        assert!(
+            grp_r <= dev_r * 1.001 + 1e6 && grp_r >= dev_r * 0.97,
+            "groups read {grp_r}, the device {dev_r}: {j}"
+        );
+        assert!(
+            g["target"]["read_bytes"].as_u64().unwrap() >= 4 << 20,
+            "the cold cat: {g}"
+        );
+        // v1 cannot charge buffered writeback to a group (the flusher
+        // writes it from the root): never more than the device wrote.
+        let dev_w = j["device_write_bytes"].as_u64().unwrap() as f64;
+        let grp_w = (g["target"]["write_bytes"].as_u64().unwrap()
+            + g["load"]["write_bytes"].as_u64().unwrap()) as f64;
+        assert!(
+            grp_w <= dev_w * 1.001 + 1e6,
+            "groups wrote {grp_w}, the device {dev_w}"
+        );
+        let variant = a["variant"].as_str().unwrap();
+        let settings = j["settings"].as_array().unwrap();
+        if variant.ends_with("=10") {
+            assert_eq!(settings.len(), 1, "{j}");
+            assert_eq!(settings[0]["read"], "10");
+            assert_eq!(settings[0]["applied"], true);
+        } else {
+            assert!(settings.is_empty(), "the baseline sets nothing: {j}");
+        }
+    }
+    // Every start ran at its point, and the verdict names both.
+    for r in report["runs"].as_array().unwrap() {
+        assert!(
+            r["variant"]
+                .as_str()
+                .unwrap()
+                .starts_with("cg.load.blkio.bfq.weight="),
+            "{r}"
+        );
+        assert_eq!(r["outcome"], "ok", "{r}");
+    }
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = shown["verdict"]["tables"][0]["rows"]
+        .as_array()
+        .unwrap_or_else(|| {
+            panic!(
+                "no verdict in {}",
+                &text(&out.stdout)[..2000.min(out.stdout.len())]
+            )
+        });
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows.iter().filter(|r| r["baseline"] == true).count(), 1);
+}
+
+#[test]
+fn a_controller_this_kernel_lacks_is_refused_naming_what_it_has() {
+    let Some((_m, b)) = bench(
+        "a_controller_this_kernel_lacks_is_refused_naming_what_it_has",
+        "control-refused",
+    ) else {
+        return;
+    };
+    let out = startup(&b, &["--workloads", "1r", "--reps", "1"])
+        .args(["--vary", "cg.target.io.latency=-,10000"])
+        .args(["--", "cat", "{dir}/f"])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    let line = err
+        .lines()
+        .find(|l| l.contains("io.latency"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(line.contains("cgroup v1 blkio"), "{line}");
+    assert!(
+        line.contains("blkio.bfq.weight"),
+        "names what is there: {line}"
+    );
+    assert!(iolab_groups().is_empty(), "the probe groups are gone");
+    let list = b.list();
+    assert!(
+        list.is_null() || list.as_array().is_some_and(Vec::is_empty),
+        "nothing was stored: {list}"
+    );
+
+    // A plan bigger than --max-runs: refused with its size.
+    let out = startup(&b, &["--workloads", "1r", "--reps", "50"])
+        .args(["--vary", "read_ahead_kb=-,128,512", "--max-runs", "100"])
+        .args(["--", "cat", "{dir}/f"])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("3 point(s) × 1 scheduler(s) × 2 workload(s)")
+            && err.contains("300 starts")
+            && err.contains("--max-runs 100"),
+        "{err}"
+    );
+}
+
+/// Starts a plan with cgroup points in the background and waits until
+/// its groups exist.
+fn spawn_until_groups(b: &Bench) -> (std::process::Child, PathBuf) {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_iolab"));
+    c.env("IOLAB_RUN_DIR", b.env.run.path())
+        .args(startup_args(
+            b,
+            &[
+                "--workloads",
+                "1r",
+                "--reps",
+                "6",
+                "--vary",
+                "cg.load.blkio.bfq.weight=-,10",
+            ],
+        ))
+        .args(["--", "sh", "-c", "cat {dir}/f; sleep 0.2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let want = PathBuf::from(BLKIO).join(format!("iolab-{}", child.id()));
+    let t0 = Instant::now();
+    while !want.join("load").exists() {
+        if t0.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("no {} after 120 s", want.display());
+        }
+        if let Some(st) = child.try_wait().unwrap() {
+            panic!("iolab ended ({st}) before making its groups");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (child, want)
+}
+
+#[test]
+fn the_groups_are_gone_after_ctrl_c_and_after_sigkill_and_the_next_run() {
+    let Some((_m, b)) = bench(
+        "the_groups_are_gone_after_ctrl_c_and_after_sigkill_and_the_next_run",
+        "control-cleanup",
+    ) else {
+        return;
+    };
+    // Ctrl-C: the run stops cleanly and takes its groups with it.
+    let (child, group) = spawn_until_groups(&b);
+    std::thread::sleep(Duration::from_millis(500));
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::INT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        !group.exists(),
+        "{} left after SIGINT: {}",
+        group.display(),
+        text(&out.stderr)
+    );
+    // SIGKILL: nothing can clean up in the process; the groups stay until
+    // the next run restores its journal.
+    let (mut child, group) = spawn_until_groups(&b);
+    std::thread::sleep(Duration::from_millis(500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        group.exists(),
+        "a SIGKILLed run cannot have removed {}",
+        group.display()
+    );
+    let out = b.cmd().arg("restore").output().unwrap();
+    ok(&out);
+    assert!(
+        !group.exists(),
+        "{} left after the next run: {}",
+        group.display(),
+        text(&out.stdout)
+    );
+    assert!(iolab_groups().is_empty(), "left: {:?}", iolab_groups());
+}
+
+/// The qemu guest's part (see the module docs).
+fn guest_ready(test: &str) -> bool {
+    if !iolab_testkit::root_or_skip(test, "it boots a qemu guest") {
+        return false;
+    }
+    for tool in ["qemu-system-x86_64", "mkfs.ext4", "sfdisk", "cpio"] {
+        let found = std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !found {
+            iolab_testkit::skip_line(format!("skip {test}: {tool} is not installed"));
+            return false;
+        }
+    }
+    true
+}
+
+#[test]
+fn group_weights_and_wbt_on_cgroup_v2_in_a_guest() {
+    let test = "group_weights_and_wbt_on_cgroup_v2_in_a_guest";
+    if !guest_ready(test) {
+        return;
+    }
+    let work = tempfile::tempdir_in("/var/tmp").unwrap();
+    let out = run_scenario_with(
+        work.path(),
+        "control",
+        &[],
+        &[(
+            "IOLAB_GUEST_ARGS",
+            "bfq|1|1r1w|--point+cg.target.io.bfq.weight=1000~wbt_lat_usec=0",
+        )],
+    );
+    assert_eq!(
+        read(&out, "startup.rc").trim(),
+        "0",
+        "{}",
+        read(&out, "startup.err")
+    );
+    assert!(read(&out, "controllers").contains("io"));
+    let show: Value = serde_json::from_str(&read(&out, "show.json")).unwrap();
+    let runs = show["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4, "2 points × (idle + 1r1w) × 1 rep");
+    assert!(runs.iter().all(|r| r["outcome"] == "ok"), "{runs:?}");
+    let cell_io: Vec<&Value> = show["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "cell_io")
+        .collect();
+    assert_eq!(cell_io.len(), 2);
+    for a in cell_io {
+        let j = &a["json"];
+        let g = &j["groups"];
+        assert!(
+            g["hierarchy"].as_str().unwrap().starts_with("cgroup v2"),
+            "{g}"
+        );
+        // io.stat charges every bio to the group that issued it: reads
+        // equal what the disk read, to the byte but for other readers.
+        let dev_r = j["device_read_bytes"].as_u64().unwrap() as f64;
+        let grp_r = (g["target"]["read_bytes"].as_u64().unwrap()
+            + g["load"]["read_bytes"].as_u64().unwrap()) as f64;
+        assert!(
+            dev_r > 16e6 && grp_r <= dev_r * 1.001 + 1e6 && grp_r >= dev_r * 0.97,
+            "{j}"
+        );
+        let dev_w = j["device_write_bytes"].as_u64().unwrap() as f64;
+        let grp_w = (g["target"]["write_bytes"].as_u64().unwrap()
+            + g["load"]["write_bytes"].as_u64().unwrap()) as f64;
+        assert!(grp_w <= dev_w * 1.001 + 1e6, "{j}");
+        let settings = j["settings"].as_array().unwrap();
+        if a["variant"].as_str().unwrap().contains("=1000") {
+            let by = |n: &str| settings.iter().find(|s| s["name"] == n).unwrap();
+            assert_eq!(by("cg.target.io.bfq.weight")["read"], "default 1000");
+            assert_eq!(by("wbt_lat_usec")["read"], "0");
+            assert!(
+                settings.iter().all(|s| s["applied"] == true),
+                "{settings:?}"
+            );
+        } else {
+            assert!(settings.is_empty(), "the baseline sets nothing: {j}");
+        }
+    }
+    // Everything as it was: queues, mounts, no group of iolab's, and the
+    // root's subtree_control (iolab enabled io there) back to before.
+    assert_eq!(read(&out, "state-before"), read(&out, "state-after"));
+    assert_eq!(read(&out, "groups-before"), read(&out, "groups-after"));
+    assert!(!read(&out, "groups-after").contains("iolab-"));
+}
