@@ -37,14 +37,19 @@ const PREPARE: &str = "dd if=/dev/urandom of={dir}/f bs=1M count=8 status=none";
 
 /// True when this host is what these tests are about: cgroup v1 blkio
 /// mounted with BFQ's group weights (a child group has blkio.bfq.weight).
+/// Probed once: the tests run in parallel, and two probes of one name
+/// would race.
 fn v1_blkio_with_bfq() -> bool {
-    let probe = Path::new(BLKIO).join(format!("iolab-test-probe-{}", std::process::id()));
-    if std::fs::create_dir(&probe).is_err() {
-        return false;
-    }
-    let has = probe.join("blkio.bfq.weight").exists();
-    let _ = std::fs::remove_dir(&probe);
-    has
+    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAS.get_or_init(|| {
+        let probe = Path::new(BLKIO).join(format!("iolab-test-probe-{}", std::process::id()));
+        if std::fs::create_dir(&probe).is_err() {
+            return false;
+        }
+        let has = probe.join("blkio.bfq.weight").exists();
+        let _ = std::fs::remove_dir(&probe);
+        has
+    })
 }
 
 /// The machine lock and a bench for `test`, or `None` (said why) when this

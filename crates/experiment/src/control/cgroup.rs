@@ -8,7 +8,7 @@
 //! v2 moves whole processes only and the load runs in iolab's own threads,
 //! so iolab itself joins the load's group for the cell (moved back after);
 //! each target is forked from it and moved into the target's group while
-//! it is held before exec, so it never runs a instruction outside it.
+//! it is held before exec, so it never runs an instruction outside it.
 
 use std::path::{Path, PathBuf};
 
@@ -111,14 +111,11 @@ impl Hierarchy {
     /// The files a group has here (of those a plan can set), from one
     /// probe group: what a refusal lists.
     pub fn group_files(dir: &Path) -> Vec<String> {
-        let mut have: Vec<String> = GROUP_FILES
+        GROUP_FILES
             .iter()
-            .chain(["blkio.throttle.write_iops_device"].iter())
             .filter(|f| dir.join(f).exists())
             .map(|f| f.to_string())
-            .collect();
-        have.dedup();
-        have
+            .collect()
     }
 
     /// The root files a plan can set that exist here.

@@ -71,7 +71,7 @@ const SYSCTLS: [&str; 4] = [
     "vm.dirty_writeback_centisecs",
 ];
 /// The files of a group iolab makes, v2 then v1.
-pub const GROUP_FILES: [&str; 11] = [
+pub const GROUP_FILES: [&str; 12] = [
     "io.weight",
     "io.bfq.weight",
     "io.latency",
@@ -83,6 +83,7 @@ pub const GROUP_FILES: [&str; 11] = [
     "blkio.throttle.read_bps_device",
     "blkio.throttle.write_bps_device",
     "blkio.throttle.read_iops_device",
+    "blkio.throttle.write_iops_device",
 ];
 /// The root's files.
 pub const ROOT_FILES: [&str; 3] = ["io.cost.qos", "io.cost.model", "blkio.prio.class"];
@@ -145,12 +146,7 @@ impl Knob {
                 _ => return Err(bad()),
             };
             return match who {
-                Some(w)
-                    if GROUP_FILES.contains(&file)
-                        || file == "blkio.throttle.write_iops_device" =>
-                {
-                    Ok(Knob::Group(w, file.to_string()))
-                }
+                Some(w) if GROUP_FILES.contains(&file) => Ok(Knob::Group(w, file.to_string())),
                 None if ROOT_FILES.contains(&file) => Ok(Knob::Root(file.to_string())),
                 _ => Err(bad()),
             };
