@@ -104,8 +104,10 @@ fn csv_has_the_header_and_one_row_per_run() {
         lines[0],
         "experiment_id,scheduler,workload,target,rep,started_at,duration_s,censored,timeout_s,\
          exit_code,signal,harness_overhead_ns,bg_read_io_bytes,bg_write_io_bytes,bg_runtime_ms,\
-         bg_read_bw_bytes,bg_write_bw_bytes"
+         bg_read_bw_bytes,bg_write_bw_bytes,variant"
     );
+    // Plain runs: an empty variant, the last column.
+    assert!(lines[1..].iter().all(|l| l.ends_with(',')), "{text}");
     assert_eq!(lines.len(), 13);
     let censored: Vec<&str> = lines
         .iter()

@@ -4,10 +4,11 @@
 # in-place startup plan (`iolab startup --in`) under a background load, its
 # plan given by iolab.args as `SCHEDULERS|REPS|WORKLOADS|FLAGS` (FLAGS: the
 # --vary/--point/--recipe words with `+` for a space and `~` for a `;`:
-# the kernel command line splits on spaces). What tests/control_guest.rs and docs/CONTROL.md read is left in
-# /results: the experiment's JSON (show.json), its text (show.txt), its
-# stderr, the state before and after (state-before, state-after) and the
-# cgroups left under the root (groups-after).
+# the kernel command line splits on spaces). What tests/control.rs and
+# docs/CONTROL.md read is left in /results: the experiment's JSON
+# (show.json), its text (show.txt), its stderr, the state before and after
+# (state-before, state-after) and the root's groups, subtree_control and
+# io.cost lines before and after (groups-before, groups-after).
 set -u
 R=/results
 . /scenarios/common.sh
