@@ -113,11 +113,11 @@ pub fn apply(
                     }
                 }
                 if !any {
+                    // Only the message's wording: the read-back fails anyway.
                     let sched = disks
                         .first()
                         .and_then(|d| d.schedulers().ok())
-                        .map(|s| s.current)
-                        .unwrap_or_default();
+                        .map_or_else(|| "the scheduler".to_string(), |s| s.current);
                     out.read_back.push(ReadBack {
                         name: name.to_string(),
                         asked: value.to_string(),
@@ -288,10 +288,9 @@ fn same_number(a: &str, b: &str) -> bool {
 }
 
 /// Refuses, before anything runs, a plan whose `cg.*` files this system's
-/// groups or root do not have, naming what they do have. `probe` is one
-/// of iolab's groups, made for the check.
-pub fn check_files(points: &[Point], hier: &Hierarchy, probe: &Path) -> Result<(), UsageError> {
-    let have = Hierarchy::group_files(probe);
+/// groups or root do not have, naming what they do have; `have` is what a
+/// group of iolab's has ([`Hierarchy::group_files`]).
+pub fn check_files(points: &[Point], hier: &Hierarchy, have: &[String]) -> Result<(), UsageError> {
     let roots = hier.root_files();
     let mut names: Vec<&str> = Vec::new();
     for p in points {
@@ -303,7 +302,7 @@ pub fn check_files(points: &[Point], hier: &Hierarchy, probe: &Path) -> Result<(
     }
     for n in names {
         match Knob::parse(n)? {
-            Knob::Group(_, f) if !probe.join(&f).exists() => {
+            Knob::Group(_, f) if !have.contains(&f) => {
                 return Err(UsageError::new(format!(
                     "{n}: this kernel's cgroups have no {f} ({}; a group there has {}){}",
                     hier.describe(),

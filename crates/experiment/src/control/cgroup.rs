@@ -40,12 +40,17 @@ pub struct Hierarchy {
 
 impl Hierarchy {
     /// The system's I/O hierarchy: a cgroup2 mount whose root offers `io`,
-    /// else a cgroup v1 mount with blkio; a one-line refusal saying what
-    /// the system has otherwise.
-    pub fn find() -> Result<Hierarchy, UsageError> {
-        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-        let mine = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-        Hierarchy::from(&mounts, &mine, |p| std::fs::read_to_string(p).ok())
+    /// else a cgroup v1 mount with blkio; a one-line refusal (a usage
+    /// error) saying what the system has otherwise. An unreadable
+    /// mountinfo or /proc/self/cgroup is an error, not "nothing mounted".
+    pub fn find() -> Result<Hierarchy, ExperimentError> {
+        let read = |p: &str| {
+            std::fs::read_to_string(p).map_err(|e| iolab_sys::SysError::io(Path::new(p), e))
+        };
+        let (mounts, mine) = (read("/proc/self/mountinfo")?, read("/proc/self/cgroup")?);
+        Ok(Hierarchy::from(&mounts, &mine, |p| {
+            std::fs::read_to_string(p).ok()
+        })?)
     }
 
     /// As [`Hierarchy::find`] over mountinfo and `/proc/self/cgroup` text.
@@ -94,7 +99,8 @@ impl Hierarchy {
             Some(m) => format!(
                 "no cgroup I/O controller to put the target and the load under: the cgroup2 mount at {} does not offer io (its controllers: {}) and no cgroup v1 blkio is mounted",
                 m.target.display(),
-                read(&m.target.join("cgroup.controllers")).unwrap_or_default().trim()
+                read(&m.target.join("cgroup.controllers"))
+                    .map_or_else(|| "unreadable".to_string(), |c| c.trim().to_string())
             ),
             None => "no cgroup I/O controller to put the target and the load under: neither cgroup2 nor cgroup v1 blkio is mounted".to_string(),
         }))
@@ -108,14 +114,26 @@ impl Hierarchy {
         }
     }
 
-    /// The files a group has here (of those a plan can set), from one
-    /// probe group: what a refusal lists.
-    pub fn group_files(dir: &Path) -> Vec<String> {
-        GROUP_FILES
-            .iter()
-            .filter(|f| dir.join(f).exists())
-            .map(|f| f.to_string())
-            .collect()
+    /// The files a group of iolab's has here (of those a plan can set):
+    /// one probe pair of groups is made and removed through `guard` (the
+    /// files exist in child groups only, and only for the controllers the
+    /// kernel has).
+    pub fn group_files(&self, guard: &Guard) -> Result<Vec<String>, ExperimentError> {
+        let mark = guard.mark()?;
+        let made = Groups::make(guard, self).map(|g| {
+            let dir = g.dir(Who::Target);
+            GROUP_FILES
+                .iter()
+                .filter(|f| dir.join(f).exists())
+                .map(|f| f.to_string())
+                .collect()
+        });
+        for line in guard.undo_since(mark) {
+            if let Err(e) = line {
+                return Err(UsageError::new(format!("removing the probe cgroups: {e}")).into());
+            }
+        }
+        made
     }
 
     /// The root files a plan can set that exist here.

@@ -25,6 +25,16 @@ impl Point {
             .join(variant::SEP)
     }
 
+    /// The point a run's variant names (see [`Point::text`]).
+    pub fn from_text(text: &str) -> Point {
+        Point(
+            variant::settings_of(text)
+                .into_iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect(),
+        )
+    }
+
     /// The value of `name` when the point sets it.
     pub fn get(&self, name: &str) -> Option<&str> {
         self.0
@@ -236,6 +246,7 @@ mod tests {
             ]
         );
         assert!(p.iter().all(Point::uses_cgroups));
+        assert!(p.iter().all(|q| Point::from_text(&q.text()) == *q));
         assert_eq!(p[3].get("wbt_lat_usec"), Some("0"));
         assert_eq!(p[1].get("wbt_lat_usec"), None);
         assert!(p[0].is_baseline(), "the baseline is added, first");

@@ -150,23 +150,17 @@ impl Facts {
     /// This system's: the hierarchy, and the files of a probe group of
     /// iolab's (made and removed through `guard`).
     pub fn probe(guard: &iolab_guard::Guard) -> Result<Facts, crate::ExperimentError> {
-        let hier = Hierarchy::find().ok();
-        let mut group_files = Vec::new();
-        let mut root_files = Vec::new();
-        if let Some(h) = &hier {
-            let mark = guard.mark()?;
-            let made = super::Groups::make(guard, h);
-            if let Ok(g) = &made {
-                group_files = Hierarchy::group_files(&g.dir(super::setting::Who::Target));
-            }
-            for line in guard.undo_since(mark) {
-                if let Err(e) = line {
-                    return Err(UsageError::new(format!("removing the probe cgroups: {e}")).into());
-                }
-            }
-            made?;
-            root_files = h.root_files();
-        }
+        // No I/O controller is a fact the design works with; an error
+        // reading the system is an error.
+        let hier = match Hierarchy::find() {
+            Ok(h) => Some(h),
+            Err(crate::ExperimentError::Usage(_)) => None,
+            Err(e) => return Err(e),
+        };
+        let (group_files, root_files) = match &hier {
+            Some(h) => (h.group_files(guard)?, h.root_files()),
+            None => (Vec::new(), Vec::new()),
+        };
         let release = rustix::system::uname()
             .release()
             .to_string_lossy()
@@ -174,7 +168,15 @@ impl Facts {
         let mut nums = release
             .split(|c: char| !c.is_ascii_digit())
             .filter_map(|n| n.parse::<u32>().ok());
-        let kernel = (nums.next().unwrap_or(0), nums.next().unwrap_or(0));
+        let kernel = match (nums.next(), nums.next()) {
+            (Some(major), Some(minor)) => (major, minor),
+            _ => {
+                return Err(UsageError::new(format!(
+                    "the kernel release {release:?} has no MAJOR.MINOR: the recipe cannot tell which io.prio.class names it takes"
+                ))
+                .into())
+            }
+        };
         Ok(Facts {
             hier,
             group_files,

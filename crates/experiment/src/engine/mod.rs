@@ -24,6 +24,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+pub(crate) use progress::clock;
 pub use progress::{Progress, ProgressMode};
 
 use crate::place::{self, PlaceRequest, PlaceUse, Resolved};

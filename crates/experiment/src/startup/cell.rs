@@ -200,10 +200,8 @@ fn apply_point(
     let Some(text) = &cell.variant else {
         return Ok(None);
     };
-    let point = crate::control::points::for_scheduler(&st.stored.points, &cell.scheduler)
-        .into_iter()
-        .find(|p| p.text() == *text)
-        .ok_or_else(|| UsageError::new(format!("no plan point {text:?}")))?;
+    // The cell's variant is the point as this scheduler runs it.
+    let point = crate::control::Point::from_text(text);
     let applied =
         crate::control::apply::apply(ctx.guard, &ctx.place.disks, st.hier.as_ref(), &point)?;
     let o = applied.overrides;

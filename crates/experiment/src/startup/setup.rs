@@ -254,8 +254,8 @@ pub(super) fn check_plan_size(
         "plan: {points}{} scheduler(s) × {workloads} workload(s) (idle included) × {} rep(s) = {cells} cells, {starts} starts; at most {} (every start at its --timeout), warm-ups {}",
         schedulers.len(),
         cfg.reps,
-        hms(most_s),
-        hms(warmup_s)
+        crate::engine::clock(most_s),
+        crate::engine::clock(warmup_s)
     );
     if starts > cfg.max_runs {
         return Err(UsageError::new(format!(
@@ -268,11 +268,6 @@ pub(super) fn check_plan_size(
         announce(&size);
     }
     Ok(())
-}
-
-fn hms(s: f64) -> String {
-    let s = s.round() as u64;
-    format!("{}h{:02}m{:02}s", s / 3600, s / 60 % 60, s % 60)
 }
 
 /// For a plan with `cg.*` settings: the hierarchy, checked once with a
@@ -301,7 +296,13 @@ pub(super) fn check_cgroups(
             "blkio.throttle.read_iops_device",
             "blkio.throttle.write_iops_device",
         ] {
-            let text = std::fs::read_to_string(hier.root.join(f)).unwrap_or_default();
+            // No file: no throttling in this kernel, so no rule to escape.
+            let path = hier.root.join(f);
+            let text = match std::fs::read_to_string(&path) {
+                Ok(t) => t,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(iolab_sys::SysError::io(&path, e).into()),
+            };
             if let Some(rule) = text.lines().find(|l| !l.trim().is_empty()) {
                 return Err(UsageError::new(format!(
                     "cgroup settings on cgroup v1: the root's {f} has the rule {rule:?} (a throttled lab's?), and v1's throttling is flat, so iolab's groups would escape it; use a lab with --backend model, or a place without a root throttle"
@@ -310,20 +311,6 @@ pub(super) fn check_cgroups(
             }
         }
     }
-    let mark = guard.mark()?;
-    let checked = crate::control::Groups::make(guard, &hier).and_then(|g| {
-        crate::control::apply::check_files(
-            &cfg.points,
-            &hier,
-            &g.dir(crate::control::setting::Who::Target),
-        )
-        .map_err(ExperimentError::from)
-    });
-    for line in guard.undo_since(mark) {
-        if let Err(e) = line {
-            return Err(UsageError::new(format!("removing the probe cgroups: {e}")).into());
-        }
-    }
-    checked?;
+    crate::control::apply::check_files(&cfg.points, &hier, &hier.group_files(guard)?)?;
     Ok(Some(hier))
 }
