@@ -27,7 +27,11 @@ more than one start before the kill is in the database (the start being
 committed at the kill may be lost; that is the only one allowed).
 
 Usage (root; about 10-15 minutes for the default 22 kills per command):
-    sudo bench/fault_campaign.py [--kills N] [--seed S] [--out FILE] [--only in-place]
+    sudo bench/fault_campaign.py [--kills N] [--seed S] [--out FILE] [--only in-place|lab-up]
+
+`lab up` is killed at least 20 times per backend, spread evenly over a
+whole run's measured duration (lab_up_kills), for the throttle, the
+device model, and the defaults of a cgroup-v2-only host (4 GiB, model).
 
 It builds iolab (release) unless --no-build, prints a Markdown table
 (docs/RELIABILITY.md holds the last one) and exits non-zero if any row
@@ -71,7 +75,8 @@ def snapshot():
     for dev in sorted(os.listdir("/sys/block")):
         q = Path("/sys/block", dev, "queue")
         s[f"{dev}/scheduler"] = read(q / "scheduler")
-        for a in ("nr_requests", "read_ahead_kb", "rq_affinity", "nomerges", "max_sectors_kb"):
+        for a in ("nr_requests", "read_ahead_kb", "rq_affinity", "nomerges", "max_sectors_kb",
+                  "rotational", "write_cache", "wbt_lat_usec"):
             s[f"{dev}/{a}"] = read(q / a)
         io = q / "iosched"
         if io.is_dir():
@@ -226,9 +231,8 @@ class Campaign:
         listf = self.work / "list.txt"
         listf.write_text("".join(f"{files}/f{i}\n" for i in range(8)))
         target = ["sh", "-c", f"cat {files}/* > /dev/null; sleep 0.3; : {MARK}"]
+        self.lab_up_kills()
         scenarios = [
-            ("lab up", lambda n: self.cmd("lab", "up", "--name", f"fck{n}", "--size", "256MiB", "--bw", "20MiB/s"), 3.0),
-            ("lab up (device model)", lambda n: self.cmd("lab", "up", "--name", f"fck{n}", "--size", "256MiB", "--device-model", "emmc"), 3.0),
             ("load", lambda n: self.cmd("load", "--directory", str(base), "--rw", "randrw", "--bs", "4k",
                                         "--size", "32m", "--runtime", "3", "--time-based",
                                         "--ioscheduler", "bfq"), 3.0),
@@ -271,6 +275,51 @@ class Campaign:
             self.check("SIGKILL", "lab down", extra_cleanup=lambda name=name: self.lab_down(name))
         self.db_kills("startup", self.startup_argv, 8.0)
         self.db_kills("sweep", self.sweep_argv, 8.0)
+
+    LAB_UPS = [
+        # (row, argv after `lab up --name N`, environment)
+        ("lab up (throttle)", ["--size", "256MiB", "--bw", "20MiB/s"], {}),
+        ("lab up (device model)", ["--size", "256MiB", "--device-model", "emmc"], {}),
+        # What a cgroup-v2-only host gets on its defaults: the model, 4 GiB.
+        ("lab up (defaults, no cgroup v1)", ["--bw", "40MiB/s"], {"IOLAB_NO_CGROUP_V1": "1"}),
+    ]
+
+    def lab_up_kills(self):
+        """SIGKILL of `lab up` at every point of its life: its duration is
+        measured first (median of 3 whole runs), then the kills are spread
+        evenly over it (kill k of N at a random moment of the k-th N-th of
+        1.1 × the duration), so every step — image, loop devices, FUSE
+        mount and server, mkfs, queue settings, mount — is hit."""
+        for row, args, extra in self.LAB_UPS:
+            env = {**os.environ, **extra}
+            took = []
+            for n in range(3):
+                t0 = time.monotonic()
+                subprocess.run(self.cmd("lab", "up", "--name", f"fcm{n}", *args), env=env, check=True,
+                               capture_output=True, timeout=HANG_S)
+                took.append(time.monotonic() - t0)
+                self.lab_down(f"fcm{n}")
+            whole = sorted(took)[1] * 1.1
+            kills = max(self.kills, 20)
+            log(f"SIGKILL × {kills}: {row} (a whole run takes {sorted(took)[1]:.2f} s)")
+            at = []
+            for n in range(kills):
+                delay = whole * (n + self.rng.random()) / kills
+                p = subprocess.Popen(self.cmd("lab", "up", "--name", f"fck{n}", *args), env=env,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                t0 = time.monotonic()
+                try:
+                    p.wait(timeout=delay)
+                    at.append("done")
+                except subprocess.TimeoutExpired:
+                    p.send_signal(signal.SIGKILL)
+                    p.wait()
+                    at.append(f"{time.monotonic() - t0:.2f}")
+                self.check("SIGKILL", row, extra_cleanup=lambda n=n: self.lab_down(f"fck{n}"))
+            killed = [float(a) for a in at if a != "done"]
+            self.row("SIGKILL", row)["notes"].add(
+                f"whole run {sorted(took)[1]:.2f} s; {len(killed)} killed between "
+                f"{min(killed, default=0):.2f} and {max(killed, default=0):.2f} s, {at.count('done')} finished first")
 
     def in_place_dm(self):
         """SIGKILL of `startup --in` on a laptop's stack (ext4 on dm-crypt
@@ -499,7 +548,7 @@ def main():
     ap.add_argument("--out", help="also write the Markdown table here")
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--iolab", help="the binary (default: target/release/iolab)")
-    ap.add_argument("--only", choices=["in-place"], help="run one case only")
+    ap.add_argument("--only", choices=["in-place", "lab-up"], help="run one case only")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("fault_campaign.py: needs root (it makes labs and kills iolab mid-change)")
@@ -512,6 +561,12 @@ def main():
         c.restore()
         if a.only == "in-place":
             c.in_place_dm()
+        elif a.only == "lab-up":
+            c.baseline = snapshot()
+            try:
+                c.lab_up_kills()
+            finally:
+                c.restore()
         else:
             base = c.base_lab()
             try:

@@ -40,7 +40,8 @@ cp "$(command -v busybox)" "$root/bin/busybox"
 
 # Modules in load order, their dependencies first.
 # null_blk: zoned devices (scenarios/zbd.sh makes one through configfs).
-guest_modules "$root" virtio_pci virtio_blk dm_mod dm_crypt xts ext4 f2fs bfq kyber_iosched overlay loop crc32c_generic configfs null_blk
+# fuse: the device model (a cgroup-v2-only host's slow lab; scenarios/v2host.sh).
+guest_modules "$root" virtio_pci virtio_blk dm_mod dm_crypt xts ext4 f2fs bfq kyber_iosched overlay loop crc32c_generic configfs null_blk fuse
 
 # A binary and the shared libraries it needs, at the same paths.
 with_libs() {

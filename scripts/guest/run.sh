@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Boots the guest built by build.sh (qemu TCG: nested KVM fails here) with
-# a fresh 1.2 GiB disk partitioned on the host (vda1 700 MiB, vda2 the
-# rest, an msdos label) and runs scenarios/SCENARIO.sh in it; what the
+# a fresh 1.2 GiB disk (IOLAB_GUEST_DISK_SIZE) partitioned on the host
+# (vda1 700 MiB, vda2 the rest, an msdos label) and runs scenarios/SCENARIO.sh in it; what the
 # scenario put in /results is copied to OUTDIR, its exit code in OUTDIR/rc.
 #
 #   bash scripts/guest/run.sh stacks /tmp/out
@@ -18,7 +18,9 @@ g=${IOLAB_GUEST_DIR:-target/guest}
 mkdir -p "$outdir"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-truncate -s 1200M "$work/disk.img"
+# IOLAB_GUEST_DISK_SIZE: a larger disk (sparse on the host), e.g. 6G for
+# v2host.sh's /var/tmp, which holds the default 4 GiB lab's image.
+truncate -s "${IOLAB_GUEST_DISK_SIZE:-1200M}" "$work/disk.img"
 printf 'label: dos\n,700M,L\n,,L\n' | sfdisk -q "$work/disk.img"
 truncate -s 64M "$work/results.img"
 # One vCPU by default: with two on a busy two-core host, qemu 7.2's TCG

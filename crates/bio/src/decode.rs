@@ -3,7 +3,7 @@
 //! files say where they are on this kernel). Fields are resolved once per
 //! event type; decoding a record is then a few loads.
 
-use iolab_trace::{Field, Format, Formats, Record};
+use iolab_trace::{Field, Field32, Format, Formats, Record};
 
 use crate::event::{BlockEvent, Comm, Dev, EventKind, Rwbs};
 
@@ -11,12 +11,12 @@ use crate::event::{BlockEvent, Comm, Dev, EventKind, Rwbs};
 #[derive(Debug, Clone)]
 struct Layout {
     kind: EventKind,
-    dev: Field,
+    dev: Field32,
     sector: Field,
-    nr_sector: Field,
+    nr_sector: Field32,
     rwbs: Field,
     comm: Option<Field>,
-    error: Option<Field>,
+    error: Option<Field32>,
 }
 
 impl Layout {
@@ -27,32 +27,49 @@ impl Layout {
         let Some(kind) = EventKind::from_tracepoint(&format.name) else {
             return Ok(None);
         };
+        let error = |field: &str, why: String| DecodeError {
+            event: format.name.clone(),
+            field: field.to_string(),
+            why,
+        };
         let need = |name: &str| {
-            format.field(name).cloned().ok_or_else(|| DecodeError {
-                event: format.name.clone(),
-                field: name.to_string(),
+            format
+                .field(name)
+                .cloned()
+                .ok_or_else(|| error(name, "is not in its format file".into()))
+        };
+        // dev_t, unsigned int nr_sector and int error are 4 bytes: a wider
+        // one would not fit the u32/i32 they are decoded into.
+        let narrow = |f: &Field| {
+            f.narrow32().ok_or_else(|| {
+                error(
+                    &f.name,
+                    format!("is {} bytes in its format file, not at most 4", f.size),
+                )
             })
         };
         Ok(Some(Layout {
             kind,
-            dev: need("dev")?,
+            dev: narrow(&need("dev")?)?,
             sector: need("sector")?,
-            nr_sector: need("nr_sector")?,
+            nr_sector: narrow(&need("nr_sector")?)?,
             rwbs: need("rwbs")?,
             comm: format.field("comm").cloned(),
-            error: format.field("error").cloned(),
+            error: format.field("error").map(narrow).transpose()?,
         }))
     }
 }
 
 /// A block event's format lacks a field iolab needs.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("tracepoint block/{event} has no field {field:?} in its format file: this kernel's block events are not the ones iolab knows")]
+#[error("tracepoint block/{event}: field {field:?} {why}: this kernel's block events are not the ones iolab knows")]
 pub struct DecodeError {
     /// The tracepoint.
     pub event: String,
-    /// The missing field.
+    /// The missing or unusable field.
     pub field: String,
+    /// What is wrong with it.
+    pub why: String,
 }
 
 /// Decodes records of the block tracepoints iolab uses.
@@ -88,16 +105,16 @@ impl Decoder {
             ts_ns: rec.ts_ns,
             cpu: rec.cpu,
             tid: rec.pid,
-            dev: Dev(l.dev.u64(data) as u32),
+            dev: Dev(l.dev.u32(data)),
             sector: l.sector.u64(data),
-            nr_sector: l.nr_sector.u64(data) as u32,
+            nr_sector: l.nr_sector.u32(data),
             rwbs: Rwbs::parse(l.rwbs.bytes(data)),
             comm: l
                 .comm
                 .as_ref()
                 .map(|f| Comm::new(f.bytes(data)))
                 .unwrap_or_default(),
-            error: l.error.as_ref().map(|f| f.i64(data) as i32).unwrap_or(0),
+            error: l.error.as_ref().map_or(0, |f| f.i32(data)),
         })
     }
 }
@@ -225,5 +242,19 @@ print fmt: \"%d,%d %s (%s) %llu + %u [%d]\", 0
             (e.event.as_str(), e.field.as_str()),
             ("block_rq_issue", "sector")
         );
+    }
+
+    #[test]
+    fn a_field_wider_than_its_decoded_type_is_an_error_naming_it() {
+        // An 8-byte nr_sector would be cut to 32 bits: refused, not decoded.
+        let wide = RQ_ISSUE.replace(
+            "unsigned int nr_sector;\toffset:24;\tsize:4;",
+            "unsigned long nr_sector;\toffset:24;\tsize:8;",
+        );
+        let mut f = Formats::new();
+        f.insert(Format::parse("block", &wide, Path::new("format")).unwrap());
+        let e = Decoder::new(&f).unwrap_err();
+        assert_eq!(e.field, "nr_sector");
+        assert!(e.to_string().contains("8 bytes"), "{e}");
     }
 }

@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use iolab_sys::cast;
 use serde::{Deserialize, Serialize};
 
 use crate::event::{Dev, Op};
@@ -67,8 +68,8 @@ impl Percentiles {
 pub fn nearest_rank(sorted: &[u64], p: f64) -> u64 {
     let n = sorted.len();
     // The epsilon keeps 99.9 % of 1000 at rank 999 despite binary fractions.
-    let rank = (p * n as f64 / 100.0 - 1e-9).ceil() as usize;
-    sorted[rank.clamp(1, n) - 1]
+    let rank = cast::floor_u64((p * n as f64 / 100.0 - 1e-9).ceil());
+    sorted[cast::usize_of(rank).clamp(1, n) - 1]
 }
 
 /// Slot index of a latency in µs (0 and 1 share slot 1, as bcc prints).
@@ -160,7 +161,7 @@ fn stars(count: u64, max: u64, width: usize) -> String {
     if max == 0 {
         return String::new();
     }
-    let n = ((count as f64) * width as f64 / max as f64) as usize;
+    let n = cast::usize_of(cast::floor_u64(count as f64 * width as f64 / max as f64));
     let mut s = "*".repeat(n.min(width));
     if n > width {
         s.pop();

@@ -408,7 +408,7 @@ mod tests {
     #[test]
     fn tgid_of_finds_this_process_and_falls_back_to_the_tid() {
         let mut cache = HashMap::default();
-        let me = std::process::id() as i32;
+        let me = iolab_sys::process::own_pid();
         assert_eq!(tgid_of(&mut cache, me), me);
         assert_eq!(tgid_of(&mut cache, 0), 0);
         assert_eq!(tgid_of(&mut cache, i32::MAX), i32::MAX);

@@ -7,7 +7,7 @@
 use std::os::fd::{AsRawFd, BorrowedFd};
 
 use iolab_sys::cachestat::{self, CacheStat};
-use iolab_sys::pagecache;
+use iolab_sys::{cast, pagecache};
 
 use crate::ranges::ByteRange;
 
@@ -113,7 +113,12 @@ impl Probe {
             if s.cache == 0 || s.cache >= total_pages {
                 let all = s.cache > 0;
                 self.map.clear();
-                self.map.resize(total_pages as usize, u8::from(all));
+                // One byte per page, as page_map would fill: a file too
+                // big to map is refused the same way (EFBIG).
+                let pages = usize::try_from(total_pages).map_err(|_| {
+                    Unmeasurable::Failed(std::io::Error::from_raw_os_error(libc::EFBIG))
+                })?;
+                self.map.resize(pages, u8::from(all));
                 return Ok(Measured {
                     total_pages,
                     resident: if all { total_pages } else { 0 },
@@ -161,8 +166,9 @@ impl Probe {
         let mut sum = 0;
         for r in ranges {
             let (first, n) = r.pages(self.page);
-            let lo = ((first - base) as usize).min(self.map.len());
-            let hi = ((first + n - base) as usize).min(self.map.len());
+            // Page numbers past the map (saturated or not) clamp to its end.
+            let lo = cast::usize_of(first - base).min(self.map.len());
+            let hi = cast::usize_of(first + n - base).min(self.map.len());
             sum += self.map[lo..hi].iter().map(|&b| u64::from(b)).sum::<u64>();
         }
         Some(sum)
@@ -243,7 +249,7 @@ mod tests {
     #[test]
     fn counts_and_map_agree_on_a_fresh_file() {
         let mut f = tempfile::NamedTempFile::new().unwrap();
-        let page = pagecache::page_size() as usize;
+        let page = cast::usize_of(pagecache::page_size());
         f.write_all(&vec![3u8; 5 * page + 10]).unwrap();
         f.flush().unwrap();
         let uid = rustix::process::geteuid().as_raw();

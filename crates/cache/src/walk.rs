@@ -330,9 +330,20 @@ impl Worker {
                     if n == b".\0" || n == b"..\0" {
                         continue;
                     }
-                    let start = self.names.len() as u32;
-                    self.names.extend_from_slice(n);
-                    self.entries.push((start, n.len() as u32, e.file_type()));
+                    // Entries keep (offset, length) of their name as u32s;
+                    // a directory with 4 GiB of names stops listing there.
+                    match (u32::try_from(self.names.len()), u32::try_from(n.len())) {
+                        (Ok(start), Ok(len)) if start.checked_add(len).is_some() => {
+                            self.names.extend_from_slice(n);
+                            self.entries.push((start, len, e.file_type()));
+                        }
+                        _ => {
+                            notes.add(NoteKind::DirUnreadable, &job.dir, || {
+                                format!("its names run past {} bytes: listed up to there", u32::MAX)
+                            });
+                            break;
+                        }
+                    }
                 }
                 Err(e) => {
                     notes.add(NoteKind::DirUnreadable, &job.dir, || {

@@ -466,7 +466,8 @@ fn classify(
         "task_newtask" => {
             const CLONE_THREAD: u64 = 0x0001_0000;
             let thread = r.u64("clone_flags").is_some_and(|f| f & CLONE_THREAD != 0);
-            let pid = r.i64("pid")? as i32;
+            // pid_t is an i32; a value outside it is no task of ours.
+            let pid = i32::try_from(r.i64("pid")?).ok()?;
             if !thread {
                 births.insert(pid, r.ts_ns);
                 order.push_back(pid);
@@ -480,7 +481,7 @@ fn classify(
         }
         "task_rename" => {
             // Kernels that dropped the `pid` field rename current.
-            let pid = r.i64("pid").map_or(r.pid, |p| p as i32);
+            let pid = pid_field(r)?;
             let new = r.str("newcomm")?;
             (forms.iter().any(|f| f == new) && is_process(pid)).then_some((
                 pid,
@@ -489,10 +490,19 @@ fn classify(
             ))
         }
         "sched_process_exec" => {
-            let pid = r.i64("pid").map_or(r.pid, |p| p as i32);
+            let pid = pid_field(r)?;
             (argv0(pid).as_deref() == Some(name)).then_some((pid, FoundBy::Exec, Some(r.ts_ns)))
         }
         _ => None,
+    }
+}
+
+/// The event's `pid` field, or the current task's on kernels without
+/// one. `None` for a value outside `pid_t` (not a task).
+fn pid_field(r: &Record) -> Option<i32> {
+    match r.i64("pid") {
+        Some(p) => i32::try_from(p).ok(),
+        None => Some(r.pid),
     }
 }
 
@@ -695,7 +705,9 @@ mod tests {
             ])
             .spawn()
             .unwrap();
-        let pid = child.id() as i32;
+        let pid = rustix::process::Pid::from_child(&child)
+            .as_raw_nonzero()
+            .get();
         let deadline = std::time::Instant::now() + Duration::from_secs(3);
         while w.pid().is_none() && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(5));

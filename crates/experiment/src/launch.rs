@@ -622,7 +622,7 @@ fn outcome_of(
     w: &Waited,
     killed: Option<std::process::ExitStatus>,
 ) -> Outcome {
-    let ns = |t: Instant| t.duration_since(t0).as_nanos() as u64;
+    let ns = |t: Instant| iolab_sys::cast::duration_ns(t.duration_since(t0));
     let exit_ns = w.exit.map(|(at, _)| ns(at));
     let ready_ns = w.ready.map(ns);
     // A full line printed before the ready one still marks full display
@@ -648,10 +648,7 @@ fn outcome_of(
         _ if failure.is_some() => (exit_ns.unwrap_or(0), false),
         Some(d) => (d, false),
         None if w.interrupted => (0, false),
-        None => (
-            u64::try_from(spec.timeout.as_nanos()).unwrap_or(u64::MAX),
-            true,
-        ),
+        None => (iolab_sys::cast::duration_ns(spec.timeout), true),
     };
     use std::os::unix::process::ExitStatusExt;
     let status = w.exit.map(|(_, s)| s).or(killed);

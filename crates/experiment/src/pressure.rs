@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use iolab_guard::Guard;
+use iolab_sys::cast;
 use serde::{Deserialize, Serialize};
 
 /// How much memory to fill.
@@ -218,7 +219,7 @@ struct Fill {
 /// the helper's resident memory then (and its pid, gone by now).
 fn fill(guard: &Guard, bytes: u64) -> std::io::Result<Fill> {
     let (r, w) = rustix::pipe::pipe().map_err(std::io::Error::from)?;
-    let page = iolab_sys::pagecache::page_size() as usize;
+    let page = cast::usize_of(iolab_sys::pagecache::page_size());
     let oom_path = c"/proc/self/oom_score_adj";
     // SAFETY: the child runs only async-signal-safe calls (setpgid, open,
     // write, mmap, pause, _exit) and plain memory writes, then never
@@ -331,7 +332,7 @@ unsafe fn helper(fd: i32, bytes: u64, page: usize, oom_path: *const libc::c_char
         let mut n = 0;
         let mut done: u64 = 0;
         while done < bytes {
-            let len = CHUNK.min((bytes - done) as usize);
+            let len = CHUNK.min(cast::usize_of(bytes - done));
             let p = libc::mmap(
                 std::ptr::null_mut(),
                 len,

@@ -23,6 +23,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use iolab_sys::cast::duration_ns;
 use iolab_sys::{SysError, UsageError};
 use serde::Serialize;
 
@@ -286,10 +287,6 @@ fn sleep_unless_stopped(total: Duration) -> bool {
     }
 }
 
-fn duration_ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
 fn op_stats(samples: Vec<u64>, io_bytes: u64) -> OpStats {
     OpStats {
         total_ios: samples.len() as u64,
@@ -305,6 +302,10 @@ fn latency(mut samples: Vec<u64>) -> LatencyNs {
     let n = samples.len();
     let pct = |p: f64| {
         // Nearest rank: the smallest sample with at least p % at or below it.
+        #[allow(
+            clippy::cast_possible_truncation,
+            reason = "p is 50 or 99, so the rank is in 0..=n, a usize (and float `as` saturates)"
+        )]
         let rank = ((p / 100.0) * n as f64).ceil() as usize;
         samples
             .get(rank.clamp(1, n.max(1)) - 1)

@@ -32,6 +32,11 @@ fn run(s: &LaunchSpec) -> Outcome {
 
 const S: f64 = 1e9;
 
+/// `secs` in nanoseconds, as `launch` counts them.
+fn ns(secs: f64) -> u64 {
+    iolab_sys::cast::floor_u64(secs * S)
+}
+
 /// Waits up to 2 s for the group to be gone (SIGKILL delivery is async).
 fn assert_group_gone(pgid: i32) {
     let until = Instant::now() + Duration::from_secs(2);
@@ -64,8 +69,8 @@ fn first_pid(o: &Outcome) -> i32 {
 fn exit_time_covers_the_command_and_is_not_censored() {
     let o = run(&spec("sleep 0.2", Ready::Exit, 10.0));
     assert!(!o.censored && !o.interrupted && !o.failed(), "{o:?}");
-    assert!(o.duration_ns >= (0.2 * S) as u64, "{o:?}");
-    assert!(o.duration_ns < (5.0 * S) as u64, "{o:?}");
+    assert!(o.duration_ns >= ns(0.2), "{o:?}");
+    assert!(o.duration_ns < ns(5.0), "{o:?}");
     assert_eq!(o.exit_ns, Some(o.duration_ns));
     assert_eq!((o.exit_code, o.signal), (Some(0), None));
 }
@@ -87,7 +92,7 @@ fn timeout_censors_and_kills_the_whole_group() {
         "launch waited too long"
     );
     assert!(o.censored && !o.failed(), "{o:?}");
-    assert_eq!(o.duration_ns, (0.3 * S) as u64);
+    assert_eq!(o.duration_ns, ns(0.3));
     assert_eq!((o.exit_code, o.signal, o.exit_ns), (None, Some(9), None));
     assert_group_gone(first_pid(&o));
 }
@@ -125,8 +130,8 @@ fn ready_line_ends_the_start_and_the_group() {
     assert!(!o.censored && !o.failed(), "{o:?}");
     let ready = o.ready_ns.unwrap();
     assert_eq!(o.duration_ns, ready);
-    assert!(ready >= (0.2 * S) as u64, "{o:?}");
-    assert!(ready < (5.0 * S) as u64, "{o:?}");
+    assert!(ready >= ns(0.2), "{o:?}");
+    assert!(ready < ns(5.0), "{o:?}");
     assert_group_gone(first_pid(&o));
 }
 
@@ -139,7 +144,7 @@ fn ready_line_on_stderr_counts_too() {
         10.0,
     ));
     assert!(!o.censored && o.ready_ns.is_some(), "{o:?}");
-    assert!(o.duration_ns >= (0.1 * S) as u64);
+    assert!(o.duration_ns >= ns(0.1));
 }
 
 #[test]
@@ -164,8 +169,8 @@ fn ready_file_ends_the_start_and_a_stale_one_is_ignored() {
     let o = run(&spec(&script, Ready::File(flag.clone()), 10.0));
     assert!(!o.censored && !o.failed(), "{o:?}");
     let ready = o.ready_ns.unwrap();
-    assert!(ready >= (0.2 * S) as u64, "stale ready file counted: {o:?}");
-    assert!(ready < (5.0 * S) as u64, "{o:?}");
+    assert!(ready >= ns(0.2), "stale ready file counted: {o:?}");
+    assert!(ready < ns(5.0), "{o:?}");
     assert_group_gone(first_pid(&o));
 }
 
@@ -178,7 +183,7 @@ fn ready_file_never_appearing_is_censored() {
         0.3,
     ));
     assert!(o.censored, "{o:?}");
-    assert_eq!(o.duration_ns, (0.3 * S) as u64);
+    assert_eq!(o.duration_ns, ns(0.3));
 }
 
 /// `ionice` and `nice` without arguments print the calling process's

@@ -401,7 +401,7 @@ impl Totals {
                 let b = base.0.get(k).copied().unwrap_or(0.0);
                 CauseDelta {
                     cause: k.clone(),
-                    delta_ns: (a - b).round() as i64,
+                    delta_ns: iolab_sys::cast::round_i64(a - b),
                     share: 0.0,
                 }
             })

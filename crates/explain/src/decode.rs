@@ -34,6 +34,32 @@ struct Fork {
     child_comm: Field,
 }
 
+/// Field `name` of `f`, checked to be a `pid_t` as every kernel declares
+/// it (4 bytes, signed), so that [`pid_of`] reads it without loss.
+fn pid_field(f: &Format, name: &str) -> Result<Field, TraceError> {
+    let field = f.require(name)?;
+    if field.size == 4 && field.signed {
+        return Ok(field.clone());
+    }
+    Err(TraceError::Parse {
+        path: format!("events/{}/{}/format", f.system, f.name).into(),
+        text: format!("{} {name}", field.type_name),
+        why: format!(
+            "a pid of {} bytes (signed: {}); expected a 4-byte signed pid_t",
+            field.size, field.signed
+        ),
+    })
+}
+
+/// The pid in a field [`pid_field`] admitted.
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "pid_field admits only 4-byte signed fields, which Field::i64 sign-extends: the value is an i32"
+)]
+fn pid_of(f: &Field, d: &[u8]) -> i32 {
+    f.i64(d) as i32
+}
+
 /// Decodes the sched events of a session and feeds them to a tracker.
 pub struct Decoder {
     switch: Switch,
@@ -58,31 +84,31 @@ impl Decoder {
             .ok_or_else(|| ExplainError::MissingEvent("sched_switch".into()))?;
         let switch = Switch {
             id: f.id,
-            prev_pid: f.require("prev_pid")?.clone(),
+            prev_pid: pid_field(f, "prev_pid")?,
             prev_comm: f.require("prev_comm")?.clone(),
             prev_state: f.require("prev_state")?.clone(),
-            next_pid: f.require("next_pid")?.clone(),
+            next_pid: pid_field(f, "next_pid")?,
             next_comm: f.require("next_comm")?.clone(),
         };
         let waking = match find(formats, "sched_waking") {
             Some(f) => Some(Waking {
                 id: f.id,
-                pid: f.require("pid")?.clone(),
+                pid: pid_field(f, "pid")?,
                 flags: f.require("common_flags")?.clone(),
             }),
             None => None,
         };
-        let single = |name: &str, field: &str| -> Result<Option<(u16, Field)>, TraceError> {
+        let single_pid = |name: &str, field: &str| -> Result<Option<(u16, Field)>, TraceError> {
             match find(formats, name) {
-                Some(f) => Ok(Some((f.id, f.require(field)?.clone()))),
+                Some(f) => Ok(Some((f.id, pid_field(f, field)?))),
                 None => Ok(None),
             }
         };
         let fork = match find(formats, "sched_process_fork") {
             Some(f) => Some(Fork {
                 id: f.id,
-                parent_pid: f.require("parent_pid")?.clone(),
-                child_pid: f.require("child_pid")?.clone(),
+                parent_pid: pid_field(f, "parent_pid")?,
+                child_pid: pid_field(f, "child_pid")?,
                 child_comm: f.require("child_comm")?.clone(),
             }),
             None => None,
@@ -90,15 +116,11 @@ impl Decoder {
         Ok(Decoder {
             switch,
             waking,
-            wakeup_new: single("sched_wakeup_new", "pid")?,
+            wakeup_new: single_pid("sched_wakeup_new", "pid")?,
             fork,
-            exit: single("sched_process_exit", "pid")?,
+            exit: single_pid("sched_process_exit", "pid")?,
             runtime: match find(formats, "sched_stat_runtime") {
-                Some(f) => Some((
-                    f.id,
-                    f.require("pid")?.clone(),
-                    f.require("runtime")?.clone(),
-                )),
+                Some(f) => Some((f.id, pid_field(f, "pid")?, f.require("runtime")?.clone())),
                 None => None,
             },
             kallsyms,
@@ -128,8 +150,8 @@ impl Decoder {
         let id = rec.format.id;
         if id == self.switch.id {
             let s = &self.switch;
-            let prev_pid = s.prev_pid.i64(d) as i32;
-            let next_pid = s.next_pid.i64(d) as i32;
+            let prev_pid = pid_of(&s.prev_pid, d);
+            let next_pid = pid_of(&s.next_pid, d);
             let (prev_state, prev_comm, next_comm) =
                 (s.prev_state.u64(d), s.prev_comm.str(d), s.next_comm.str(d));
             // Stacks of tasks handing the CPU to a followed one are dropped.
@@ -147,7 +169,7 @@ impl Decoder {
                 stack,
             });
         } else if let Some(w) = self.waking.as_ref().filter(|w| w.id == id) {
-            let pid = w.pid.i64(d) as i32;
+            let pid = pid_of(&w.pid, d);
             if !tracker.follows(pid) {
                 // Wakeups done by followed tasks of others.
                 return;
@@ -164,25 +186,25 @@ impl Decoder {
         } else if let Some(f) = self.fork.as_ref().filter(|f| f.id == id) {
             tracker.event(SchedEvent::Fork {
                 ts_ns: rec.ts_ns,
-                parent_pid: f.parent_pid.i64(d) as i32,
-                child_pid: f.child_pid.i64(d) as i32,
+                parent_pid: pid_of(&f.parent_pid, d),
+                child_pid: pid_of(&f.child_pid, d),
                 child_comm: f.child_comm.str(d),
             });
         } else if let Some((_, f)) = self.wakeup_new.as_ref().filter(|(i, _)| *i == id) {
             tracker.event(SchedEvent::WakeupNew {
                 ts_ns: rec.ts_ns,
-                pid: f.i64(d) as i32,
+                pid: pid_of(f, d),
             });
         } else if let Some((_, pid, runtime)) = self.runtime.as_ref().filter(|(i, _, _)| *i == id) {
             tracker.event(SchedEvent::Runtime {
                 ts_ns: rec.ts_ns,
-                pid: pid.i64(d) as i32,
+                pid: pid_of(pid, d),
                 runtime_ns: runtime.u64(d),
             });
         } else if let Some((_, f)) = self.exit.as_ref().filter(|(i, _)| *i == id) {
             tracker.event(SchedEvent::Exit {
                 ts_ns: rec.ts_ns,
-                pid: f.i64(d) as i32,
+                pid: pid_of(f, d),
             });
         }
     }

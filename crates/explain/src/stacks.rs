@@ -17,15 +17,16 @@ pub struct Stacks {
 }
 
 impl Stacks {
-    /// The id of `frames`, adding it when new.
-    pub fn intern(&mut self, frames: Vec<Frame>) -> StackId {
+    /// The id of `frames`, adding it when new; `None` for a new stack
+    /// once every `u32` id is taken (the caller then counts it as missing).
+    pub fn intern(&mut self, frames: Vec<Frame>) -> Option<StackId> {
         if let Some(id) = self.ids.get(&frames) {
-            return *id;
+            return Some(*id);
         }
-        let id = StackId(self.all.len() as u32);
+        let id = StackId(u32::try_from(self.all.len()).ok()?);
         self.all.push(frames.clone());
         self.ids.insert(frames, id);
-        id
+        Some(id)
     }
 
     /// The frames of `id` (empty for an unknown id).
@@ -125,7 +126,7 @@ mod tests {
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert_eq!(s.len(), 2);
-        assert_eq!(s.get(c).len(), 1);
+        assert_eq!(s.get(c.expect("an id")).len(), 1);
     }
 
     #[test]

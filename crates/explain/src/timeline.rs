@@ -301,7 +301,7 @@ impl Tracker {
 
     fn open_stall(&mut self, ts_ns: u64, state: char, frames: Option<Vec<Frame>>) -> OpenStall {
         let io_wait = frames.as_deref().is_some_and(is_io_wait);
-        let stack = frames.map(|f| self.stacks.intern(f));
+        let stack = frames.and_then(|f| self.stacks.intern(f));
         let cause = match stack {
             Some(id) => match self.causes_of.get(&id) {
                 Some(c) => *c,

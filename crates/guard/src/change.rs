@@ -99,6 +99,12 @@ pub enum Change {
         backing: PathBuf,
         /// The device, once known.
         dev: Option<String>,
+        /// The device's queue attributes that configuring it changes, as
+        /// they were before (see [`LOOP_QUEUE_ATTRS`]): written back once
+        /// it is detached, if it is still free. Journals written before
+        /// this field have none.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        queue: Vec<(String, String)>,
     },
     /// A zram device iolab configured (and hot-added when `added`).
     Zram {
@@ -245,7 +251,11 @@ impl Change {
                 }
                 Ok(msg)
             }
-            Change::Loop { backing, dev } => undo_loop(backing, dev.as_deref()),
+            Change::Loop {
+                backing,
+                dev,
+                queue,
+            } => undo_loop(backing, dev.as_deref(), queue),
             Change::Zram { id, added } => {
                 let dev = PathBuf::from(format!("/sys/block/zram{id}"));
                 if dev.exists() {
@@ -404,7 +414,56 @@ fn undo_queue_depth(queue: &Path, old: u32) -> Result<String, GuardError> {
 
 pub use iolab_sys::device_safety::loops_backed_by;
 
-fn undo_loop(backing: &Path, dev: Option<&str>) -> Result<String, GuardError> {
+/// The queue attributes of a loop device that LOOP_CONFIGURE sets from
+/// its backing file (checked on 6.18: read_ahead_kb 128 → 2560, rotational
+/// 0 → 1, write_cache "write through" → "write back") and LOOP_CLR_FD
+/// leaves as they are. The discard and write-zeroes limits change too, but
+/// are read-only and set again by the next configure.
+pub const LOOP_QUEUE_ATTRS: [&str; 3] = ["read_ahead_kb", "rotational", "write_cache"];
+
+fn undo_loop(
+    backing: &Path,
+    dev: Option<&str>,
+    queue: &[(String, String)],
+) -> Result<String, GuardError> {
+    let detached = detach_loops_of(backing, dev)?;
+    match (dev, queue.is_empty()) {
+        (Some(d), false) => Ok(format!("{detached}; {}", restore_loop_queue(d, queue)?)),
+        _ => Ok(detached),
+    }
+}
+
+/// Writes back a detached loop device's queue attributes, unless the
+/// device is gone or bound again (then they are its new user's).
+fn restore_loop_queue(dev: &str, queue: &[(String, String)]) -> Result<String, GuardError> {
+    let sys = PathBuf::from(format!("/sys/block/{dev}"));
+    if !sys.exists() {
+        return Ok(format!("{dev} is gone; its queue with it"));
+    }
+    // The kernel shows loop/ only while a file is bound.
+    if sys.join("loop/backing_file").exists() {
+        return Ok(format!(
+            "{dev} is bound again (not to iolab's file): its queue left to its new user"
+        ));
+    }
+    let mut set = Vec::new();
+    for (attr, old) in queue {
+        let path = sys.join("queue").join(attr);
+        let now = std::fs::read_to_string(&path).map_err(|e| GuardError::io(&path, e))?;
+        if now.trim() != old {
+            write_attr(&path, old)?;
+            set.push(format!("{attr} = {old}"));
+        }
+    }
+    Ok(if set.is_empty() {
+        format!("{dev}'s queue as it was")
+    } else {
+        format!("{dev}: {}", set.join(", "))
+    })
+}
+
+/// Detaches every loop device over `backing`; says what it did.
+fn detach_loops_of(backing: &Path, dev: Option<&str>) -> Result<String, GuardError> {
     let mut devs = loops_backed_by(backing);
     if devs.is_empty() {
         return Ok(format!(

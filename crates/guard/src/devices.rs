@@ -180,21 +180,33 @@ impl Guard {
         let seq = self.st().record(Change::Loop {
             backing: backing.clone(),
             dev: None,
+            queue: Vec::new(),
         })?;
-        let att = iolab_sys::loopdev::attach(&backing, direct_io, false).map_err(|e| {
-            GuardError::Command {
-                command: format!("attach a loop device to {}", backing.display()),
-                stderr: e.to_string(),
-            }
+        // The device's queue as it is before the kernel configures it,
+        // journaled before the configure: detaching does not undo what
+        // configuring changed (change::LOOP_QUEUE_ATTRS).
+        let mut announce = |name: &str| -> std::io::Result<()> {
+            let queue = loop_queue(name)?;
+            self.st()
+                .journal()
+                .and_then(|j| {
+                    j.update(
+                        seq,
+                        Change::Loop {
+                            backing: backing.clone(),
+                            dev: Some(name.to_string()),
+                            queue,
+                        },
+                    )
+                })
+                .map_err(std::io::Error::other)
+        };
+        let att = iolab_sys::loopdev::attach_announced(&backing, direct_io, false, &mut announce)
+            .map_err(|e| GuardError::Command {
+            command: format!("attach a loop device to {}", backing.display()),
+            stderr: e.to_string(),
         })?;
         let mut st = self.st();
-        st.journal()?.update(
-            seq,
-            Change::Loop {
-                backing: backing.clone(),
-                dev: Some(att.name.clone()),
-            },
-        )?;
         if att.node_made {
             // Undone before the loop itself (reverse order): detaching
             // then opens the device by a node of its own.
@@ -275,4 +287,26 @@ impl Guard {
         }
         write_attr(Path::new("/proc/sys/vm/drop_caches"), "3")
     }
+}
+
+/// A loop device's queue attributes that configuring it changes, as they
+/// are now. An attribute this kernel does not have is left out; one that
+/// cannot be read is an error (the attach does not happen).
+fn loop_queue(name: &str) -> std::io::Result<Vec<(String, String)>> {
+    let queue = PathBuf::from(format!("/sys/block/{name}/queue"));
+    let mut out = Vec::new();
+    for attr in crate::change::LOOP_QUEUE_ATTRS {
+        let path = queue.join(attr);
+        match std::fs::read_to_string(&path) {
+            Ok(v) => out.push((attr.to_string(), v.trim().to_string())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(std::io::Error::new(
+                    e.kind(),
+                    format!("{}: {e}", path.display()),
+                ))
+            }
+        }
+    }
+    Ok(out)
 }

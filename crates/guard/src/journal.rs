@@ -294,7 +294,8 @@ mod tests {
             pending[0].1,
             Change::Loop {
                 backing: "/b".into(),
-                dev: Some("loop9".into())
+                dev: Some("loop9".into()),
+                queue: Vec::new(),
             }
         );
         assert_eq!(next, 3);

@@ -112,7 +112,7 @@ impl Guard {
     pub fn set_bdi_dirty_limit(&self, dev: &BlockDev, bytes: u64) -> Result<(), GuardError> {
         let bdi = Path::new("/sys/class/bdi").join(dev.devno()?);
         let fine = bdi.join("max_ratio_fine");
-        if !fine.exists() || !bdi.join("max_bytes").exists() {
+        if !exact_dirty_limit(dev)? {
             return Err(UsageError::new(format!(
                 "this kernel has no per-device dirty limit ({} missing; needs Linux 6.2+): drop the dirty limit option",
                 bdi.join("max_bytes").display()
@@ -126,6 +126,18 @@ impl Guard {
         })?;
         write_attr(&bdi.join("max_bytes"), &bytes.to_string())?;
         self.write_attr(&bdi.join("strict_limit"), "1")
+    }
+
+    /// Caps `dev`'s share of the global dirty threshold at `percent`
+    /// (bdi `max_ratio`, in every kernel since 2.6.24): the coarse
+    /// per-device limit of a kernel without `max_bytes`, which the kernel
+    /// enforces only above the global background threshold (no
+    /// `strict_limit` before 6.2).
+    pub fn set_bdi_max_ratio(&self, dev: &BlockDev, percent: u32) -> Result<(), GuardError> {
+        let path = Path::new("/sys/class/bdi")
+            .join(dev.devno()?)
+            .join("max_ratio");
+        self.write_attr(&path, &percent.clamp(1, 100).to_string())
     }
 
     /// Sets a sysctl by dotted name (`vm.dirty_ratio`).
@@ -196,4 +208,15 @@ impl Guard {
         write_attr(&nr, &depth.to_string())?;
         read()
     }
+}
+
+/// Whether this kernel limits a device's dirty pages in bytes, even below
+/// the global background threshold (bdi `max_bytes`, `max_ratio_fine` and
+/// `strict_limit`: Linux 6.2+). Debian 12's 6.1, Ubuntu 22.04's 5.15 and
+/// RHEL 9's 5.14 do not.
+pub fn exact_dirty_limit(dev: &BlockDev) -> Result<bool, GuardError> {
+    let bdi = Path::new("/sys/class/bdi").join(dev.devno()?);
+    Ok(["max_bytes", "max_ratio_fine", "strict_limit"]
+        .iter()
+        .all(|f| bdi.join(f).exists()))
 }

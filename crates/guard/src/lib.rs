@@ -35,6 +35,7 @@ pub use change::{loops_backed_by, Change};
 pub use error::GuardError;
 pub use guard::{read_throttle, Guard, Mark, Recorded, Throttle, BLKIO_ROOT};
 pub use journal::Journal;
+pub use knobs::exact_dirty_limit;
 pub use signals::{install_signal_handlers, request_stop, stop_requested, stop_signal};
 
 /// The directory holding journals and locks: `IOLAB_RUN_DIR`, else the

@@ -403,7 +403,7 @@ fn the_app_zygote_forks_gets_the_targets_ioprio_and_nice_and_compile_is_checked(
         // wait4 would have said nothing of them).
         let read = app["io"]["read_bytes"].as_u64().unwrap();
         assert!(read >= 2 << 20, "{app}");
-        pids.push(app["pid"].as_i64().unwrap() as i32);
+        pids.push(i32::try_from(app["pid"].as_i64().unwrap()).unwrap());
     }
     // The kernel's view of the app still running (the last start's; the
     // first was force-stopped by the second's am): what iolab stored.

@@ -241,8 +241,11 @@ struct Board(std::process::Child);
 
 impl Drop for Board {
     fn drop(&mut self) {
+        let pgid = rustix::process::Pid::from_child(&self.0)
+            .as_raw_nonzero()
+            .get();
         // SAFETY: kill(2) of the process group this test made.
-        unsafe { libc::kill(-(self.0.id() as i32), libc::SIGKILL) };
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
         let _ = self.0.wait();
     }
 }

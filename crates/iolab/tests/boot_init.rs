@@ -32,6 +32,10 @@ fn files(dir: &Path, n: usize, mib: usize) -> Vec<PathBuf> {
         .map(|i| {
             let p = dir.join(format!("f{i}"));
             let mut f = std::fs::File::create(&p).unwrap();
+            #[allow(
+                clippy::cast_possible_truncation,
+                reason = "the low byte on purpose: a pattern that differs per file"
+            )]
             let block: Vec<u8> = (0..1 << 20).map(|b| (b * 7 + i) as u8).collect();
             for _ in 0..mib {
                 std::io::Write::write_all(&mut f, &block).unwrap();

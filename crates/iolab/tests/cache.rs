@@ -84,7 +84,7 @@ fn ranges_are_exactly_the_pages_read() {
     // POSIX_FADV_RANDOM turns readahead off for this file: each pread
     // brings in just its page.
     rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::Random).unwrap();
-    let mut buf = [0u8; PAGE as usize];
+    let mut buf = vec![0u8; iolab_sys::cast::usize_of(PAGE)];
     for page in [0, 1, 2, 10, 40, 41, 42, 43, 63] {
         file.read_exact_at(&mut buf, page * PAGE).unwrap();
     }

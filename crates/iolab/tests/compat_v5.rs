@@ -154,7 +154,7 @@ fn interrupted_v5_experiments_resume_to_their_whole_plan() {
         .as_array()
         .unwrap()
         .iter()
-        .skip(before3 as usize)
+        .skip(usize::try_from(before3).unwrap())
         .collect();
     let arts = report["artifacts"].as_array().unwrap();
     for r in new_runs.iter().filter(|r| r["variant"].is_null()) {

@@ -166,7 +166,10 @@ fn hist_rows(text: &str, skip: usize) -> Vec<(u64, f64)> {
     csv(text)
         .iter()
         .skip(skip)
-        .filter_map(|r| Some((r[0].parse::<f64>().ok()? as u64, r[1].parse::<f64>().ok()?)))
+        .filter_map(|r| {
+            let at = iolab_sys::cast::floor_u64(r[0].parse::<f64>().ok()?);
+            Some((at, r[1].parse::<f64>().ok()?))
+        })
         .collect()
 }
 

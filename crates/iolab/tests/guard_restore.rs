@@ -288,6 +288,18 @@ fn trace_instance_is_removed_after_sigkill() {
     });
 }
 
+/// A 16 MiB image for the child's loop device: its path, and the
+/// canonical one the kernel reports as backing file.
+fn child_image(fx: &Fixture) -> (PathBuf, PathBuf) {
+    let img = fx.work.path().join("child.img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(16 << 20)
+        .unwrap();
+    let canon = std::fs::canonicalize(&img).unwrap();
+    (img, canon)
+}
+
 #[test]
 fn loop_device_is_detached_after_sigkill() {
     if !iolab_testkit::root_or_skip(
@@ -297,15 +309,67 @@ fn loop_device_is_detached_after_sigkill() {
         return;
     }
     let fx = Fixture::new();
-    let img = fx.work.path().join("child.img");
-    std::fs::File::create(&img)
-        .unwrap()
-        .set_len(16 << 20)
-        .unwrap();
-    let canon = std::fs::canonicalize(&img).unwrap();
+    let (img, canon) = child_image(&fx);
     kill9_then_restore(&fx, &[format!("loop:{}", img.display())], || {
         iolab_guard::loops_backed_by(&canon).join(",")
     });
+}
+
+/// Configuring a loop device sets its queue from the backing file
+/// (read_ahead_kb 128 → 2560 and rotational 0 → 1 over a file here) and
+/// detaching it leaves them so: the guard journals them before the
+/// configure and writes them back after the detach (issue 45's fault
+/// campaign found a SIGKILLed `lab up` leaving read_ahead_kb at 2560).
+#[test]
+fn a_loop_devices_queue_is_restored_after_sigkill() {
+    if !iolab_testkit::root_or_skip(
+        "a_loop_devices_queue_is_restored_after_sigkill",
+        "it changes kernel state",
+    ) {
+        return;
+    }
+    let fx = Fixture::new();
+    let (img, canon) = child_image(&fx);
+    let (child, _) = fx.spawn(&[format!("loop:{}", img.display())]);
+    let dev = iolab_guard::loops_backed_by(&canon).pop().unwrap();
+    let attrs = |dev: &str| -> Vec<(String, String)> {
+        ["read_ahead_kb", "rotational"]
+            .iter()
+            .map(|a| (a.to_string(), read(format!("/sys/block/{dev}/queue/{a}"))))
+            .collect()
+    };
+    let during = attrs(&dev);
+    kill9(child);
+    // What the journal says the device was before the configure.
+    let journal = std::fs::read_dir(fx.run.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .unwrap();
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let before: Vec<(String, String)> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["change"]["dev"] == dev.as_str())
+        .filter_map(|v| serde_json::from_value(v["change"]["queue"].clone()).ok())
+        .next_back()
+        .unwrap_or_else(|| panic!("no queue of {dev} journaled before its configure:\n{text}"));
+    assert_eq!(before.len(), 3, "{before:?}");
+    fx.restore();
+    let after = attrs(&dev);
+    // The device may be bound again by a test running beside this one:
+    // its queue is then its new user's.
+    if iolab_guard::loops_backed_by(&canon).is_empty()
+        && !Path::new(&format!("/sys/block/{dev}/loop/backing_file")).exists()
+    {
+        for (attr, value) in &after {
+            let was = &before.iter().find(|(a, _)| a == attr).unwrap().1;
+            assert_eq!(
+                value, was,
+                "{dev}'s {attr}: during {during:?}, after {after:?}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -459,7 +523,7 @@ fn sigterm_error_and_panic_all_restore() {
     let (child, _) = fx.spawn(std::slice::from_ref(&change));
     assert_eq!(dev.schedulers().unwrap().current, other);
     rustix::process::kill_process(
-        rustix::process::Pid::from_raw(child.id() as i32).unwrap(),
+        rustix::process::Pid::from_child(&child),
         rustix::process::Signal::TERM,
     )
     .unwrap();

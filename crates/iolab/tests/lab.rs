@@ -407,8 +407,9 @@ fn sigterm_during_up_undoes_the_half_made_lab() {
         iolab_guard::loops_backed_by(&image.canonicalize().unwrap()).len(),
         1
     );
+    let pid = i32::try_from(child.id()).unwrap();
     // SAFETY: kill(2) on our own child's pid.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
     let status = child.wait().unwrap();
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();

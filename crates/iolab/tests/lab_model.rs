@@ -158,8 +158,9 @@ fn killing_the_server_fails_io_without_hanging_and_the_next_run_cleans_up() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_secs(2));
+    let pid = i32::try_from(pid).unwrap();
     // SAFETY: kill(2) of the server's pid, read from its own stats.
-    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    unsafe { libc::kill(pid, libc::SIGKILL) };
     let t0 = Instant::now();
     let status = loop {
         if let Some(st) = load.try_wait().unwrap() {

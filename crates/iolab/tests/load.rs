@@ -293,7 +293,7 @@ fn ctrl_c_prints_partial_results() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let pid = child.id() as i32;
+    let pid = i32::try_from(child.id()).unwrap();
     let file = env.dir().join("reader.0.0");
     for _ in 0..200 {
         if std::fs::metadata(&file).is_ok_and(|m| m.len() == 8 << 20) {

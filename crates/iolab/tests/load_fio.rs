@@ -34,9 +34,9 @@ fn verify_catches_a_byte_flipped_between_write_and_verify() {
     let out = env.run(&[&r]);
     assert!(out.status.success(), "{}", stderr(&out));
     // One byte flipped on disk, behind iolab's back.
-    let pos = 300_001u64;
+    let pos = 300_001usize;
     let mut bytes = std::fs::read(&data).unwrap();
-    bytes[pos as usize] ^= 0x40;
+    bytes[pos] ^= 0x40;
     std::fs::write(&data, &bytes).unwrap();
     let out = env.run(&[&r]);
     assert!(
@@ -182,7 +182,7 @@ fn a_latency_log_agrees_with_the_runs_totals() {
         .current_dir(env.dir())
         .output()
         .unwrap();
-    let wall_ms = t0.elapsed().as_millis() as u64;
+    let wall_ms = iolab_sys::cast::duration_ms(t0.elapsed());
     assert!(out.status.success(), "{}", stderr(&out));
     let v = json(&out);
     let lat = &v["jobs"][0]["read"]["lat_ns"];

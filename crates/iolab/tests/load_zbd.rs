@@ -189,7 +189,11 @@ fn emulated_zones_place_writes_as_fio_does() {
         assert!(most <= 2, "{tool}: {most} zones open at once");
         // 24 MiB into 8 zones of 1 MiB: at least 16 full zones reset.
         assert!(resets >= 16, "{tool}: {resets} resets");
-        assert_eq!(zone_resets(&text(&out)) as usize, resets, "{tool}");
+        assert_eq!(
+            zone_resets(&text(&out)),
+            iolab_sys::cast::u64_of(resets),
+            "{tool}"
+        );
     }
 }
 

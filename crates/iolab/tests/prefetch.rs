@@ -95,7 +95,7 @@ fn cache_ranges_output_is_a_prefetch_list() {
     // Cache a pattern, record it with `cache -r`, evict, replay from stdin.
     let file = std::fs::File::open(&f).unwrap();
     rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::Random).unwrap();
-    let mut buf = [0u8; PAGE as usize];
+    let mut buf = vec![0u8; iolab_sys::cast::usize_of(PAGE)];
     for p in [5, 6, 7, 90] {
         std::os::unix::fs::FileExt::read_exact_at(&file, &mut buf, p * PAGE).unwrap();
     }

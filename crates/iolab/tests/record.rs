@@ -41,7 +41,8 @@ fn evictable_dir(test: &str) -> Option<tempfile::TempDir> {
 fn file(dir: &Path, name: &str, pages: u64) -> PathBuf {
     let p = dir.join(name);
     let mut f = std::fs::File::create(&p).unwrap();
-    f.write_all(&vec![0x5a; (pages * PAGE) as usize]).unwrap();
+    f.write_all(&vec![0x5a; iolab_sys::cast::usize_of(pages * PAGE)])
+        .unwrap();
     f.sync_all().unwrap();
     std::fs::canonicalize(p).unwrap()
 }

@@ -335,7 +335,7 @@ fn a_lost_connection_leaves_the_device_restored_and_the_run_resumable() {
     }
     let ssh = child_named(child.id(), "ssh").expect("iolab remote's ssh client");
     // SAFETY: kill(2) on a pid we just found as our child's child.
-    unsafe { libc::kill(ssh as i32, libc::SIGKILL) };
+    unsafe { libc::kill(i32::try_from(ssh).unwrap(), libc::SIGKILL) };
     let out = child.wait_with_output().unwrap();
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");

@@ -14,7 +14,7 @@ fn run(scheduler: &str, workload: &str, rep: u32, secs: f64) -> RunRecord {
         rep,
         target: "iolab app".into(),
         started_at: iolab_store::rfc3339_now(),
-        duration_ns: (secs * 1e9).round() as u64,
+        duration_ns: iolab_sys::cast::round_u64(secs * 1e9),
         censored,
         timeout_ns: 60_000_000_000,
         exit_code: (!censored).then_some(0),
@@ -53,8 +53,8 @@ fn seeded() -> (tempfile::TempDir, std::path::PathBuf, ExperimentId) {
         ("none", "1r1w", [41.0, 60.0, 60.0]),
     ];
     for (s, w, secs) in cells {
-        for (rep, t) in secs.into_iter().enumerate() {
-            store.record_run(id, &run(s, w, rep as u32, t)).unwrap();
+        for (rep, t) in (0u32..).zip(secs) {
+            store.record_run(id, &run(s, w, rep, t)).unwrap();
         }
     }
     store.set_status(id, Status::Done).unwrap();

@@ -310,7 +310,7 @@ fn erofs_lab_decompression_workers_are_recorded_and_the_knob_restored() {
     // already running when an item was queued has no wakeup delay to
     // attribute to it; with 16 MiB, CI once saw no attributed item at all.
     const DATA: u64 = 64 << 20;
-    compressible(&src.path().join("data"), DATA as usize);
+    compressible(&src.path().join("data"), iolab_sys::cast::usize_of(DATA));
     let lab = env.up(&[
         "--fs",
         "erofs",

@@ -540,7 +540,10 @@ fn ctrl_c_stops_early_restores_and_says_how_to_resume() {
         std::thread::sleep(Duration::from_millis(50));
     }
     // SAFETY: kill(2) with a pid we spawned and still own (not reaped).
-    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGINT) }, 0);
+    assert_eq!(
+        unsafe { libc::kill(i32::try_from(pid).unwrap(), libc::SIGINT) },
+        0
+    );
     let t0 = Instant::now();
     let out = child.0.take().unwrap().wait_with_output().unwrap();
     eprintln!("stopped {:?} after SIGINT", t0.elapsed());

@@ -248,7 +248,7 @@ fn interrupted_sweep_keeps_runs_and_resumes() {
         std::thread::sleep(Duration::from_millis(200));
     }
     rustix::process::kill_process(
-        rustix::process::Pid::from_raw(pid as i32).unwrap(),
+        rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap(),
         rustix::process::Signal::INT,
     )
     .unwrap();
@@ -272,7 +272,10 @@ fn interrupted_sweep_keeps_runs_and_resumes() {
     ok(&out);
     let doc = json_of(&out.stdout);
     assert_eq!(doc["status"], "done");
-    assert_eq!(doc["runs_recorded"].as_u64().unwrap() as usize, 8 - kept);
+    assert_eq!(
+        usize::try_from(doc["runs_recorded"].as_u64().unwrap()).unwrap(),
+        8 - kept
+    );
     let e = b.export(id);
     assert_eq!(e["runs"].as_array().unwrap().len(), 8);
     assert_eq!(e["experiment"]["status"], "done");

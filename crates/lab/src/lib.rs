@@ -29,6 +29,7 @@
 #![deny(missing_docs)]
 
 pub mod backend;
+mod dirty;
 mod down;
 mod error;
 mod image;
@@ -79,6 +80,8 @@ pub struct Lab {
     pub fs: Fs,
     /// Driver queue depth of `top`, when limited.
     pub queue_depth: Option<u32>,
+    /// What the lab could not model on this host (see `LabMeta::warnings`).
+    pub warnings: Vec<String>,
 }
 
 impl Lab {
@@ -144,6 +147,7 @@ impl Lab {
             mountpoint: m.mountpoint.clone(),
             fs: m.spec.fs,
             queue_depth: m.queue_depth,
+            warnings: m.warnings.clone(),
         })
     }
 }

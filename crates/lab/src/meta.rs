@@ -97,6 +97,11 @@ pub struct LabMeta {
     pub owner_start: u64,
     /// When the lab was made (seconds since the epoch).
     pub created_unix: u64,
+    /// What the lab could not be made to do as a phone's storage does on
+    /// this host (a dirty limit the kernel cannot apply per device), said
+    /// in every result measured on it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl LabMeta {
@@ -219,6 +224,7 @@ mod tests {
             owner_pid: 1,
             owner_start: 2,
             created_unix: 3,
+            warnings: Vec::new(),
         };
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("a.json");

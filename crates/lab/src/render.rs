@@ -59,6 +59,9 @@ pub fn status_text(s: &LabStatus) -> String {
     device_rows(s, &mut rows);
     slowing_rows(s, &mut rows);
     storage_rows(s, &mut rows);
+    for w in &s.warnings {
+        rows.push(("unmodelled", w.clone()));
+    }
     for p in &s.problems {
         rows.push(("PROBLEM", p.clone()));
     }

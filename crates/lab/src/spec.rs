@@ -114,6 +114,12 @@ pub struct LabSpec {
     /// [`LabSpec::effective_dirty_limit`].
     #[serde(default)]
     pub dirty_limit_bytes: Option<u64>,
+    /// `dirty_limit_bytes` is the caller's choice (the demo's), not the
+    /// user's: on a kernel without a per-device limit in bytes (before
+    /// 6.2) the lab gets the nearest share with a warning instead of
+    /// being refused (see `dirty.rs`).
+    #[serde(default)]
+    pub dirty_limit_preferred: bool,
     /// Directory of the image file.
     pub dir: PathBuf,
     /// A zram device (RAM speed, no scheduler) instead of a loop device.
@@ -149,6 +155,7 @@ impl Default for LabSpec {
             iops: None,
             queue_depth: None,
             dirty_limit_bytes: None,
+            dirty_limit_preferred: false,
             dir: iolab_sys::paths::image_dir(),
             zram: false,
             from: None,
@@ -462,6 +469,7 @@ impl LabSpec {
                 .map(iolab_sys::units::parse_size)
                 .transpose()
                 .map_err(|e| flag("--dirty-limit", e))?,
+            dirty_limit_preferred: false,
             dir,
             zram: t.zram,
             from: t.from.map(PathBuf::from),

@@ -65,6 +65,9 @@ pub struct LabStatus {
     /// `max_bytes`, with `strict_limit` on); `None` when the global limits
     /// apply.
     pub dirty_limit_bytes: Option<u64>,
+    /// What the lab could not model on this host (`LabMeta::warnings`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// Loop direct I/O (`loop/dio`) of the device under test.
     pub direct_io: Option<bool>,
     /// Scheduler of the lower device (iolab sets `none`).
@@ -206,6 +209,7 @@ fn from_meta(m: &LabMeta, persistent: bool) -> LabStatus {
         backend: m.spec.backend,
         backend_reason: m.spec.backend_reason.clone(),
         model: m.spec.model.clone(),
+        warnings: m.warnings.clone(),
         ..LabStatus::default()
     }
 }

@@ -66,6 +66,7 @@ fn make(guard: &Guard, spec: &LabSpec) -> Result<Lab, LabError> {
         owner_pid,
         owner_start,
         created_unix: unix_now(),
+        warnings: Vec::new(),
     };
     meta::write(&mut meta_file, &meta_path, &m)?;
 
@@ -101,7 +102,9 @@ fn make(guard: &Guard, spec: &LabSpec) -> Result<Lab, LabError> {
         m.queue_depth = throttle::configure(guard, spec, &top, lower.as_ref())?;
     }
     if let Some(limit) = spec.effective_dirty_limit() {
-        guard.set_bdi_dirty_limit(&top, limit)?;
+        let asked = spec.dirty_limit_bytes.is_some() && !spec.dirty_limit_preferred;
+        m.warnings
+            .extend(crate::dirty::limit(guard, &top, limit, asked)?);
     }
     checkpoint("queues")?;
 

@@ -35,6 +35,15 @@ pub enum Op {
         /// Length.
         bytes: u64,
     },
+    /// Discard (trim) `bytes` at `offset`: the blocks' contents are
+    /// dropped. The device takes a command slot for its fixed write
+    /// latency (the command and the mapping update) and moves no data.
+    Discard {
+        /// Byte offset.
+        offset: u64,
+        /// Length.
+        bytes: u64,
+    },
     /// Make written data durable.
     Flush,
 }
@@ -101,15 +110,21 @@ impl DeviceClock {
                     done_ns: done,
                 }
             }
+            Op::Discard { .. } => {
+                let (i, free) = self.first_free();
+                let start = free.max(now_ns);
+                let done = start.saturating_add(p.write_latency_ns);
+                self.free_at[i] = done;
+                // The next transfer is not a continuation of a discard.
+                self.last_end = None;
+                Slot {
+                    start_ns: start,
+                    done_ns: done,
+                }
+            }
             Op::Read { offset, bytes } | Op::Write { offset, bytes } => {
                 let write = matches!(op, Op::Write { .. });
-                let (i, free) = self
-                    .free_at
-                    .iter()
-                    .copied()
-                    .enumerate()
-                    .min_by_key(|&(_, f)| f)
-                    .unwrap_or((0, 0));
+                let (i, free) = self.first_free();
                 let start = free.max(now_ns);
                 let duplex_write = p.duplex && write;
                 let channel = if duplex_write {
@@ -138,7 +153,7 @@ impl DeviceClock {
                     self.channel_free = done;
                 }
                 self.free_at[i] = done;
-                self.last_end = Some(offset + bytes);
+                self.last_end = Some(offset.saturating_add(bytes));
                 self.last_write = write;
                 Slot {
                     start_ns: start,
@@ -154,6 +169,16 @@ impl DeviceClock {
         }
         self.busy_until = self.busy_until.max(slot.done_ns);
         slot
+    }
+
+    /// The command slot that frees first, and when.
+    fn first_free(&self) -> (usize, u64) {
+        self.free_at
+            .iter()
+            .copied()
+            .enumerate()
+            .min_by_key(|&(_, f)| f)
+            .unwrap_or((0, 0))
     }
 }
 
@@ -271,6 +296,37 @@ mod tests {
             },
         );
         assert_eq!(w.done_ns, 30_000_000);
+    }
+
+    #[test]
+    fn a_discard_takes_a_slot_for_its_command_and_moves_no_data() {
+        let mut d = DeviceClock::new(params(1));
+        let r = d.admit(
+            0,
+            Op::Read {
+                offset: 0,
+                bytes: 1_000_000,
+            },
+        );
+        // 1 GB discarded: the write latency after the read, no transfer.
+        let t = d.admit(
+            0,
+            Op::Discard {
+                offset: 0,
+                bytes: 1_000_000_000,
+            },
+        );
+        assert_eq!(t.start_ns, r.done_ns);
+        assert_eq!(t.done_ns, r.done_ns + 200_000);
+        // A read after it where the first ended is no continuation.
+        let n = d.admit(
+            t.done_ns,
+            Op::Read {
+                offset: 1_000_000,
+                bytes: 4096,
+            },
+        );
+        assert_eq!(n.done_ns, t.done_ns + 100_000 + 40_960);
     }
 
     #[test]

@@ -29,6 +29,8 @@ use fuser::{
     ReplyWrite, Request, WriteFlags,
 };
 
+use rustix::fs::FallocateFlags;
+
 use crate::clock::{now_ns, sleep_until, Oversleep};
 use crate::device::{DeviceClock, Op};
 use crate::stats::Stats;
@@ -49,6 +51,8 @@ enum Reply {
     Data(ReplyData, u64, u32),
     Write(ReplyWrite, u64, Vec<u8>),
     Empty(ReplyEmpty),
+    /// A fallocate of the image: `(offset, length, mode)`.
+    Space(ReplyEmpty, u64, u64, FallocateFlags),
 }
 
 struct Job {
@@ -273,6 +277,23 @@ impl Files {
         Ok(buf)
     }
 
+    /// A discard (hole punched) or write-zeroes of the image's range,
+    /// through the buffered descriptor, whose cached pages of the range
+    /// the kernel drops with it.
+    /// Zeroes without unmap (`ZERO_RANGE`) on a filesystem that cannot
+    /// zero a range in place (tmpfs) become a hole: it reads the same, and
+    /// the model charged the write's time anyway.
+    fn fallocate(&self, offset: u64, len: u64, mode: FallocateFlags) -> std::io::Result<()> {
+        match rustix::fs::fallocate(&self.buffered, mode, offset, len) {
+            Err(rustix::io::Errno::OPNOTSUPP) if mode.contains(FallocateFlags::ZERO_RANGE) => {
+                let hole = (mode - FallocateFlags::ZERO_RANGE) | FallocateFlags::PUNCH_HOLE;
+                rustix::fs::fallocate(&self.buffered, hole, offset, len)
+            }
+            r => r,
+        }
+        .map_err(std::io::Error::from)
+    }
+
     fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
         if let (Some(d), true) = (&self.direct, aligned(offset, data.len())) {
             let mut buf = AlignedBuf::new(data.len());
@@ -285,6 +306,21 @@ impl Files {
 
 fn aligned(offset: u64, len: usize) -> bool {
     offset % 4096 == 0 && len % 4096 == 0 && len > 0
+}
+
+/// How much of a read of `len` bytes at `offset` lies inside an image of
+/// `size` bytes: `len`, fewer at the end, 0 past it. Computed in u64:
+/// the bytes left may be any size (a multiple of 4 GiB left is not 0).
+pub fn read_len(size: u64, offset: u64, len: u32) -> u32 {
+    let inside = size.saturating_sub(offset).min(u64::from(len));
+    // inside ≤ len, a u32: the conversion cannot fail.
+    u32::try_from(inside).unwrap_or(len)
+}
+
+/// Whether `len` bytes at `offset` lie wholly inside an image of `size`
+/// bytes (an offset + length past 2^64 does not).
+pub fn fits(size: u64, offset: u64, len: u64) -> bool {
+    offset.checked_add(len).is_some_and(|end| end <= size)
 }
 
 /// Reads `buf.len()` bytes, zero-filling past the end of the file.
@@ -338,7 +374,7 @@ fn fail(reply: Reply, e: Errno) {
     match reply {
         Reply::Data(r, _, _) => r.error(e),
         Reply::Write(r, _, _) => r.error(e),
-        Reply::Empty(r) => r.error(e),
+        Reply::Empty(r) | Reply::Space(r, ..) => r.error(e),
     }
 }
 
@@ -361,8 +397,14 @@ fn worker(
         // a host that cannot keep up shows as an overrun, not as a
         // silently faster device.
         let io = match &job.reply {
-            Reply::Data(_, offset, size) => files.read_at(*offset, *size as usize).map(Some),
+            // A u32 length is a usize on every target iolab builds for.
+            Reply::Data(_, offset, size) => files
+                .read_at(*offset, iolab_sys::cast::usize_of(u64::from(*size)))
+                .map(Some),
             Reply::Write(_, offset, data) => files.write_at(*offset, data).map(|_| None),
+            Reply::Space(_, offset, len, mode) => {
+                files.fallocate(*offset, *len, *mode).map(|_| None)
+            }
             Reply::Empty(_) => Ok(None),
         };
         // Late only if the model wanted time to pass: a request due at
@@ -374,8 +416,12 @@ fn worker(
         in_model.fetch_sub(1, Ordering::Relaxed);
         match (job.reply, io) {
             (Reply::Data(r, _, _), Ok(Some(mut buf))) => r.data(buf.as_mut()),
-            (Reply::Write(r, _, data), Ok(_)) => r.written(data.len() as u32),
-            (Reply::Empty(r), Ok(_)) => r.ok(),
+            // The kernel sends at most max_write (MAX_REQUEST) bytes.
+            (Reply::Write(r, _, data), Ok(_)) => match u32::try_from(data.len()) {
+                Ok(n) => r.written(n),
+                Err(_) => r.error(Errno::EIO),
+            },
+            (Reply::Empty(r) | Reply::Space(r, ..), Ok(_)) => r.ok(),
             (reply, Err(e)) => {
                 stats.error();
                 fail(
@@ -498,13 +544,23 @@ impl Filesystem for ModelFs {
         if ino == STATS {
             let snapshots = self.snapshots.lock().unwrap_or_else(|p| p.into_inner());
             let json = snapshots.get(&fh.0).map_or(&[][..], Vec::as_slice);
-            let from = (offset as usize).min(json.len());
-            let to = (from + size as usize).min(json.len());
+            let len = iolab_sys::cast::u64_of(json.len());
+            let from = offset.min(len);
+            let to = from.saturating_add(u64::from(size)).min(len);
+            // Both are at most json.len(), a usize.
+            let (from, to) = (
+                iolab_sys::cast::usize_of(from),
+                iolab_sys::cast::usize_of(to),
+            );
             return reply.data(&json[from..to]);
         }
-        let size = size.min(self.size.saturating_sub(offset) as u32);
+        let size = read_len(self.size, offset, size);
+        if size == 0 {
+            // At or past the end: end of file, as any file answers.
+            return reply.data(&[]);
+        }
         if self.transport.calibrating() {
-            return reply.data(&vec![0u8; size as usize]);
+            return reply.data(&vec![0u8; iolab_sys::cast::usize_of(u64::from(size))]);
         }
         self.submit(
             Op::Read {
@@ -534,24 +590,25 @@ impl Filesystem for ModelFs {
                 .strip_prefix("transport_ns=")
                 .map(str::parse::<u64>)
             {
-                Some(Ok(ns)) => {
-                    self.transport.set(ns);
-                    reply.written(data.len() as u32);
-                }
+                Some(Ok(ns)) => match u32::try_from(data.len()) {
+                    Ok(n) => {
+                        self.transport.set(ns);
+                        reply.written(n);
+                    }
+                    Err(_) => reply.error(Errno::EINVAL),
+                },
                 _ => reply.error(Errno::EINVAL),
             };
         }
         if ino != DISK {
             return reply.error(Errno::EACCES);
         }
-        if offset.saturating_add(data.len() as u64) > self.size {
+        let bytes = iolab_sys::cast::u64_of(data.len());
+        if !fits(self.size, offset, bytes) {
             return reply.error(Errno::ENOSPC);
         }
         self.submit(
-            Op::Write {
-                offset,
-                bytes: data.len() as u64,
-            },
+            Op::Write { offset, bytes },
             Reply::Write(reply, offset, data.to_vec()),
         );
     }
@@ -578,6 +635,45 @@ impl Filesystem for ModelFs {
         self.submit(Op::Flush, Reply::Empty(reply));
     }
 
+    /// A loop device's discard (`PUNCH_HOLE | KEEP_SIZE`) and write-zeroes
+    /// (`ZERO_RANGE | KEEP_SIZE`, or a hole when the request allows unmap)
+    /// reach the model as fallocate of `disk.img`. Done on the image, at
+    /// the model's cost: a hole is a discard (a command, no data moved);
+    /// zeroes written without unmap are a write of the range. Any mode
+    /// that would change the image's size is refused: the device has one.
+    fn fallocate(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        if ino != DISK {
+            return reply.error(Errno::EACCES);
+        }
+        // The mode's bits as the kernel passed them; unknown bits are
+        // kept, so the image's filesystem refuses what it does not know.
+        let mode = FallocateFlags::from_bits_retain(u32::from_ne_bytes(mode.to_ne_bytes()));
+        if !mode.contains(FallocateFlags::KEEP_SIZE) || !fits(self.size, offset, length) {
+            return reply.error(Errno::EINVAL);
+        }
+        let op = if mode.contains(FallocateFlags::ZERO_RANGE) {
+            Op::Write {
+                offset,
+                bytes: length,
+            }
+        } else {
+            Op::Discard {
+                offset,
+                bytes: length,
+            }
+        };
+        self.submit(op, Reply::Space(reply, offset, length, mode));
+    }
+
     fn opendir(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         reply.opened(FileHandle(0), FopenFlags::empty());
     }
@@ -600,11 +696,60 @@ impl Filesystem for ModelFs {
             (STATS, FileType::RegularFile, STATS_NAME),
             (CONTROL, FileType::RegularFile, CONTROL_NAME),
         ];
-        for (i, (ino, kind, name)) in entries.iter().enumerate().skip(offset as usize) {
-            if reply.add(*ino, (i + 1) as u64, *kind, name) {
+        let skip = iolab_sys::cast::usize_of(offset);
+        for (i, (ino, kind, name)) in entries.iter().enumerate().skip(skip) {
+            if reply.add(*ino, iolab_sys::cast::u64_of(i + 1), *kind, name) {
                 break;
             }
         }
         reply.ok();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const GIB: u64 = 1 << 30;
+
+    #[test]
+    fn a_read_at_a_multiple_of_4_gib_from_the_end_is_served_whole() {
+        // The bug of issue 45: 4 GiB left was read as 0 bytes left.
+        assert_eq!(read_len(4 * GIB, 0, 4096), 4096);
+        assert_eq!(read_len(8 * GIB, 0, MAX_REQUEST), MAX_REQUEST);
+        assert_eq!(read_len(5 * GIB, GIB, 4096), 4096);
+        assert_eq!(read_len(4 * GIB + 4096, 4096, 4096), 4096);
+        // The end of the image: the bytes left, then nothing.
+        assert_eq!(read_len(4 * GIB, 4 * GIB - 512, 4096), 512);
+        assert_eq!(read_len(4 * GIB, 4 * GIB, 4096), 0);
+        assert_eq!(read_len(4 * GIB, u64::MAX, 4096), 0);
+        assert_eq!(read_len(17 << 40, (17 << 40) - 4096, 8192), 4096);
+    }
+
+    #[test]
+    fn writes_past_the_end_or_past_2_to_the_64_do_not_fit() {
+        assert!(fits(4 * GIB, 4 * GIB - 4096, 4096));
+        assert!(!fits(4 * GIB, 4 * GIB - 4096, 4097));
+        assert!(!fits(u64::MAX, u64::MAX - 1, 2));
+        assert!(fits(17 << 40, (17 << 40) - 4096, 4096));
+    }
+
+    proptest! {
+        /// Against the same arithmetic in u128, where nothing wraps.
+        #[test]
+        fn read_len_is_the_overlap_with_the_image(
+            size in prop_oneof![0u64..(1 << 45), Just(u64::MAX), (1u64..5).prop_map(|k| k << 32)],
+            offset: u64,
+            delta in -(1i64 << 20)..(1i64 << 20),
+            len: u32,
+        ) {
+            // Offsets near the end as often as anywhere.
+            let offset = if offset % 2 == 0 { size.saturating_add_signed(delta) } else { offset };
+            let want = (u128::from(size).saturating_sub(u128::from(offset))).min(u128::from(len));
+            prop_assert_eq!(u128::from(read_len(size, offset, len)), want);
+            let end = u128::from(offset) + u128::from(len);
+            prop_assert_eq!(fits(size, offset, u64::from(len)), end <= u128::from(size));
+        }
     }
 }

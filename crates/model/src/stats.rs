@@ -18,6 +18,8 @@ pub struct Stats {
     reads: AtomicU64,
     writes: AtomicU64,
     flushes: AtomicU64,
+    discards: AtomicU64,
+    discard_bytes: AtomicU64,
     read_bytes: AtomicU64,
     write_bytes: AtomicU64,
     wait_ns: AtomicU64,
@@ -41,6 +43,13 @@ pub struct ModelStats {
     pub writes: u64,
     /// Flushes served.
     pub flushes: u64,
+    /// Discards served (a loop device's discard or write-zeroes without
+    /// data: a hole punched in the image).
+    #[serde(default)]
+    pub discards: u64,
+    /// Bytes discarded.
+    #[serde(default)]
+    pub discard_bytes: u64,
     /// Bytes read.
     pub read_bytes: u64,
     /// Bytes written.
@@ -77,6 +86,10 @@ impl Stats {
                 self.writes.fetch_add(1, Ordering::Relaxed);
                 self.write_bytes.fetch_add(bytes, Ordering::Relaxed);
             }
+            Op::Discard { bytes, .. } => {
+                self.discards.fetch_add(1, Ordering::Relaxed);
+                self.discard_bytes.fetch_add(bytes, Ordering::Relaxed);
+            }
             Op::Flush => {
                 self.flushes.fetch_add(1, Ordering::Relaxed);
             }
@@ -107,6 +120,8 @@ impl Stats {
             reads: g(&self.reads),
             writes: g(&self.writes),
             flushes: g(&self.flushes),
+            discards: g(&self.discards),
+            discard_bytes: g(&self.discard_bytes),
             read_bytes: g(&self.read_bytes),
             write_bytes: g(&self.write_bytes),
             busy_s: busy_ns as f64 / 1e9,

@@ -15,7 +15,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use iolab_trace::{Field, Format, Record};
+use iolab_trace::{Field, Field32, Format, Record};
 
 /// A device number (`major:minor`) as mountinfo and `ls -l` print it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -106,7 +106,7 @@ pub struct PageDecoder {
     id: u16,
     ino: Field,
     index: Field,
-    dev: Field,
+    dev: Field32,
     order: Option<Field>,
 }
 
@@ -115,13 +115,14 @@ pub const EVENT: (&str, &str) = ("filemap", "mm_filemap_add_to_page_cache");
 
 impl PageDecoder {
     /// Resolves the fields in `format`; `None` when the kernel's event
-    /// lacks one of `i_ino`, `index`, `s_dev`.
+    /// lacks one of `i_ino`, `index`, `s_dev`, or its `s_dev` is wider
+    /// than the kernel's 32-bit `dev_t`.
     pub fn new(format: &Format) -> Option<PageDecoder> {
         Some(PageDecoder {
             id: format.id,
             ino: format.field("i_ino")?.clone(),
             index: format.field("index")?.clone(),
-            dev: format.field("s_dev")?.clone(),
+            dev: format.field("s_dev")?.narrow32()?,
             order: format.field("order").cloned(),
         })
     }
@@ -136,7 +137,7 @@ impl PageDecoder {
             ts_ns: rec.ts_ns,
             pid: rec.pid,
             file: FileKey {
-                dev: DevNo::from_kernel(self.dev.u64(rec.data) as u32),
+                dev: DevNo::from_kernel(self.dev.u32(rec.data)),
                 ino: self.ino.u64(rec.data),
             },
             index: self.index.u64(rec.data),

@@ -127,7 +127,7 @@ impl Recorder {
             .and_then(PageDecoder::new)
             .ok_or_else(|| {
                 RecordError::Unsupported(format!(
-                    "this kernel's {}/{} event lacks i_ino, index or s_dev",
+                    "this kernel's {}/{} event lacks i_ino, index or a 32-bit s_dev",
                     EVENT.0, EVENT.1
                 ))
             })?;

@@ -29,7 +29,7 @@
 //! the top-level subvolume verify.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::{DirEntryExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -302,8 +302,13 @@ fn by_handle(
         if fd < 0 {
             continue;
         }
+        #[allow(
+            clippy::cast_possible_truncation,
+            reason = "open_by_handle_at(2) returns an int (a descriptor, checked >= 0 above) \
+                      that syscall(2) widens to a long"
+        )]
         // SAFETY: the syscall returned a new descriptor that nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+        let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
         let link = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
         let Ok(path) = std::fs::read_link(&link) else {
             continue;

@@ -105,35 +105,42 @@ fn normalise(arch: &str) -> Result<&'static str, RemoteError> {
 pub fn has_symbols(path: &Path) -> Result<bool, RemoteError> {
     let data = std::fs::read(path).map_err(|e| RemoteError::io(path, e))?;
     let bad = || RemoteError::Usage(format!("{} is not a 64-bit ELF file", path.display()));
-    let u16_at = |o: usize| -> Option<u64> {
-        Some(u16::from_le_bytes(data.get(o..o + 2)?.try_into().ok()?).into())
+    // Offsets are the file's own u64s: one past the data (or past usize,
+    // or an overflowing sum) is a malformed file, not a panic.
+    let from = |o: u64| data.get(usize::try_from(o).ok()?..);
+    let bytes_at = |o: u64, n: usize| from(o)?.get(..n);
+    let u16_at = |o: u64| -> Option<u64> {
+        Some(u16::from_le_bytes(bytes_at(o, 2)?.try_into().ok()?).into())
     };
-    let u32_at = |o: usize| -> Option<u64> {
-        Some(u32::from_le_bytes(data.get(o..o + 4)?.try_into().ok()?).into())
+    let u32_at = |o: u64| -> Option<u64> {
+        Some(u32::from_le_bytes(bytes_at(o, 4)?.try_into().ok()?).into())
     };
-    let u64_at = |o: usize| -> Option<u64> {
-        u64::from_le_bytes(data.get(o..o + 8)?.try_into().ok()?).into()
-    };
+    let u64_at =
+        |o: u64| -> Option<u64> { Some(u64::from_le_bytes(bytes_at(o, 8)?.try_into().ok()?)) };
     if data.get(..5) != Some(b"\x7fELF\x02") {
         return Err(bad());
     }
     // ELF64 header: e_shoff at 0x28, e_shentsize 0x3a, e_shnum 0x3c,
     // e_shstrndx 0x3e; section header: sh_name +0, sh_offset +0x18.
     let (shoff, entsize, num, strndx) = (
-        u64_at(0x28).ok_or_else(bad)? as usize,
-        u16_at(0x3a).ok_or_else(bad)? as usize,
-        u16_at(0x3c).ok_or_else(bad)? as usize,
-        u16_at(0x3e).ok_or_else(bad)? as usize,
+        u64_at(0x28).ok_or_else(bad)?,
+        u16_at(0x3a).ok_or_else(bad)?,
+        u16_at(0x3c).ok_or_else(bad)?,
+        u16_at(0x3e).ok_or_else(bad)?,
     );
-    let names = u64_at(shoff + strndx * entsize + 0x18).ok_or_else(bad)? as usize;
+    // Field `off` of section header `i`.
+    let field = |i: u64, off: u64| shoff.checked_add(i.checked_mul(entsize)?)?.checked_add(off);
+    let names = field(strndx, 0x18).and_then(u64_at).ok_or_else(bad)?;
     const SHF_ALLOC: u64 = 0x2;
     for i in 0..num {
-        let header = shoff + i * entsize;
-        let name_at = names + u32_at(header).ok_or_else(bad)? as usize;
-        let name = data.get(name_at..).ok_or_else(bad)?;
+        let name_at = field(i, 0)
+            .and_then(u32_at)
+            .and_then(|n| names.checked_add(n))
+            .ok_or_else(bad)?;
+        let name = from(name_at).ok_or_else(bad)?;
         let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
         // Loaded sections stay (`.debug_gdb_scripts` is loaded).
-        let loaded = u64_at(header + 0x8).ok_or_else(bad)? & SHF_ALLOC != 0;
+        let loaded = field(i, 0x8).and_then(u64_at).ok_or_else(bad)? & SHF_ALLOC != 0;
         if !loaded && (name == b".symtab" || name.starts_with(b".debug_")) {
             return Ok(true);
         }
@@ -214,6 +221,19 @@ mod tests {
         }
         std::fs::write(d.path().join("s"), "#!/bin/sh\n").unwrap();
         assert!(has_symbols(&d.path().join("s")).is_err());
+    }
+
+    #[test]
+    fn section_headers_past_any_offset_are_refused_not_a_panic() {
+        let d = tempfile::tempdir().unwrap();
+        let mut elf = b"\x7fELF\x02".to_vec();
+        elf.resize(0x40, 0);
+        elf[0x28..0x30].copy_from_slice(&u64::MAX.to_le_bytes()); // e_shoff
+        elf[0x3a..0x3c].copy_from_slice(&64u16.to_le_bytes()); // e_shentsize
+        elf[0x3c..0x3e].copy_from_slice(&1u16.to_le_bytes()); // e_shnum
+        std::fs::write(d.path().join("e"), &elf).unwrap();
+        let e = has_symbols(&d.path().join("e")).unwrap_err().to_string();
+        assert!(e.contains("not a 64-bit ELF"), "{e}");
     }
 
     #[test]

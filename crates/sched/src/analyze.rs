@@ -237,7 +237,10 @@ impl Analyzer {
                         self.workqueues.len() - 1
                     }
                 };
-                self.queued.insert(work, (ts, wq as u32));
+                // Past u32::MAX distinct queues (no kernel has that many)
+                // the queue is unknown: u32::MAX, as for unqueued work.
+                self.queued
+                    .insert(work, (ts, u32::try_from(wq).unwrap_or(u32::MAX)));
             }
             SchedEvent::WorkStart { work, function } => {
                 self.work_start(work, function, t.current, t.cpu, ts)
@@ -542,7 +545,9 @@ impl Analyzer {
         if let Some(s) = self.live.get_mut(&current) {
             if let RunState::Running { unattributed, .. } = &mut s.state {
                 if let Some(k) = unattributed.take() {
-                    self.tasks[s.idx].samples[k].work = Some(i as u32);
+                    // An index past u32 (never: one per function and
+                    // queue) leaves the sample unattributed.
+                    self.tasks[s.idx].samples[k].work = u32::try_from(i).ok();
                 }
             }
         }

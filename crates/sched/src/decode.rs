@@ -3,7 +3,7 @@
 //! is a table lookup and a few loads per record, with no offsets compiled
 //! into iolab.
 
-use iolab_trace::{Field, Format, Formats, Record};
+use iolab_trace::{Field, Field32, Format, Formats, Record};
 
 use crate::event::{PrevState, SchedEvent, Timed};
 
@@ -29,37 +29,37 @@ pub const WORKQUEUE_EVENTS: [(&str, &str, bool); 2] = [
 #[derive(Debug, Clone)]
 enum Kind {
     Waking {
-        pid: Field,
+        pid: Field32,
         comm: Field,
     },
     Wakeup {
-        pid: Field,
+        pid: Field32,
         comm: Field,
         new: bool,
     },
     Switch {
-        prev_pid: Field,
+        prev_pid: Field32,
         prev_comm: Field,
         prev_state: Field,
-        next_pid: Field,
+        next_pid: Field32,
         next_comm: Field,
     },
     Migrate {
-        pid: Field,
-        orig: Field,
-        dest: Field,
+        pid: Field32,
+        orig: Field32,
+        dest: Field32,
     },
     Fork {
-        parent: Field,
-        child: Field,
+        parent: Field32,
+        child: Field32,
         child_comm: Field,
     },
     Exec {
-        pid: Field,
-        old_pid: Field,
+        pid: Field32,
+        old_pid: Field32,
     },
     Exit {
-        pid: Field,
+        pid: Field32,
         comm: Field,
     },
     Queued {
@@ -75,39 +75,42 @@ enum Kind {
 
 fn kind(f: &Format) -> Option<Kind> {
     let g = |n: &str| f.field(n).cloned();
+    // pid_t and int cpu fields: 4 bytes on every kernel. A format that
+    // declares one wider does not describe the event iolab knows.
+    let g32 = |n: &str| f.field(n).and_then(Field::narrow32);
     Some(match (f.system.as_str(), f.name.as_str()) {
         ("sched", "sched_waking") => Kind::Waking {
-            pid: g("pid")?,
+            pid: g32("pid")?,
             comm: g("comm")?,
         },
         ("sched", "sched_wakeup") | ("sched", "sched_wakeup_new") => Kind::Wakeup {
-            pid: g("pid")?,
+            pid: g32("pid")?,
             comm: g("comm")?,
             new: f.name == "sched_wakeup_new",
         },
         ("sched", "sched_switch") => Kind::Switch {
-            prev_pid: g("prev_pid")?,
+            prev_pid: g32("prev_pid")?,
             prev_comm: g("prev_comm")?,
             prev_state: g("prev_state")?,
-            next_pid: g("next_pid")?,
+            next_pid: g32("next_pid")?,
             next_comm: g("next_comm")?,
         },
         ("sched", "sched_migrate_task") => Kind::Migrate {
-            pid: g("pid")?,
-            orig: g("orig_cpu")?,
-            dest: g("dest_cpu")?,
+            pid: g32("pid")?,
+            orig: g32("orig_cpu")?,
+            dest: g32("dest_cpu")?,
         },
         ("sched", "sched_process_fork") => Kind::Fork {
-            parent: g("parent_pid")?,
-            child: g("child_pid")?,
+            parent: g32("parent_pid")?,
+            child: g32("child_pid")?,
             child_comm: g("child_comm")?,
         },
         ("sched", "sched_process_exec") => Kind::Exec {
-            pid: g("pid")?,
-            old_pid: g("old_pid")?,
+            pid: g32("pid")?,
+            old_pid: g32("old_pid")?,
         },
         ("sched", "sched_process_exit") => Kind::Exit {
-            pid: g("pid")?,
+            pid: g32("pid")?,
             comm: g("comm")?,
         },
         ("workqueue", "workqueue_queue_work") => Kind::Queued {
@@ -154,8 +157,9 @@ impl Decoder {
     #[inline]
     pub fn decode<'a>(&self, r: &Record<'a>) -> Option<Timed<'a>> {
         let d = r.data;
-        let tid = |f: &Field| f.i64(d) as i32;
-        let cpu = |f: &Field| f.i64(d) as u32;
+        let tid = |f: &Field32| f.i32(d);
+        // An `int` cpu read as C converts it to `unsigned int`.
+        let cpu = |f: &Field32| f.i32(d) as u32;
         let event = match self.by_id.get(usize::from(r.format.id))?.as_ref()? {
             Kind::Waking { pid, comm } => SchedEvent::Waking {
                 tid: tid(pid),

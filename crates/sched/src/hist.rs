@@ -60,7 +60,8 @@ impl Log2Hist {
             let stars = if max == 0 {
                 0
             } else {
-                ((b.count * 40).div_ceil(max)) as usize
+                // At most 40: count <= max.
+                iolab_sys::cast::usize_of((b.count * 40).div_ceil(max))
             };
             out.push_str(&format!(
                 "{:>10} -> {:<10}: {:<9}|{:<40}|\n",

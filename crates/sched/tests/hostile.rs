@@ -16,7 +16,7 @@ fn analyze(bytes: Vec<u8>) -> Result<usize, String> {
         let p = dir.path().join("t.trace");
         std::fs::write(&p, &bytes).unwrap();
         analyze_file(&p, WakeFrom::Wakeup)
-            .map(|l| l.stats.events as usize)
+            .map(|l| usize::try_from(l.stats.events).unwrap())
             .map_err(|e| e.to_string())
     })
 }
@@ -35,7 +35,7 @@ fn crafted_lengths_and_indices_are_refused() {
     huge_len.extend_from_slice(&0u32.to_le_bytes());
     huge_len.extend_from_slice(&(u64::MAX - 8).to_le_bytes());
     assert!(analyze(huge_len).is_err());
-    let start_len = u64::from_le_bytes(SMALL[24..32].try_into().unwrap()) as usize;
+    let start_len = usize::try_from(u64::from_le_bytes(SMALL[24..32].try_into().unwrap())).unwrap();
     let mut bad_cpu = SMALL[..32 + start_len].to_vec();
     bad_cpu.extend_from_slice(&4u32.to_le_bytes());
     bad_cpu.extend_from_slice(&u32::MAX.to_le_bytes());

@@ -467,7 +467,11 @@ impl Held {
             self.pid = 0;
             return Err(SpawnError::Child {
                 program: self.program.clone(),
-                step: STEPS.get(step as usize).copied().unwrap_or("exec"),
+                step: usize::try_from(step)
+                    .ok()
+                    .and_then(|i| STEPS.get(i))
+                    .copied()
+                    .unwrap_or("exec"),
                 error: std::io::Error::from_raw_os_error(errno),
             });
         }

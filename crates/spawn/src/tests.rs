@@ -131,7 +131,7 @@ fn wait4_reports_cpu_time_spent() {
     let (_, done) = output(&piped(sh(
         "end=$(($(date +%s%N) + 200000000)); while [ $(date +%s%N) -lt $end ]; do :; done",
     )));
-    let wall = t0.elapsed().as_nanos() as u64;
+    let wall = iolab_sys::cast::duration_ns(t0.elapsed());
     assert!(done.cpu_ns() > 20_000_000, "{done:?}");
     assert!(done.cpu_ns() <= wall * 2, "{done:?} wall {wall}");
 }

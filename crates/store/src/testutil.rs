@@ -13,7 +13,7 @@ pub fn run(scheduler: &str, workload: &str, rep: u32, secs: f64) -> RunRecord {
         rep,
         target: "app".into(),
         started_at: "2025-11-22T03:04:05.000Z".into(),
-        duration_ns: (secs * 1e9) as u64,
+        duration_ns: iolab_sys::cast::floor_u64(secs * 1e9),
         censored: secs >= 60.0,
         timeout_ns: 60_000_000_000,
         exit_code: if secs >= 60.0 { None } else { Some(0) },

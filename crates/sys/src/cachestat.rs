@@ -117,7 +117,7 @@ mod tests {
             return;
         }
         let mut f = tempfile::NamedTempFile::new().unwrap();
-        let page = crate::pagecache::page_size() as usize;
+        let page = crate::cast::usize_of(crate::pagecache::page_size());
         f.write_all(&vec![1u8; 8 * page]).unwrap();
         f.flush().unwrap();
         let s = cachestat(f.as_file().as_fd(), 0, 0).unwrap();

@@ -25,6 +25,10 @@ struct DmIoctl {
     data: [u8; 7],
 }
 
+/// `size_of::<DmIoctl>()` as the header's `data_start` (a u32) takes it.
+const DM_IOCTL_LEN: u32 = 312;
+const _: () = assert!(std::mem::size_of::<DmIoctl>() == DM_IOCTL_LEN as usize);
+
 /// `struct dm_target_spec`: 40 bytes, then the target's status text.
 const SPEC_LEN: usize = 40;
 /// `_IOWR(0xfd, 12, struct dm_ioctl)`.
@@ -40,13 +44,13 @@ const CONTROL: [&str; 2] = ["/dev/mapper/control", "/dev/device-mapper"];
 /// kernel does not know the device.
 pub fn target_types(major: u32, minor: u32) -> Option<Vec<String>> {
     let ctl = CONTROL.iter().find_map(|p| std::fs::File::open(p).ok())?;
-    const SIZE: usize = 16 << 10;
+    const SIZE: u32 = 16 << 10;
     // u64 words: the kernel writes u64 fields of the specs in place.
-    let mut buf = vec![0u64; SIZE / 8];
+    let mut buf = vec![0u64; SIZE as usize / 8];
     let head = DmIoctl {
         version: [4, 0, 0],
-        data_size: SIZE as u32,
-        data_start: std::mem::size_of::<DmIoctl>() as u32,
+        data_size: SIZE,
+        data_start: DM_IOCTL_LEN,
         target_count: 0,
         open_count: 0,
         flags: 0,
@@ -69,7 +73,7 @@ pub fn target_types(major: u32, minor: u32) -> Option<Vec<String>> {
         return None;
     }
     // SAFETY: the same buffer, as the kernel left it.
-    let bytes = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), SIZE) };
+    let bytes = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), SIZE as usize) };
     parse_status(bytes)
 }
 

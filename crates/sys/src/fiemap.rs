@@ -25,8 +25,8 @@ pub struct Extent {
 pub const EXTENT_UNKNOWN: u32 = 0x2;
 const FS_IOC_FIEMAP: libc::c_ulong = 0xC020_660B;
 const FIEMAP_FLAG_SYNC: u32 = 0x1;
-/// Extents asked for per call.
-const BATCH: usize = 256;
+/// Extents asked for per call (`fm_extent_count`, a u32).
+const BATCH: u32 = 256;
 
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
@@ -47,7 +47,7 @@ struct Request {
     mapped: u32,
     count: u32,
     reserved: u32,
-    extents: [RawExtent; BATCH],
+    extents: [RawExtent; BATCH as usize],
 }
 
 const LAST: u32 = 0x1;
@@ -63,9 +63,9 @@ pub fn extents(path: &Path) -> Result<Vec<Extent>, SysError> {
             length: u64::MAX - start,
             flags: FIEMAP_FLAG_SYNC,
             mapped: 0,
-            count: BATCH as u32,
+            count: BATCH,
             reserved: 0,
-            extents: [RawExtent::default(); BATCH],
+            extents: [RawExtent::default(); BATCH as usize],
         };
         // SAFETY: `req` is a struct fiemap followed by room for BATCH
         // extents, as fm_extent_count says.

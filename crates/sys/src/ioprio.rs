@@ -91,7 +91,13 @@ impl IoPrio {
         if r < 0 {
             Err(std::io::Error::last_os_error())
         } else {
-            Ok(IoPrio::from_raw(r as i32))
+            // ioprio_get(2) returns an int (IOPRIO_PRIO_VALUE, 16 bits).
+            let raw = i32::try_from(r).map_err(|_| {
+                std::io::Error::other(format!(
+                    "ioprio_get({tid}) returned {r}, which is not an I/O priority"
+                ))
+            })?;
+            Ok(IoPrio::from_raw(raw))
         }
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod block;
 pub mod cachestat;
+pub mod cast;
 pub mod cpustat;
 pub mod device_safety;
 pub mod diskstats;
@@ -28,6 +29,7 @@ pub mod stack;
 pub mod taskstats;
 pub mod text;
 pub mod units;
+pub mod writeback;
 pub mod zoned;
 
 pub use error::{SysError, UsageError};

@@ -46,6 +46,21 @@ pub struct Attached {
 /// (the kernel falls back to buffered I/O where the backing file cannot do
 /// it: reported in [`Attached::direct_io`]).
 pub fn attach(backing: &Path, direct_io: bool, read_only: bool) -> std::io::Result<Attached> {
+    attach_announced(backing, direct_io, read_only, &mut |_| Ok(()))
+}
+
+/// [`attach`], calling `before` with the device's name (`loopN`) once the
+/// kernel has given it and before it is configured: configuring a loop
+/// device changes its queue (read_ahead_kb, rotational, write_cache, from
+/// the backing file), and detaching it does not change them back, so the
+/// guard reads and journals them here. An error from `before` leaves the
+/// device unconfigured. Called again if the device is taken in between.
+pub fn attach_announced(
+    backing: &Path,
+    direct_io: bool,
+    read_only: bool,
+    before: &mut dyn FnMut(&str) -> std::io::Result<()>,
+) -> std::io::Result<Attached> {
     let file = OpenOptions::new()
         .read(true)
         .write(!read_only)
@@ -67,10 +82,16 @@ pub fn attach(backing: &Path, direct_io: bool, read_only: bool) -> std::io::Resu
         }
         let name = format!("loop{n}");
         let (node, node_made) = node_for(&name)?;
-        let dev = OpenOptions::new()
-            .read(true)
-            .write(!read_only)
-            .open(&node)?;
+        let dev = OpenOptions::new().read(true).write(!read_only).open(&node);
+        let dev = match dev.and_then(|d| before(&name).map(|()| d)) {
+            Ok(d) => d,
+            Err(e) => {
+                if node_made {
+                    let _ = std::fs::remove_file(&node);
+                }
+                return Err(e);
+            }
+        };
         match configure(&dev, &file, backing, direct_io, read_only) {
             Ok(()) => {
                 let took = std::fs::read_to_string(format!("/sys/block/{name}/loop/dio"))

@@ -162,7 +162,7 @@ impl Mapping {
     /// counted in windows so a huge file needs only a small vector.
     pub fn resident_pages(&self) -> Result<u64, SysError> {
         const WINDOW_PAGES: usize = 1 << 16;
-        let page = page_size() as usize;
+        let page = crate::cast::usize_of(page_size());
         let pages = self.len.div_ceil(page);
         let mut vec = vec![0u8; WINDOW_PAGES.min(pages)];
         let mut cached = 0u64;
@@ -219,7 +219,7 @@ pub fn page_map(
     if len == 0 {
         return Ok(());
     }
-    let pages = len.div_ceil(page_size() as usize);
+    let pages = len.div_ceil(crate::cast::usize_of(page_size()));
     out.resize(pages, 0);
     // SAFETY: a fresh private read-only mapping the kernel places; it is
     // never dereferenced, only passed to mincore and unmapped below.
@@ -277,7 +277,7 @@ mod tests {
             );
             return None;
         }
-        f.write_all(&vec![7u8; pages * page_size() as usize])
+        f.write_all(&vec![7u8; pages * crate::cast::usize_of(page_size())])
             .unwrap();
         f.flush().unwrap();
         Some(f)
@@ -330,7 +330,7 @@ mod tests {
         let Some(f) = file_of(16) else { return };
         evict_file(f.path()).unwrap();
         let m = Mapping::open(f.path()).unwrap();
-        assert_eq!(m.touch(5 * page_size() as usize), 7);
+        assert_eq!(m.touch(5 * crate::cast::usize_of(page_size())), 7);
         assert!(m.resident_pages().unwrap() >= 1);
     }
 
@@ -359,7 +359,11 @@ mod tests {
         let dir = tempfile::tempdir_in("/var/tmp").unwrap();
         let src = dir.path().join("src");
         std::fs::create_dir(&src).unwrap();
-        std::fs::write(src.join("app.odex"), vec![9u8; 64 * page_size() as usize]).unwrap();
+        std::fs::write(
+            src.join("app.odex"),
+            vec![9u8; 64 * crate::cast::usize_of(page_size())],
+        )
+        .unwrap();
         let img = dir.path().join("system_ext.img");
         let made = std::process::Command::new("mkfs.erofs")
             .arg(&img)

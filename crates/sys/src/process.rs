@@ -111,9 +111,15 @@ pub fn comm(pid: i32) -> String {
         .unwrap_or_else(|_| "?".into())
 }
 
+/// This process's pid as the kernel's `pid_t` (`std::process::id` gives
+/// it as a u32, whose `as i32` would hide the conversion).
+pub fn own_pid() -> i32 {
+    rustix::process::getpid().as_raw_nonzero().get()
+}
+
 /// This process's own (pid, start time).
 pub fn me() -> (i32, u64) {
-    let pid = std::process::id() as i32;
+    let pid = own_pid();
     (pid, start_time(pid).unwrap_or(0))
 }
 
@@ -197,7 +203,7 @@ mod tests {
     #[test]
     fn parent_skips_odd_comm_and_this_process_is_its_parents_child() {
         assert_eq!(parse_ppid("1234 (a b) c) S 42 77 1234 0"), Some(42));
-        let me = std::process::id() as i32;
+        let me = own_pid();
         let parent = parse_ppid(&std::fs::read_to_string("/proc/self/stat").unwrap()).unwrap();
         assert!(children_of(parent).contains(&me));
     }
@@ -206,7 +212,7 @@ mod tests {
     fn state_and_group_skip_odd_comm() {
         let line = "1234 (a b) c) Z 1 77 1234 0";
         assert_eq!(parse_state_and_pgrp(line), Some(('Z', 77)));
-        let me = std::process::id() as i32;
+        let me = own_pid();
         let pgrp = rustix::process::getpgrp().as_raw_nonzero().get();
         assert!(live_group_members(pgrp).contains(&me));
     }
@@ -228,7 +234,7 @@ mod tests {
             (10, 20, 4096, 8192)
         );
         assert!(parse_io("rchar: 1\n").is_none());
-        let me = io_counters(std::path::Path::new("/proc"), std::process::id() as i32);
+        let me = io_counters(std::path::Path::new("/proc"), own_pid());
         assert!(me.is_some_and(|io| io.rchar > 0));
     }
 }

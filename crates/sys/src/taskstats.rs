@@ -46,6 +46,18 @@ const TASKSTATS_TYPE_AGGR_PID: u16 = 4;
 const NLA_F_MASK: u16 = 0x3fff;
 const NLMSG_ERROR: u16 = 2;
 const NLMSG_DONE: u16 = 3;
+/// `AF_NETLINK` (16) as `sockaddr_nl.nl_family` (a `sa_family_t`, u16).
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "AF_NETLINK is 16 (linux/socket.h): a u16 holds it"
+)]
+const AF_NETLINK: libc::sa_family_t = libc::AF_NETLINK as libc::sa_family_t;
+/// `NLM_F_REQUEST` (1) as `nlmsghdr.nlmsg_flags` (u16).
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "NLM_F_REQUEST is 1 (linux/netlink.h): a u16 holds it"
+)]
+const NLM_F_REQUEST: u16 = libc::NLM_F_REQUEST as u16;
 /// Offsets in `struct taskstats` (linux/taskstats.h, stable since v1).
 const OFF_CPU_COUNT: usize = 16;
 const OFF_CPU_DELAY: usize = 24;
@@ -77,8 +89,12 @@ impl Socket {
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         // SAFETY: sockaddr_nl is plain data; zeroed is a valid value.
         let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-        addr.nl_family = libc::AF_NETLINK as u16;
+        addr.nl_family = AF_NETLINK;
         // SAFETY: addr is a valid sockaddr_nl of the given size.
+        #[allow(
+            clippy::cast_possible_truncation,
+            reason = "size_of::<sockaddr_nl>() is 12: a socklen_t holds it"
+        )]
         let r = unsafe {
             libc::bind(
                 fd.as_raw_fd(),
@@ -119,16 +135,28 @@ impl Socket {
         self.seq += 1;
         let mut body = vec![cmd, 1, 0, 0];
         for (t, v) in attrs {
-            let len = 4 + v.len();
-            body.extend_from_slice(&(len as u16).to_ne_bytes());
+            // nla_len is a u16: an attribute past 64 KiB cannot be sent.
+            let len = u16::try_from(4 + v.len()).map_err(|_| {
+                io::Error::other(format!(
+                    "netlink: attribute {t} of {} bytes does not fit nla_len (u16)",
+                    v.len()
+                ))
+            })?;
+            body.extend_from_slice(&len.to_ne_bytes());
             body.extend_from_slice(&t.to_ne_bytes());
             body.extend_from_slice(v);
             body.resize(body.len().next_multiple_of(4), 0);
         }
+        let len = u32::try_from(16 + body.len()).map_err(|_| {
+            io::Error::other(format!(
+                "netlink: a message of {} bytes does not fit nlmsg_len (u32)",
+                16 + body.len()
+            ))
+        })?;
         let mut msg = Vec::with_capacity(16 + body.len());
-        msg.extend_from_slice(&((16 + body.len()) as u32).to_ne_bytes());
+        msg.extend_from_slice(&len.to_ne_bytes());
         msg.extend_from_slice(&ty.to_ne_bytes());
-        msg.extend_from_slice(&(libc::NLM_F_REQUEST as u16).to_ne_bytes());
+        msg.extend_from_slice(&NLM_F_REQUEST.to_ne_bytes());
         msg.extend_from_slice(&self.seq.to_ne_bytes());
         msg.extend_from_slice(&0u32.to_ne_bytes());
         msg.extend_from_slice(&body);
@@ -167,6 +195,10 @@ impl Socket {
     fn set_rcvbuf(&self, bytes: i32) {
         for opt in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
             // SAFETY: an int option of the right size.
+            #[allow(
+                clippy::cast_possible_truncation,
+                reason = "size_of::<i32>() is 4: a socklen_t holds it"
+            )]
             let r = unsafe {
                 libc::setsockopt(
                     self.fd.as_raw_fd(),
@@ -366,11 +398,11 @@ mod tests {
         inner.extend_from_slice(&TASKSTATS_TYPE_STATS.to_ne_bytes());
         inner.extend_from_slice(&stats);
         let mut body = vec![2, 1, 0, 0];
-        body.extend_from_slice(&((4 + inner.len()) as u16).to_ne_bytes());
+        body.extend_from_slice(&u16::try_from(4 + inner.len()).unwrap().to_ne_bytes());
         body.extend_from_slice(&(TASKSTATS_TYPE_AGGR_PID | 0x8000).to_ne_bytes());
         body.extend_from_slice(&inner);
         let mut msg = Vec::new();
-        msg.extend_from_slice(&((16 + body.len()) as u32).to_ne_bytes());
+        msg.extend_from_slice(&u32::try_from(16 + body.len()).unwrap().to_ne_bytes());
         msg.extend_from_slice(&[0x17, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
         msg.extend_from_slice(&body);
         let d = delays_in(&msg).unwrap();

@@ -34,7 +34,8 @@ pub fn parse_size(text: &str) -> Result<u64, UsageError> {
     if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
         return Err(bad());
     }
-    Ok(bytes.round() as u64)
+    // Checked finite and in 0..=2^64 above; 2^64 itself saturates.
+    Ok(crate::cast::round_u64(bytes))
 }
 
 /// Parses a bandwidth in bytes per second: `40MiB/s`, `40M`, `512k/s`.
@@ -132,7 +133,7 @@ pub fn format_bytes(bytes: u64) -> String {
 
 /// Formats a rate in bytes per second (`38.1MiB/s`).
 pub fn format_rate(bytes_per_sec: f64) -> String {
-    format!("{}/s", format_bytes(bytes_per_sec.max(0.0).round() as u64))
+    format!("{}/s", format_bytes(crate::cast::round_u64(bytes_per_sec)))
 }
 
 #[cfg(test)]

@@ -92,7 +92,10 @@ pub struct SessionConfig {
 /// seconds of a 100k-IOPS trace), less on machines with many CPUs so the
 /// total stays near 256 MiB; never under 2 MiB.
 pub fn default_buffer_kib_per_cpu() -> u32 {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    // Saturating: more CPUs than a u32 counts only shrink the share, and
+    // the clamp below holds it at the floor either way.
+    let cpus = std::thread::available_parallelism()
+        .map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX));
     (256 * 1024 / cpus).clamp(2 * 1024, 16 * 1024)
 }
 

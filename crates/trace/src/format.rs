@@ -70,10 +70,12 @@ impl Field {
     }
 
     /// The field's value sign-extended from its size when it is signed.
+    /// An unsigned 8-byte field is reinterpreted (above `i64::MAX` it
+    /// reads negative): read those with [`Field::u64`].
     #[inline]
     pub fn i64(&self, data: &[u8]) -> i64 {
         let v = self.u64(data);
-        let bits = (self.size.min(8) * 8) as u32;
+        let bits = self.size.min(8) * 8;
         if self.signed && bits > 0 && bits < 64 {
             let shift = 64 - bits;
             ((v << shift) as i64) >> shift
@@ -128,22 +130,90 @@ impl Field {
         let off = self.offset + i * width;
         (off + width <= data.len()).then(|| read_uint(data, off, width))
     }
+
+    /// This field as a [`Field32`], or `None` when the format declares it
+    /// wider than 4 bytes or not a single integer (a kernel whose field is
+    /// not the one the caller knows).
+    pub fn narrow32(&self) -> Option<Field32> {
+        (self.kind == FieldKind::Scalar && matches!(self.size, 1 | 2 | 4))
+            .then(|| Field32(self.clone()))
+    }
 }
 
+/// A field its format declares one integer of 1, 2 or 4 bytes (`pid_t`,
+/// `dev_t`, `int`, `unsigned int`): its value is exactly a 32-bit
+/// integer. Decoders resolve such fields once with [`Field::narrow32`]
+/// and then read each record without a cast that could drop bits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Field32(Field);
+
+impl Field32 {
+    /// The field it wraps.
+    pub fn field(&self) -> &Field {
+        &self.0
+    }
+
+    /// The value, zero-extended (as [`Field::u64`]).
+    #[inline]
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "narrow32 admits fields of at most 4 bytes: u64() read at most 32 bits"
+    )]
+    pub fn u32(&self, data: &[u8]) -> u32 {
+        self.0.u64(data) as u32
+    }
+
+    /// The value, sign-extended when the format says `signed:1` (as
+    /// [`Field::i64`]); an unsigned 4-byte value is reinterpreted, as C
+    /// converts an `unsigned int` to `int`.
+    #[inline]
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "narrow32 admits fields of at most 4 bytes: i64() is sign-extended from at \
+                  most 32 bits, or an unsigned value below 2^32 whose low 32 bits are kept"
+    )]
+    pub fn i32(&self, data: &[u8]) -> i32 {
+        self.0.i64(data) as i32
+    }
+}
+
+/// The `N` bytes at `offset`, if `data` holds them.
+#[inline]
+fn bytes_at<const N: usize>(data: &[u8], offset: usize) -> Option<[u8; N]> {
+    data.get(offset..offset.checked_add(N)?)?.try_into().ok()
+}
+
+/// The little-endian integer of `size` bytes (1, 2, 4 or 8) at `offset`;
+/// 0 when out of bounds or of another size.
 #[inline]
 pub(crate) fn read_uint(data: &[u8], offset: usize, size: usize) -> u64 {
-    match (
-        size,
-        offset
-            .checked_add(size)
-            .and_then(|end| data.get(offset..end)),
-    ) {
-        (1, Some(b)) => b[0] as u64,
-        (2, Some(b)) => u16::from_le_bytes([b[0], b[1]]) as u64,
-        (4, Some(b)) => u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64,
-        (8, Some(b)) => u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+    match size {
+        1 => bytes_at::<1>(data, offset).map_or(0, |[b]| u64::from(b)),
+        2 => u64::from(read_u16(data, offset)),
+        4 => u64::from(read_u32(data, offset)),
+        8 => bytes_at(data, offset).map_or(0, u64::from_le_bytes),
         _ => 0,
     }
+}
+
+/// The little-endian u16 at `offset` (0 when out of bounds): a 2-byte
+/// field read at its own width, so no cast narrows it.
+#[inline]
+pub(crate) fn read_u16(data: &[u8], offset: usize) -> u16 {
+    bytes_at(data, offset).map_or(0, u16::from_le_bytes)
+}
+
+/// The little-endian u32 at `offset` (0 when out of bounds).
+#[inline]
+pub(crate) fn read_u32(data: &[u8], offset: usize) -> u32 {
+    bytes_at(data, offset).map_or(0, u32::from_le_bytes)
+}
+
+/// The little-endian i32 at `offset` (0 when out of bounds): a 4-byte
+/// signed field (`int`, `pid_t`) read as what it is.
+#[inline]
+pub(crate) fn read_i32(data: &[u8], offset: usize) -> i32 {
+    bytes_at(data, offset).map_or(0, i32::from_le_bytes)
 }
 
 /// One event's format: id, names and fields (including `common_*`).
@@ -404,6 +474,34 @@ print fmt: \"prev_comm=%s\", REC->prev_comm
         assert_eq!(f.field("cmd").unwrap().str(&d), "sdb");
         // Too short: 0, not a panic.
         assert_eq!(f.field("prev_state").unwrap().u64(&d[..10]), 0);
+    }
+
+    #[test]
+    fn narrow32_admits_only_fields_of_at_most_four_bytes() {
+        let f = fmt();
+        let mut d = vec![0u8; 64];
+        d[24..28].copy_from_slice(&(-5i32).to_le_bytes());
+        let pid = f.field("prev_pid").unwrap().narrow32().unwrap();
+        assert_eq!((pid.i32(&d), pid.u32(&d)), (-5, 0xffff_fffb));
+        let ty = f.field("common_type").unwrap().narrow32().unwrap();
+        assert_eq!(ty.u32(&[0x34, 0x12]), 0x1234);
+        for wide in ["prev_state", "prev_comm", "cmd", "name"] {
+            assert!(f.field(wide).unwrap().narrow32().is_none(), "{wide}");
+        }
+    }
+
+    #[test]
+    fn reads_at_their_own_width_and_zero_out_of_bounds() {
+        let d = [0xfe, 0xff, 0xff, 0xff, 0x01];
+        assert_eq!(read_u16(&d, 0), 0xfffe);
+        assert_eq!(read_u32(&d, 1), 0x01ff_ffff);
+        assert_eq!(read_i32(&d, 0), -2);
+        assert_eq!(read_uint(&d, 4, 1), 1);
+        assert_eq!(
+            (read_u16(&d, 4), read_u32(&d, 2), read_i32(&d, usize::MAX)),
+            (0, 0, 0)
+        );
+        assert_eq!(read_uint(&d, 0, 3), 0);
     }
 
     #[test]

@@ -92,8 +92,11 @@ impl Kallsyms {
             let module = it
                 .next()
                 .map(|m| m.trim_start_matches('[').trim_end_matches(']'));
-            let name = k.intern(name);
-            let module = module.map(|m| k.intern(m)).unwrap_or((0, 0));
+            let name = k.intern(name, path, line)?;
+            let module = match module {
+                Some(m) => k.intern(m, path, line)?,
+                None => (0, 0),
+            };
             k.syms.push(Sym { addr, name, module });
         }
         if k.syms.is_empty() && zero > 0 {
@@ -107,10 +110,26 @@ impl Kallsyms {
         Ok(k)
     }
 
-    fn intern(&mut self, s: &str) -> (u32, u32) {
-        let at = self.names.len() as u32;
-        self.names.push_str(s);
-        (at, s.len() as u32)
+    /// Appends `s` to the name table; its (offset, length) are u32s, so
+    /// the table ends before 4 GiB (the kernel's is a few MiB), or the
+    /// file (`path`, at `line`) is refused.
+    fn intern(&mut self, s: &str, path: &Path, line: &str) -> Result<(u32, u32), TraceError> {
+        let at = u32::try_from(self.names.len()).ok();
+        let len = u32::try_from(s.len()).ok();
+        match (at, len) {
+            (Some(at), Some(len)) if at.checked_add(len).is_some() => {
+                self.names.push_str(s);
+                Ok((at, len))
+            }
+            _ => Err(TraceError::parse(
+                path,
+                line,
+                format!(
+                    "symbol names run past {} bytes: not a kallsyms file",
+                    u32::MAX
+                ),
+            )),
+        }
     }
 
     fn text(&self, (at, len): (u32, u32)) -> &str {

@@ -34,7 +34,7 @@ mod setup;
 pub use config::{default_buffer_kib_per_cpu, EventRequest, SessionConfig};
 pub use error::TraceError;
 pub use file::{FileMeta, Recorder, TraceFile};
-pub use format::{Field, FieldKind, Format, Formats};
+pub use format::{Field, Field32, FieldKind, Format, Formats};
 pub use instance::{has_event, TRACEFS};
 pub use kallsyms::{Kallsyms, Symbol};
 pub use reader::monotonic_ns;

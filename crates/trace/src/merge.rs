@@ -16,7 +16,7 @@
 
 use std::collections::VecDeque;
 
-use crate::format::{read_uint, Field, Formats};
+use crate::format::{read_i32, read_u16, read_uint, Field, Formats};
 use crate::page::{Cursor, Missed, PageLayout};
 use crate::record::{CpuStats, Record};
 
@@ -187,7 +187,7 @@ impl Merger {
                 let Some((page, e)) = q.next_entry(&layout, i, refill) else {
                     return HeadState::Empty;
                 };
-                let id = read_uint(&q.pages[page], e.start, 2) as u16;
+                let id = read_u16(&q.pages[page], e.start);
                 // An orphan stack (its event was not delivered) or an
                 // event this session did not ask for: skip it.
                 if Some(id) == stack_id || formats.get(id).is_none() {
@@ -215,7 +215,7 @@ impl Merger {
             match q.next_entry(&layout, i, refill) {
                 // The stack of this event: same CPU, next entry, same task.
                 Some((page, e))
-                    if Some(read_uint(&q.pages[page], e.start, 2) as u16) == stack_id
+                    if Some(read_u16(&q.pages[page], e.start)) == stack_id
                         && read_uint(&q.pages[page], e.start + 4, 4) == pid =>
                 {
                     head.stack = Some(Span {
@@ -248,11 +248,14 @@ impl Merger {
             return;
         };
         let data = span(&q.pages, head.data);
-        let id = read_uint(data, 0, 2) as u16;
+        // `unsigned short common_type; offset:0; size:2;` in every format.
+        let id = read_u16(data, 0);
         let stack = match (head.stack, &self.stack) {
             (Some(s), Some(fmt)) => {
                 let raw = span(&q.pages, s);
-                let n = fmt.size.i64(raw).max(0) as usize;
+                // A count read from the data: negative is none, and the
+                // loop below stops at the end of the payload.
+                let n = usize::try_from(fmt.size.i64(raw)).unwrap_or(0);
                 self.scratch.clear();
                 self.scratch.extend((0..n).map_while(|k| {
                     let off = fmt.caller.offset + k * 8;
@@ -272,7 +275,8 @@ impl Merger {
                 format,
                 ts_ns: head.ts,
                 cpu: q.stats.cpu,
-                pid: read_uint(data, 4, 4) as u32 as i32,
+                // `int common_pid; offset:4; size:4; signed:1;`.
+                pid: read_i32(data, 4),
                 data,
                 stack,
             };

@@ -14,7 +14,7 @@
 
 use std::path::Path;
 
-use crate::format::read_uint;
+use crate::format::{read_u32, read_uint};
 use crate::TraceError;
 
 const TYPE_PADDING: u32 = 29;
@@ -164,7 +164,7 @@ impl Cursor {
             if self.pos + 4 > self.end {
                 return None;
             }
-            let head = read_uint(page, self.pos, 4) as u32;
+            let head = read_u32(page, self.pos);
             let type_len = head & 0x1f;
             let delta = (head >> 5) as u64;
             let body = self.pos + 4;
@@ -175,7 +175,14 @@ impl Cursor {
                         self.pos = self.end;
                         return None;
                     }
-                    let len = read_uint(page, body, 4) as usize;
+                    // A length read from the page: one running past the
+                    // data ends the page (as the next entry's bound check
+                    // did before), and never overflows `pos`.
+                    let len = usize::try_from(read_u32(page, body)).unwrap_or(usize::MAX);
+                    if len > self.end - body {
+                        self.pos = self.end;
+                        return None;
+                    }
                     self.ts = self.ts.wrapping_add(delta);
                     self.pos = body + len;
                 }
@@ -191,7 +198,8 @@ impl Cursor {
                     self.pos = body + 4;
                 }
                 0 => {
-                    let raw = read_uint(page, body, 4) as usize;
+                    // Bounded against the data by `self.data` below.
+                    let raw = usize::try_from(read_u32(page, body)).unwrap_or(usize::MAX);
                     if raw < 4 {
                         self.pos = self.end;
                         return None;
@@ -207,7 +215,7 @@ impl Cursor {
 
     #[inline]
     fn data(&mut self, start: usize, len: usize, delta: u64) -> Option<Entry> {
-        if start + len > self.end {
+        if start > self.end || len > self.end - start {
             self.pos = self.end;
             return None;
         }
@@ -303,5 +311,10 @@ mod tests {
         // A length running past the commit ends the page instead of panicking.
         let p = page(0, &[(0, 1, &[4000])], 0, None);
         assert!(Cursor::new(&l, &p).next(&p).is_none());
+        // So does a u32::MAX length, of data (type 0) or of padding (29).
+        for t in [0, 29] {
+            let p = page(0, &[(t, 1, &[u32::MAX]), (1, 1, &[7])], 0, None);
+            assert!(Cursor::new(&l, &p).next(&p).is_none(), "type {t}");
+        }
     }
 }

@@ -99,8 +99,10 @@ fn wait_for_events(files: &[CpuFile], waker: &OwnedFd, interval: Duration) {
         .chain(std::iter::once(PollFd::new(waker, PollFlags::IN)))
         .collect();
     let timeout = rustix::time::Timespec {
-        tv_sec: interval.as_secs() as _,
-        tv_nsec: interval.subsec_nanos() as _,
+        // Saturating: `as` would wrap an interval past i64::MAX seconds
+        // to a negative timeout, which poll refuses at once.
+        tv_sec: rustix::time::Secs::try_from(interval.as_secs()).unwrap_or(rustix::time::Secs::MAX),
+        tv_nsec: interval.subsec_nanos().into(),
     };
     // EINTR or an error: the caller sweeps anyway, bounded by the interval.
     let _ = rustix::event::poll(&mut fds, Some(&timeout));

@@ -38,14 +38,14 @@ fn forks_and_execs_of_children_are_counted_exactly() {
         if r.is("sched", "sched_process_fork") {
             assert_eq!(parent.i64(r.data), me as i64);
             assert_eq!(r.pid, me);
-            forks.insert(child.i64(r.data) as u32);
+            forks.insert(u32::try_from(child.i64(r.data)).unwrap());
         } else if r.is("sched", "sched_process_exec") {
             assert!(
                 r.str("filename").unwrap().ends_with("true"),
                 "{:?}",
                 r.str("filename")
             );
-            execs.insert(r.i64("pid").unwrap() as u32);
+            execs.insert(u32::try_from(r.i64("pid").unwrap()).unwrap());
         }
     };
     let mut spawned = BTreeSet::new();

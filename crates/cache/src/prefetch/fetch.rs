@@ -12,7 +12,7 @@ use std::os::fd::BorrowedFd;
 
 use rustix::fs::Advice;
 
-use iolab_sys::pagecache;
+use iolab_sys::{cast, pagecache};
 
 /// How to bring pages into the cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -111,7 +111,8 @@ pub fn read_range(
     let end = offset.saturating_add(len);
     let mut pos = offset;
     while pos < end {
-        let want = ((end - pos) as usize).min(buf.len());
+        // Saturated, then clamped to the buffer: exact on every target.
+        let want = cast::usize_of(end - pos).min(buf.len());
         match rustix::io::pread(fd, &mut buf[..want], pos) {
             Ok(0) => break,
             Ok(n) => pos += n as u64,

@@ -165,7 +165,10 @@ pub fn boot(spec: &BootSpec<'_>, guard: &Guard) -> Result<BootSeen, ExperimentEr
     let mut child = cmd
         .spawn()
         .map_err(|e| io(Path::new("qemu-system-x86_64"), e))?;
-    let tracked = match guard.track_process_group(child.id() as i32) {
+    let pgid = rustix::process::Pid::from_child(&child)
+        .as_raw_nonzero()
+        .get();
+    let tracked = match guard.track_process_group(pgid) {
         Ok(t) => t,
         Err(e) => {
             let _ = child.kill();
@@ -261,9 +264,8 @@ fn wait(child: &mut Child, timeout: Duration) -> (Option<bool>, bool) {
         }
         let stop = iolab_guard::stop_requested();
         if stop || Instant::now() >= end {
-            if let Some(pg) = rustix::process::Pid::from_raw(child.id() as i32) {
-                let _ = rustix::process::kill_process_group(pg, rustix::process::Signal::KILL);
-            }
+            let pg = rustix::process::Pid::from_child(child);
+            let _ = rustix::process::kill_process_group(pg, rustix::process::Signal::KILL);
             let _ = child.wait();
             return (None, stop);
         }

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use iolab_guard::Guard;
 use iolab_results::ExperimentKind;
 use iolab_store::{RunOutcome, RunRecord, Status, Store};
-use iolab_sys::UsageError;
+use iolab_sys::{cast, UsageError};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -542,14 +542,14 @@ fn judge(v: &str, rep: u32, seen: &guest::BootSeen, timeout_s: f64) -> RunRecord
                 None => format!("no boot-done marker within {timeout_s:.0} s (qemu stopped)"),
                 Some(_) => "qemu exited without a boot-done marker".into(),
             };
-            (RunOutcome::Failed, Some(why), seen.wall.as_nanos() as u64)
+            (RunOutcome::Failed, Some(why), cast::duration_ns(seen.wall))
         }
         Some(done) if !problems.is_empty() => (
             RunOutcome::Invalid,
             Some(problems.join("; ")),
-            (done * 1e9) as u64,
+            cast::floor_u64(done * 1e9),
         ),
-        Some(done) => (RunOutcome::Ok, None, (done * 1e9) as u64),
+        Some(done) => (RunOutcome::Ok, None, cast::floor_u64(done * 1e9)),
     };
     RunRecord {
         scheduler,
@@ -559,7 +559,7 @@ fn judge(v: &str, rep: u32, seen: &guest::BootSeen, timeout_s: f64) -> RunRecord
         started_at: iolab_store::rfc3339_now(),
         duration_ns: ns,
         censored: false,
-        timeout_ns: (timeout_s * 1e9) as u64,
+        timeout_ns: cast::floor_u64(timeout_s * 1e9),
         exit_code: None,
         signal: None,
         overhead_ns: None,
@@ -772,7 +772,9 @@ fn shuffle<T>(v: &mut [T], seed: u64) {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        v.swap(i, (x % (i as u64 + 1)) as usize);
+        #[allow(clippy::cast_possible_truncation, reason = "x % (i + 1) <= i, a usize")]
+        let j = (x % (i as u64 + 1)) as usize;
+        v.swap(i, j);
     }
 }
 

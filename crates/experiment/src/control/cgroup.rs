@@ -175,7 +175,7 @@ impl Groups {
             base,
         };
         guard.move_to_cgroup(
-            std::process::id() as i32,
+            iolab_sys::process::own_pid(),
             &g.dir(Who::Load),
             &hier.home.join("cgroup.procs"),
         )?;

@@ -263,6 +263,9 @@ pub fn run<B: Body>(
                 stored.insert(k.to_string(), v);
             }
             stored.insert("place".into(), Value::String(place.what.clone()));
+            if !place.warnings.is_empty() {
+                stored.insert("place_warnings".into(), serde_json::json!(place.warnings));
+            }
             let env = iolab_sys::environment::Environment::capture_place(
                 &place.disks,
                 place.mountpoint.as_deref().filter(|_| files),
@@ -281,7 +284,7 @@ pub fn run<B: Body>(
     let cells = body.plan(&done);
     let mut progress = Progress::new(body.runs_in(&cells) as u64, B::UNIT, opts.progress);
     let (mut interrupted, mut recorded) = (false, 0);
-    let (mut stopped_cells, mut warnings) = (Vec::new(), Vec::new());
+    let (mut stopped_cells, mut warnings) = (Vec::new(), place.warnings.clone());
     for cell in &cells {
         if iolab_guard::stop_requested() {
             interrupted = true;

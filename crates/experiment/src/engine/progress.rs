@@ -105,7 +105,7 @@ impl Progress {
 
 /// `1:02:03` or `2:03`.
 pub(crate) fn clock(secs: f64) -> String {
-    let s = secs.max(0.0).round() as u64;
+    let s = iolab_sys::cast::round_u64(secs);
     let (h, m, s) = (s / 3600, s / 60 % 60, s % 60);
     if h > 0 {
         format!("{h}:{m:02}:{s:02}")

@@ -113,6 +113,9 @@ pub struct PlaceRequest<'a> {
     pub use_: PlaceUse,
     /// Per-device dirty-page limit for a new lab (bdi `max_bytes`).
     pub dirty_limit_bytes: Option<u64>,
+    /// `dirty_limit_bytes` is iolab's choice, not the user's
+    /// (`LabSpec::dirty_limit_preferred`).
+    pub dirty_limit_preferred: bool,
 }
 
 /// A place brought up and checked.
@@ -138,6 +141,9 @@ pub struct Resolved {
     /// True when iolab made it for this experiment (reads as zeros, and
     /// writing it needs no `--force`).
     pub made: bool,
+    /// What the place could not model on this host (a lab's
+    /// `warnings`): stored with the experiment and said at its end.
+    pub warnings: Vec<String>,
 }
 
 impl Resolved {
@@ -252,6 +258,7 @@ fn new_lab(
         bw_bytes: *bw_bytes,
         iops: *iops,
         dirty_limit_bytes: req.dirty_limit_bytes,
+        dirty_limit_preferred: req.dirty_limit_preferred,
         backend: *backend,
         model: model.clone(),
         ..LabSpec::default()
@@ -290,6 +297,7 @@ fn new_lab(
         what,
         bw_bytes: *bw_bytes,
         made: true,
+        warnings: lab.warnings.clone(),
     })
 }
 
@@ -332,6 +340,7 @@ fn tmpfs_lab(guard: &Guard, size_bytes: u64) -> Result<Resolved, ExperimentError
         mountpoint: None,
         bw_bytes: None,
         made: true,
+        warnings: Vec::new(),
     })
 }
 
@@ -353,6 +362,7 @@ fn existing_lab(name: &str) -> Result<Resolved, ExperimentError> {
         what: format!("lab {name} on {}", lab.device().name),
         bw_bytes: lab.spec.bw_bytes,
         made: false,
+        warnings: lab.warnings.clone(),
     })
 }
 
@@ -397,6 +407,7 @@ fn whole_device(
         dir: None,
         bw_bytes: None,
         made: false,
+        warnings: Vec::new(),
     })
 }
 
@@ -462,6 +473,7 @@ fn files_on_device(
         stack: Some(stack),
         bw_bytes: None,
         made: false,
+        warnings: Vec::new(),
     })
 }
 
@@ -484,6 +496,7 @@ fn in_place(guard: &Guard, dir: &std::path::Path) -> Result<Resolved, Experiment
         stack: Some(stack),
         bw_bytes: None,
         made: false,
+        warnings: Vec::new(),
     })
 }
 

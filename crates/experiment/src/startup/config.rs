@@ -155,6 +155,11 @@ pub struct StartupConfig {
     /// before each start is bounded on a slow lab; `None` keeps the
     /// kernel's global limits.
     pub dirty_limit_bytes: Option<u64>,
+    /// `dirty_limit_bytes` is iolab's choice (the demo's), not a
+    /// `--dirty-limit` the user gave: a kernel without a per-device limit
+    /// in bytes gets the nearest share and a warning, not a refusal.
+    #[serde(default)]
+    pub dirty_limit_preferred: bool,
     /// Also start each repetition with a prefetch list read in before or
     /// in parallel ([`super::prefetch`]); `None`: no prefetch dimension.
     #[serde(default)]
@@ -429,6 +434,7 @@ pub(crate) mod tests {
             },
             prepare: None,
             dirty_limit_bytes: None,
+            dirty_limit_preferred: false,
             read_ahead_kb: None,
             prefetch: None,
             observe: Default::default(),

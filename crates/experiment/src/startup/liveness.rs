@@ -9,6 +9,7 @@
 //! condition holding, and is stored as a sample with the reason; only a
 //! load that neither completed nor waited on a busy device is not.
 
+use iolab_sys::cast;
 use iolab_sys::units::format_bytes;
 
 /// Shorter starts are not judged: a load can legitimately move nothing
@@ -92,8 +93,8 @@ impl Window {
             "the background load moved no bytes during this {:.1} s start and {threads} \
              (during the warm-up: {} read, {} written per second)",
             self.seconds,
-            format_bytes(r as u64),
-            format_bytes(w as u64)
+            format_bytes(cast::floor_u64(r)),
+            format_bytes(cast::floor_u64(w))
         ))
     }
 }

@@ -85,6 +85,7 @@ impl Body for Startup {
             place: &cfg.place,
             use_: PlaceUse::Files,
             dirty_limit_bytes: cfg.dirty_limit_bytes,
+            dirty_limit_preferred: cfg.dirty_limit_preferred,
         }
     }
 

@@ -572,7 +572,7 @@ fn store(
         started_at: l.started_at.clone(),
         duration_ns: outcome.duration_ns,
         censored: outcome.censored,
-        timeout_ns: u64::try_from(st.spec.timeout.as_nanos()).unwrap_or(u64::MAX),
+        timeout_ns: iolab_sys::cast::duration_ns(st.spec.timeout),
         exit_code: outcome.exit_code,
         signal: outcome.signal,
         overhead_ns: Some(st.overhead_mean_ns()),

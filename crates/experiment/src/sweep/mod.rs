@@ -54,6 +54,7 @@ impl Body for Sweep {
             place: &cfg.place,
             use_: PlaceUse::Format,
             dirty_limit_bytes: None,
+            dirty_limit_preferred: false,
         }
     }
 

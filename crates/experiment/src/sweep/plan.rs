@@ -113,7 +113,7 @@ pub fn job(
     cfg: &SweepConfig,
     dir: &Path,
 ) -> Result<Job, LoadError> {
-    let cap_ms = (cfg.runtime_cap_s() * 1000.0).round() as u64;
+    let cap_ms = iolab_sys::cast::round_u64(cfg.runtime_cap_s() * 1000.0);
     let opts: Vec<(String, String)> = [
         ("directory", dir.to_string_lossy().into_owned()),
         ("rw", rw(run.kind).as_str().to_string()),

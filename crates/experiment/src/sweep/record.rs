@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use iolab_load::json::to_fio_json;
 use iolab_results::{ArtifactDoc, ArtifactKind};
 use iolab_store::{BackgroundIo, RunRecord};
+use iolab_sys::cast;
 
 use super::config::SweepConfig;
 use super::measure::Measured;
@@ -73,9 +74,9 @@ pub fn record(
         rep: run.rep,
         target: target.to_string(),
         started_at: m.started_at.clone(),
-        duration_ns: u64::try_from(dir_report.runtime.as_nanos()).unwrap_or(u64::MAX),
+        duration_ns: cast::duration_ns(dir_report.runtime),
         censored: false,
-        timeout_ns: (cfg.runtime_cap_s() * 1e9) as u64,
+        timeout_ns: cast::floor_u64(cfg.runtime_cap_s() * 1e9),
         exit_code: None,
         signal: None,
         overhead_ns: None,

@@ -104,7 +104,7 @@ pub fn scale(
     let (bw, source) = bw.ok_or_else(|| {
         UsageError::new("the device's bandwidth is unknown: give --size to fix the bytes per run")
     })?;
-    let want = (bw * cfg.runtime_s) as u64;
+    let want = iolab_sys::cast::floor_u64(bw * cfg.runtime_s);
     let total = (want.min(limit) / unit * unit).max(unit);
     let why = if want > limit {
         format!(

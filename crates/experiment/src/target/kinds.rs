@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use iolab_guard::Guard;
-use iolab_sys::UsageError;
+use iolab_sys::{cast, UsageError};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -499,7 +499,7 @@ impl Target {
         let seen = match &logcat {
             Some(Some(line)) => match line.duration_ms() {
                 Some(ms) => {
-                    outcome.duration_ns = (ms.max(0.0) * 1e6) as u64;
+                    outcome.duration_ns = cast::floor_u64(ms * 1e6);
                     outcome.ready_ns = Some(outcome.duration_ns);
                     Some(line)
                 }
@@ -507,7 +507,7 @@ impl Target {
             },
             Some(None) => {
                 // Never drawn fully within the timeout: a lower bound.
-                outcome.duration_ns = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
+                outcome.duration_ns = cast::duration_ns(timeout);
                 outcome.censored = true;
                 None
             }

@@ -30,6 +30,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use iolab_sys::cast;
 use serde::Serialize;
 
 use super::content::SplitMix64;
@@ -271,6 +272,14 @@ fn worker(
                 break;
             }
             let len = rq.sectors * 512;
+            // An io_uring read takes a u32 length (parsing keeps a request
+            // under FILE_BYTES / 2).
+            let len_u32 = u32::try_from(len).map_err(|_| {
+                format!(
+                    "request {idx} is {len} bytes: an io_uring read takes at most {}",
+                    u32::MAX
+                )
+            })?;
             if rq.seq {
                 if offset >= FILE_BYTES - len {
                     offset = 0;
@@ -285,7 +294,7 @@ fn worker(
                     std::thread::sleep(due - now);
                 }
             }
-            buffers.push(Aligned::new(len as usize));
+            buffers.push(Aligned::new(cast::usize_of(len)));
             let buf = buffers
                 .last_mut()
                 .map(|b| b.ptr)
@@ -298,7 +307,7 @@ fn worker(
                 let sqe = io_uring::opcode::Read::new(
                     io_uring::types::Fd(file.as_raw_fd()),
                     buf,
-                    len as u32,
+                    len_u32,
                 )
                 .offset(offset)
                 .build();
@@ -316,7 +325,12 @@ fn worker(
                 drain(ring.as_mut(), &mut pending)?;
                 // SAFETY: `buf` holds `len` bytes, aligned for O_DIRECT.
                 let r = unsafe {
-                    libc::pread(file.as_raw_fd(), buf.cast(), len as usize, offset as i64)
+                    libc::pread(
+                        file.as_raw_fd(),
+                        buf.cast(),
+                        cast::usize_of(len),
+                        offset as i64,
+                    )
                 };
                 if r < 0 {
                     return Err(format!(

@@ -221,7 +221,11 @@ fn start_helper(args: &[OsString], init: &[OsString], t0: Instant) -> Option<u32
         };
         // SAFETY: one pollfd on the stack; read into a one-byte buffer.
         let got = unsafe {
-            libc::poll(&mut p, 1, left.as_millis().min(i32::MAX as u128) as i32) == 1
+            libc::poll(
+                &mut p,
+                1,
+                i32::try_from(left.as_millis()).unwrap_or(i32::MAX),
+            ) == 1
                 && libc::read(r, [0u8; 1].as_mut_ptr().cast(), 1) == 1
         };
         unsafe { libc::close(r) };

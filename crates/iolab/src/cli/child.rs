@@ -7,7 +7,6 @@ use std::os::fd::AsFd;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use iolab_sys::UsageError;
 
 /// Starts `prog args`; with `stdout_to_stderr` its output goes to stderr,
@@ -37,7 +36,7 @@ pub fn finish(c: &mut Child, grace: Duration) -> anyhow::Result<ExitStatus> {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let pid = rustix::process::Pid::from_raw(c.id() as i32).context("the command's pid")?;
+    let pid = rustix::process::Pid::from_child(c);
     // The child is ours and not yet reaped, so the pid is still its own.
     let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
     Ok(c.wait()?)

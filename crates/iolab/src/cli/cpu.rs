@@ -112,7 +112,12 @@ fn plan(a: &CpuArgs) -> Result<Plan, UsageError> {
         })?),
         (None, Some(d)) => {
             let n = (d.as_secs_f64() / interval.as_secs_f64() - 1e-9).ceil();
-            Some((n as usize).max(1))
+            #[allow(
+                clippy::cast_possible_truncation,
+                reason = "--duration is at most a week and --interval at least 0.1 s: n <= 6048000"
+            )]
+            let n = n as usize;
+            Some(n.max(1))
         }
         (None, None) => None,
     };

@@ -95,6 +95,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         // ordered-mode commit has written the writers' dirty data, and with
         // 2 s of it a timed-out start took ~25 s to die under mq-deadline.
         dirty_limit_bytes: Some(16 << 20),
+        dirty_limit_preferred: true,
         read_ahead_kb: Some(128),
         // Seed 001's point, measured: the app recorded once (cold, idle),
         // then each idle start also made with that list read in first.

@@ -129,7 +129,7 @@ pub fn run(args: ExplainArgs) -> anyhow::Result<()> {
 
     let config = ExplainerConfig {
         rules,
-        min_stall_ns: (args.min_stall * 1e6) as u64,
+        min_stall_ns: iolab_sys::cast::floor_u64(args.min_stall * 1e6),
         waker_stacks: !args.no_waker_stacks,
         ..ExplainerConfig::default()
     };

@@ -90,7 +90,11 @@ fn apply(g: &Guard, spec: &str) -> anyhow::Result<()> {
                 .arg("1000")
                 .process_group(0)
                 .spawn()?;
-            g.track_process_group(child.id() as i32)?;
+            g.track_process_group(
+                rustix::process::Pid::from_child(&child)
+                    .as_raw_nonzero()
+                    .get(),
+            )?;
             println!("pgroup {}", child.id());
         }
         _ => bail!(UsageError::new(format!("unknown change spec {spec:?}"))),

@@ -25,7 +25,7 @@ pub fn run(a: ReadRangesArgs) -> anyhow::Result<()> {
     rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::Random)?;
     let mut buf = Vec::new();
     for r in ranges {
-        buf.resize(r.len as usize, 0);
+        buf.resize(iolab_sys::cast::usize_of(r.len), 0);
         let mut done = 0;
         while done < buf.len() {
             let n = rustix::io::pread(&f, &mut buf[done..], r.offset + done as u64)?;

@@ -267,7 +267,9 @@ fn run_command(guard: &iolab_guard::Guard, argv: &[String]) -> anyhow::Result<Op
                 argv[0]
             ))
         })?;
-    let pgid = child.id() as i32;
+    let pgid = rustix::process::Pid::from_child(&child)
+        .as_raw_nonzero()
+        .get();
     let tracked = guard.track_process_group(pgid)?;
     let mut signalled = false;
     let status = loop {

@@ -332,9 +332,12 @@ pub fn print_finished(fin: &Finished<Vec<u64>>, json: bool) -> anyhow::Result<()
     stopped_cells(fin)
 }
 
-/// Everything measured is stored and printed; the exit status says the
-/// matrix is incomplete.
+/// Everything measured is stored and printed, with what the place could
+/// not model; the exit status says the matrix is incomplete.
 fn stopped_cells(fin: &Finished<Vec<u64>>) -> anyhow::Result<()> {
+    for w in &fin.warnings {
+        iolab_sys::say!("iolab startup: note: {w}");
+    }
     if !fin.stopped_cells.is_empty() {
         anyhow::bail!(
             "{} cell(s) stopped early: {}",
@@ -450,6 +453,7 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
         start_mode: a.start_mode,
         full_ready_line: a.full_ready_line.clone(),
         dirty_limit_bytes: a.dirty_limit,
+        dirty_limit_preferred: false,
         points: iolab_experiment::control::points::plan_points(&axes, &extra),
         recipe: a.recipe,
         max_runs: a.max_runs,

@@ -34,7 +34,8 @@ pub fn evictable_dir(test: &str) -> Option<tempfile::TempDir> {
 pub fn data_file(dir: &Path, name: &str, pages: u64, byte: u8) -> PathBuf {
     let p = dir.join(name);
     let mut f = std::fs::File::create(&p).unwrap();
-    f.write_all(&vec![byte; (pages * PAGE) as usize]).unwrap();
+    f.write_all(&vec![byte; iolab_sys::cast::usize_of(pages * PAGE)])
+        .unwrap();
     f.sync_all().unwrap();
     p
 }

@@ -101,7 +101,7 @@ pub fn assert_consistent(d: &Value, wall: std::time::Duration, bs: u64) {
     let ios = d["total_ios"].as_u64().unwrap();
     let bytes = d["io_bytes"].as_u64().unwrap();
     let runtime_ms = d["runtime"].as_u64().unwrap();
-    let wall_ms = wall.as_millis() as u64;
+    let wall_ms = iolab_sys::cast::duration_ms(wall);
     assert!(
         runtime_ms <= wall_ms,
         "runtime {runtime_ms} ms > wall clock {wall_ms} ms"

@@ -96,9 +96,9 @@ fn per_dir(value: &str) -> [&str; 2] {
     }
 }
 
-fn num(key: &str, v: &str, max: u32) -> Result<u8, String> {
-    match v.trim().parse::<u32>() {
-        Ok(n) if n <= max => Ok(n as u8),
+fn num(key: &str, v: &str, max: u8) -> Result<u8, String> {
+    match v.trim().parse::<u8>() {
+        Ok(n) if n <= max => Ok(n),
         _ => Err(format!("{key}={v}: expected a number from 0 to {max}")),
     }
 }

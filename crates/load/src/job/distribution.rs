@@ -11,6 +11,7 @@
 //! length (2,0,1, 5,3,4, ...). The n-th I/O of a direction takes the
 //! n-th element, as fio counts `io_issues`.
 
+use iolab_sys::cast;
 use rand::Rng;
 use rand_distr::{Distribution as _, Normal, Zipf};
 
@@ -180,7 +181,7 @@ impl Sampler {
             Distribution::Zoned(z) => Kind::Zones(zones(
                 n,
                 z.iter()
-                    .map(|(a, r)| (*a, ((r / 100.0) * nf).round() as u64)),
+                    .map(|(a, r)| (*a, cast::round_u64((r / 100.0) * nf))),
             )),
             Distribution::ZonedAbs(z) => {
                 Kind::Zones(zones(n, z.iter().map(|(a, s)| (*a, s / unit.max(1)))))
@@ -196,7 +197,7 @@ impl Sampler {
     pub fn draw(&self, rng: &mut impl Rng, nth: u64) -> Option<u64> {
         if let Kind::Sequence(b, stride) = &self.kind {
             let len = b.len() as u64;
-            let i = (nth % len) as usize;
+            let i = cast::usize_of(nth % len);
             let block = if *stride {
                 nth / len * len + b[i]
             } else {
@@ -210,14 +211,14 @@ impl Sampler {
     fn draw_random(&self, rng: &mut impl Rng) -> u64 {
         match &self.kind {
             Kind::Uniform => rng.random_range(0..self.n),
-            Kind::Zipf(z) => self.spread(z.sample(rng) as u64 - 1),
+            Kind::Zipf(z) => self.spread(cast::floor_u64(z.sample(rng)) - 1),
             Kind::Pareto(pow) => {
                 let r: f64 = rng.random();
-                self.spread(((self.n - 1) as f64 * r.powf(*pow)) as u64)
+                self.spread(cast::floor_u64((self.n - 1) as f64 * r.powf(*pow)))
             }
             Kind::Normal(nd) => {
                 let x = nd.sample(rng).round();
-                x.clamp(0.0, (self.n - 1) as f64) as u64
+                cast::floor_u64(x.clamp(0.0, (self.n - 1) as f64))
             }
             Kind::Zones(z) => {
                 let r: f64 = rng.random::<f64>() * 100.0;

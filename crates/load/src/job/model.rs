@@ -260,6 +260,13 @@ impl Job {
                 e.as_str()
             ));
         }
+        if iolab_sys::cast::u64_of(self.nrfiles()) > u64::from(crate::job::value::MAX_FILES) {
+            return Err(format!(
+                "{} files per clone: at most {} (an I/O's offset carries its file's index in 16 bits)",
+                self.nrfiles(),
+                crate::job::value::MAX_FILES
+            ));
+        }
         if self.nrfiles() > 1 {
             let why = if e == IoEngine::Mmap {
                 Some("ioengine=mmap maps one file per clone; use psync or a queueing engine")
@@ -385,5 +392,16 @@ mod tests {
         j.filename = Some("one".into());
         assert_eq!(j.nrfiles(), 1);
         assert!(j.validate().is_ok());
+    }
+
+    #[test]
+    fn files_per_clone_stay_within_the_offsets_file_index() {
+        let mut j = Job::new("m");
+        j.x.nrfiles = 1 << 16;
+        assert!(j.validate().is_ok());
+        // File 65536 would be file 0 again (its index shifted out).
+        j.x.nrfiles += 1;
+        let e = j.validate().unwrap_err();
+        assert!(e.contains("65537 files per clone: at most 65536"), "{e}");
     }
 }

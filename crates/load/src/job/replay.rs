@@ -91,6 +91,17 @@ pub fn parse(text: &str, path: &Path) -> Result<Replay, String> {
             v.parse()
                 .map_err(|_| at(format!("{what} {v:?}: expected a number of bytes")))
         };
+        // fio reads an I/O's length as 32 bits (`%u`); the engines too
+        // take it so (an io_uring SQE's length).
+        let length = |n: u64| -> Result<u64, String> {
+            if n > u64::from(u32::MAX) {
+                return Err(at(format!(
+                    "length {n}: expected at most {} bytes, as fio reads it",
+                    u32::MAX
+                )));
+            }
+            Ok(n)
+        };
         let k = match r.files.iter().position(|f| f == file) {
             Some(k) => k,
             None => {
@@ -101,7 +112,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Replay, String> {
         let act = match action {
             "add" | "open" | "close" => None,
             "read" | "write" => {
-                let (off, len) = (num("an offset")?, num("a length")?);
+                let (off, len) = (num("an offset")?, length(num("a length")?)?);
                 let dir = if action == "read" {
                     Dir::Read
                 } else {
@@ -109,7 +120,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Replay, String> {
                 };
                 r.reads |= dir == Dir::Read;
                 r.writes |= dir == Dir::Write;
-                r.extent = r.extent.max(off + len);
+                r.extent = r.extent.max(off.saturating_add(len));
                 r.max_len = r.max_len.max(len);
                 Some(Action::Io(dir, k, off, len))
             }
@@ -120,7 +131,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Replay, String> {
                 None
             }
             "trim" => {
-                let (off, len) = (num("an offset")?, num("a length")?);
+                let (off, len) = (num("an offset")?, length(num("a length")?)?);
                 r.writes = true;
                 r.trims = true;
                 r.extent = r.extent.max(off.saturating_add(len));
@@ -180,6 +191,8 @@ mod tests {
         for bad in [
             "fio version 1 iolog\n",
             "fio version 3 iolog\nx f read 0 4096\n",
+            // Past fio's 32-bit length (io_uring's too).
+            "fio version 3 iolog\n1 f read 0 4294967296\n",
         ] {
             assert!(parse(bad, Path::new("x")).is_err(), "{bad}");
         }

@@ -203,13 +203,18 @@ pub fn parse_split(
             "{key}={v}: expected SIZE/PERCENT[:SIZE/PERCENT...], e.g. 4k/60:64k/40"
         ));
     }
-    let given: u32 = out.iter().filter_map(|x| x.1).sum();
+    // Saturating: weights 4294967295 and 2 must not wrap to a sum of 1.
+    let given = out
+        .iter()
+        .filter_map(|x| x.1)
+        .fold(0u32, u32::saturating_add);
     if given > 100 {
         return Err(format!(
             "{key}={v}: the percentages add up to {given}, at most 100"
         ));
     }
-    let open = out.iter().filter(|x| x.1.is_none()).count() as u32;
+    let open = u32::try_from(out.iter().filter(|x| x.1.is_none()).count())
+        .map_err(|_| format!("{key}={v}: more than {} block sizes", u32::MAX))?;
     let rest = 100 - given;
     if open == 0 && rest != 0 {
         return Err(format!(
@@ -288,6 +293,14 @@ mod tests {
         assert!(parse_split("bssplit", "4k/60:8k/30", sz)
             .unwrap_err()
             .contains("90"));
+    }
+
+    #[test]
+    fn split_weights_do_not_wrap() {
+        // 4294967295 + 2 wraps to 1 in u32: the split must be refused,
+        // not taken as 1 % for 8k and 99 % for 16k.
+        let e = parse_split("bssplit", "4k/4294967295:8k/2:16k", sz).unwrap_err();
+        assert!(e.contains("at most 100"), "{e}");
     }
 
     #[test]

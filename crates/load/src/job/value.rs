@@ -69,7 +69,8 @@ pub fn size(key: &str, v: &str) -> Result<u64, String> {
         if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
             return Err(bad());
         }
-        return Ok(bytes.round() as u64);
+        // In range: checked just above.
+        return Ok(iolab_sys::cast::round_u64(bytes));
     }
     iolab_sys::units::parse_size(v).map_err(|_| bad())
 }
@@ -84,6 +85,9 @@ pub fn number(key: &str, v: &str) -> Result<u64, String> {
 /// Most clones of one job: each is a thread, and beyond this the test
 /// measures the CPU scheduler rather than the storage.
 pub const MAX_NUMJOBS: u32 = 4096;
+/// Most files per clone: an I/O's offset carries its file's index in the
+/// 16 bits above 256 TiB (`run::files::file_set::FILE_SHIFT`).
+pub const MAX_FILES: u32 = 1 << 16;
 /// Deepest queue: io_uring's largest submission queue (IORING_MAX_ENTRIES).
 pub const MAX_IODEPTH: u32 = 32_768;
 

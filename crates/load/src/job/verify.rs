@@ -17,6 +17,10 @@
 const MIN_HEADER: usize = 64;
 const MAGIC: u32 = 0x564c_4f49; // "IOLV"
 const SUM_AT: usize = 24;
+/// Longest chunk: the header holds its length in 32 bits. `Job::validate`
+/// and the iolog parser keep every I/O within it; the cap makes the
+/// header's length right whatever the caller.
+const MAX_CHUNK: usize = u32::MAX as usize;
 
 /// How blocks are checked: fio's verify types. The checksums are fio's
 /// own algorithms (crc/*.c in fio 3.33), checked against its C code on
@@ -220,7 +224,9 @@ impl VerifyOpts {
     }
 
     fn chunk(&self, len: usize) -> usize {
-        self.interval.map_or(len, |i| (i as usize).min(len)).max(1)
+        self.interval
+            .map_or(len, |i| iolab_sys::cast::usize_of(i).min(len))
+            .clamp(1, MAX_CHUNK)
     }
 
     /// Prepares a block about to be written at `offset`.
@@ -238,6 +244,10 @@ impl VerifyOpts {
             chunk[..4].copy_from_slice(&MAGIC.to_le_bytes());
             chunk[4] = self.kind.id();
             chunk[5..8].fill(0);
+            #[allow(
+                clippy::cast_possible_truncation,
+                reason = "chunk() caps every chunk at MAX_CHUNK = u32::MAX"
+            )]
             let len = chunk.len() as u32;
             chunk[8..12].copy_from_slice(&len.to_le_bytes());
             chunk[12..16].fill(0);
@@ -412,7 +422,12 @@ pub fn parse_pattern(key: &str, v: &str) -> Result<Vec<u8>, String> {
                     .filter(|n| (i64::from(i32::MIN)..=i64::from(u32::MAX)).contains(n))
                     .ok_or_else(|| bad(&format!("{} is not a 32-bit number", &t[start..j])))?;
                 if n < 0 {
-                    out.extend_from_slice(&(n as i32).to_le_bytes());
+                    #[allow(
+                        clippy::cast_possible_truncation,
+                        reason = "n is in i32::MIN..0: the filter above keeps i32::MIN..=u32::MAX"
+                    )]
+                    let n = n as i32;
+                    out.extend_from_slice(&n.to_le_bytes());
                 } else {
                     let n = n as u64;
                     let used = 8 - (n.leading_zeros() / 8) as usize;
@@ -485,7 +500,7 @@ mod tests {
         if kind == VerifyKind::Pattern {
             v.pattern = Some(vec![0xaa, 0x55]);
         }
-        let mut buf: Vec<u8> = (0..8192u32).map(|i| (i * 7) as u8).collect();
+        let mut buf: Vec<u8> = (0..8192u32).map(|i| (i * 7).to_le_bytes()[0]).collect();
         v.stamp(&mut buf, 1 << 20);
         v.check(&buf, 1 << 20).unwrap();
         // A block read from the wrong place is caught.

@@ -14,6 +14,7 @@
 
 use std::collections::BTreeMap;
 
+use iolab_sys::cast;
 use serde::Serialize;
 
 use crate::run::report::{DirReport, JobReport, LoadReport};
@@ -290,7 +291,7 @@ fn build(r: &LoadReport, plus: bool) -> FioJson {
     };
     // fio's `elapsed` is the run's, in seconds rounded up (eta.c), the
     // same in every entry.
-    let elapsed = (r.elapsed.as_millis() as u64).div_ceil(1000);
+    let elapsed = cast::duration_ms(r.elapsed).div_ceil(1000);
     let job = |j: &JobReport| FioJob {
         elapsed,
         ..job(j, plus, [group_kib(j.group, 0), group_kib(j.group, 1)])
@@ -303,7 +304,7 @@ fn build(r: &LoadReport, plus: bool) -> FioJson {
         fio_version: FIO_VERSION.into(),
         version: format!("iolab-{}", env!("CARGO_PKG_VERSION")),
         timestamp: since.as_secs(),
-        timestamp_ms: since.as_millis() as u64,
+        timestamp_ms: cast::duration_ms(since),
         time: ctime(since.as_secs() as i64),
         jobs: r.jobs.iter().map(job).collect(),
         total: self::job(
@@ -394,9 +395,9 @@ fn job(j: &JobReport, plus: bool, group_kib: [f64; 2]) -> FioJob {
         latency_ms: keyed(&lat_keys, &share[20..]),
         latency_depth: j.iodepth.max(1),
         // fio keeps the target in ns and the window in us.
-        latency_target: j.latency.map_or(0, |l| l.0.as_nanos() as u64),
+        latency_target: j.latency.map_or(0, |l| cast::duration_ns(l.0)),
         latency_percentile: j.latency.map_or(100.0, |l| l.2),
-        latency_window: j.latency.map_or(0, |l| l.1.as_micros() as u64),
+        latency_window: j.latency.map_or(0, |l| cast::duration_us(l.1)),
         jobname: j.name.clone(),
         groupid: j.group,
         // A job that continued past errors reports the first as its
@@ -433,7 +434,7 @@ fn job(j: &JobReport, plus: bool, group_kib: [f64; 2]) -> FioJob {
                 .map(|(n, l)| lat(l, *n, true, plus.then_some(j.sync_bins.as_slice())))
                 .unwrap_or_default(),
         }),
-        job_runtime: j.thread_time.as_millis() as u64,
+        job_runtime: cast::duration_ms(j.thread_time),
         usr_cpu: j.usr_cpu(),
         sys_cpu: j.sys_cpu(),
         ctx: j.cpu.ctx,
@@ -535,7 +536,12 @@ fn dir(d: &DirReport, plus: bool, pct: (bool, bool, bool), group_kib: f64) -> Fi
         bw_agg: if b.n == 0 {
             0.0
         } else if group_kib > 1.0 {
-            (f64::from(b.mean as i32) * 100.0 / group_kib).min(100.0)
+            #[allow(
+                clippy::cast_possible_truncation,
+                reason = "fio passes the mean to an int parameter: dropping the fraction is its result (and a mean past i32, 2 TiB/s, saturates)"
+            )]
+            let mean = b.mean as i32;
+            (f64::from(mean) * 100.0 / group_kib).min(100.0)
         } else {
             100.0
         },

@@ -9,6 +9,7 @@
 
 use std::fmt::Write as _;
 
+use iolab_sys::cast;
 use serde_json::Value;
 
 /// fio's `sig_figs` default.
@@ -70,7 +71,7 @@ fn numeric(m: &serde_json::Map<String, Value>) -> Vec<(&String, &Value)> {
 
 fn u(v: &Value) -> u64 {
     v.as_u64()
-        .or_else(|| v.as_f64().map(|f| f.max(0.0) as u64))
+        .or_else(|| v.as_f64().map(cast::floor_u64))
         .unwrap_or(0)
 }
 
@@ -289,7 +290,11 @@ fn job(out: &mut String, j: &Value, (members, pid, style): Members, all: &[Value
         tot("drop_ios")
     );
     if let Some(n) = j["total_err"].as_u64() {
-        let first = j["first_error"].as_i64().unwrap_or(0) as i32;
+        // An errno: a value past i32 is as malformed as a missing one.
+        let first = j["first_error"]
+            .as_i64()
+            .and_then(|e| i32::try_from(e).ok())
+            .unwrap_or(0);
         let _ = writeln!(
             out,
             "     errors    : total={n}, first_error={first}/<{}>",
@@ -360,8 +365,8 @@ fn ddir(out: &mut String, name: &str, d: &Value, group_bw: f64, zone_resets: &Va
         let _ = writeln!(
             out,
             "   bw ({unit:>5}/s): min={:5}, max={:5}, per={per:3.2}%, avg={mean:5.2}, stdev={dev:5.2}, samples={}",
-            min as u64,
-            max as u64,
+            cast::floor_u64(min),
+            cast::floor_u64(max),
             u(&d["bw_samples"])
         );
     }
@@ -422,7 +427,7 @@ fn percentiles(out: &mut String, label: &str, p: &serde_json::Map<String, Value>
         ("nsec", 0)
     };
     let divisor = 1000u64.pow(scale);
-    let width = ((maxv / divisor).max(1) as f64).log10() as usize + 1;
+    let width = cast::usize_of(cast::floor_u64(((maxv / divisor).max(1) as f64).log10())) + 1;
     let width = width.max(5);
     let per_line = (80 - 7) / (2 + 10 + width);
     let _ = write!(out, "    {label} percentiles ({unit}):\n     |");

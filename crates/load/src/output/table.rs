@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use iolab_sys::cast;
 use iolab_sys::units::{format_bytes, format_rate};
 
 use crate::run::report::{DirReport, JobReport, LoadReport};
@@ -43,8 +44,8 @@ pub fn render(r: &LoadReport) -> String {
                     j.name.clone(),
                     name.to_string(),
                     fmt_ns(l.min_ns),
-                    fmt_ns(l.mean_ns as u64),
-                    fmt_ns(l.stddev_ns as u64),
+                    fmt_ns(cast::floor_u64(l.mean_ns)),
+                    fmt_ns(cast::floor_u64(l.stddev_ns)),
                     fmt_ns(l.max_ns),
                     p(50.0),
                     p(90.0),

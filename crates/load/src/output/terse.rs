@@ -11,6 +11,8 @@
 
 use std::fmt::Write as _;
 
+use iolab_sys::cast;
+
 use crate::run::report::{DirReport, JobReport, LoadReport};
 use crate::run::sinks::stats::Latency;
 
@@ -103,7 +105,7 @@ fn dir(out: &mut String, d: &DirReport, (clat_p, lat_p, _): (bool, bool, bool)) 
         ";{};{};{};{}",
         d.io_bytes / 1024,
         bw,
-        d.fio_iops() as u64,
+        cast::floor_u64(d.fio_iops()),
         d.fio_runtime_ms()
     );
     let one = |out: &mut String, l: Option<&Latency>| match l {

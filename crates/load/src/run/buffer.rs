@@ -5,6 +5,7 @@
 use std::alloc::Layout;
 use std::ptr::NonNull;
 
+use iolab_sys::cast;
 use rand::{Rng, SeedableRng};
 
 /// Alignment of every buffer.
@@ -139,7 +140,7 @@ impl Dedupe {
                 let n = bases.len() as u64;
                 let per = (self.working_set / n).max(1);
                 let owner = (*me as u64 + i / per) % n;
-                bases[owner as usize].wrapping_add(i % per)
+                bases[cast::usize_of(owner)].wrapping_add(i % per)
             }
         }
     }

@@ -8,6 +8,7 @@
 use std::fs::OpenOptions;
 use std::os::fd::AsFd;
 
+use iolab_sys::cast;
 use iolab_sys::units::format_bytes;
 
 use crate::error::LoadError;
@@ -59,7 +60,7 @@ fn write_item(item: &LayoutItem, buf: &[u8], mut tick: impl FnMut(u64)) -> Resul
                 what: format!("laying out {}", path.display()),
             });
         }
-        let len = (item.to - off).min(buf.len() as u64) as usize;
+        let len = cast::usize_of((item.to - off).min(buf.len() as u64));
         match rustix::io::pwrite(file.as_fd(), &buf[..len], off) {
             Ok(n) => {
                 off += n as u64;

@@ -8,6 +8,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use iolab_sys::cast;
 use iolab_sys::units::{format_bytes, format_rate};
 
 use crate::job::kinds::Dir;
@@ -90,7 +91,7 @@ fn draw(counters: &[Arc<LiveCounters>], extent: Extent, stop: &AtomicBool) {
             "{spinner} [{elapsed_precise}] {msg} (until stopped: Ctrl-C)",
         ),
         Extent::Time(d) => (
-            ProgressBar::new(d.as_millis() as u64),
+            ProgressBar::new(cast::duration_ms(d)),
             "[{elapsed_precise}] {wide_bar} ETA {eta} {msg}",
         ),
         Extent::Bytes(b) => (
@@ -119,7 +120,7 @@ fn draw(counters: &[Arc<LiveCounters>], extent: Extent, stop: &AtomicBool) {
         ));
         match extent {
             Extent::UntilStopped => bar.tick(),
-            Extent::Time(_) => bar.set_position(now.duration_since(start).as_millis() as u64),
+            Extent::Time(_) => bar.set_position(cast::duration_ms(now.duration_since(start))),
             Extent::Bytes(_) => bar.set_position(t[0] + t[1]),
         }
         last = (now, t);

@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
+use iolab_sys::cast;
 use iolab_sys::diskstats::DiskStat;
 
 use crate::job::model::Job;
@@ -145,7 +146,7 @@ impl DirReport {
     /// The measured time in whole milliseconds as fio keeps it: rounded
     /// up (backend.c, `(elapsed_us + 999) / 1000`).
     pub fn fio_runtime_ms(&self) -> u64 {
-        (self.runtime.as_micros() as u64).div_ceil(1000)
+        cast::duration_us(self.runtime).div_ceil(1000)
     }
 
     /// Bytes per second as fio computes them from whole milliseconds
@@ -153,7 +154,10 @@ impl DirReport {
     pub fn fio_bw_bytes(&self) -> u64 {
         match self.fio_runtime_ms() {
             0 => 0,
-            ms => (u128::from(self.io_bytes) * 1000 / u128::from(ms)) as u64,
+            // Past u64 only beyond 18 PB/s: saturate, as a derived rate may.
+            ms => {
+                u64::try_from(u128::from(self.io_bytes) * 1000 / u128::from(ms)).unwrap_or(u64::MAX)
+            }
         }
     }
 

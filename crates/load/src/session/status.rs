@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 
+use iolab_sys::cast;
 use iolab_sys::UsageError;
 
 use crate::error::LoadError;
@@ -83,7 +84,7 @@ impl Periodic {
 /// One status: per job, what it has moved so far.
 fn status(load: &RunningLoad, fmt: StatusFormat, el: Duration) -> String {
     let jobs = load.job_snapshots();
-    let ms = el.as_millis().max(1) as u64;
+    let ms = cast::duration_ms(el).max(1);
     match fmt {
         StatusFormat::Json => {
             let dir = |bytes: u64, ios: u64| {
@@ -102,7 +103,7 @@ fn status(load: &RunningLoad, fmt: StatusFormat, el: Duration) -> String {
                 "iolab version": concat!("iolab-", env!("CARGO_PKG_VERSION")),
                 "timestamp_ms": std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_millis() as u64)
+                    .map(cast::duration_ms)
                     .unwrap_or(0),
                 "status": true,
                 "jobs": jobs.iter().map(|(name, s)| serde_json::json!({
@@ -160,7 +161,7 @@ impl AggLogs {
         last: &(Instant, LiveSnapshot),
         snap: &LiveSnapshot,
     ) -> std::io::Result<()> {
-        let ms = now.saturating_duration_since(last.0).as_millis().max(1) as u64;
+        let ms = cast::duration_ms(now.saturating_duration_since(last.0)).max(1);
         let at = now.saturating_duration_since(t0).as_millis();
         let kib = |b: u64, a: u64| b.saturating_sub(a) * 1000 / ms / 1024;
         writeln!(

@@ -8,6 +8,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use iolab_sys::cast;
 use iolab_sys::UsageError;
 use serde_json::{json, Value};
 
@@ -78,9 +79,9 @@ pub fn run(fio_args: &[String], format: &str) -> Result<FioRun, LoadError> {
         std::thread::sleep(Duration::from_millis(200));
         if child.poll() > 0 {
             let (r, w) = child.totals();
-            let ms = t0.elapsed().as_millis() as u64;
+            let ms = cast::duration_ms(t0.elapsed());
             if watch.samples.last().map(|s| (s.1, s.2)) != Some((r, w)) {
-                if ms.saturating_sub(moved_at.0) >= STALL.as_millis() as u64 && moved_at.1 > 0 {
+                if ms.saturating_sub(moved_at.0) >= cast::duration_ms(STALL) && moved_at.1 > 0 {
                     watch.stalls.push((moved_at.0, ms));
                 }
                 moved_at = (ms, r + w);
@@ -88,8 +89,8 @@ pub fn run(fio_args: &[String], format: &str) -> Result<FioRun, LoadError> {
             }
         }
     };
-    let ms = t0.elapsed().as_millis() as u64;
-    if ms.saturating_sub(moved_at.0) >= STALL.as_millis() as u64 && moved_at.1 > 0 {
+    let ms = cast::duration_ms(t0.elapsed());
+    if ms.saturating_sub(moved_at.0) >= cast::duration_ms(STALL) && moved_at.1 > 0 {
         watch.stalls.push((moved_at.0, ms));
     }
     child.poll();

@@ -30,9 +30,12 @@ pub fn part(r: &ExperimentReport) -> Option<String> {
         .iter()
         .map(|(_, run)| run.duration_ns as f64 / 1e9)
         .fold(0.0, f64::max);
-    let t: Vec<f64> = (0..=(end / STEP).ceil() as usize)
-        .map(|i| i as f64 * STEP)
-        .collect();
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "end <= u64::MAX ns in seconds (1.8e10 s), so at most 1.8e11 steps fit a 64-bit usize; float `as` saturates"
+    )]
+    let steps = (end / STEP).ceil() as usize;
+    let t: Vec<f64> = (0..=steps).map(|i| i as f64 * STEP).collect();
     let layers: Vec<Layer> = medians
         .iter()
         .filter_map(|(v, run)| {

@@ -209,6 +209,10 @@ pub fn ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
         return vec![lo];
     }
     let raw = (hi - lo) / n.max(1) as f64;
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "log10 of a positive f64 is in -324..=309; float `as` saturates (an infinite range)"
+    )]
     let e = raw.log10().floor() as i32;
     let m = [1.0, 2.0, 5.0, 10.0]
         .into_iter()
@@ -245,6 +249,10 @@ pub fn nice_max(max: f64) -> f64 {
 }
 
 /// Powers of ten covering `[lo, hi]`.
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "log10 of an f64 at least 1e-12 is in -12..=309; float `as` saturates (an infinite bound)"
+)]
 pub fn decades(lo: f64, hi: f64) -> Vec<f64> {
     let (a, b) = (
         lo.max(1e-12).log10().floor() as i32,

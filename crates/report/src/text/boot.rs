@@ -11,6 +11,7 @@ use std::cmp::Ordering;
 
 use iolab_stats::{ratio_of_means, summarize, two_sided_ci_of_difference, Sample, Summary};
 use iolab_store::{ExperimentReport, RunRecord};
+use iolab_sys::cast;
 use iolab_sys::units::format_bytes;
 
 use super::matrix::align_columns;
@@ -77,13 +78,14 @@ pub fn render(report: &ExperimentReport) -> String {
         } else {
             compare(&s, &base)
         };
-        let read = mean_of(&runs, "read_bytes").map_or("-".into(), |b| format_bytes(b as u64));
+        let read =
+            mean_of(&runs, "read_bytes").map_or("-".into(), |b| format_bytes(cast::floor_u64(b)));
         let prefetch = match (
             mean_of(&runs, "prefetch_bytes"),
             mean_of(&runs, "prefetch_s"),
         ) {
-            (Some(b), Some(t)) => format!("{} / {t:.2}s", format_bytes(b as u64)),
-            (Some(b), None) => format_bytes(b as u64),
+            (Some(b), Some(t)) => format!("{} / {t:.2}s", format_bytes(cast::floor_u64(b))),
+            (Some(b), None) => format_bytes(cast::floor_u64(b)),
             _ => "-".into(),
         };
         rows.push(vec![

@@ -228,16 +228,11 @@ mod tests {
 
     fn table() -> String {
         let mut runs = Vec::new();
-        for (rep, (idle, load)) in [(6.2, 12.1), (6.3, 12.9), (6.4, 12.5)].iter().enumerate() {
-            runs.push(run("bfq", "idle", rep as u32, *idle));
-            runs.push(run("bfq", "1r1w", rep as u32, *load));
-            runs.push(run("none", "idle", rep as u32, *idle));
-            runs.push(run(
-                "none",
-                "1r1w",
-                rep as u32,
-                if rep == 0 { 40.0 } else { 60.0 },
-            ));
+        for (rep, (idle, load)) in (0u32..).zip([(6.2, 12.1), (6.3, 12.9), (6.4, 12.5)]) {
+            runs.push(run("bfq", "idle", rep, idle));
+            runs.push(run("bfq", "1r1w", rep, load));
+            runs.push(run("none", "idle", rep, idle));
+            runs.push(run("none", "1r1w", rep, if rep == 0 { 40.0 } else { 60.0 }));
         }
         render_matrix(&cells_from_runs(&runs), "start-up time [s]")
     }

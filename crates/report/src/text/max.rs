@@ -124,13 +124,13 @@ mod tests {
 
     fn run(s: &str, w: &str, rep: u32, iops: f64, us: f64) -> RunRecord {
         let p = MaxPoint {
-            total_ios: (iops * 2.0) as u64,
-            io_bytes: (iops * 2.0 * 4096.0) as u64,
+            total_ios: iolab_sys::cast::floor_u64(iops * 2.0),
+            io_bytes: iolab_sys::cast::floor_u64(iops * 2.0 * 4096.0),
             runtime_s: 2.0,
             iops,
             bw_bytes: iops * 4096.0,
             wall_ns: 2_000_000_000,
-            kernel_ns: (iops * 2.0 * us * 1e3) as u64,
+            kernel_ns: iolab_sys::cast::floor_u64(iops * 2.0 * us * 1e3),
             kernel_us_per_io: us,
             user_ns: 0,
             busy_pct: 90.0,

@@ -114,7 +114,7 @@ mod tests {
             rep,
             target: "app".into(),
             started_at: String::new(),
-            duration_ns: (secs * 1e9) as u64,
+            duration_ns: iolab_sys::cast::floor_u64(secs * 1e9),
             censored,
             timeout_ns: 10_000_000_000,
             exit_code: Some(0),

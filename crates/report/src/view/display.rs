@@ -110,8 +110,8 @@ mod tests {
     #[test]
     fn spreads_per_cell_from_the_stored_times() {
         let mut runs = Vec::new();
-        for (rep, (id, fd)) in [(1u64, 3u64), (2, 5), (4, 4)].into_iter().enumerate() {
-            let mut r = run("bfq", "1r", rep as u32 + 1, 1.0);
+        for (rep, (id, fd)) in (1u32..).zip([(1u64, 3u64), (2, 5), (4, 4)]) {
+            let mut r = run("bfq", "1r", rep, 1.0);
             r.extra = json!({"ttid_ns": id * 1_000_000_000, "ttfd_ns": fd * 1_000_000_000});
             runs.push(r);
         }

@@ -13,7 +13,7 @@ pub fn run(scheduler: &str, workload: &str, rep: u32, secs: f64) -> RunRecord {
         rep,
         target: "iolab app".into(),
         started_at: iolab_store::rfc3339_now(),
-        duration_ns: (secs * 1e9).round() as u64,
+        duration_ns: iolab_sys::cast::round_u64(secs * 1e9),
         censored,
         timeout_ns: 60_000_000_000,
         exit_code: (!censored).then_some(0),
@@ -53,9 +53,9 @@ pub fn seed(store: &Store) -> ExperimentId {
         ("none", "1r1w", [21.0, 60.0, 23.5]),
     ];
     for (sched, wl, secs) in times {
-        for (rep, s) in secs.into_iter().enumerate() {
+        for (rep, s) in (0u32..).zip(secs) {
             store
-                .record_run(id, &run(sched, wl, rep as u32, s))
+                .record_run(id, &run(sched, wl, rep, s))
                 .expect("record");
         }
     }

@@ -197,7 +197,7 @@ impl CpuSeries {
     /// An empty series sampled every `interval`.
     pub fn new(interval: Duration) -> CpuSeries {
         CpuSeries {
-            interval_ns: u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX),
+            interval_ns: crate::cast::duration_ns(interval),
             cpu: CpuTrack {
                 user_hz: super::user_hz(),
                 ..CpuTrack::default()

@@ -14,7 +14,7 @@ use crate::TraceError;
 
 /// The largest page a trace file may hold: ring-buffer sub-buffers are at
 /// most 1 MiB (`buffer_subbuf_size_kb`), pages as written are trimmed.
-const MAX_PAGE_BYTES: u64 = 1 << 20;
+const MAX_PAGE_BYTES: u32 = 1 << 20;
 
 /// The page layout START declares must describe a page the decoder can
 /// walk: offsets inside a page of at most [`MAX_PAGE_BYTES`], a commit
@@ -102,7 +102,8 @@ impl TraceFile {
                         ),
                     ));
                 }
-                if len > MAX_PAGE_BYTES {
+                let Some(page_len) = u32::try_from(len).ok().filter(|&l| l <= MAX_PAGE_BYTES)
+                else {
                     return Err(TraceError::file(
                         path,
                         format!(
@@ -110,14 +111,25 @@ impl TraceFile {
                             body - 16
                         ),
                     ));
-                }
+                };
                 if pages.len() < cpus {
                     pages.resize(cpus, Vec::new());
                 }
-                pages[i].push((body, len as u32));
+                pages[i].push((body, page_len));
                 continue;
             }
-            let mut buf = vec![0u8; len as usize];
+            // At most the file's size (checked above), but read from the
+            // file: a section this machine cannot address is an error.
+            let len = usize::try_from(len).map_err(|_| {
+                TraceError::file(
+                    path,
+                    format!(
+                        "section at byte {} is {len} bytes: too large to read",
+                        body - 16
+                    ),
+                )
+            })?;
+            let mut buf = vec![0u8; len];
             file.read_exact_at(&mut buf, body)
                 .map_err(|e| TraceError::io(path, e))?;
             let text = String::from_utf8_lossy(&buf);

@@ -44,7 +44,13 @@ impl PageSink for FileSink {
                 Missed::Count(n) => n,
             };
         }
-        self.section(PAGE, i as u32, &page)
+        let cpu_index = u32::try_from(i).map_err(|_| {
+            TraceError::io(
+                &self.path,
+                std::io::Error::other(format!("CPU index {i} does not fit a PAGE section (u32)")),
+            )
+        })?;
+        self.section(PAGE, cpu_index, &page)
     }
 
     fn swept(&mut self, _t0: u64) -> Result<(), TraceError> {

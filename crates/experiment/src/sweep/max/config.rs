@@ -37,6 +37,7 @@ pub struct MaxConfig {
 /// and at least 8, so the curve goes past the point where the CPUs (or
 /// the scheduler's lock) saturate.
 pub fn default_threads(cpus: usize) -> Vec<u32> {
+    #[allow(clippy::cast_possible_truncation, reason = "clamped to 8..=64")]
     let top = (2 * cpus).clamp(8, 64) as u32;
     let mut v = vec![1u32];
     while v[v.len() - 1] * 2 <= top {

@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 use iolab_results::{ArtifactDoc, ArtifactKind, ExperimentKind};
 use iolab_store::{RunKey, RunRecord};
 use iolab_sys::block::BlockDev;
+use iolab_sys::cast;
 
 pub use config::{default_threads, MaxConfig};
 pub use iolab_results::max::MaxPoint;
@@ -51,6 +52,7 @@ impl Body for Max {
                 writes: cfg.writes(),
             },
             dirty_limit_bytes: None,
+            dirty_limit_preferred: false,
         }
     }
 
@@ -157,9 +159,9 @@ fn record(
         rep: p.rep,
         target: dev.name.clone(),
         started_at,
-        duration_ns: (pt.runtime_s * 1e9) as u64,
+        duration_ns: cast::floor_u64(pt.runtime_s * 1e9),
         censored: false,
-        timeout_ns: (cfg.runtime_s * 1e9) as u64,
+        timeout_ns: cast::floor_u64(cfg.runtime_s * 1e9),
         exit_code: None,
         signal: None,
         overhead_ns: None,

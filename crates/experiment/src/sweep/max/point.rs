@@ -9,6 +9,7 @@ use iolab_results::max::MaxPoint;
 
 use iolab_load::{job_from_options, run_to_completion, Job, LoadError, LoadReport, StartOptions};
 use iolab_sys::block::BlockDev;
+use iolab_sys::cast;
 use iolab_sys::cpustat::{self, CpuDelta};
 use std::path::Path;
 
@@ -29,7 +30,7 @@ pub fn job(
     threads: u32,
 ) -> Result<Job, LoadError> {
     let slice = dev_size / u64::from(threads) / cfg.bs_bytes * cfg.bs_bytes;
-    let ms = (cfg.runtime_s * 1000.0).round().max(1.0) as u64;
+    let ms = cast::round_u64(cfg.runtime_s * 1000.0).max(1);
     let opts: Vec<(String, String)> = [
         ("filename", dev.to_string_lossy().into_owned()),
         ("rw", kind.fio_rw().to_string()),
@@ -104,7 +105,7 @@ fn point(report: &LoadReport, d: &CpuDelta, wall: std::time::Duration) -> MaxPoi
     let total_ios = t.read.total_ios + t.write.total_ios;
     let io_bytes = t.read.io_bytes + t.write.io_bytes;
     let runtime_s = t.read.runtime.max(t.write.runtime).as_secs_f64();
-    let kernel_ns = ((d.sys + d.irq + d.soft) as f64 * tick_ns) as u64;
+    let kernel_ns = cast::floor_u64((d.sys + d.irq + d.soft) as f64 * tick_ns);
     let busy = d.total().saturating_sub(d.idle + d.iowait);
     let disk = report.disks.first();
     MaxPoint {
@@ -121,20 +122,20 @@ fn point(report: &LoadReport, d: &CpuDelta, wall: std::time::Duration) -> MaxPoi
         } else {
             0.0
         },
-        wall_ns: u64::try_from(wall.as_nanos()).unwrap_or(u64::MAX),
+        wall_ns: cast::duration_ns(wall),
         kernel_ns,
         kernel_us_per_io: if total_ios > 0 {
             kernel_ns as f64 / total_ios as f64 / 1e3
         } else {
             0.0
         },
-        user_ns: ((d.usr + d.nice) as f64 * tick_ns) as u64,
+        user_ns: cast::floor_u64((d.usr + d.nice) as f64 * tick_ns),
         busy_pct: if d.total() > 0 {
             100.0 * busy as f64 / d.total() as f64
         } else {
             0.0
         },
-        job_sys_ns: u64::try_from(t.cpu.sys.as_nanos()).unwrap_or(u64::MAX),
+        job_sys_ns: cast::duration_ns(t.cpu.sys),
         disk_ios: disk.map(|u| {
             let s = &u.delta;
             s.reads + s.reads_merged + s.writes + s.writes_merged

@@ -7,7 +7,7 @@
 //! Both the file set and the launch pattern are pure functions of
 //! (seed, scale), so every launch of a set does exactly the same I/O.
 
-use iolab_sys::UsageError;
+use iolab_sys::{cast, UsageError};
 
 use super::manifest::{FileEntry, FileKind, Manifest, PROFILE_VERSION};
 use crate::target::content::SplitMix64;
@@ -51,11 +51,11 @@ pub fn check_scale(scale: f64) -> Result<(), UsageError> {
 }
 
 fn pages(mib: f64, scale: f64) -> u64 {
-    ((mib * scale * MIB / PAGE as f64).round() as u64).max(16) * PAGE
+    cast::round_u64(mib * scale * MIB / PAGE as f64).max(16) * PAGE
 }
 
 fn count(n: f64, scale: f64) -> u64 {
-    ((n * scale).round() as u64).max(1)
+    cast::round_u64(n * scale).max(1)
 }
 
 /// The file set for `scale` and `seed`.
@@ -94,7 +94,7 @@ pub fn file_set(seed: u64, scale: f64) -> Manifest {
     for i in 0..count(200.0, scale) {
         let (dir, ext) = RES_DIRS[(i % 4) as usize];
         let u = rng.next_u64() as f64 / u64::MAX as f64;
-        let size = (1024.0 * 64f64.powf(u)).round() as u64;
+        let size = cast::round_u64(1024.0 * 64f64.powf(u));
         files.push(f(
             format!("res/{dir}/r{i:03}.{ext}"),
             FileKind::Resource,
@@ -191,15 +191,16 @@ pub fn journal_bytes(pages: usize) -> u64 {
 /// (code is touched function by function, not byte by byte), page 0 first.
 fn clustered_pages(rng: &mut SplitMix64, size: u64, fraction: f64) -> Vec<u64> {
     let n = size / PAGE;
-    let want = ((n as f64 * fraction).round() as u64).clamp(1, n);
-    let mut seen = vec![false; n as usize];
+    let want = cast::round_u64(n as f64 * fraction).clamp(1, n);
+    let mut seen = vec![false; cast::usize_of(n)];
     let mut out = vec![0];
     seen[0] = true;
     while (out.len() as u64) < want {
         let start = rng.range(0, n - 1);
         for p in start..(start + rng.range(1, 16)).min(n) {
-            if !seen[p as usize] && (out.len() as u64) < want {
-                seen[p as usize] = true;
+            let i = cast::usize_of(p);
+            if !seen[i] && (out.len() as u64) < want {
+                seen[i] = true;
                 out.push(p);
             }
         }
@@ -256,7 +257,7 @@ pub fn plan(m: &Manifest) -> Vec<Phase> {
     }
 
     // resources.arsc sits a quarter into the APK, stored uncompressed.
-    let arsc = ((1.5 * scale * MIB) as u64 / PAGE).max(1) * PAGE;
+    let arsc = (cast::floor_u64(1.5 * scale * MIB) / PAGE).max(1) * PAGE;
     let mut activity = vec![read(apk, (size(apk) / 4 / PAGE) * PAGE, arsc)];
     for _ in 0..count(48.0, scale) {
         let len = rng.range(8, 96) * 1024;
@@ -269,7 +270,9 @@ pub fn plan(m: &Manifest) -> Vec<Phase> {
         .filter(|_| rng.range(0, 2) > 0)
         .collect();
     for k in (1..res.len()).rev() {
-        res.swap(k, rng.range(0, k as u64) as usize);
+        #[allow(clippy::cast_possible_truncation, reason = "in 0..=k, a usize")]
+        let j = rng.range(0, k as u64) as usize;
+        res.swap(k, j);
     }
     activity.extend(res.into_iter().map(|i| read(i, 0, size(i))));
 

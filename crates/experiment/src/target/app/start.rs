@@ -8,6 +8,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use iolab_sys::cast;
 use iolab_sys::pagecache::Mapping;
 use iolab_sys::process::{io_counters, IoCounters};
 use iolab_sys::SysError;
@@ -121,11 +122,11 @@ pub fn start(dir: &Path, m: &Manifest) -> Result<StartReport, SysError> {
 }
 
 fn ns(t: Instant) -> u64 {
-    u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    cast::duration_ns(t.elapsed())
 }
 
 fn own_io() -> Option<IoCounters> {
-    io_counters(Path::new("/proc"), std::process::id() as i32)
+    io_counters(Path::new("/proc"), iolab_sys::process::own_pid())
 }
 
 fn journal_path(db: &Path) -> PathBuf {
@@ -209,7 +210,7 @@ impl Run<'_> {
                 let path = self.path(*file);
                 let map = Mapping::open(&path)?;
                 for &p in pages {
-                    self.checksum += u64::from(map.touch((p * PAGE) as usize));
+                    self.checksum += u64::from(map.touch(cast::usize_of(p * PAGE)));
                 }
                 self.maps.push(map);
                 self.opened.insert(*file);
@@ -231,7 +232,7 @@ impl Run<'_> {
         let mut result = Ok(());
         let mut calls = 0;
         while at < end {
-            let n = (end - at).min(buf.len() as u64) as usize;
+            let n = buf.len().min(cast::usize_of(end - at));
             calls += 1;
             match f.read_at(&mut buf[..n], at) {
                 Ok(0) => break,
@@ -274,11 +275,23 @@ impl Run<'_> {
         let mut header = vec![0u8; 512];
         header[..8].copy_from_slice(&[0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7]);
         self.write_at(&journal, &jpath, &header, 0)?;
-        let mut record = vec![0u8; (PAGE + 8) as usize];
+        let page_len = cast::usize_of(PAGE);
+        let mut record = vec![0u8; page_len + 8];
         for (k, &p) in pages.iter().enumerate() {
             self.read(file, p * PAGE, PAGE)?;
-            record[..4].copy_from_slice(&(p as u32 + 1).to_be_bytes());
-            record[4..4 + PAGE as usize].copy_from_slice(&self.buf[..PAGE as usize]);
+            // SQLite numbers pages from 1 in a u32.
+            let number = u32::try_from(p + 1).map_err(|_| {
+                let why = format!(
+                    "page {p}: a SQLite journal numbers pages up to {}",
+                    u32::MAX
+                );
+                SysError::io(
+                    &db_path,
+                    std::io::Error::new(std::io::ErrorKind::InvalidInput, why),
+                )
+            })?;
+            record[..4].copy_from_slice(&number.to_be_bytes());
+            record[4..4 + page_len].copy_from_slice(&self.buf[..page_len]);
             let at = 512 + k as u64 * (PAGE + 8);
             self.write_at(&journal, &jpath, &record, at)?;
         }
@@ -287,7 +300,7 @@ impl Run<'_> {
             .open(file)?
             .try_clone()
             .map_err(|e| SysError::io(&db_path, e))?;
-        let mut page = vec![0u8; PAGE as usize];
+        let mut page = vec![0u8; page_len];
         for &p in pages {
             self.rng.fill(&mut page);
             self.write_at(&db, &db_path, &page, p * PAGE)?;
@@ -301,7 +314,7 @@ impl Run<'_> {
     fn commit(&mut self, file: usize) -> Result<(), SysError> {
         let path = self.path(file);
         let bak = backup_path(&path);
-        let mut data = vec![0u8; self.m.files[file].size_bytes as usize];
+        let mut data = vec![0u8; cast::usize_of(self.m.files[file].size_bytes)];
         self.rng.fill(&mut data);
         std::fs::rename(&path, &bak).map_err(|e| SysError::io(&path, e))?;
         let mut f = File::create(&path).map_err(|e| SysError::io(&path, e))?;

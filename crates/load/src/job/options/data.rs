@@ -84,7 +84,8 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
             x.buffer = BufferFill::Compressible { percent: p, chunk };
         }
         "buffer_compress_chunk" => {
-            let c = size(key, need(key, value)?)? as usize;
+            // A chunk past the buffer is the whole buffer: saturating is exact.
+            let c = iolab_sys::cast::usize_of(size(key, need(key, value)?)?);
             if c == 0 {
                 return Err(format!("{key}=0: expected a chunk size, e.g. 4k"));
             }

@@ -111,20 +111,21 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
         "prio" => {
             let v = need(key, value)?;
             let n = count(key, v, 0)?;
-            if n > 7 {
-                return Err(format!("prio={n}: expected 0 (highest) to 7"));
-            }
-            x.priolevel = Some(n as u8);
-            x.prio = Some(make_prio(x.prioclass.unwrap_or(2), n as u8)?);
+            let n = u8::try_from(n)
+                .ok()
+                .filter(|n| *n <= 7)
+                .ok_or_else(|| format!("prio={n}: expected 0 (highest) to 7"))?;
+            x.priolevel = Some(n);
+            x.prio = Some(make_prio(x.prioclass.unwrap_or(2), n)?);
         }
         "prioclass" => {
             let v = need(key, value)?;
             let c = count(key, v, 0)?;
-            if c > 3 {
-                return Err(format!("prioclass={c}: expected 1 (real-time), 2 (best-effort), 3 (idle) or 0 (none)"));
-            }
-            x.prioclass = Some(c as u8);
-            x.prio = (c != 0).then(|| make_prio(c as u8, x.priolevel.unwrap_or(4))).transpose()?;
+            let c = u8::try_from(c).ok().filter(|c| *c <= 3).ok_or_else(|| {
+                format!("prioclass={c}: expected 1 (real-time), 2 (best-effort), 3 (idle) or 0 (none)")
+            })?;
+            x.prioclass = Some(c);
+            x.prio = (c != 0).then(|| make_prio(c, x.priolevel.unwrap_or(4))).transpose()?;
         }
         // Errors are always printed, with the file and offset.
         // apply() let only NAMES in.

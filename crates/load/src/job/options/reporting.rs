@@ -94,10 +94,10 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
         "log_hist_msec" => x.logs.hist_msec = number(key, need(key, value)?)?,
         "log_hist_coarseness" => {
             let v = number(key, need(key, value)?)?;
-            if v > 6 {
-                return Err(format!("{key}={v}: from 0 to 6, as in fio"));
-            }
-            x.logs.hist_coarseness = v as u32;
+            x.logs.hist_coarseness = u32::try_from(v)
+                .ok()
+                .filter(|v| *v <= 6)
+                .ok_or_else(|| format!("{key}={v}: from 0 to 6, as in fio"))?;
         }
         "bw_avg_time" => x.logs.bw_avg_time = Some(number(key, need(key, value)?)?.max(1)),
         "iops_avg_time" => x.logs.iops_avg_time = Some(number(key, need(key, value)?)?.max(1)),
@@ -233,10 +233,12 @@ fn ignore_error(v: &str) -> Result<[Option<Vec<i32>>; 3], String> {
         // fio stops at the first empty name.
         for name in class.trim().split(':').take_while(|n| !n.is_empty()) {
             let e = if name.starts_with('E') {
+                // errno k is ERRNO_NAMES[k - 1].
                 ERRNO_NAMES
                     .iter()
-                    .position(|n| *n == name)
-                    .map_or(0, |i| i as i32 + 1)
+                    .zip(1..)
+                    .find(|(n, _)| **n == name)
+                    .map_or(0, |(_, errno)| errno)
             } else {
                 name.parse::<i32>().map_or(0, i32::abs)
             };

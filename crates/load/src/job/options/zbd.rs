@@ -29,16 +29,18 @@ pub fn apply(job: &mut Job, key: &str, value: Option<&str>) -> Result<(), String
         "ignore_zone_limits" => z.ignore_limits = boolean(key, value)?,
         "max_open_zones" | "job_max_open_zones" => {
             let v = need(key, value)?;
-            let n = number(key, v)?;
-            if n > u64::from(MAX_OPEN_ZONES) {
-                return Err(format!(
-                    "{key}={v}: expected at most {MAX_OPEN_ZONES} (fio's limit on open zones)"
-                ));
-            }
+            let n = u32::try_from(number(key, v)?)
+                .ok()
+                .filter(|n| *n <= MAX_OPEN_ZONES)
+                .ok_or_else(|| {
+                    format!(
+                        "{key}={v}: expected at most {MAX_OPEN_ZONES} (fio's limit on open zones)"
+                    )
+                })?;
             if key == "max_open_zones" {
-                z.max_open = n as u32;
+                z.max_open = n;
             } else {
-                z.job_max_open = n as u32;
+                z.job_max_open = n;
             }
         }
         "zone_reset_threshold" | "zone_reset_frequency" => {

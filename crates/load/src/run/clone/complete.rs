@@ -5,6 +5,8 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use iolab_sys::cast;
+
 use crate::job::kinds::Dir;
 use crate::run::clone::result::Failure;
 use crate::run::clone::state::Run;
@@ -49,8 +51,8 @@ impl Run<'_> {
         now: Instant,
         offset: u64,
     ) {
-        let lat_ns = lat.as_nanos() as u64;
-        let slat_ns = slat.map(|s| (s.as_nanos() as u64).min(lat_ns));
+        let lat_ns = cast::duration_ns(lat);
+        let slat_ns = slat.map(|s| cast::duration_ns(s).min(lat_ns));
         self.complete(dir, bytes, lat, Issue { slat_ns, prio }, now, offset);
     }
 
@@ -77,7 +79,7 @@ impl Run<'_> {
                 self.sample(now);
             }
             if self.timed {
-                let lat_ns = lat.as_nanos() as u64;
+                let lat_ns = cast::duration_ns(lat);
                 self.dirs[d].record(bytes, asked, lat_ns);
                 if let Some(s) = issue.slat_ns {
                     self.dirs[d].record_split(s, lat_ns - s);
@@ -96,7 +98,7 @@ impl Run<'_> {
                 self.dirs[d].record_untimed(bytes, asked);
             }
             if self.per_io_samples && d < 2 {
-                let clat = lat.as_nanos() as u64 - issue.slat_ns.unwrap_or(0);
+                let clat = cast::duration_ns(lat) - issue.slat_ns.unwrap_or(0);
                 self.per_io_sample(d, bytes, clat);
             }
         }
@@ -152,7 +154,14 @@ impl Run<'_> {
         let real = self.names.real(offset);
         if let Some(l) = &mut self.logs {
             l.begin(epoch);
-            l.slat(dir as usize, slat.as_nanos() as u64, bytes, real, prio, now);
+            l.slat(
+                dir as usize,
+                cast::duration_ns(slat),
+                bytes,
+                real,
+                prio,
+                now,
+            );
         }
     }
 
@@ -195,7 +204,7 @@ impl Run<'_> {
                 self.lat_pending.get_or_insert(step);
             }
         }
-        let lat_ns = lat.as_nanos() as u64;
+        let lat_ns = cast::duration_ns(lat);
         let real = self.names.real(offset);
         if let Some(l) = &mut self.logs {
             if let Some(epoch) = self.time.measure_start {

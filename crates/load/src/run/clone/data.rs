@@ -7,6 +7,8 @@ use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::time::Instant;
 
+use iolab_sys::cast;
+
 use crate::job::extra::BufferFill;
 use crate::job::kinds::{Dir, IoEngine};
 use crate::run::clone::result::Failure;
@@ -102,7 +104,7 @@ impl Run<'_> {
             sync(file, flags)
         };
         if self.time.measuring() {
-            let ns = t0.elapsed().as_nanos() as u64;
+            let ns = cast::duration_ns(t0.elapsed());
             self.fx.sync_lat.record(0, 0, ns);
         }
         if let Err(e) = r {

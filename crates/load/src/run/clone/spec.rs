@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::sync::{mpsc, Arc};
 
+use iolab_sys::cast;
 use iolab_sys::ioprio::IoPrio;
 
 use crate::job::model::Job;
@@ -69,7 +70,7 @@ pub fn seed_of(job: &Job, job_idx: usize, clone: u32) -> u64 {
         let run = *RUN.get_or_init(|| {
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
+                .map(cast::duration_ns)
                 .unwrap_or(0)
                 ^ u64::from(std::process::id()) << 40
         });

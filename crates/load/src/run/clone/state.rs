@@ -180,7 +180,12 @@ impl<'a> Run<'a> {
             (Some(f), true) => {
                 let mut z = crate::run::files::zbd::ZbdClone::new(
                     f.clone(),
-                    spec.number as u32,
+                    u32::try_from(spec.number).map_err(|_| {
+                        format!(
+                            "clone {}: zonemode=zbd numbers the clones in 32 bits",
+                            spec.number
+                        )
+                    })?,
                     job,
                     spec.base,
                     spec.size,
@@ -240,6 +245,10 @@ impl<'a> Run<'a> {
             slow_path,
             timed: !job.x.no_latency,
             cmdprio: job.x.cmdprio.active().then(|| {
+                #[allow(
+                    clippy::cast_possible_truncation,
+                    reason = "IoPrio::raw is class (0..=3) << 13 | level (a u8): below 0x6100, the kernel's 16-bit ioprio"
+                )]
                 let default = job.x.prio.or(spec.ioprio).map_or(0, |p| p.raw() as u16);
                 (
                     [job.x.cmdprio.rules(0), job.x.cmdprio.rules(1)],

@@ -9,6 +9,8 @@ use std::os::fd::AsFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use iolab_sys::cast;
+
 use crate::job::model::Job;
 use crate::job::verify::VerifyOpts;
 use crate::run::clone::result::Failure;
@@ -115,11 +117,11 @@ impl Verifier {
     pub fn read_back(&mut self, job: &Job, files: &Files) -> (Vec<ReadBack>, Option<Failure>) {
         self.since_check = 0;
         let blocks = std::mem::take(&mut self.written);
-        let mut buf = crate::run::buffer::AlignedBuf::zeroed(job.bs as usize);
+        let mut buf = crate::run::buffer::AlignedBuf::zeroed(cast::usize_of(job.bs));
         // t0005: a 100 MiB write job with verify reads 100 MiB.
         let mut done = Vec::with_capacity(blocks.len());
         for (voff, len) in blocks {
-            let b = &mut buf.as_mut_slice()[..len as usize];
+            let b = &mut buf.as_mut_slice()[..cast::usize_of(len)];
             let (file, off) = files.at(voff);
             let (path, _) = files.path_at(voff);
             let t0 = Instant::now();

@@ -11,6 +11,8 @@
 use std::sync::atomic::{fence, Ordering};
 use std::time::Duration;
 
+use iolab_sys::cast;
+
 use crate::job::kinds::Dir;
 use crate::run::buffer::AlignedBuf;
 use crate::run::engine::queue::Queue;
@@ -125,15 +127,16 @@ impl Libaio {
                     self.queued.as_mut_ptr().add(done),
                 )
             };
-            if r < 0 {
+            // A count of the iocbs taken, or -1 and errno.
+            let Ok(r) = usize::try_from(r) else {
                 let e = std::io::Error::last_os_error();
                 if e.raw_os_error() == Some(libc::EAGAIN) || e.raw_os_error() == Some(libc::EINTR) {
                     continue;
                 }
                 self.queued.drain(..done);
                 return Err(e);
-            }
-            done += r as usize;
+            };
+            done += r;
         }
         self.queued.clear();
         Ok(())
@@ -156,7 +159,7 @@ impl Libaio {
                     break;
                 }
                 let ev = std::ptr::read_volatile(events.add(head as usize));
-                out.push((ev.data as usize, ev.res));
+                out.push((cast::usize_of(ev.data), ev.res));
                 head = (head + 1) % nr;
                 n += 1;
             }
@@ -246,7 +249,8 @@ impl Queue for Libaio {
                     tsp,
                 )
             };
-            if r < 0 {
+            // A count of the events written, or -1 and errno.
+            let Ok(r) = usize::try_from(r) else {
                 let e = std::io::Error::last_os_error();
                 if e.raw_os_error() == Some(libc::EINTR) {
                     if timeout.is_some() {
@@ -255,9 +259,9 @@ impl Queue for Libaio {
                     continue;
                 }
                 return Err(e);
-            }
-            for ev in &self.events[..r as usize] {
-                out.push((ev.data as usize, ev.res));
+            };
+            for ev in &self.events[..r] {
+                out.push((cast::usize_of(ev.data), ev.res));
             }
             return Ok(());
         }

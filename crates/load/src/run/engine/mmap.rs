@@ -63,7 +63,8 @@ impl Blocking for MmapIo {
         offset: u64,
         buf: &mut [u8],
     ) -> std::io::Result<usize> {
-        let off = offset as usize;
+        // Saturating: an offset past usize is past the mapping too.
+        let off = iolab_sys::cast::usize_of(offset);
         if off >= self.len {
             return Ok(0);
         }

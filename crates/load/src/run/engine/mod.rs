@@ -8,6 +8,8 @@
 use std::os::fd::{AsFd, BorrowedFd};
 use std::time::Instant;
 
+use iolab_sys::cast;
+
 use crate::job::kinds::{Dir, IoEngine};
 use crate::job::model::Job;
 use crate::run::buffer::AlignedBuf;
@@ -163,13 +165,13 @@ pub fn do_trim(run: &mut Run<'_>, files: &Files, trimmer: trim::Trimmer, offset:
     let t0 = Instant::now();
     // zonemode=zbd: a trim of a sequential zone is its reset.
     let r = match run.zbd_trim(offset) {
-        Some(r) => r.map(|()| len as usize),
+        Some(r) => r.map(|()| len),
         None => trimmer.trim(file, off, len),
     };
     let t1 = Instant::now();
     run.zbd_done(Dir::Trim, offset, len);
     match r {
-        Ok(n) => run.complete_at(Dir::Trim, n as u64, t1 - t0, t1, offset),
+        Ok(n) => run.complete_at(Dir::Trim, n, t1 - t0, t1, offset),
         Err(e) => {
             let f = run.io_failure(&e, Dir::Trim, offset);
             run.error(f, Dir::Trim, 1);
@@ -193,7 +195,7 @@ pub fn run_blocking<E: Blocking>(eng: &mut BlockingEngine<E>, run: &mut Run<'_>,
             do_trim(run, file, trimmer, offset, len);
             continue;
         }
-        let buf = &mut whole[..len as usize];
+        let buf = &mut whole[..cast::usize_of(len)];
         if dir == Dir::Write {
             run.prepare_write(buf, offset);
         }

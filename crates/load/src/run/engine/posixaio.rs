@@ -117,8 +117,13 @@ impl Queue for PosixAio {
                 tv_sec: 0,
                 tv_nsec: 50_000_000,
             };
+            #[allow(
+                clippy::cast_possible_truncation,
+                reason = "at most depth <= 4096 control blocks (new() clamps depth)"
+            )]
+            let n = list.len() as i32;
             // SAFETY: a list of our submitted control blocks.
-            unsafe { libc::aio_suspend(list.as_ptr(), list.len() as i32, &ts) };
+            unsafe { libc::aio_suspend(list.as_ptr(), n, &ts) };
         }
     }
 

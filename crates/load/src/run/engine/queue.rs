@@ -10,6 +10,8 @@
 
 use std::time::{Duration, Instant};
 
+use iolab_sys::cast;
+
 use crate::job::kinds::Dir;
 use crate::job::model::Job;
 use crate::run::clone::result::Failure;
@@ -23,8 +25,9 @@ pub trait Queue {
     fn depth(&self) -> usize;
     /// Slot `i`'s buffer (the job's largest block size).
     fn buf(&mut self, slot: usize) -> &mut [u8];
-    /// Queues an I/O in `slot` on file `file`, with an I/O priority of its
-    /// own unless `prio` is 0 (cmdprio); it goes out with the next submit.
+    /// Queues an I/O of `len` bytes (at most the slot's buffer) in `slot`
+    /// on file `file`, with an I/O priority of its own unless `prio` is 0
+    /// (cmdprio); it goes out with the next submit.
     fn prep(&mut self, slot: usize, file: Target, dir: Dir, offset: u64, len: usize, prio: u16);
     /// Hands what is queued to the kernel. Apart from [`Queue::reap`], as
     /// in fio, so the submission's own time (fio's `slat`) is measured:
@@ -209,7 +212,7 @@ impl<Q: Queue> Queued<Q> {
                     let Some(slot) = self.free.pop() else { break };
                     self.busy[slot] = true;
                     if dir == Dir::Write {
-                        run.prepare_write(&mut self.q.buf(slot)[..len as usize], offset);
+                        run.prepare_write(&mut self.q.buf(slot)[..cast::usize_of(len)], offset);
                     }
                     let now = if how.timed {
                         Instant::now()
@@ -218,7 +221,8 @@ impl<Q: Queue> Queued<Q> {
                     };
                     let prio = run.cmdprio(dir, len);
                     let (target, off) = file.target(offset);
-                    self.q.prep(slot, target, dir, off, len as usize, prio);
+                    self.q
+                        .prep(slot, target, dir, off, cast::usize_of(len), prio);
                     self.slots[slot] = Slot {
                         dir,
                         offset,
@@ -333,7 +337,11 @@ impl<Q: Queue> Queued<Q> {
             at.inflight -= 1;
             run.zbd_done(s.dir, s.offset, s.len);
             if res < 0 {
-                let err = std::io::Error::from_raw_os_error(-res as i32);
+                // -errno (Queue::reap); libaio's is the kernel's 64-bit res.
+                let err = i32::try_from(-res).map_or_else(
+                    |_| std::io::Error::other(format!("I/O failed with result {res}")),
+                    std::io::Error::from_raw_os_error,
+                );
                 if run.fill_done(&err) {
                     at.done = true;
                     continue;
@@ -349,7 +357,7 @@ impl<Q: Queue> Queued<Q> {
             } else {
                 let n = (res as u64).min(s.len);
                 if how.checks && s.dir == Dir::Read {
-                    let b = &self.q.buf(slot)[..n as usize];
+                    let b = &self.q.buf(slot)[..cast::usize_of(n)];
                     run.check_read(b, s.offset);
                 }
                 let slat = how.split.then(|| s.issued - s.start);

@@ -32,7 +32,7 @@ impl Trimmer {
     }
 
     /// Trims `len` bytes at `offset`; returns the bytes trimmed.
-    pub fn trim(self, file: &File, offset: u64, len: u64) -> std::io::Result<usize> {
+    pub fn trim(self, file: &File, offset: u64, len: u64) -> std::io::Result<u64> {
         let fd = file.as_raw_fd();
         let r = match self {
             Trimmer::Nothing => 0,
@@ -58,7 +58,7 @@ impl Trimmer {
         if r < 0 {
             Err(std::io::Error::last_os_error())
         } else {
-            Ok(len as usize)
+            Ok(len)
         }
     }
 }

@@ -11,6 +11,7 @@
 use std::time::Duration;
 
 use io_uring::{opcode, squeue, types, IoUring};
+use iolab_sys::cast;
 
 use crate::job::kinds::Dir;
 use crate::run::buffer::AlignedBuf;
@@ -41,6 +42,14 @@ impl Uring {
         hipri: bool,
     ) -> Result<Uring, String> {
         let depth = depth.clamp(1, 4096);
+        // An SQE carries a length of 32 bits: every I/O fits its slot, so
+        // a slot that fits makes every `prep` length fit.
+        if u32::try_from(bs).is_err() {
+            return Err(format!(
+                "io_uring: blocks of {bs} bytes: an io_uring I/O is at most {} bytes",
+                u32::MAX
+            ));
+        }
         // One thread submits and reaps, so the kernel may skip cross-thread
         // wakeups and run completion work only when we wait (Linux 6.1+);
         // older kernels get a plain ring.
@@ -93,6 +102,10 @@ impl Uring {
     ) -> squeue::Entry {
         // SAFETY: idx < depth, so the slice lies inside the buffer.
         let ptr = unsafe { self.buf.as_mut_ptr().add(idx * self.bs) };
+        #[allow(
+            clippy::cast_possible_truncation,
+            reason = "idx is a slot, below depth <= 4096 (new() clamps it)"
+        )]
         let bi = idx as u16;
         macro_rules! build {
             ($fd:expr) => {
@@ -136,7 +149,12 @@ impl Queue for Uring {
     }
 
     fn prep(&mut self, slot: usize, file: Target, dir: Dir, offset: u64, len: usize, prio: u16) {
-        let e = self.entry(slot, file, dir, offset, len as u32, prio);
+        #[allow(
+            clippy::cast_possible_truncation,
+            reason = "len <= self.bs (Queue::prep), and new() refused a bs past u32::MAX"
+        )]
+        let len = len as u32;
+        let e = self.entry(slot, file, dir, offset, len, prio);
         // SAFETY: the entry's buffer slot is ours until its completion is
         // reaped (the loop keeps it off the free list). The ring has
         // `depth` entries and at most `depth` I/Os are queued, so the push
@@ -193,7 +211,8 @@ impl Queue for Uring {
             Err(e) => return Err(e),
         }
         for cqe in self.ring.completion().take(max) {
-            out.push((cqe.user_data() as usize, i64::from(cqe.result())));
+            // user_data is the slot entry() gave the I/O.
+            out.push((cast::usize_of(cqe.user_data()), i64::from(cqe.result())));
         }
         Ok(())
     }

@@ -19,6 +19,8 @@ use crate::run::files::pattern::{Next, Pattern, Shape};
 /// Bits of the offset inside a file (256 TiB); the file index is above.
 pub const FILE_SHIFT: u32 = 48;
 const OFFSET_MASK: u64 = (1 << FILE_SHIFT) - 1;
+// Job::validate keeps a clone's files within the indices above FILE_SHIFT.
+const _: () = assert!(crate::job::value::MAX_FILES as u64 <= 1 << (64 - FILE_SHIFT));
 
 /// The offset of byte `off` of file `k`.
 #[inline]
@@ -246,9 +248,14 @@ impl Files {
             let (k, off) = split(v);
             (k.min(self.fds.len() - 1), off)
         };
+        #[allow(
+            clippy::cast_possible_truncation,
+            reason = "k is 0 or split()'s file index, the 16 bits above FILE_SHIFT"
+        )]
+        let index = k as u32;
         (
             Target {
-                index: k as u32,
+                index,
                 fd: self.fds[k],
             },
             off,
@@ -294,7 +301,7 @@ impl Files {
 
 /// fio's `filename_format`: `$jobname`, `$jobnum` (the clone) and
 /// `$filenum` replaced (default `$jobname.$jobnum.$filenum`).
-pub fn format_name(format: Option<&str>, job: &str, clone: u32, file: u32) -> String {
+pub fn format_name(format: Option<&str>, job: &str, clone: u32, file: usize) -> String {
     format
         .unwrap_or("$jobname.$jobnum.$filenum")
         .replace("$jobname", job)

@@ -49,7 +49,7 @@ pub fn clone_paths(job: &Job, clone: u32) -> Vec<PathBuf> {
     }
     match &job.filename {
         Some(f) => vec![place(f)],
-        None => (0..job.nrfiles() as u32)
+        None => (0..job.nrfiles())
             .map(|k| {
                 place(&PathBuf::from(crate::run::files::file_set::format_name(
                     job.x.filename_format.as_deref(),

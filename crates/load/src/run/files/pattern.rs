@@ -18,6 +18,7 @@
 //! between. Mixed patterns pick each I/O's direction with probability
 //! `rwmixread`.
 
+use iolab_sys::cast;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -169,7 +170,7 @@ impl Pattern {
             last: None,
             perm,
             rng,
-            map: mapped.then(|| (vec![false; blocks as usize], 0)),
+            map: mapped.then(|| (vec![false; cast::usize_of(blocks)], 0)),
         }
     }
 
@@ -239,19 +240,20 @@ impl Pattern {
         let next = if self.seq_add == 0 {
             after
         } else {
-            let n = after as i128 + i128::from(self.seq_add);
-            if n < 0 || n as u64 + len > self.size {
-                if self.seq_add > 0 {
-                    // Skipping forward off the end ends the pass (fio's
-                    // t0007: rw=read:512k, bs=1m over 128 MiB reads 85
-                    // MiB, not 128); a time-based job starts another.
+            // Inside the file, or None: before its start or past its end.
+            let n = u64::try_from(i128::from(after) + i128::from(self.seq_add))
+                .ok()
+                .filter(|n| n.checked_add(len).is_some_and(|end| end <= self.size));
+            match n {
+                Some(n) => n,
+                // Skipping forward off the end ends the pass (fio's
+                // t0007: rw=read:512k, bs=1m over 128 MiB reads 85
+                // MiB, not 128); a time-based job starts another.
+                None if self.seq_add > 0 => {
                     self.ran_off = true;
                     0
-                } else {
-                    (self.size as i128 + i128::from(self.seq_add)).max(0) as u64
                 }
-            } else {
-                n as u64
+                None => self.size.saturating_sub(self.seq_add.unsigned_abs()),
             }
         };
         *pos = if next >= self.size { 0 } else { next };
@@ -271,7 +273,7 @@ impl Pattern {
             *cursor = 0;
         }
         let mut start = self.perm.at(*cursor);
-        while used[start as usize] {
+        while used[cast::usize_of(start)] {
             *cursor += 1;
             if *cursor >= n {
                 used.iter_mut().for_each(|u| *u = false);
@@ -281,8 +283,8 @@ impl Pattern {
         }
         let want = len.div_ceil(unit);
         let mut run = 0;
-        while run < want && start + run < n && !used[(start + run) as usize] {
-            used[(start + run) as usize] = true;
+        while run < want && start + run < n && !used[cast::usize_of(start + run)] {
+            used[cast::usize_of(start + run)] = true;
             run += 1;
         }
         (start * unit, len.min(run * unit))

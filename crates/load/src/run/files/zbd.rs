@@ -21,6 +21,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
+use iolab_sys::cast;
 use iolab_sys::zoned::{Cond, Model, ZoneType};
 
 use crate::job::kinds::Dir;
@@ -54,7 +55,7 @@ const NOBODY: u32 = u32::MAX;
 struct Table {
     zones: Vec<Zone>,
     /// Indices of the open zones, oldest first.
-    open: Vec<u32>,
+    open: Vec<usize>,
     /// Bytes with data in all zones, and in zones with write pointers
     /// (fio's sectors_with_data and wp_sectors_with_data).
     swd: u64,
@@ -63,6 +64,14 @@ struct Table {
     write_cnt: u32,
     /// I/Os in flight in any zone.
     inflight: u32,
+}
+
+impl Table {
+    /// Zones in the open list: only an open-zone limit's are listed, so at
+    /// most `max_open` (<= MAX_OPEN_ZONES, 4096); saturating is exact.
+    fn open_count(&self) -> u32 {
+        cast::u32_sat(cast::u64_of(self.open.len()))
+    }
 }
 
 /// A zoned (or zone-emulated) file or device, shared by the clones on it.
@@ -238,7 +247,7 @@ impl ZbdFile {
 
     /// Index of the zone holding `off` (the sentinel past the end).
     fn idx(&self, t: &Table, off: u64) -> usize {
-        ((off / self.zone_size) as usize).min(t.zones.len())
+        cast::usize_of(off / self.zone_size).min(t.zones.len())
     }
 
     /// The zone holding byte `off` starts here (the file's end for an
@@ -284,7 +293,7 @@ impl ZbdFile {
         if !t.zones[i].open {
             return;
         }
-        t.open.retain(|&k| k as usize != i);
+        t.open.retain(|&k| k != i);
         t.zones[i].open = false;
         t.zones[i].opener = NOBODY;
     }
@@ -304,8 +313,8 @@ impl ZbdFile {
             if self.max_open == 0 {
                 continue;
             }
-            if (t.open.len() as u32) < self.max_open {
-                t.open.push(i as u32);
+            if t.open_count() < self.max_open {
+                t.open.push(i);
                 t.zones[i].open = true;
                 continue;
             }
@@ -457,7 +466,8 @@ impl ZbdClone {
 
     fn write_cnt_start(&self) -> u32 {
         if self.zrf > 0.0 {
-            (1.0 / self.zrf).min(f64::from(u32::MAX)) as u32
+            // fio: min(1.0 / zrf, UINT_MAX), truncated to unsigned int.
+            cast::u32_sat(cast::floor_u64(1.0 / self.zrf))
         } else {
             u32::MAX
         }
@@ -577,25 +587,27 @@ impl ZbdClone {
     /// A zone after `zi` with `min` bytes of data (for random I/O, the
     /// nearest before or after): fio's zbd_find_zone.
     fn find_zone(&self, t: &Table, min: u64, zi: usize) -> Option<usize> {
-        let (lo, hi) = (self.min_zone as i64, self.max_zone as i64);
-        let (mut a, mut b) = (zi as i64 + 1, zi as i64 - 1);
-        while a < hi || b >= lo {
+        let (lo, hi) = (self.min_zone, self.max_zone);
+        // b is None once it has gone below zone 0.
+        let (mut a, mut b) = (zi + 1, zi.checked_sub(1));
+        let below = |b: Option<usize>| b.filter(|&b| b >= lo);
+        while a < hi || below(b).is_some() {
             if a < hi {
-                let z = &t.zones[a as usize];
+                let z = &t.zones[a];
                 if !z.offline && z.start + min <= z.wp {
-                    return Some(a as usize);
+                    return Some(a);
                 }
             } else if !self.random {
                 break;
             }
-            if self.random && b >= lo {
-                let z = &t.zones[b as usize];
+            if let Some(b) = below(b).filter(|_| self.random) {
+                let z = &t.zones[b];
                 if !z.offline && z.start + min <= z.wp {
-                    return Some(b as usize);
+                    return Some(b);
                 }
             }
             a += 1;
-            b -= 1;
+            b = b.and_then(|b| b.checked_sub(1));
         }
         None
     }
@@ -625,20 +637,18 @@ impl ZbdClone {
         if self.job_max_open > 0 && self.my_open(t) >= self.job_max_open {
             return false;
         }
-        if t.open.len() as u32 >= f.max_open {
+        if t.open_count() >= f.max_open {
             return false;
         }
-        t.open.push(i as u32);
+        t.open.push(i);
         t.zones[i].open = true;
         t.zones[i].opener = self.me;
         true
     }
 
     fn my_open(&self, t: &Table) -> u32 {
-        t.open
-            .iter()
-            .filter(|&&k| t.zones[k as usize].opener == self.me)
-            .count() as u32
+        let mine = t.open.iter().filter(|&&k| t.zones[k].opener == self.me);
+        cast::u32_sat(cast::u64_of(mine.count()))
     }
 
     /// The open zone (index into `t.open`) fio picks for an I/O at `off`.
@@ -646,7 +656,10 @@ impl ZbdClone {
         if self.io_size == 0 {
             return 0;
         }
-        ((off - self.file_offset) as u128 * t.open.len() as u128 / self.io_size as u128) as usize
+        let k =
+            u128::from(off - self.file_offset) * t.open.len() as u128 / u128::from(self.io_size);
+        // Below t.open.len() for an offset in the region; callers bound it.
+        usize::try_from(k).unwrap_or(usize::MAX)
     }
 
     /// fio's zbd_convert_to_open_zone: a zone this clone may write, from
@@ -660,7 +673,7 @@ impl ZbdClone {
         let min_bs = self.min_bs[1];
         let limited = f.max_open > 0 || self.job_max_open > 0;
         let mut zi = if limited && !t.open.is_empty() {
-            t.open[self.pick(t, off).min(t.open.len() - 1)] as usize
+            t.open[self.pick(t, off).min(t.open.len() - 1)]
         } else {
             f.idx(t, off)
         };
@@ -685,11 +698,11 @@ impl ZbdClone {
             let n = t.open.len();
             let cand = (0..n)
                 .map(|k| (first + k) % n.max(1))
-                .find(|&k| (self.min_zone..self.max_zone).contains(&(t.open[k] as usize)));
+                .find(|&k| (self.min_zone..self.max_zone).contains(&t.open[k]));
             let Some(c) = cand else {
                 return Err(Placed::Eof);
             };
-            let new = t.open[c] as usize;
+            let new = t.open[c];
             if new == zi {
                 examine = true;
                 break;
@@ -700,9 +713,9 @@ impl ZbdClone {
             return Ok(zi);
         }
         // Zone zi is full: the limits reached, wait for zones to close.
-        let span = (self.max_zone - self.min_zone) as u32;
-        let wait_close = t.open.len() as u32 == span
-            || (f.max_open > 0 && t.open.len() as u32 == f.max_open)
+        let span = self.max_zone - self.min_zone;
+        let wait_close = t.open.len() == span
+            || (f.max_open > 0 && t.open_count() == f.max_open)
             || (self.job_max_open > 0 && self.my_open(t) == self.job_max_open);
         if wait_close && self.mine_in_flight(t) {
             return Err(Placed::Wait);
@@ -723,7 +736,7 @@ impl ZbdClone {
         }
         // Does the write fit in a zone already open?
         for k in 0..t.open.len() {
-            let i = t.open[k] as usize;
+            let i = t.open[k];
             if !(self.min_zone..self.max_zone).contains(&i) || self.busy(t, i) {
                 continue;
             }

@@ -83,7 +83,10 @@ mod tests {
                 unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) },
                 0
             );
-            Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+            Duration::new(
+                u64::try_from(t.tv_sec).unwrap(),
+                u32::try_from(t.tv_nsec).unwrap(),
+            )
         };
         let (used, clock) = std::thread::spawn(move || {
             let a = CpuUse::this_thread();

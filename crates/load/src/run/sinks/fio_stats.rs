@@ -6,6 +6,8 @@
 
 use std::time::{Duration, Instant};
 
+use iolab_sys::cast;
+
 use crate::run::sinks::stats::DirAcc;
 
 /// One direction's bandwidth and IOPS samples.
@@ -295,7 +297,7 @@ impl Sampler {
                 *slot = None;
                 continue;
             }
-            let ms = (g.next - g.last).as_millis().max(1) as u64;
+            let ms = cast::duration_ms(g.next - g.last).max(1);
             let now_totals = of(k);
             for d in 0..2 {
                 let delta = now_totals[d] - g.at[d];
@@ -317,8 +319,9 @@ impl Sampler {
             g.at = now_totals;
             // Intervals with no completion take no sample; the clock
             // moves to the last edge at or before now.
-            let skipped = (now - g.next).as_nanos() / g.every.as_nanos();
-            g.last = g.next + g.every * skipped as u32;
+            let since_ns = cast::duration_ns(now - g.next);
+            let every_ns = cast::duration_ns(g.every);
+            g.last = g.next + Duration::from_nanos(since_ns - since_ns % every_ns);
             g.next = g.last + g.every;
         }
         self.next = self.grids.iter().flatten().map(|g| g.next).min();
@@ -382,7 +385,7 @@ mod tests {
             taken
                 .iter()
                 .filter(|x| x.0 == k)
-                .map(|x| (x.3.duration_since(t0).as_millis() as u64, x.2))
+                .map(|x| (cast::duration_ms(x.3.duration_since(t0)), x.2))
                 .collect()
         };
         // Each sample holds the I/Os completed before its time; a window

@@ -12,7 +12,7 @@ pub const VAL: u64 = 1 << BITS;
 /// Groups.
 pub const GROUPS: usize = 29;
 /// All bins (fio's FIO_IO_U_PLAT_NR).
-pub const NR: usize = GROUPS * VAL as usize;
+pub const NR: usize = GROUPS << BITS;
 
 /// The bin of a latency in nanoseconds (fio's `plat_val_to_idx`).
 #[inline]
@@ -23,7 +23,7 @@ pub fn idx(val: u64) -> usize {
         63 - val.leading_zeros()
     };
     if msb <= BITS {
-        return val as usize;
+        return iolab_sys::cast::usize_of(val);
     }
     let error_bits = msb - BITS;
     let base = (error_bits as usize + 1) << BITS;
@@ -33,13 +33,17 @@ pub fn idx(val: u64) -> usize {
 
 /// The value fio reports for a bin (`plat_idx_to_val`: the bin's middle).
 pub fn val(idx: usize) -> u64 {
-    if idx < (VAL << 1) as usize {
+    if idx < 2 << BITS {
         return idx as u64;
     }
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "a bin index is below NR, so idx >> BITS is below GROUPS (29)"
+    )]
     let error_bits = (idx >> BITS) as u32 - 1;
     let base = 1u64 << (error_bits + BITS);
-    let k = (idx % VAL as usize) as f64;
-    base + ((k + 0.5) * (1u64 << error_bits) as f64) as u64
+    let k = (idx % (1 << BITS)) as f64;
+    base + iolab_sys::cast::floor_u64((k + 0.5) * (1u64 << error_bits) as f64)
 }
 
 /// Number of latency buckets: 10 ns, 10 us, 12 ms.

@@ -9,6 +9,8 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
+use iolab_sys::cast;
+
 use crate::job::extra::{SsMetric, SteadyState};
 
 /// The judge of one job (run by its clone 0 over the job's totals).
@@ -61,9 +63,8 @@ impl Steady {
                 (totals[2] - prev[2]) as f64 / ios
             }
         };
-        let n = (self.ss.dur.as_secs_f64() / self.ss.interval.as_secs_f64())
-            .round()
-            .max(2.0) as usize;
+        let per_window = self.ss.dur.as_secs_f64() / self.ss.interval.as_secs_f64();
+        let n = cast::usize_of(cast::round_u64(per_window).max(2));
         self.window.push_back(v);
         while self.window.len() > n {
             self.window.pop_front();

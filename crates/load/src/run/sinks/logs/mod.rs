@@ -36,6 +36,8 @@ use std::time::Instant;
 
 pub use sink::inflate;
 
+use iolab_sys::cast;
+
 use crate::job::extra::LogOpts;
 #[cfg(test)]
 use crate::run::sinks::plat;
@@ -146,7 +148,7 @@ impl CloneLogs {
     }
 
     fn ms(&self, t: Instant) -> u64 {
-        t.saturating_duration_since(self.epoch).as_millis() as u64
+        cast::duration_ms(t.saturating_duration_since(self.epoch))
     }
 
     fn keep(&mut self, r: Result<(), String>) {
@@ -176,7 +178,7 @@ impl CloneLogs {
         // clat), in ns from the epoch, in the clat and slat logs; fio
         // writes 0 in the others.
         let (issued, zero) = if self.opts.issue_time {
-            let at = now.saturating_duration_since(self.epoch).as_nanos() as u64;
+            let at = cast::duration_ns(now.saturating_duration_since(self.epoch));
             (Some(at.saturating_sub(clat)), Some(0))
         } else {
             (None, None)
@@ -230,7 +232,7 @@ impl CloneLogs {
         let issued = self
             .opts
             .issue_time
-            .then(|| now.saturating_duration_since(self.epoch).as_nanos() as u64);
+            .then(|| cast::duration_ns(now.saturating_duration_since(self.epoch)));
         let io = PerIo {
             bs: bytes,
             offset,

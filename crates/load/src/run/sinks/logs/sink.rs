@@ -78,7 +78,8 @@ pub fn inflate(path: &Path, out: &mut dyn Write) -> Result<(), String> {
         let mut d = flate2::bufread::ZlibDecoder::new(rest);
         std::io::copy(&mut d, out)
             .map_err(|e| format!("{}: not a zlib-compressed fio log: {e}", path.display()))?;
-        let used = d.total_in() as usize;
+        // Bytes of `rest` the stream took: at most rest.len().
+        let used = iolab_sys::cast::usize_of(d.total_in());
         if used == 0 {
             break;
         }

@@ -117,7 +117,7 @@ impl Log {
         if w.n == 0 {
             return Ok(());
         }
-        let mean = (w.sum / w.n as f64 + 0.5) as u64;
+        let mean = iolab_sys::cast::floor_u64(w.sum / w.n as f64 + 0.5);
         let (v, max) = if f.both {
             (mean, Some(w.max))
         } else if f.max_value {
