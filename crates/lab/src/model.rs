@@ -102,7 +102,13 @@ pub(crate) fn make(
     let child = cmd
         .spawn()
         .map_err(|e| LabError::io("starting the device-model server", e))?;
-    let pid = child.id() as i32;
+    // pid_max is at most 2^22 (threads.h's PID_MAX_LIMIT): it fits.
+    let pid = i32::try_from(child.id()).map_err(|_| {
+        LabError::io(
+            "the device-model server",
+            std::io::Error::other(format!("pid {} out of range", child.id())),
+        )
+    })?;
     // Tracked by its process group (setsid made it a leader), so undo
     // kills it by group with a start-time check, never by name.
     let tracked = guard.track_process_group(pid);
