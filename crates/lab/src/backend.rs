@@ -106,7 +106,13 @@ pub(crate) fn resolve(spec: &LabSpec) -> Result<LabSpec, LabError> {
                 "--device-model".into()
             });
         }
-        (None, false) if s.throttled() => match throttle_unavailable() {
+        (None, false) if s.throttled() => match throttle_unavailable()
+            .map(|why| format!("the throttle cannot work: {why}"))
+            .or_else(|| {
+                s.throttle_unsuitable
+                    .as_ref()
+                    .map(|why| format!("the throttle would not do: {why}"))
+            }) {
             None => {
                 s.backend = Some(Backend::Throttle);
                 s.backend_reason = Some(
@@ -117,7 +123,7 @@ pub(crate) fn resolve(spec: &LabSpec) -> Result<LabSpec, LabError> {
             Some(why) => {
                 s.model = Some(from_limits(&s)?);
                 s.backend = Some(Backend::Model);
-                s.backend_reason = Some(format!("the throttle cannot work: {why}"));
+                s.backend_reason = Some(why);
             }
         },
         (None, false) => {}

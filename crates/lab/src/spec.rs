@@ -120,6 +120,12 @@ pub struct LabSpec {
     /// being refused (see `dirty.rs`).
     #[serde(default)]
     pub dirty_limit_preferred: bool,
+    /// Why the throttle would not do for what this lab is for, where it
+    /// could work (a plan's cgroup settings on v1, whose flat throttle
+    /// iolab's groups would escape): with no `--backend` asked, the model
+    /// is chosen instead, and this is its reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttle_unsuitable: Option<String>,
     /// Directory of the image file.
     pub dir: PathBuf,
     /// A zram device (RAM speed, no scheduler) instead of a loop device.
@@ -156,6 +162,7 @@ impl Default for LabSpec {
             queue_depth: None,
             dirty_limit_bytes: None,
             dirty_limit_preferred: false,
+            throttle_unsuitable: None,
             dir: iolab_sys::paths::image_dir(),
             zram: false,
             from: None,
@@ -470,6 +477,7 @@ impl LabSpec {
                 .transpose()
                 .map_err(|e| flag("--dirty-limit", e))?,
             dirty_limit_preferred: false,
+            throttle_unsuitable: None,
             dir,
             zram: t.zram,
             from: t.from.map(PathBuf::from),

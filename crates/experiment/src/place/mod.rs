@@ -116,6 +116,9 @@ pub struct PlaceRequest<'a> {
     /// `dirty_limit_bytes` is iolab's choice, not the user's
     /// (`LabSpec::dirty_limit_preferred`).
     pub dirty_limit_preferred: bool,
+    /// Why a new lab's throttle would not do for this experiment
+    /// (`LabSpec::throttle_unsuitable`).
+    pub throttle_unsuitable: Option<&'static str>,
 }
 
 /// A place brought up and checked.
@@ -259,6 +262,7 @@ fn new_lab(
         iops: *iops,
         dirty_limit_bytes: req.dirty_limit_bytes,
         dirty_limit_preferred: req.dirty_limit_preferred,
+        throttle_unsuitable: req.throttle_unsuitable.map(str::to_string),
         backend: *backend,
         model: model.clone(),
         ..LabSpec::default()

@@ -86,6 +86,14 @@ impl Body for Startup {
             use_: PlaceUse::Files,
             dirty_limit_bytes: cfg.dirty_limit_bytes,
             dirty_limit_preferred: cfg.dirty_limit_preferred,
+            // iolab's groups would escape a v1 throttle at the root: a
+            // plan that sets cgroups gets the model where no backend was
+            // asked (setup::check_cgroups refuses the throttle otherwise).
+            throttle_unsuitable: (cfg.recipe.is_some()
+                || cfg.points.iter().any(crate::control::Point::uses_cgroups))
+            .then_some(
+                "the plan sets cgroups, and cgroup v1's flat throttle would not limit iolab's groups",
+            ),
         }
     }
 

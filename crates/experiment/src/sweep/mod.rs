@@ -55,6 +55,7 @@ impl Body for Sweep {
             use_: PlaceUse::Format,
             dirty_limit_bytes: None,
             dirty_limit_preferred: false,
+            throttle_unsuitable: None,
         }
     }
 

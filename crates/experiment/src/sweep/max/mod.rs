@@ -53,6 +53,7 @@ impl Body for Max {
             },
             dirty_limit_bytes: None,
             dirty_limit_preferred: false,
+            throttle_unsuitable: None,
         }
     }
 
