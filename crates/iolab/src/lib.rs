@@ -15,8 +15,8 @@ pub fn main_code() -> i32 {
     // or exit (state recovery, the signal thread, an exit code), it only
     // starts its helper and execs init.
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if args.get(1).is_some_and(|a| a == "boot-init") {
-        cli::boot_init::main(args[1..].to_vec());
+    if let Some(at) = cli::boot_init::position(&args) {
+        cli::boot_init::main(args[at..].to_vec());
     }
     panic_note();
     exit::run_and_report(cli::run)

@@ -102,6 +102,19 @@ impl Boot {
 /// helper to end (or `wait_helper` false: not at all) so the namespace
 /// does not kill it.
 fn boot(dir: &Path, args: &[&str], init_script: &str, env: &[(&str, &Path)]) -> Boot {
+    boot_after(dir, &[], args, init_script, env)
+}
+
+/// [`boot`] with `words` before `boot-init`, where the kernel puts the
+/// bare words of its command line it does not know (`splash`) when it
+/// starts `init=iolab -- boot-init ...`.
+fn boot_after(
+    dir: &Path,
+    words: &[&str],
+    args: &[&str],
+    init_script: &str,
+    env: &[(&str, &Path)],
+) -> Boot {
     let seen = dir.join("init");
     let _ = std::fs::remove_file(&seen);
     let script = format!(
@@ -114,6 +127,7 @@ fn boot(dir: &Path, args: &[&str], init_script: &str, env: &[(&str, &Path)]) -> 
     let mut c = Command::new("timeout");
     c.args(["60", "unshare", "--pid", "--fork", "--mount-proc"])
         .arg(iolab())
+        .args(words)
         .arg("boot-init")
         .args(args)
         .args(["--", "/bin/sh", "-c", &script])
@@ -344,6 +358,39 @@ fn a_bad_list_a_bad_option_or_a_full_disk_never_stops_init() {
     }
 }
 
+/// As PID 1, the kernel's unknown bare words (Ubuntu's `splash`) come
+/// before `boot-init`: it is found there, the prefetch runs and init runs;
+/// run by hand, the same words are a usage error (exit 2), as any unknown
+/// subcommand.
+#[test]
+fn the_kernels_bare_words_before_boot_init_do_not_stop_it() {
+    let Some(d) = ready("the_kernels_bare_words_before_boot_init_do_not_stop_it") else {
+        return;
+    };
+    let fs = files(d.path(), 2, 1);
+    let l = list(d.path(), &fs);
+    evict(&fs);
+    let b = boot_after(
+        d.path(),
+        &["splash", "nomodeset"],
+        &["--prefetch", l.to_str().unwrap(), "--before"],
+        "true",
+        &[],
+    );
+    assert_eq!(b.init_pid, "1", "{}", stderr(&b));
+    assert!(b.helper.is_some(), "{}", stderr(&b));
+    for f in &fs {
+        assert_eq!(cached(f), 1 << 20, "{}", stderr(&b));
+    }
+    let out = Command::new(iolab())
+        .args(["splash", "boot-init", "--prefetch"])
+        .arg(&l)
+        .args(["--", "/bin/true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+}
+
 /// A prefetch slow enough to outlast the budget (a lab throttled to 4
 /// MiB/s): init starts at the budget; SIGKILLed, it starts at once.
 #[test]
@@ -381,7 +428,20 @@ fn a_slow_prefetch_ends_at_its_budget_and_a_killed_one_at_once() {
         "{}",
         stderr(&b)
     );
-    // Killed: the test SIGKILLs the helper 0.5 s in; init runs right after.
+    // Killed: the test SIGKILLs the helper 0.5 s in; init runs right after,
+    // and the scheduler the helper switched (`--scheduler`, treadahead -n)
+    // is back: the helper's supervisor restored it, as no later iolab
+    // run would during the boot.
+    let sched = PathBuf::from(format!(
+        "/sys/block/{}/queue/scheduler",
+        lab["device"].as_str().unwrap().trim_start_matches("/dev/")
+    ));
+    let sched_before = std::fs::read_to_string(&sched).unwrap();
+    let other = if sched_before.contains("[none]") {
+        "mq-deadline"
+    } else {
+        "none"
+    };
     evict(&fs);
     let killer_list = l.clone();
     let killer = std::thread::spawn(move || {
@@ -407,11 +467,20 @@ fn a_slow_prefetch_ends_at_its_budget_and_a_killed_one_at_once() {
             "--before",
             "--budget",
             "30s",
+            "--scheduler",
+            other,
         ],
         "exit 0",
         &[],
     );
     let (killed_ns, _) = killer.join().unwrap().expect("the helper was running");
+    assert_eq!(
+        std::fs::read_to_string(&sched).unwrap(),
+        sched_before,
+        "{}",
+        stderr(&b)
+    );
+    assert!(stderr(&b).contains("after the helper:"), "{}", stderr(&b));
     let after_kill = (b.init_ns as f64 - killed_ns as f64) / 1e6;
     // Init waited for the helper's death, not its list: a task blocked on
     // the throttled disk dies only once its requests in flight complete

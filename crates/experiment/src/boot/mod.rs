@@ -704,6 +704,18 @@ fn check_variant(
                 .push("the prefetch left no report: it did not run (see the console)".into()),
         }
     }
+    // Whatever a prefetch did to the boot disk's scheduler (treadahead
+    // -n), killed or not, it is as it was at the end of the boot.
+    if let (Some(before), Some(end)) = (res("iolab-boot-scheduler"), res("scheduler-at-end")) {
+        extra["scheduler_at_end"] = json!(end.trim());
+        if before.trim() != end.trim() {
+            problems.push(format!(
+                "the boot disk's scheduler was left {:?} at the end of the boot (it was {:?})",
+                end.trim(),
+                before.trim()
+            ));
+        }
+    }
 }
 
 /// systemd's own timestamps (a systemd guest), seconds since boot.

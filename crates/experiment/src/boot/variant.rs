@@ -69,6 +69,18 @@ const SAFETY: &[(&str, &str, &[&str], &str)] = &[
         "iolab.kill_helper=1",
     ),
     (
+        "safety-kill-sched",
+        "the prefetch with --scheduler none is SIGKILLed once it switched the boot disk",
+        &["--prefetch", LIST, "--scheduler", "none"],
+        "iolab.kill_helper=sched",
+    ),
+    (
+        "safety-splash",
+        "the kernel hands init a bare word (Ubuntu's `splash`) before boot-init",
+        &["--prefetch", LIST, "--before"],
+        "splash",
+    ),
+    (
         "safety-full",
         "/run (the guard's journal) is full, with --scheduler none",
         &["--prefetch", LIST, "--before", "--scheduler", "none"],

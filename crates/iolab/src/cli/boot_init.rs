@@ -99,6 +99,27 @@ Examples:
   iolab boot-init --prefetch /var/lib/iolab/boot.list --ioprio idle -- /sbin/init
   iolab boot-init --prefetch /var/lib/iolab/boot.list --before --budget 10s -- /sbin/init";
 
+/// Where `boot-init` is among this process's arguments: right after the
+/// program's name, as a user types it; or, as PID 1, anywhere before the
+/// last `--`, because the kernel hands init the bare words of its command
+/// line it does not know (Ubuntu's `splash`) before the words after `--`:
+/// `init=/usr/bin/iolab -- boot-init ... -- /sbin/init` with `splash`
+/// runs `iolab splash boot-init ...`, and a PID 1 that exits on a usage
+/// error panics the kernel.
+pub fn position(args: &[OsString]) -> Option<usize> {
+    if args.get(1).is_some_and(|a| a == "boot-init") {
+        return Some(1);
+    }
+    if std::process::id() != 1 {
+        return None;
+    }
+    let end = args.iter().rposition(|a| a == "--").unwrap_or(args.len());
+    args[..end]
+        .iter()
+        .position(|a| a == "boot-init")
+        .filter(|&i| i > 0)
+}
+
 /// Runs `iolab boot-init ARGS`: starts the helper, then execs init. Never
 /// returns: it becomes init, or, when it is not PID 1 and no init could
 /// be run, exits 1.
@@ -198,14 +219,7 @@ fn start_helper(args: &[OsString], init: &[OsString], t0: Instant) -> Option<u32
             Ok(())
         });
     }
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            note(&format!("boot-init: the helper did not start: {e}"));
-            return None;
-        }
-    };
-    let pid = child.id();
+    let (supervisor, pid) = supervise(cmd)?;
     note(&format!(
         "boot-init: helper {pid}: iolab {}",
         helper_args.join(" ")
@@ -240,30 +254,114 @@ fn start_helper(args: &[OsString], init: &[OsString], t0: Instant) -> Option<u32
         ));
     }
     if a.before {
-        // Until the helper is done (its reads finished: --wait), it died,
-        // or the budget is spent; never longer.
+        // Until the helper is done (its reads finished: --wait) and what it
+        // changed is restored, it died, or the budget is spent; never
+        // longer. (The supervisor ends right after the helper.)
         let until = t0 + a.budget;
         loop {
-            match child.try_wait() {
-                Ok(Some(st)) => {
-                    note(&format!("boot-init: helper {pid} ended ({st})"));
-                    break;
-                }
-                Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(2)),
-                Ok(None) => {
-                    note(&format!(
-                        "boot-init: helper {pid} still running after the {:?} budget: init starts beside it",
-                        a.budget
-                    ));
-                    break;
-                }
-                Err(_) => break,
+            let mut status = 0;
+            // SAFETY: waitpid on this process's own child, WNOHANG.
+            let r = unsafe { libc::waitpid(supervisor, &mut status, libc::WNOHANG) };
+            if r == supervisor {
+                break;
             }
+            if r < 0 {
+                break;
+            }
+            if Instant::now() >= until {
+                note(&format!(
+                    "boot-init: helper {pid} still running after the {:?} budget: init starts beside it",
+                    a.budget
+                ));
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
         }
     }
-    // Not waited for otherwise: once init runs, it reaps the helper.
-    std::mem::forget(child);
+    // Not waited for otherwise: once init runs, it reaps the supervisor.
     Some(pid)
+}
+
+/// Starts the helper under a supervisor: a fork of this process (one
+/// thread, nothing exec'd) in a session of its own, which starts the
+/// helper, waits for it, and then undoes what a helper that died (a
+/// SIGKILL, a crash) left changed — its journal in /run/iolab, such as
+/// `--scheduler none` on the list's disks — as any later iolab run would;
+/// on a boot there is no later run before the next boot. Returns the
+/// supervisor's pid and the helper's.
+fn supervise(mut cmd: Command) -> Option<(libc::pid_t, u32)> {
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe2 fills the two-element array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        note("boot-init: no pipe for the supervisor: the helper is not started");
+        return None;
+    }
+    let (r, w) = (fds[0], fds[1]);
+    // SAFETY: boot-init runs before anything else of iolab: this process
+    // has one thread, so the child may run Rust code after fork.
+    let forked = unsafe { libc::fork() };
+    if forked < 0 {
+        note("boot-init: fork failed: the helper is not started");
+        // SAFETY: our own descriptors.
+        unsafe {
+            libc::close(r);
+            libc::close(w);
+        }
+        return None;
+    }
+    if forked == 0 {
+        // The supervisor. Init's job control must never signal it.
+        // SAFETY: plain system calls on our own descriptors.
+        unsafe {
+            libc::setsid();
+            libc::close(r);
+        }
+        let code = match cmd.spawn() {
+            Ok(mut helper) => {
+                let pid = helper.id().to_ne_bytes();
+                // SAFETY: four bytes from a live buffer to our pipe.
+                unsafe {
+                    libc::write(w, pid.as_ptr().cast(), pid.len());
+                    libc::close(w);
+                }
+                let id = helper.id();
+                let st = helper.wait();
+                if let Ok(st) = &st {
+                    note(&format!("boot-init: helper {id} ended ({st})"));
+                }
+                if !st.is_ok_and(|s| s.success()) {
+                    match iolab_guard::recover_stale() {
+                        Ok(lines) => {
+                            for l in lines {
+                                note(&format!("boot-init: after the helper: {l}"));
+                            }
+                        }
+                        Err(e) => note(&format!("boot-init: after the helper: {e}")),
+                    }
+                }
+                0
+            }
+            Err(e) => {
+                note(&format!("boot-init: the helper did not start: {e}"));
+                1
+            }
+        };
+        // SAFETY: ends the forked supervisor without running the parent's
+        // exit handlers twice.
+        unsafe { libc::_exit(code) };
+    }
+    // SAFETY: our own descriptor.
+    unsafe { libc::close(w) };
+    let mut pid = [0u8; 4];
+    // SAFETY: reads at most four bytes into a live buffer.
+    let n = unsafe { libc::read(r, pid.as_mut_ptr().cast(), pid.len()) };
+    // SAFETY: our own descriptor.
+    unsafe { libc::close(r) };
+    if n != 4 {
+        // The helper did not start (the supervisor said why).
+        return None;
+    }
+    Some((forked, u32::from_ne_bytes(pid)))
 }
 
 /// A pipe, both ends close-on-exec (so init never inherits them): (read,
