@@ -428,23 +428,37 @@ fn undo_loop(
 ) -> Result<String, GuardError> {
     let detached = detach_loops_of(backing, dev)?;
     match (dev, queue.is_empty()) {
-        (Some(d), false) => Ok(format!("{detached}; {}", restore_loop_queue(d, queue)?)),
+        (Some(d), false) => Ok(format!(
+            "{detached}; {}",
+            restore_loop_queue(d, backing, queue)?
+        )),
         _ => Ok(detached),
     }
 }
 
-/// Writes back a detached loop device's queue attributes, unless the
-/// device is gone or bound again (then they are its new user's).
-fn restore_loop_queue(dev: &str, queue: &[(String, String)]) -> Result<String, GuardError> {
+/// Writes back a loop device's queue attributes once it is detached from
+/// `backing`, or while its detach is still deferred (the device still
+/// open: the kernel leaves the queue as it is when the detach happens);
+/// not when the device is gone, or bound to another file (then the queue
+/// is its new user's).
+fn restore_loop_queue(
+    dev: &str,
+    backing: &Path,
+    queue: &[(String, String)],
+) -> Result<String, GuardError> {
     let sys = PathBuf::from(format!("/sys/block/{dev}"));
     if !sys.exists() {
         return Ok(format!("{dev} is gone; its queue with it"));
     }
     // The kernel shows loop/ only while a file is bound.
-    if sys.join("loop/backing_file").exists() {
-        return Ok(format!(
-            "{dev} is bound again (not to iolab's file): its queue left to its new user"
-        ));
+    match std::fs::read_to_string(sys.join("loop/backing_file")) {
+        Ok(b) if Path::new(b.trim()) != backing => {
+            return Ok(format!(
+                "{dev} is bound again (to {}): its queue left to its new user",
+                b.trim()
+            ))
+        }
+        _ => {}
     }
     let mut set = Vec::new();
     for (attr, old) in queue {
