@@ -90,9 +90,10 @@ sysinit.target (docs/boot.md has each).
 
 The helper is this binary again (`iolab prefetch` or `iolab record`), in a
 session of its own, with stdin from /dev/null and the console as its output;
-init gets its pid in IOLAB_BOOT_HELPER_PID (and, as PID 1 of a real boot,
-in /run/iolab-boot-helper.pid where /run is writable). Init starts whatever happens to
-the helper.
+init gets its pid in IOLAB_BOOT_HELPER_PID, and its supervisor's (which ends
+once what a failed helper left is undone) in IOLAB_BOOT_SUPERVISOR_PID;
+as PID 1 of a real boot, the helper's also in /run/iolab-boot-helper.pid
+where /run is writable. Init starts whatever happens to the helper.
 
 Examples:
   iolab boot-init --record /var/lib/iolab/boot.list --until-file /run/boot-done -- /sbin/init
@@ -154,9 +155,12 @@ pub fn main(args: Vec<OsString>) -> ! {
         note("boot-init: panicked before starting the helper; starting init");
         None
     });
-    if let Some(pid) = helper {
-        // For init (and the tests): the helper to wait for or stop.
+    if let Some((pid, supervisor)) = helper {
+        // For init (and the tests): the helper to wait for or stop, and
+        // its supervisor, which ends once what a failed helper left is
+        // undone.
         std::env::set_var("IOLAB_BOOT_HELPER_PID", pid.to_string());
+        std::env::set_var("IOLAB_BOOT_SUPERVISOR_PID", supervisor.to_string());
         // And, on a real boot, in /run for services, which an init like
         // systemd does not hand its environment: best effort, never in
         // init's way.
@@ -174,7 +178,7 @@ pub fn main(args: Vec<OsString>) -> ! {
 
 /// Parses the options and starts the helper; with --before, waits for it.
 /// Its pid, when it started.
-fn start_helper(args: &[OsString], init: &[OsString], t0: Instant) -> Option<u32> {
+fn start_helper(args: &[OsString], init: &[OsString], t0: Instant) -> Option<(u32, libc::pid_t)> {
     let a = match BootInitArgs::try_parse_from(args) {
         Ok(a) => a,
         Err(e) if !e.use_stderr() => {
@@ -219,7 +223,8 @@ fn start_helper(args: &[OsString], init: &[OsString], t0: Instant) -> Option<u32
             Ok(())
         });
     }
-    let (supervisor, pid) = supervise(cmd)?;
+    let sup = supervise(cmd, t0)?;
+    let pid = sup.helper;
     note(&format!(
         "boot-init: helper {pid}: iolab {}",
         helper_args.join(" ")
@@ -256,16 +261,24 @@ fn start_helper(args: &[OsString], init: &[OsString], t0: Instant) -> Option<u32
     if a.before {
         // Until the helper is done (its reads finished: --wait) and what it
         // changed is restored, it died, or the budget is spent; never
-        // longer. (The supervisor ends right after the helper.)
+        // longer. (The supervisor ends right after the helper.) A helper
+        // that died does not hold init while the supervisor undoes what it
+        // left: switching a scheduler back waits for the disk's queue to
+        // drain, and a dead helper's queued reads (behind a throttle: its
+        // whole list) may take seconds.
         let until = t0 + a.budget;
         loop {
             let mut status = 0;
             // SAFETY: waitpid on this process's own child, WNOHANG.
-            let r = unsafe { libc::waitpid(supervisor, &mut status, libc::WNOHANG) };
-            if r == supervisor {
+            let r = unsafe { libc::waitpid(sup.pid, &mut status, libc::WNOHANG) };
+            if r == sup.pid || r < 0 {
                 break;
             }
-            if r < 0 {
+            if sup.helper_failed(Duration::from_millis(2)) {
+                note(&format!(
+                    "boot-init: helper {pid} failed: init starts while its supervisor {} undoes what it left",
+                    sup.pid
+                ));
                 break;
             }
             if Instant::now() >= until {
@@ -275,11 +288,48 @@ fn start_helper(args: &[OsString], init: &[OsString], t0: Instant) -> Option<u32
                 ));
                 break;
             }
-            std::thread::sleep(Duration::from_millis(2));
         }
     }
+    sup.close();
     // Not waited for otherwise: once init runs, it reaps the supervisor.
-    Some(pid)
+    Some((pid, sup.pid))
+}
+
+/// The supervisor boot-init started, and the pipe on which it says that
+/// the helper failed.
+struct Supervisor {
+    pid: libc::pid_t,
+    helper: u32,
+    /// Read end: one byte when the helper failed, EOF when the supervisor
+    /// ends.
+    events: i32,
+}
+
+impl Supervisor {
+    /// True when the supervisor said, within `wait`, that the helper
+    /// failed (it then undoes what the helper left).
+    fn helper_failed(&self, wait: Duration) -> bool {
+        let mut p = libc::pollfd {
+            fd: self.events,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = i32::try_from(wait.as_millis()).unwrap_or(i32::MAX);
+        let mut byte = [0u8; 1];
+        // SAFETY: one pollfd on the stack; one byte into a live buffer.
+        unsafe {
+            libc::poll(&mut p, 1, ms) == 1
+                && p.revents & libc::POLLIN != 0
+                && libc::read(self.events, byte.as_mut_ptr().cast(), 1) == 1
+        }
+    }
+
+    fn close(&self) {
+        // SAFETY: our own descriptor (close-on-exec anyway: init never
+        // inherits it; the supervisor's later write gets EPIPE, and Rust's
+        // runtime ignores SIGPIPE).
+        unsafe { libc::close(self.events) };
+    }
 }
 
 /// Starts the helper under a supervisor: a fork of this process (one
@@ -288,8 +338,8 @@ fn start_helper(args: &[OsString], init: &[OsString], t0: Instant) -> Option<u32
 /// SIGKILL, a crash) left changed — its journal in /run/iolab, such as
 /// `--scheduler none` on the list's disks — as any later iolab run would;
 /// on a boot there is no later run before the next boot. Returns the
-/// supervisor's pid and the helper's.
-fn supervise(mut cmd: Command) -> Option<(libc::pid_t, u32)> {
+/// supervisor with the helper's pid.
+fn supervise(mut cmd: Command, t0: Instant) -> Option<Supervisor> {
     let mut fds = [0i32; 2];
     // SAFETY: pipe2 fills the two-element array.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -320,21 +370,34 @@ fn supervise(mut cmd: Command) -> Option<(libc::pid_t, u32)> {
             Ok(mut helper) => {
                 let pid = helper.id().to_ne_bytes();
                 // SAFETY: four bytes from a live buffer to our pipe.
-                unsafe {
-                    libc::write(w, pid.as_ptr().cast(), pid.len());
-                    libc::close(w);
-                }
+                unsafe { libc::write(w, pid.as_ptr().cast(), pid.len()) };
                 let id = helper.id();
                 let st = helper.wait();
                 if let Ok(st) = &st {
-                    note(&format!("boot-init: helper {id} ended ({st})"));
+                    note(&format!(
+                        "boot-init: helper {id} ended ({st}) after {:.1} ms",
+                        t0.elapsed().as_secs_f64() * 1e3
+                    ));
                 }
-                if !st.is_ok_and(|s| s.success()) {
+                let failed = !st.is_ok_and(|s| s.success());
+                // SAFETY: one byte from a live buffer to our pipe (EPIPE
+                // once boot-init stopped listening), then our descriptor.
+                unsafe {
+                    if failed {
+                        libc::write(w, [1u8].as_ptr().cast(), 1);
+                    }
+                    libc::close(w);
+                }
+                if failed {
                     match iolab_guard::recover_stale() {
                         Ok(lines) => {
                             for l in lines {
                                 note(&format!("boot-init: after the helper: {l}"));
                             }
+                            note(&format!(
+                                "boot-init: after the helper: restored after {:.1} ms",
+                                t0.elapsed().as_secs_f64() * 1e3
+                            ));
                         }
                         Err(e) => note(&format!("boot-init: after the helper: {e}")),
                     }
@@ -355,13 +418,17 @@ fn supervise(mut cmd: Command) -> Option<(libc::pid_t, u32)> {
     let mut pid = [0u8; 4];
     // SAFETY: reads at most four bytes into a live buffer.
     let n = unsafe { libc::read(r, pid.as_mut_ptr().cast(), pid.len()) };
-    // SAFETY: our own descriptor.
-    unsafe { libc::close(r) };
+    let sup = Supervisor {
+        pid: forked,
+        helper: u32::from_ne_bytes(pid),
+        events: r,
+    };
     if n != 4 {
         // The helper did not start (the supervisor said why).
+        sup.close();
         return None;
     }
-    Some((forked, u32::from_ne_bytes(pid)))
+    Some(sup)
 }
 
 /// A pipe, both ends close-on-exec (so init never inherits them): (read,
