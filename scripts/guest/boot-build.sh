@@ -33,7 +33,7 @@ mkdir -p "$out" "$debs"
 out=$(cd "$out" && pwd)
 
 . scripts/guest/kernel.sh
-guest_need qemu-system-x86 busybox-static e2fsprogs cpio kmod ${debian:+mmdebstrap} ${ssh:+openssh-client}
+guest_need qemu-system-x86 busybox-static e2fsprogs cpio kmod fio gcc libc6-dev ${debian:+mmdebstrap} ${ssh:+openssh-client}
 [ -x "$iolab" ] || { echo "no iolab binary at $iolab: build it first (cargo build -p iolab)" >&2; exit 2; }
 
 guest_kernel "$out" "$debs"
@@ -103,6 +103,16 @@ ldd "$iolab" 2>/dev/null | grep -o '/[^ ]*' | while read -r lib; do
     [ -e "$root$lib" ] || { mkdir -p "$root$(dirname "$lib")"; cp -L "$lib" "$root$lib"; }
 done
 : > "$root/etc/mtab"
+# fio and its libraries (run in a chroot by the initramfs to calibrate a
+# modelled boot disk from inside the guest: iolab boot --disk).
+mkdir -p "$root/opt/fio"
+cp "$(command -v fio)" "$root/opt/fio/fio"
+ldd "$(command -v fio)" 2>/dev/null | grep -o '/[^ ]*' | while read -r lib; do
+    [ -e "$root$lib" ] || { mkdir -p "$root$(dirname "$lib")"; cp -L "$lib" "$root$lib"; }
+done
+cp scripts/guest/boot/calibrate.fio "$root/opt/fio/calibrate.fio"
+# The boot's page-faulting processes (iolab.workload=faults), static.
+gcc -static -O2 -Wall -o "$root/usr/bin/androidboot" scripts/guest/boot/androidboot.c
 cp scripts/guest/boot/init "$root/sbin/init"
 cp scripts/guest/boot/relayout-init "$root/sbin/relayout-init"
 chmod +x "$root/sbin/init" "$root/sbin/relayout-init"
@@ -129,7 +139,9 @@ done
     echo "/data/app/com.example.app001/base.apk 0:65536"
 } > "$root/var/lib/iolab/stale.list"
 rm -f "$out/root.img"
-truncate -s 400M "$out/root.img"
-mke2fs -q -t ext4 -d "$root" -L bootroot "$out/root.img"
+# The root filesystem fills 512 MiB; 128 MiB past its end are scratch for
+# calibrate.fio's writes.
+truncate -s 640M "$out/root.img"
+mke2fs -q -t ext4 -d "$root" -L bootroot "$out/root.img" 512M
 rm -rf "$root"
 echo "boot guest: $out/vmlinuz ($kver), $out/initramfs.cpio.gz ($(du -h "$out/initramfs.cpio.gz" | cut -f1)), $out/root.img ($(du -h --apparent-size "$out/root.img" | cut -f1))"

@@ -226,6 +226,83 @@ fn boots_record_then_prefetch_and_every_boot_is_checked() {
             "{r}"
         );
     }
+    // Phone storage: the root disk on the eMMC model (calibrated first by
+    // fio inside the guest), the boot faulting its pages in, the boot
+    // disk's scheduler as a variant's axis, and the safety boots of a
+    // splash on the kernel's command line and of a helper killed after
+    // it switched the scheduler.
+    let (e, _) = boot(
+        &guest,
+        &db,
+        &[
+            "--disk",
+            "emmc",
+            "--workload",
+            "faults",
+            "--boots",
+            "1",
+            "--warmup-boots",
+            "0",
+            "--variants",
+            "none@bfq,idle@bfq,safety-splash,safety-kill-sched",
+        ],
+    );
+    let cal: Value = serde_json::from_str(
+        &std::fs::read_to_string(guest.join("calibration-emmc.json")).unwrap(),
+    )
+    .unwrap();
+    let rows = cal["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{cal}");
+    for r in rows {
+        // fio in the guest against the profile: the table's ratio is what
+        // fio measured, not a number the model printed (within 25 %: TCG's
+        // path varies from boot to boot; docs/boot.md has the table).
+        let ratio = r["measured"].as_f64().unwrap() / r["model"].as_f64().unwrap();
+        assert!((ratio - r["ratio"].as_f64().unwrap()).abs() < 1e-9, "{r}");
+        assert!((0.75..1.25).contains(&ratio), "{r}");
+    }
+    let runs = e["runs"].as_array().unwrap();
+    for v in ["none@bfq", "idle@bfq", "safety-splash", "safety-kill-sched"] {
+        let r = runs.iter().find(|r| variant(r) == v).unwrap();
+        assert_eq!(r["outcome"], "ok", "{r}");
+        let x = &r["extra"];
+        // The model served what the guest's kernel read (its own count,
+        // from the host's side), and the guest's queue left the scheduler
+        // an eMMC's 128 requests to order.
+        let ds = x["read_bytes"].as_u64().unwrap();
+        let model = x["model"]["read_bytes"].as_u64().unwrap();
+        assert!(
+            model >= ds * 95 / 100 && model <= ds + (ds / 10).max(16 << 20),
+            "model {model} diskstats {ds}: {r}"
+        );
+        assert_eq!(x["model"]["max_queue_depth"].as_u64(), Some(1), "{r}");
+        assert_eq!(x["nr_requests"].as_u64(), Some(128), "{r}");
+        let psi = x["psi_io_some_share"].as_f64().unwrap();
+        assert!(psi > 0.0 && psi < 1.0, "{r}");
+        for phase in ["services", "zygote", "server", "scan"] {
+            assert!(x["phases"][phase]["end_s"].as_f64().unwrap() > 0.0, "{r}");
+        }
+    }
+    let idle = runs.iter().find(|r| variant(r) == "idle@bfq").unwrap();
+    assert_eq!(idle["scheduler"], "bfq", "{idle}");
+    let x = &idle["extra"];
+    assert!(
+        x["prefetch_submit_s"].as_f64().unwrap() <= x["prefetch_s"].as_f64().unwrap(),
+        "{idle}"
+    );
+    assert_eq!(x["prefetch_wait"], "complete", "{idle}");
+    let killed = runs
+        .iter()
+        .find(|r| variant(r) == "safety-kill-sched")
+        .unwrap();
+    assert_eq!(
+        killed["extra"]["scheduler_at_end"]
+            .as_str()
+            .map(|s| s.contains("[none]")),
+        Some(false),
+        "{killed}"
+    );
+
     // Nothing of iolab's is left beside the guest: its copies of the
     // image and its work directories are gone.
     let left: Vec<String> = std::fs::read_dir(&guest)

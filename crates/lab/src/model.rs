@@ -51,6 +51,47 @@ pub(crate) fn make(
     image: &Path,
     params: &ModelParams,
 ) -> Result<BlockDev, LabError> {
+    let mnt = serve(guard, name, image, params)?;
+    let dev = guard.attach_loop(&mnt.join(iolab_model::server::FILE_NAME), true)?;
+    // The round trip of this very path (block layer, loop, FUSE, server),
+    // taken off every modelled time from now on.
+    let ns = iolab_model::server::measure(&dev.dev_path())
+        .map_err(|e| LabError::io(dev.dev_path(), e))?;
+    let path = iolab_model::server::PathCost { ns, ps_per_byte: 0 };
+    set_transport(name, path, path)?;
+    Ok(dev)
+}
+
+/// Writes the round trips the model takes off each read and each write of
+/// lab `name`. Until then the server answers at once (reads as zeros), as
+/// calibration needs.
+pub fn set_transport(
+    name: &str,
+    read: iolab_model::server::PathCost,
+    write: iolab_model::server::PathCost,
+) -> Result<(), LabError> {
+    let control = fuse_mountpoint(name).join(iolab_model::server::CONTROL_NAME);
+    std::fs::write(
+        &control,
+        format!(
+            "transport_ns={} transport_ps_per_byte={} write_transport_ns={} write_transport_ps_per_byte={}\n",
+            read.ns, read.ps_per_byte, write.ns, write.ps_per_byte
+        ),
+    )
+    .map_err(|e| LabError::io(&control, e))
+}
+
+/// Serves `image` through the device model under the name `name` (its
+/// FUSE mount and server, each guarded) and returns the directory whose
+/// `disk.img` is the modelled device: a loop device's backing for a lab,
+/// a qemu guest's drive for `iolab boot --disk`. It answers at once until
+/// [`set_transport`].
+pub fn serve(
+    guard: &Guard,
+    name: &str,
+    image: &Path,
+    params: &ModelParams,
+) -> Result<PathBuf, LabError> {
     params.validate()?;
     let fuse = std::fs::OpenOptions::new()
         .read(true)
@@ -116,17 +157,13 @@ pub(crate) fn make(
     // alive after the server died.
     drop(fuse);
     tracked?;
-    drop(child); // never waited for here: it outlives this command
+    // Reaped by a thread when it ends (undo kills it): a long-lived
+    // process serving many disks (`iolab boot --disk`) keeps no zombies;
+    // `lab up` exits first and leaves the server to init.
+    let mut child = child;
+    std::thread::spawn(move || child.wait());
     wait_for(name, pid)?;
-    let dev = guard.attach_loop(&mnt.join(iolab_model::server::FILE_NAME), true)?;
-    // The round trip of this very path (block layer, loop, FUSE, server),
-    // taken off every modelled time from now on.
-    let ns = iolab_model::server::measure(&dev.dev_path())
-        .map_err(|e| LabError::io(dev.dev_path(), e))?;
-    let control = mnt.join(iolab_model::server::CONTROL_NAME);
-    std::fs::write(&control, format!("transport_ns={ns}\n"))
-        .map_err(|e| LabError::io(&control, e))?;
-    Ok(dev)
+    Ok(mnt)
 }
 
 /// Waits until the server answers.

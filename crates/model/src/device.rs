@@ -48,6 +48,17 @@ pub enum Op {
     Flush,
 }
 
+impl Op {
+    /// The bytes the request moves through the transport (a discard and
+    /// a flush move none).
+    pub fn bytes(&self) -> u64 {
+        match *self {
+            Op::Read { bytes, .. } | Op::Write { bytes, .. } => bytes,
+            Op::Discard { .. } | Op::Flush => 0,
+        }
+    }
+}
+
 /// When a request starts being served and when it completes, ns on the
 /// caller's clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,6 +108,15 @@ impl DeviceClock {
     /// Admits a request arriving at `now_ns`; returns when it starts and
     /// completes. Requests must be admitted in arrival order.
     pub fn admit(&mut self, now_ns: u64, op: Op) -> Slot {
+        self.admit_early(now_ns, op, 0)
+    }
+
+    /// [`admit`](Self::admit) where each completion is answered
+    /// `early_ns` before the model's time (the server takes the path's
+    /// round trip off): a request continues a stream (no fixed latency)
+    /// only when it arrived before the previous one's answer left, i.e.
+    /// it was queued at the device, not sent after the answer came back.
+    pub fn admit_early(&mut self, now_ns: u64, op: Op, early_ns: u64) -> Slot {
         let p = &self.params;
         let slot = match op {
             Op::Flush => {
@@ -133,7 +153,7 @@ impl DeviceClock {
                     self.channel_free
                 };
                 let continues = self.last_end == Some(offset) && self.last_write == write;
-                let continuation = continues && now_ns < channel;
+                let continuation = continues && now_ns.saturating_add(early_ns) < channel;
                 let seek = if p.seek_ns > 0 && !continues {
                     p.seek_ns
                 } else {
@@ -186,6 +206,59 @@ impl DeviceClock {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// The server answers 300 µs early (the guest's path): a sequential
+    /// read sent after that answer came back is a new command (its fixed
+    /// latency again), though it reaches the model before the model's own
+    /// completion time; one queued before the answer left continues the
+    /// stream.
+    #[test]
+    fn an_early_answer_does_not_make_the_next_request_a_continuation() {
+        let p = ModelParams::profile("emmc").unwrap();
+        let early = 300_000;
+        let mut d = DeviceClock::new(p.clone());
+        let first = d.admit_early(
+            0,
+            Op::Read {
+                offset: 0,
+                bytes: 131_072,
+            },
+            early,
+        );
+        // Sent after the answer (done - early), arriving 100 µs before done.
+        let at = first.done_ns - 100_000;
+        let second = d.admit_early(
+            at,
+            Op::Read {
+                offset: 131_072,
+                bytes: 131_072,
+            },
+            early,
+        );
+        let service = u64::try_from(p.service(false, 131_072).as_nanos()).unwrap();
+        assert_eq!(second.done_ns, first.done_ns + service);
+        let mut q = DeviceClock::new(p.clone());
+        let first = q.admit_early(
+            0,
+            Op::Read {
+                offset: 0,
+                bytes: 131_072,
+            },
+            early,
+        );
+        let queued = q.admit_early(
+            first.done_ns - 2 * early,
+            Op::Read {
+                offset: 131_072,
+                bytes: 131_072,
+            },
+            early,
+        );
+        assert_eq!(
+            queued.done_ns - first.done_ns,
+            transfer_ns(131_072, p.read_bw)
+        );
+    }
 
     fn params(depth: u32) -> ModelParams {
         ModelParams {

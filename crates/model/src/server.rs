@@ -68,24 +68,81 @@ struct Job {
 /// the `control` file, and taken off each request's due time: a 4 KiB
 /// read then takes the modelled time, not the modelled time plus the
 /// round trip.
+///
+/// A qemu guest's path (virtio, qemu, FUSE) also costs per byte (its
+/// copies), and a write's differs from a read's; measured from inside the
+/// guest (`iolab boot --disk`, calibrate.rs): the control file then says
+/// `transport_ns=A transport_ps_per_byte=B write_transport_ns=C
+/// write_transport_ps_per_byte=D`, and a read of n bytes has A + B·n taken
+/// off, a write C + D·n (a flush and a discard C).
 #[derive(Debug, Default)]
 pub struct Transport {
     calibrated: std::sync::atomic::AtomicBool,
     ns: AtomicU64,
+    ps_per_byte: AtomicU64,
+    write_ns: AtomicU64,
+    write_ps_per_byte: AtomicU64,
+}
+
+/// A path's cost: a fixed part and a part per byte.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PathCost {
+    /// Fixed part, ns.
+    pub ns: u64,
+    /// Per byte moved, ps.
+    pub ps_per_byte: u64,
+}
+
+impl PathCost {
+    /// The cost of moving `bytes`, ns.
+    pub fn of(&self, bytes: u64) -> u64 {
+        let per = u128::from(self.ps_per_byte) * u128::from(bytes) / 1000;
+        self.ns
+            .saturating_add(u64::try_from(per).unwrap_or(u64::MAX))
+    }
 }
 
 impl Transport {
-    /// Ends calibration with the measured round trip.
-    fn set(&self, ns: u64) {
-        self.ns.store(ns, Ordering::Relaxed);
+    /// Ends calibration with the measured round trips.
+    fn set(&self, read: PathCost, write: PathCost) {
+        self.ns.store(read.ns, Ordering::Relaxed);
+        self.ps_per_byte.store(read.ps_per_byte, Ordering::Relaxed);
+        self.write_ns.store(write.ns, Ordering::Relaxed);
+        self.write_ps_per_byte
+            .store(write.ps_per_byte, Ordering::Relaxed);
         self.calibrated.store(true, Ordering::Release);
+    }
+
+    /// A read's path and a write's.
+    pub fn read(&self) -> PathCost {
+        PathCost {
+            ns: self.ns.load(Ordering::Relaxed),
+            ps_per_byte: self.ps_per_byte.load(Ordering::Relaxed),
+        }
+    }
+
+    /// A write's path (a flush's and a discard's fixed part too).
+    pub fn write(&self) -> PathCost {
+        PathCost {
+            ns: self.write_ns.load(Ordering::Relaxed),
+            ps_per_byte: self.write_ps_per_byte.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The round trip of `op`, ns.
+    pub fn of(&self, op: &crate::device::Op) -> u64 {
+        match op {
+            crate::device::Op::Read { bytes, .. } => self.read().of(*bytes),
+            crate::device::Op::Write { bytes, .. } => self.write().of(*bytes),
+            _ => self.write().ns,
+        }
     }
 
     fn calibrating(&self) -> bool {
         !self.calibrated.load(Ordering::Acquire)
     }
 
-    /// The measured round trip, ns.
+    /// The measured round trip of a read, ns.
     pub fn ns(&self) -> u64 {
         self.ns.load(Ordering::Relaxed)
     }
@@ -110,6 +167,33 @@ pub fn measure(dev: &Path) -> std::io::Result<u64> {
     let tail = &mut times[50..];
     tail.sort_unstable();
     Ok(tail[tail.len() / 2])
+}
+
+/// Reads the control file: `transport_ns=A`, then optionally
+/// `transport_ps_per_byte=B`, `write_transport_ns=C` and
+/// `write_transport_ps_per_byte=D` (a write's path the read's when not
+/// given). (read, write)
+pub fn parse_control(text: &str) -> Option<(PathCost, PathCost)> {
+    let mut read = PathCost::default();
+    let mut write: Option<PathCost> = None;
+    let mut seen = false;
+    for w in text.split_whitespace() {
+        let (k, v) = w.split_once('=')?;
+        let v: u64 = v.parse().ok()?;
+        match k {
+            "transport_ns" => {
+                read.ns = v;
+                seen = true;
+            }
+            "transport_ps_per_byte" => read.ps_per_byte = v,
+            "write_transport_ns" => write.get_or_insert_with(PathCost::default).ns = v,
+            "write_transport_ps_per_byte" => {
+                write.get_or_insert_with(PathCost::default).ps_per_byte = v;
+            }
+            _ => return None,
+        }
+    }
+    seen.then(|| (read, write.unwrap_or(read)))
 }
 
 /// The file `measure`'s result is written to: `transport_ns=N`.
@@ -193,6 +277,8 @@ impl ModelFs {
                 .snapshot(&params, (now_ns() - self.started_ns) as f64 / 1e9, busy_ns);
         snap.calibrated = !self.transport.calibrating();
         snap.transport_ns = self.transport.ns();
+        snap.transport_ps_per_byte = self.transport.read().ps_per_byte;
+        snap.write_transport = Some(self.transport.write());
         // Read by `lab status` and the tests: a snapshot that cannot be
         // written says so instead of reading as an empty file.
         let mut v = serde_json::to_vec_pretty(&snap).unwrap_or_else(|e| {
@@ -240,12 +326,12 @@ impl ModelFs {
             .device
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .admit(now, op);
+            .admit_early(now, op, self.transport.of(&op));
         let depth = self.in_model.fetch_add(1, Ordering::Relaxed) + 1;
         self.stats.admitted(op, now, slot, depth);
         let job = Job {
             reply,
-            due_ns: slot.done_ns.saturating_sub(self.transport.ns()).max(now),
+            due_ns: slot.done_ns.saturating_sub(self.transport.of(&op)).max(now),
             arrived_ns: now,
         };
         if let Err(mpsc::SendError(job)) = self
@@ -585,18 +671,11 @@ impl Filesystem for ModelFs {
     ) {
         if ino == CONTROL {
             let text = String::from_utf8_lossy(data);
-            return match text
-                .trim()
-                .strip_prefix("transport_ns=")
-                .map(str::parse::<u64>)
-            {
-                Some(Ok(ns)) => match u32::try_from(data.len()) {
-                    Ok(n) => {
-                        self.transport.set(ns);
-                        reply.written(n);
-                    }
-                    Err(_) => reply.error(Errno::EINVAL),
-                },
+            return match (parse_control(&text), u32::try_from(data.len())) {
+                (Some((r, w)), Ok(n)) => {
+                    self.transport.set(r, w);
+                    reply.written(n);
+                }
                 _ => reply.error(Errno::EINVAL),
             };
         }
@@ -712,6 +791,42 @@ mod tests {
     use proptest::prelude::*;
 
     const GIB: u64 = 1 << 30;
+
+    #[test]
+    fn the_control_file_takes_a_round_trip_and_its_part_per_byte() {
+        let c = |ns, ps_per_byte| PathCost { ns, ps_per_byte };
+        assert_eq!(
+            parse_control("transport_ns=120000\n"),
+            Some((c(120_000, 0), c(120_000, 0)))
+        );
+        assert_eq!(
+            parse_control("transport_ns=90000 transport_ps_per_byte=850\n"),
+            Some((c(90_000, 850), c(90_000, 850)))
+        );
+        assert_eq!(
+            parse_control(
+                "transport_ns=90000 transport_ps_per_byte=850 write_transport_ns=200000 write_transport_ps_per_byte=1200"
+            ),
+            Some((c(90_000, 850), c(200_000, 1200)))
+        );
+        assert_eq!(parse_control("transport_ps_per_byte=850"), None);
+        assert_eq!(parse_control("transport_ns=x"), None);
+        assert_eq!(parse_control("transport_ns=1 other=2"), None);
+        let t = Transport::default();
+        t.set(c(90_000, 850), c(200_000, 1200));
+        // 128 KiB at 0.85 ns a byte: 111 µs on top of the 90 µs.
+        let read = crate::device::Op::Read {
+            offset: 0,
+            bytes: 131_072,
+        };
+        let write = crate::device::Op::Write {
+            offset: 0,
+            bytes: 131_072,
+        };
+        assert_eq!(t.of(&read), 90_000 + 111_411);
+        assert_eq!(t.of(&write), 200_000 + 157_286);
+        assert_eq!(t.of(&crate::device::Op::Flush), 200_000);
+    }
 
     #[test]
     fn a_read_at_a_multiple_of_4_gib_from_the_end_is_served_whole() {

@@ -72,6 +72,12 @@ pub struct ModelStats {
     /// modelled time, ns.
     #[serde(default)]
     pub transport_ns: u64,
+    /// And its part per byte moved, ps (a qemu guest's path: its copies).
+    #[serde(default)]
+    pub transport_ps_per_byte: u64,
+    /// A write's path (a qemu guest's calibration), when set.
+    #[serde(default)]
+    pub write_transport: Option<crate::server::PathCost>,
 }
 
 impl Stats {
@@ -131,6 +137,8 @@ impl Stats {
             errors: g(&self.errors),
             calibrated: false,
             transport_ns: 0,
+            transport_ps_per_byte: 0,
+            write_transport: None,
         }
     }
 }

@@ -26,6 +26,7 @@
 pub mod descriptive;
 pub mod interval;
 pub mod outliers;
+pub mod power;
 pub mod ratio;
 pub mod sample;
 pub mod student_t;
@@ -34,6 +35,7 @@ pub mod welch;
 
 pub use interval::{mean_ci, ConfidenceInterval, LEVEL_95};
 pub use outliers::{modified_z_scores, outlier_indices, OUTLIER_THRESHOLD};
+pub use power::{detectable, holm, samples_needed, welch_p};
 pub use ratio::{ratio_of_means, Bound, Ratio};
 pub use sample::Sample;
 pub use summary::{summarize, Summary};

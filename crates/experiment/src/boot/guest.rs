@@ -34,6 +34,9 @@ pub struct BootSpec<'a> {
     pub bw_bytes: Option<u64>,
     /// And requests/s.
     pub iops: Option<u64>,
+    /// The root disk served by the device model instead (no throttle):
+    /// disk.rs.
+    pub disk: Option<&'a super::disk::ModelDisk>,
     /// What the initramfs hands over to (`iolab.init=`), argument by
     /// argument.
     pub init: Vec<String>,
@@ -74,6 +77,10 @@ pub struct BootSeen {
     pub disk_error: Option<String>,
     /// A board's: that a boot happened between the reboot and the read.
     pub reboot: Option<RebootCheck>,
+    /// A modelled root disk's counters at the end (the model's side of
+    /// what the guest read and wrote), and what could not be undone.
+    pub model: Option<iolab_model::stats::ModelStats>,
+    pub model_errors: Vec<String>,
 }
 
 /// What shows a board really rebooted.
@@ -109,11 +116,30 @@ pub fn boot(spec: &BootSpec<'_>, guard: &Guard) -> Result<BootSeen, ExperimentEr
     let f = std::fs::File::create(&results_img).map_err(|e| io(&results_img, e))?;
     f.set_len(16 << 20).map_err(|e| io(&results_img, e))?;
     drop(f);
-    let mut drive = format!(
-        "file={},format=raw,if=virtio,snapshot={}",
-        spec.root.display(),
-        if spec.snapshot { "on" } else { "off" }
-    );
+    let served = match spec.disk {
+        Some(d) => Some(super::disk::serve(
+            guard,
+            d,
+            spec.root,
+            spec.work,
+            spec.snapshot,
+        )?),
+        None => None,
+    };
+    let mut drive = match &served {
+        // O_DIRECT on the model's file: no host page cache between the
+        // guest and the model; writes go to this boot's copy.
+        Some(s) => format!(
+            "file={},format=raw,if=virtio,cache=none,aio=threads",
+            s.drive.display()
+        ),
+        None => format!(
+            "file={},format=raw,if=virtio,snapshot={}",
+            spec.root.display(),
+            if spec.snapshot { "on" } else { "off" }
+        ),
+    };
+    let disk_cmdline = spec.disk.map(|d| d.cmdline()).unwrap_or_default();
     if let Some(bw) = spec.bw_bytes {
         drive.push_str(&format!(",throttling.bps-total={bw}"));
     }
@@ -147,7 +173,13 @@ pub fn boot(spec: &BootSpec<'_>, guard: &Guard) -> Result<BootSeen, ExperimentEr
         .arg("-initrd")
         .arg(spec.dir.join("initramfs.cpio.gz"))
         .arg("-append")
-        .arg(format!("console=ttyS0 panic=-1 quiet{init} {}", spec.cmdline).trim_end())
+        .arg(
+            format!(
+                "console=ttyS0 panic=-1 quiet{init} {disk_cmdline} {}",
+                spec.cmdline
+            )
+            .trim_end(),
+        )
         .arg("-drive")
         .arg(drive)
         .arg("-drive")
@@ -162,9 +194,15 @@ pub fn boot(spec: &BootSpec<'_>, guard: &Guard) -> Result<BootSeen, ExperimentEr
         .stderr(Stdio::from(err_file))
         .process_group(0);
     let t0 = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| io(Path::new("qemu-system-x86_64"), e))?;
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            if let Some(s) = served {
+                s.finish(guard);
+            }
+            return Err(io(Path::new("qemu-system-x86_64"), e));
+        }
+    };
     let pgid = rustix::process::Pid::from_child(&child)
         .as_raw_nonzero()
         .get();
@@ -173,6 +211,9 @@ pub fn boot(spec: &BootSpec<'_>, guard: &Guard) -> Result<BootSeen, ExperimentEr
         Err(e) => {
             let _ = child.kill();
             let _ = child.wait();
+            if let Some(s) = served {
+                s.finish(guard);
+            }
             return Err(e.into());
         }
     };
@@ -198,6 +239,10 @@ pub fn boot(spec: &BootSpec<'_>, guard: &Guard) -> Result<BootSeen, ExperimentEr
     let (disk, disk_error) = sampler.finish();
     let _ = reader.join();
     let _ = guard.forget(tracked);
+    let (model, model_errors) = match served {
+        Some(s) => s.finish(guard),
+        None => (None, Vec::new()),
+    };
     let err = std::fs::read_to_string(&err_path).unwrap_or_else(|e| {
         format!(
             "(qemu's stderr {} could not be read: {e})",
@@ -218,6 +263,8 @@ pub fn boot(spec: &BootSpec<'_>, guard: &Guard) -> Result<BootSeen, ExperimentEr
         console_tail: tail(&log, 15),
         disk,
         disk_error,
+        model,
+        model_errors,
         ..Default::default()
     };
     for (at, l) in &lines {

@@ -18,6 +18,8 @@
 //! cleanly and `--resume ID` continues.
 
 pub mod board;
+pub mod calibrate;
+pub mod disk;
 pub mod guest;
 pub mod qmp;
 pub mod variant;
@@ -71,6 +73,161 @@ pub struct BootConfig {
     /// marker units installed: docs/boot.md).
     #[serde(default)]
     pub ssh: Option<SshTarget>,
+    /// The root disk served by the device model (`--disk`), calibrated;
+    /// then no throttle.
+    #[serde(default)]
+    pub disk: Option<disk::ModelDisk>,
+    /// How the guest's boot reads: in large blocks (dd, cat, md5sum: the
+    /// first boot guest) or by page faults on mapped files with CPU
+    /// between them, as Android's does (androidboot).
+    #[serde(default)]
+    pub workload: Workload,
+    /// CPU time per touched page of the faulting boot, µs of the guest's
+    /// own clock.
+    #[serde(default)]
+    pub cpu_us: Option<f64>,
+    /// The difference from none each comparison must be able to tell at
+    /// 80 % power (Holm's strictest level), as a fraction of none's mean
+    /// (`--resolve 2%`).
+    #[serde(default)]
+    pub resolve: Option<f64>,
+    /// `--boots auto`: rounds are added after `boots` until every
+    /// comparison resolves `resolve`, or this many rounds.
+    #[serde(default)]
+    pub max_boots: Option<u32>,
+}
+
+/// How far the boots a comparison needs are searched.
+const SEARCH_BOOTS: usize = 200;
+
+/// A comparison still short of --resolve, in words.
+fn short_text(v: &str, n: usize, need: usize, cap: Option<u32>) -> String {
+    if need >= SEARCH_BOOTS {
+        format!("{v} ({n} boots; its spread needs more than {SEARCH_BOOTS})")
+    } else if cap.is_some_and(|c| need > cast::usize_of(u64::from(c))) {
+        format!("{v} ({n} boots; its spread needs ~{need}, more than --max-boots)")
+    } else {
+        format!("{v} ({n} boots, needs ~{need})")
+    }
+}
+
+/// Whether another round is needed for every comparison to resolve
+/// `resolve`: for each variant against its baseline, the boots per side
+/// [`iolab_stats::samples_needed`] gives from their spreads so far, at
+/// α = 5 % / m (Holm's strictest), 80 % power. Returns the comparisons
+/// still short (variant, boots so far, boots needed).
+pub fn short_of_resolution(cfg: &BootConfig, runs: &[RunRecord]) -> Vec<(String, usize, usize)> {
+    let (Some(resolve), Some(cap)) = (cfg.resolve, cfg.max_boots) else {
+        return Vec::new();
+    };
+    let cap = cast::usize_of(u64::from(cap));
+    let times = |v: &str| -> Vec<f64> {
+        runs.iter()
+            .filter(|r| r.variant.as_deref().unwrap_or("none") == v && r.outcome.is_sample())
+            .map(|r| r.duration_ns as f64 / 1e9)
+            .collect()
+    };
+    let sd_mean = |x: &[f64]| -> Option<(f64, f64)> {
+        if x.len() < 2 {
+            return None;
+        }
+        let m = x.iter().sum::<f64>() / x.len() as f64;
+        let var = x.iter().map(|a| (a - m).powi(2)).sum::<f64>() / (x.len() - 1) as f64;
+        Some((var.sqrt(), m))
+    };
+    let compared: Vec<&String> = cfg
+        .variants
+        .iter()
+        .filter(|v| variant::baseline(v) != **v)
+        .collect();
+    let per_base = |base: &str| {
+        compared
+            .iter()
+            .filter(|v| variant::baseline(v) == base)
+            .count()
+    };
+    let mut short = Vec::new();
+    for v in &compared {
+        let base = variant::baseline(v);
+        let (x, b) = (times(v), times(&base));
+        let n = x.len().min(b.len());
+        let needed = match (sd_mean(&x), sd_mean(&b)) {
+            (Some((sx, _)), Some((sb, mb))) => iolab_stats::samples_needed(
+                sx,
+                sb,
+                resolve * mb,
+                0.05 / per_base(&base).max(1) as f64,
+                0.8,
+                // Searched past the cap, so the warning can say how many.
+                SEARCH_BOOTS.max(cap),
+            ),
+            _ => cap,
+        };
+        if n < needed {
+            short.push((v.to_string(), n, needed));
+        }
+    }
+    short
+}
+
+/// How the boot guest's boot reads what it reads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Workload {
+    /// dd, cat and md5sum in large blocks (scripts/guest/boot/init).
+    #[default]
+    Reads,
+    /// Page faults on mmap'd files, 4 KiB plus read-around, CPU between
+    /// them (scripts/guest/boot/androidboot.c).
+    Faults,
+}
+
+impl BootConfig {
+    /// The kernel command line's part every boot of this experiment has:
+    /// its workload, and PSI on (Debian's kernel has it off by default)
+    /// for the boot's own account of I/O waiting.
+    fn cmdline(&self) -> String {
+        let mut c = String::from("psi=1");
+        if self.workload == Workload::Faults {
+            c.push_str(" iolab.workload=faults");
+            if let Some(us) = self.cpu_us {
+                c.push_str(&format!(" iolab.cpu_us={us}"));
+            }
+        }
+        c
+    }
+}
+
+/// The modelled disk of `params` for `guest`: its stored calibration, or
+/// a new one (two boots) when there is none for this qemu and kernel, or
+/// when `again`.
+pub fn calibrated_disk(
+    guest: &Path,
+    params: &iolab_model::ModelParams,
+    memory_mib: u32,
+    timeout_s: f64,
+    again: bool,
+) -> Result<calibrate::Calibration, ExperimentError> {
+    if !again {
+        if let Some(c) = calibrate::Calibration::load(guest, &params.profile) {
+            if c.disk.params == *params {
+                return Ok(c);
+            }
+        }
+    }
+    let guard = Guard::new();
+    let work = tempfile::Builder::new()
+        .prefix("iolab-calibrate-")
+        .tempdir_in(guest)
+        .map_err(|e| iolab_sys::SysError::io(guest, e))?;
+    calibrate::calibrate(
+        guest,
+        params,
+        memory_mib,
+        Duration::from_secs_f64(timeout_s),
+        work.path(),
+        &guard,
+    )
 }
 
 /// Where a board is, as `iolab remote --ssh` takes it.
@@ -124,6 +281,19 @@ impl BootConfig {
         if self.boots == 0 {
             return Err(UsageError::new("--boots: at least 1").into());
         }
+        if self.max_boots.is_some() && self.resolve.is_none() {
+            return Err(UsageError::new(
+                "--boots auto adds boots until a difference resolves: name it with --resolve, e.g. --resolve 2%",
+            )
+            .into());
+        }
+        if self.max_boots.is_some_and(|m| m < self.boots) {
+            return Err(UsageError::new(format!(
+                "--max-boots: at least the {} boots every variant gets first",
+                self.boots
+            ))
+            .into());
+        }
         if self.variants.is_empty() {
             return Err(UsageError::new(format!(
                 "--variants: give one or more of {}",
@@ -160,12 +330,50 @@ pub fn run(
     store.set_status(id, Status::Running)?;
     let images = Images::of(&cfg, id);
     let board = cfg.ssh.as_ref().map(SshTarget::transport);
-    let plan = plan(&cfg, &store.runs(id)?, &images);
+    let mut plan = plan(&cfg, &store.runs(id)?, &images);
     announce(&announcement(&cfg, &plan));
     let mut progress = Progress::new(plan.len() as u64, "boots", opts.progress);
     let (mut interrupted, mut recorded_runs, mut warnings) = (false, 0, Vec::new());
     let mut quickest: Option<f64> = None;
-    for (v, rep) in &plan {
+    let mut rounds = plan.iter().map(|p| p.1).max().unwrap_or(0).max(cfg.boots);
+    let mut next = 0;
+    loop {
+        if next == plan.len() {
+            // --boots auto: another round while a comparison cannot yet
+            // tell --resolve at 80 % power.
+            let short = short_of_resolution(&cfg, &store.runs(id)?);
+            if short.is_empty() || cfg.max_boots.is_none_or(|cap| rounds >= cap) {
+                if !short.is_empty() {
+                    warnings.push(format!(
+                        "--resolve {:.1}% not reached within {rounds} boots per variant: {}",
+                        cfg.resolve.unwrap_or(0.0) * 100.0,
+                        short
+                            .iter()
+                            .map(|(v, n, need)| short_text(v, *n, *need, cfg.max_boots))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+                break;
+            }
+            rounds += 1;
+            let mut order = cfg.variants.clone();
+            shuffle(&mut order, cfg.seed ^ u64::from(rounds));
+            progress.note(&format!(
+                "round {rounds}: {} cannot tell {:.1}% yet",
+                short
+                    .iter()
+                    .map(|(v, n, need)| short_text(v, *n, *need, cfg.max_boots))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                cfg.resolve.unwrap_or(0.0) * 100.0
+            ));
+            progress.grow(order.len() as u64);
+            plan.extend(order.into_iter().map(|v| (v, rounds)));
+        }
+        let (v, rep) = plan[next].clone();
+        next += 1;
+        let (v, rep) = (&v, &rep);
         if iolab_guard::stop_requested() {
             interrupted = true;
             break;
@@ -297,7 +505,7 @@ impl Images {
         Images {
             recorded: cfg.guest.join(format!("root-recorded-{id}.img")),
             relaid: cfg.guest.join(format!("root-relayout-{id}.img")),
-            prefetching: cfg.variants.iter().any(|v| v != "none"),
+            prefetching: cfg.variants.iter().any(|v| !variant::is_plain(v)),
         }
     }
 
@@ -384,6 +592,12 @@ fn announcement(cfg: &BootConfig, plan: &[(String, u32)]) -> String {
         place(cfg),
         match (&cfg.ssh, cfg.bw_bytes) {
             (Some(_), _) => "its own disk".to_string(),
+            (None, _) if cfg.disk.is_some() => cfg.disk.as_ref().map_or(String::new(), |d| {
+                format!(
+                    "root disk on the {} model, the guest's queue {} deep",
+                    d.params.profile, d.params.queue_depth
+                )
+            }),
             (None, None) => "root disk not throttled".to_string(),
             (None, Some(b)) => format!(
                 "root disk throttled to {}/s",
@@ -447,6 +661,7 @@ fn guest_boot(
     // (the first boots of a fresh copy read it from the host's disk: 20 %
     // slower here).
     let host_cached = warm_host_cache(&root)?;
+    let cmdline = format!("{} {}", cfg.cmdline(), variant::cmdline(v));
     let seen = guest::boot(
         &guest::BootSpec {
             dir: &cfg.guest,
@@ -454,8 +669,9 @@ fn guest_boot(
             snapshot: v != variant::RECORD && v != variant::RELAYOUT_WRITE,
             bw_bytes: cfg.bw_bytes,
             iops: cfg.iops,
+            disk: cfg.disk.as_ref(),
             init: variant::init_args(v)?,
-            cmdline: variant::cmdline(v),
+            cmdline: &cmdline,
             memory_mib: cfg.memory_mib,
             timeout: Duration::from_secs_f64(cfg.timeout_s),
             work,
@@ -519,6 +735,37 @@ fn judge(v: &str, rep: u32, seen: &guest::BootSeen, timeout_s: f64) -> RunRecord
             extra["read_ios"] = json!(ios);
         }
         None => extra["warning"] = json!("the guest left no diskstats of its boot disk"),
+    }
+    io_wait(&res, seen, &mut extra);
+    for (key, file) in [
+        ("nr_requests", "iolab-boot-nr-requests"),
+        ("nr_requests_at_end", "nr-requests-at-end"),
+    ] {
+        if let Some(n) = res(file).and_then(|t| t.trim().parse::<u64>().ok()) {
+            extra[key] = json!(n);
+        }
+    }
+    if let Some(m) = &seen.model {
+        // The model's side of the boot disk: what qemu asked of it, to
+        // set beside the guest's diskstats (read_bytes).
+        extra["model"] = json!({
+            "profile": m.params.as_ref().map(|p| p.profile.clone()),
+            "reads": m.reads,
+            "read_bytes": m.read_bytes,
+            "writes": m.writes,
+            "write_bytes": m.write_bytes,
+            "flushes": m.flushes,
+            "busy_s": m.busy_s,
+            "queue_wait_s": m.queue_wait_s,
+            "max_queue_depth": m.max_queue_depth,
+            "overruns": m.overruns,
+        });
+    }
+    if !seen.model_errors.is_empty() {
+        problems.push(format!(
+            "the modelled disk was not undone: {}",
+            seen.model_errors.join("; ")
+        ));
     }
     let scheduler = res("iolab-boot-scheduler")
         .and_then(|s| Some(s.split('[').nth(1)?.split(']').next()?.to_string()))
@@ -689,12 +936,25 @@ fn check_variant(
         // Its prefetch goes wrong on purpose: what counts is that the
         // boot reached the marker, and when.
         extra["safety"] = json!(variant::safety_what(v));
-    } else if v != "none" && v != variant::WARMUP {
+    } else if !variant::is_plain(v) && v != variant::WARMUP {
         // A prefetch asked for that did not run is not this variant.
         match &helper {
             Some(h) => {
                 extra["prefetch_bytes"] = h["bytes_requested"].clone();
+                // To its last completed read (boot-init always has the
+                // helper wait for its reads), and its submission apart.
                 extra["prefetch_s"] = h["duration_s"].clone();
+                extra["prefetch_submit_s"] = h["submit_s"].clone();
+                extra["prefetch_wait"] = h["wait"].clone();
+                if h["wait"]
+                    .as_str()
+                    .is_some_and(|w| w != "complete" && w != "settled")
+                {
+                    problems.push(format!(
+                        "the prefetch's reads did not finish: its wait ended {}",
+                        h["wait"]
+                    ));
+                }
                 extra["prefetch_device_read_bytes"] = h["device_read_bytes"].clone();
                 if h["files_failed"].as_u64().unwrap_or(0) > 0 {
                     extra["prefetch_files_failed"] = h["files_failed"].clone();
@@ -715,6 +975,60 @@ fn check_variant(
                 before.trim()
             ));
         }
+    }
+}
+
+/// The boot's own account of waiting for I/O from init to the marker:
+/// PSI's io `some` and `full` (time at least one task, and every task,
+/// stalled on I/O) and /proc/stat's iowait share, and each androidboot
+/// phase's duration.
+fn io_wait(res: &dyn Fn(&str) -> Option<String>, seen: &guest::BootSeen, extra: &mut Value) {
+    let span_s = match (seen.init_s, seen.done_s) {
+        (Some(i), Some(d)) if d > i => d - i,
+        _ => return,
+    };
+    let psi_total = |text: &str, kind: &str| -> Option<f64> {
+        let line = text.lines().find(|l| l.starts_with(kind))?;
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix("total="))?
+            .parse()
+            .ok()
+    };
+    if let (Some(a), Some(b)) = (res("psi-io-init"), res("psi-io-done")) {
+        for kind in ["some", "full"] {
+            if let (Some(x), Some(y)) = (psi_total(&a, kind), psi_total(&b, kind)) {
+                extra[format!("psi_io_{kind}_share")] = json!((y - x) / 1e6 / span_s);
+            }
+        }
+    }
+    let ticks = |t: &str| -> Vec<f64> {
+        t.split_whitespace()
+            .skip(1)
+            .filter_map(|w| w.parse().ok())
+            .collect()
+    };
+    if let (Some(a), Some(b)) = (res("stat-init"), res("stat-done")) {
+        let (a, b) = (ticks(&a), ticks(&b));
+        if a.len() > 4 && a.len() == b.len() {
+            let total: f64 = b.iter().zip(&a).map(|(y, x)| y - x).sum();
+            if total > 0.0 {
+                extra["iowait_share"] = json!((b[4] - a[4]) / total);
+            }
+        }
+    }
+    let mut phases = serde_json::Map::new();
+    for f in ["phases-services", "phases-zygote"] {
+        for l in res(f).unwrap_or_default().lines() {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            if let ["androidboot:", name, start, end] = w[..] {
+                if let (Ok(a), Ok(b)) = (start.parse::<f64>(), end.parse::<f64>()) {
+                    phases.insert(name.to_string(), json!({"start_s": a, "end_s": b}));
+                }
+            }
+        }
+    }
+    if !phases.is_empty() {
+        extra["phases"] = Value::Object(phases);
     }
 }
 

@@ -36,7 +36,34 @@ pub const RELAYOUT_WRITE: &str = "relayout-write";
 
 /// True when `variant` boots the relaid-out image.
 pub fn uses_relayout(variant: &str) -> bool {
-    variant.split('+').any(|p| p == "relayout")
+    split(variant).0.split('+').any(|p| p == "relayout")
+}
+
+/// The boot disk's schedulers a variant may name after `@` (`idle@bfq`):
+/// the guest's scheduler as an axis (`iolab boot --schedulers`).
+pub const SCHEDULERS: &[&str] = &["none", "mq-deadline", "bfq", "kyber"];
+
+/// A variant's prefetch part and the boot disk's scheduler it boots with
+/// (`idle@bfq` → (`idle`, `bfq`); none given: the guest's default).
+pub fn split(variant: &str) -> (&str, Option<&str>) {
+    match variant.split_once('@') {
+        Some((v, s)) => (v, Some(s)),
+        None => (variant, None),
+    }
+}
+
+/// What `variant` is compared with: the boot without a prefetch on the
+/// same scheduler.
+pub fn baseline(variant: &str) -> String {
+    match split(variant).1 {
+        Some(s) => format!("none@{s}"),
+        None => "none".into(),
+    }
+}
+
+/// True for a plain boot (`none`, `none@bfq`).
+pub fn is_plain(variant: &str) -> bool {
+    split(variant).0 == "none"
 }
 
 /// Boots that must not break: each runs a prefetch that goes wrong, and
@@ -90,23 +117,35 @@ const SAFETY: &[(&str, &str, &[&str], &str)] = &[
 
 /// True for a boot whose prefetch is made to go wrong.
 pub fn is_safety(variant: &str) -> bool {
-    SAFETY.iter().any(|s| s.0 == variant)
+    let v = split(variant).0;
+    SAFETY.iter().any(|s| s.0 == v)
 }
 
 /// What the guest does besides for `variant` (kernel command line).
-pub fn cmdline(variant: &str) -> &'static str {
-    SAFETY.iter().find(|s| s.0 == variant).map_or("", |s| s.3)
+pub fn cmdline(variant: &str) -> String {
+    let (v, sched) = split(variant);
+    let safety = SAFETY.iter().find(|s| s.0 == v).map_or("", |s| s.3);
+    match sched {
+        Some(s) => format!("{safety} iolab.sched={s}").trim_start().to_string(),
+        None => safety.to_string(),
+    }
 }
 
 /// What goes wrong in a safety boot.
 pub fn safety_what(variant: &str) -> Option<&'static str> {
-    SAFETY.iter().find(|s| s.0 == variant).map(|s| s.1)
+    let v = split(variant).0;
+    SAFETY.iter().find(|s| s.0 == v).map(|s| s.1)
 }
 
 /// What a board's prefetch unit does for `variant` (the line `iolab boot
 /// --ssh` writes to /var/lib/iolab/boot.next): `none`, `record`, or
 /// `prefetch` with iolab prefetch's options.
 pub fn board_line(variant: &str) -> Result<String, UsageError> {
+    if variant.contains('@') {
+        return Err(UsageError::new(format!(
+            "boot variant {variant:?} over ssh: a board boots with its own scheduler; give the variant without @SCHEDULER"
+        )));
+    }
     match variant {
         "none" | WARMUP => return Ok("none".into()),
         RECORD => return Ok("record".into()),
@@ -143,14 +182,29 @@ pub fn help() -> String {
         .collect();
     let safety: Vec<&str> = SAFETY.iter().map(|s| s.0).collect();
     format!(
-        "none, prefetch options joined by +: {}; or a safety boot: {}",
+        "none, prefetch options joined by +: {}; or a safety boot: {}; each optionally @SCHEDULER, the boot disk's ({})",
         opts.join(", "),
-        safety.join(", ")
+        safety.join(", "),
+        SCHEDULERS.join(", ")
     )
 }
 
 /// boot-init's command line for `variant` (empty: plain /sbin/init).
 pub fn init_args(variant: &str) -> Result<Vec<String>, UsageError> {
+    let (variant, sched) = split(variant);
+    if let Some(s) = sched {
+        if !SCHEDULERS.contains(&s) {
+            return Err(UsageError::new(format!(
+                "boot variant {variant}@{s}: unknown scheduler {s:?}; expected one of {}",
+                SCHEDULERS.join(", ")
+            )));
+        }
+        if [RECORD, RELAYOUT_WRITE, WARMUP].contains(&variant) {
+            return Err(UsageError::new(format!(
+                "boot variant {variant}@{s}: {variant} is made once, without a scheduler"
+            )));
+        }
+    }
     let base = |mode: &[&str]| -> Vec<String> {
         ["/usr/bin/iolab", "boot-init"]
             .iter()
@@ -197,6 +251,28 @@ pub fn init_args(variant: &str) -> Result<Vec<String>, UsageError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scheduler_after_at_sets_the_boot_disks_and_keeps_the_variant() {
+        assert_eq!(split("idle@bfq"), ("idle", Some("bfq")));
+        assert_eq!(baseline("idle@bfq"), "none@bfq");
+        assert_eq!(baseline("idle"), "none");
+        assert!(is_plain("none@kyber"));
+        assert_eq!(cmdline("idle@bfq"), "iolab.sched=bfq");
+        assert_eq!(
+            cmdline("safety-splash@mq-deadline"),
+            "splash iolab.sched=mq-deadline"
+        );
+        assert_eq!(init_args("idle@bfq").unwrap(), init_args("idle").unwrap());
+        assert!(init_args("none@bfq").unwrap().is_empty());
+        assert!(init_args("idle@cfq")
+            .unwrap_err()
+            .to_string()
+            .contains("bfq"));
+        assert!(init_args("record@bfq").is_err());
+        assert!(board_line("idle@bfq").is_err());
+        assert!(uses_relayout("relayout@bfq"));
+    }
 
     #[test]
     fn variants_become_boot_init_options() {

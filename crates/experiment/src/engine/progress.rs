@@ -64,6 +64,11 @@ impl Progress {
         }
     }
 
+    /// More runs than planned (a round added until a difference resolves).
+    pub fn grow(&mut self, more: u64) {
+        self.bar.inc_length(more);
+    }
+
     /// A run (or a cell's warm-up) begins: `what` names it.
     pub fn begin(&mut self, what: &str) {
         self.what = what.to_string();

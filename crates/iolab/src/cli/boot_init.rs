@@ -196,9 +196,12 @@ fn start_helper(args: &[OsString], init: &[OsString], t0: Instant) -> Option<(u3
         }
     };
     let mut helper_args = helper_args(&a)?;
+    // Without /proc (iolab as the kernel's init, nothing mounted yet)
+    // there is no /proc/self/exe: argv[0] is the path the kernel ran
+    // (`init=/path/to/iolab`).
     let exe = std::env::current_exe()
         .ok()
-        .or_else(|| args.first().map(PathBuf::from))?;
+        .or_else(|| std::env::args_os().next().map(PathBuf::from))?;
     // A recording holds init until its trace is on (a pipe the helper
     // writes one byte to), or --budget: what init read before would be
     // missing from the list.
@@ -212,7 +215,15 @@ fn start_helper(args: &[OsString], init: &[OsString], t0: Instant) -> Option<(u3
     }
     let ready_w = ready.map_or(-1, |p| p.1);
     let mut cmd = Command::new(exe);
-    cmd.args(&helper_args).stdin(Stdio::null());
+    // Stdin from /dev/null, or, before /dev exists (the kernel's init with
+    // no devtmpfs mounted), an empty pipe whose writer the supervisor
+    // closes: the helper reads nothing from the console either way.
+    let no_dev = !std::path::Path::new("/dev/null").exists();
+    cmd.args(&helper_args).stdin(if no_dev {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    });
     // SAFETY: setsid(2) and fcntl(2) between fork and exec touch no memory.
     unsafe {
         cmd.pre_exec(move || {
@@ -368,6 +379,7 @@ fn supervise(mut cmd: Command, t0: Instant) -> Option<Supervisor> {
         }
         let code = match cmd.spawn() {
             Ok(mut helper) => {
+                drop(helper.stdin.take());
                 let pid = helper.id().to_ne_bytes();
                 // SAFETY: four bytes from a live buffer to our pipe.
                 unsafe { libc::write(w, pid.as_ptr().cast(), pid.len()) };
@@ -472,10 +484,16 @@ fn helper_args(a: &BootInitArgs) -> Option<Vec<String>> {
     if let Some(o) = &a.order {
         v.push(format!("--order={o}"));
     }
-    if a.before {
-        // Done means read, not only asked for (readahead(2) returns first).
-        v.push(format!("--wait={}s", a.budget.as_secs_f64()));
-    }
+    // Done means read, not only asked for (readahead(2) returns first):
+    // with --before init waits for that (at most the budget); in the
+    // background the helper still waits, so its report says when its last
+    // read completed, the seed's measure, beside when it was submitted.
+    let wait = if a.before {
+        a.budget
+    } else {
+        a.budget.max(BACKGROUND_WAIT)
+    };
+    v.push(format!("--wait={}s", wait.as_secs_f64()));
     if let Some(r) = &a.report {
         v.extend([
             "--json".to_string(),
@@ -487,6 +505,9 @@ fn helper_args(a: &BootInitArgs) -> Option<Vec<String>> {
     v.push(text(list));
     Some(v)
 }
+
+/// How long a background helper waits for its reads at most.
+const BACKGROUND_WAIT: Duration = Duration::from_secs(300);
 
 /// A line for the console (PID 1's stderr), never a panic.
 fn note(line: &str) {
