@@ -277,8 +277,14 @@ fn boots_record_then_prefetch_and_every_boot_is_checked() {
         );
         assert_eq!(x["model"]["max_queue_depth"].as_u64(), Some(1), "{r}");
         assert_eq!(x["nr_requests"].as_u64(), Some(128), "{r}");
+        // The boot's own account of waiting for I/O after init: some for
+        // a boot that reads its pages itself; a --before prefetch
+        // (safety-splash) has read them all before init.
         let psi = x["psi_io_some_share"].as_f64().unwrap();
-        assert!(psi > 0.0 && psi < 1.0, "{r}");
+        assert!((0.0..1.0).contains(&psi), "{r}");
+        if ["none@bfq", "idle@bfq"].contains(&v) {
+            assert!(psi > 0.05, "{r}");
+        }
         for phase in ["services", "zygote", "server", "scan"] {
             assert!(x["phases"][phase]["end_s"].as_f64().unwrap() > 0.0, "{r}");
         }
