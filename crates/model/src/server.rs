@@ -322,16 +322,17 @@ impl ModelFs {
     /// Admits a request to the model and queues its completion.
     fn submit(&self, op: Op, reply: Reply) {
         let now = now_ns();
+        let early = self.transport.of(&op);
         let slot = self
             .device
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .admit_early(now, op, self.transport.of(&op));
+            .admit_early(now, op, early);
         let depth = self.in_model.fetch_add(1, Ordering::Relaxed) + 1;
         self.stats.admitted(op, now, slot, depth);
         let job = Job {
             reply,
-            due_ns: slot.done_ns.saturating_sub(self.transport.of(&op)).max(now),
+            due_ns: slot.done_ns.saturating_sub(early).max(now),
             arrived_ns: now,
         };
         if let Err(mpsc::SendError(job)) = self

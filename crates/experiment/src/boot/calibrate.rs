@@ -92,7 +92,10 @@ impl Calibration {
     pub fn load(guest: &Path, profile: &str) -> Option<Calibration> {
         let text = std::fs::read_to_string(Self::path(guest, profile)).ok()?;
         let c: Calibration = serde_json::from_str(&text).ok()?;
-        (c.qemu == qemu_version() && c.kernel == kernel_id(guest)).then_some(c)
+        // Unknown on either side (qemu's version or the kernel unreadable):
+        // calibrate again rather than trust a match of two blanks.
+        let known = !c.qemu.is_empty() && !c.kernel.is_empty();
+        (known && c.qemu == qemu_version() && c.kernel == kernel_id(guest)).then_some(c)
     }
 
     /// The table, one line per measure.
@@ -393,6 +396,8 @@ fn fio_boot(
     serde_json::from_str(json).map_err(|e| failed("fio's output", &e.to_string()))
 }
 
+/// qemu's version line; empty when it cannot be read (then no stored
+/// calibration is reused).
 fn qemu_version() -> String {
     guest::qemu()
         .ok()
@@ -407,7 +412,8 @@ fn qemu_version() -> String {
         .unwrap_or_default()
 }
 
-/// The guest kernel's size and mtime: a rebuilt guest is calibrated again.
+/// The guest kernel's size and mtime: a rebuilt guest is calibrated again
+/// (empty when unreadable: no stored calibration is reused).
 fn kernel_id(guest: &Path) -> String {
     std::fs::metadata(guest.join("vmlinuz"))
         .ok()
