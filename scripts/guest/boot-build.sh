@@ -114,8 +114,9 @@ cp scripts/guest/boot/calibrate.fio "$root/opt/fio/calibrate.fio"
 # The boot's page-faulting processes (iolab.workload=faults), static.
 gcc -static -O2 -Wall -o "$root/usr/bin/androidboot" scripts/guest/boot/androidboot.c
 cp scripts/guest/boot/init "$root/sbin/init"
+cp scripts/guest/boot/workload "$root/sbin/boot-workload"
 cp scripts/guest/boot/relayout-init "$root/sbin/relayout-init"
-chmod +x "$root/sbin/init" "$root/sbin/relayout-init"
+chmod +x "$root/sbin/init" "$root/sbin/relayout-init" "$root/sbin/boot-workload"
 
 # What the boot reads (random bytes: nothing compresses or dedups).
 rnd() { head -c "$2" /dev/urandom > "$1"; }

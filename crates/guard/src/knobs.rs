@@ -45,11 +45,20 @@ impl Guard {
             return Ok(());
         }
         // Leaving a scheduler frees its instance: switching back later
-        // starts one with default tunables. Journal the current values
-        // first, so they are written back after the scheduler is restored
-        // (undo runs newest first).
+        // starts one with default tunables, and the kernel resets the
+        // queue's nr_requests to its default on every switch (an eMMC's
+        // 128 became 2 on a queue one tag deep). Journal the current
+        // values first, so they are written back after the scheduler is
+        // restored (undo runs newest first).
         {
             let mut st = self.st();
+            let nr = dev.queue_path("nr_requests");
+            if let Ok(v) = std::fs::read_to_string(&nr) {
+                st.record(Change::Attr {
+                    path: nr,
+                    old: v.trim().to_string(),
+                })?;
+            }
             for (k, v) in dev.iosched_tunables() {
                 st.record(Change::Attr {
                     path: dev.queue_path("iosched").join(k),

@@ -245,6 +245,7 @@ fn boots_record_then_prefetch_and_every_boot_is_checked() {
             "0",
             "--variants",
             "none@bfq,idle@bfq,safety-splash,safety-kill-sched",
+            "--explain",
         ],
     );
     let cal: Value = serde_json::from_str(
@@ -307,6 +308,62 @@ fn boots_record_then_prefetch_and_every_boot_is_checked() {
             .map(|s| s.contains("[none]")),
         Some(false),
         "{killed}"
+    );
+    // The kernel resets nr_requests when the scheduler switches: what the
+    // helper's supervisor restored includes it.
+    assert_eq!(
+        killed["extra"]["nr_requests_at_end"].as_u64(),
+        Some(128),
+        "{killed}"
+    );
+
+    // --explain: each variant but the safety boots once more under iolab
+    // explain in the guest, stored apart. Without a prefetch the boot's
+    // faults wait for their own reads; the time its processes spent in
+    // D-state waiting for I/O (explain's sum over tasks, from switch-out
+    // stacks) covers the guest kernel's own PSI io `some` time (the union
+    // of those waits, from init to the marker) over the same boot.
+    for v in ["none@bfq", "idle@bfq"] {
+        let r = runs
+            .iter()
+            .find(|r| variant(r) == format!("explain:{v}"))
+            .unwrap_or_else(|| panic!("no explained {v} boot"));
+        assert_eq!(r["outcome"], "ok", "{r}");
+        let x = &r["extra"]["explain"];
+        assert!(x["tasks"].as_u64().unwrap() > 4, "{r}");
+        assert!(
+            x["processes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["comm"] == "androidboot"),
+            "{r}"
+        );
+    }
+    assert!(!runs
+        .iter()
+        .any(|r| variant(r).starts_with("explain:safety")));
+    let plain = runs
+        .iter()
+        .find(|r| variant(r) == "explain:none@bfq")
+        .unwrap();
+    let x = &plain["extra"];
+    let causes = x["explain"]["causes"].as_array().unwrap();
+    assert!(
+        causes.iter().any(|c| c["cause"] == "page-cache read I/O"
+            && c["stack"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f == "filemap_fault")),
+        "{plain}"
+    );
+    let span = plain["duration_ns"].as_f64().unwrap() / 1e9 - x["init_s"].as_f64().unwrap();
+    let psi_some = x["psi_io_some_share"].as_f64().unwrap() * span;
+    let d_io = x["explain"]["d_io_s"].as_f64().unwrap();
+    assert!(
+        psi_some > 0.5 && d_io >= 0.9 * psi_some,
+        "PSI io some {psi_some:.2}s, explain's D-state I/O {d_io:.2}s: {plain}"
     );
 
     // Nothing of iolab's is left beside the guest: its copies of the

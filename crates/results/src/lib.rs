@@ -14,10 +14,12 @@
 //!   cells, and their workload names;
 //! - [`max::MaxPoint`]: what one point of `sweep --max` measured;
 //! - [`prefetch`]: the prefetch modes and the run variants they name;
-//! - [`variant`]: a run's variant split into its plan point and prefetch.
+//! - [`variant`]: a run's variant split into its plan point and prefetch;
+//! - [`boot`]: the boot variants `iolab boot` compares, one registry.
 #![deny(missing_docs)]
 
 mod artifact;
+pub mod boot;
 mod kind;
 pub mod max;
 pub mod prefetch;

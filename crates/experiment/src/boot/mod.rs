@@ -10,33 +10,34 @@
 //! host's clock over the same span (the outside check), what the boot
 //! disk read by diskstats, and the prefetch's own report.
 //!
-//! It does not run through the experiment engine's `Body`: the engine's
-//! places are local block devices iolab switches schedulers on, and a
-//! boot's place is a machine iolab restarts. It keeps the engine's rules:
-//! one guard (qemu's process group recorded, so a killed iolab's next run
-//! ends it), every run committed before the next starts, Ctrl-C stops
-//! cleanly and `--resume ID` continues.
+//! It runs on the experiment engine as a body (`body.rs`) whose place is a
+//! machine iolab restarts (`Place::Machine`: no device of this host, the
+//! boot disk's schedulers part of the variants): one guard (qemu's
+//! process group recorded, so a killed iolab's next run ends it), every
+//! run committed before the next starts, Ctrl-C stops cleanly and
+//! `--resume ID` continues.
 
 pub mod board;
+mod body;
 pub mod calibrate;
 pub mod disk;
+pub mod explain;
 pub mod guest;
 pub mod qmp;
-pub mod variant;
+pub use iolab_results::boot as variant;
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use iolab_guard::Guard;
-use iolab_results::ExperimentKind;
-use iolab_store::{RunOutcome, RunRecord, Status, Store};
+use iolab_store::{RunOutcome, RunRecord};
 use iolab_sys::{cast, UsageError};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::engine::{Finished, Progress, RunOptions};
+use crate::engine::{Finished, RunOptions};
 use crate::ExperimentError;
+use body::Images;
 
 /// The host's and the guest's clocks over one boot may differ by this
 /// much before the boot is not trusted: /proc/uptime's 10 ms steps at
@@ -95,6 +96,10 @@ pub struct BootConfig {
     /// comparison resolves `resolve`, or this many rounds.
     #[serde(default)]
     pub max_boots: Option<u32>,
+    /// Each variant booted once more with the boot's processes under
+    /// `iolab explain` in the guest (stored apart, not compared).
+    #[serde(default)]
+    pub explain: bool,
 }
 
 /// How far the boots a comparison needs are searched.
@@ -265,6 +270,12 @@ impl BootConfig {
             for v in &self.variants {
                 variant::board_line(v)?;
             }
+            if self.explain {
+                return Err(UsageError::new(
+                    "--explain runs iolab explain inside the qemu guest's boot; a board's boot units do not: leave out --explain with --ssh",
+                )
+                .into());
+            }
         }
         for f in ["vmlinuz", "initramfs.cpio.gz", "root.img"] {
             if self.ssh.is_some() {
@@ -302,10 +313,12 @@ impl BootConfig {
             .into());
         }
         for v in &self.variants {
-            if [variant::RECORD, variant::RELAYOUT_WRITE, variant::WARMUP].contains(&v.as_str()) {
-                return Err(UsageError::new(
-                    "--variants: record, relayout-write and warmup are made once, as needed; give none or prefetch variants",
-                )
+            if variant::is_apart(v) {
+                return Err(UsageError::new(format!(
+                    "--variants {v}: {} are made once, as needed, and explain: boots by --explain; give {}",
+                    variant::MADE_ONCE.join(", "),
+                    variant::help()
+                ))
                 .into());
             }
             variant::init_args(v)?;
@@ -314,281 +327,20 @@ impl BootConfig {
     }
 }
 
-/// Runs (or, with `opts.resume` and no `cfg`, resumes) a boot experiment:
-/// the experiment opened ([`open`]), its boots planned ([`plan`]), then
-/// each boot of a qemu guest ([`guest_boot`]) or of a board over ssh
-/// ([`board_boot`]) judged and stored.
+/// Runs (or, with `opts.resume` and no `cfg`, resumes) a boot experiment
+/// on the engine ([`body::BootBody`]).
 pub fn run(
     cfg: Option<BootConfig>,
     opts: &RunOptions,
     announce: &dyn Fn(&str),
 ) -> Result<Finished<()>, ExperimentError> {
-    let t0 = Instant::now();
-    let store = Store::open(&opts.db)?;
-    let (id, cfg) = open(&store, cfg, opts)?;
-    let guard = Guard::new();
-    store.set_status(id, Status::Running)?;
-    let images = Images::of(&cfg, id);
-    let board = cfg.ssh.as_ref().map(SshTarget::transport);
-    let mut plan = plan(&cfg, &store.runs(id)?, &images);
-    announce(&announcement(&cfg, &plan));
-    let mut progress = Progress::new(plan.len() as u64, "boots", opts.progress);
-    let (mut interrupted, mut recorded_runs, mut warnings) = (false, 0, Vec::new());
-    let mut quickest: Option<f64> = None;
-    let mut rounds = plan.iter().map(|p| p.1).max().unwrap_or(0).max(cfg.boots);
-    let mut next = 0;
-    loop {
-        if next == plan.len() {
-            // --boots auto: another round while a comparison cannot yet
-            // tell --resolve at 80 % power.
-            let short = short_of_resolution(&cfg, &store.runs(id)?);
-            if short.is_empty() || cfg.max_boots.is_none_or(|cap| rounds >= cap) {
-                if !short.is_empty() {
-                    warnings.push(format!(
-                        "--resolve {:.1}% not reached within {rounds} boots per variant: {}",
-                        cfg.resolve.unwrap_or(0.0) * 100.0,
-                        short
-                            .iter()
-                            .map(|(v, n, need)| short_text(v, *n, *need, cfg.max_boots))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ));
-                }
-                break;
-            }
-            rounds += 1;
-            let mut order = cfg.variants.clone();
-            shuffle(&mut order, cfg.seed ^ u64::from(rounds));
-            progress.note(&format!(
-                "round {rounds}: {} cannot tell {:.1}% yet",
-                short
-                    .iter()
-                    .map(|(v, n, need)| short_text(v, *n, *need, cfg.max_boots))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                cfg.resolve.unwrap_or(0.0) * 100.0
-            ));
-            progress.grow(order.len() as u64);
-            plan.extend(order.into_iter().map(|v| (v, rounds)));
-        }
-        let (v, rep) = plan[next].clone();
-        next += 1;
-        let (v, rep) = (&v, &rep);
-        if iolab_guard::stop_requested() {
-            interrupted = true;
-            break;
-        }
-        if board.is_none() {
-            images.prepare(&cfg, v)?;
-        }
-        progress.begin(&format!("{v} boot {rep}"));
-        let work_in = match &board {
-            // Beside the results database: a board has no guest directory.
-            Some(_) => opts.db.parent().unwrap_or(Path::new(".")).to_path_buf(),
-            None => cfg.guest.clone(),
-        };
-        let work = tempfile::Builder::new()
-            .prefix("iolab-boot-")
-            .tempdir_in(&work_in)
-            .map_err(|e| iolab_sys::SysError::io(&work_in, e))?;
-        let booted = match &board {
-            Some(t) => board_boot(t, v, *rep, &cfg, work.path(), quickest)?,
-            None => guest_boot(&guard, v, *rep, &cfg, &images, work.path())?,
-        };
-        let Some(run) = booted else {
-            interrupted = true;
-            break;
-        };
-        if run.outcome.is_sample() {
-            let s = run.duration_ns as f64 / 1e9;
-            quickest = Some(quickest.map_or(s, |q: f64| q.min(s)));
-        }
-        let last = outcome_text(&run);
-        if !run.outcome.is_sample() {
-            warnings.push(match &board {
-                Some(_) => format!("{v} boot {rep}: {last}"),
-                None => {
-                    let keep = cfg.guest.join(format!("boot-{id}-{v}-{rep}-console.log"));
-                    let _ = std::fs::copy(work.path().join("console.log"), &keep);
-                    format!("{v} boot {rep}: {last}; its console: {}", keep.display())
-                }
-            });
-        }
-        store.record_run(id, &run)?;
-        recorded_runs += 1;
-        progress.done(&last);
-        let failed_record = board.is_none()
-            && (v == variant::RECORD || v == variant::RELAYOUT_WRITE)
-            && !run.outcome.is_sample();
-        if failed_record {
-            images.remove();
-            drop(progress);
-            store.set_status(id, Status::ended(true))?;
-            return Err(ExperimentError::RunFailed {
-                run: format!("the {v} boot of experiment {id}"),
-                why: format!(
-                    "{}: the variants that need it cannot run",
-                    run.reason.as_deref().unwrap_or("it failed")
-                ),
-            });
-        }
-    }
-    drop(progress);
-    store.set_status(id, Status::ended(interrupted))?;
-    if !interrupted {
-        images.remove();
-    }
-    Ok(Finished {
-        id,
-        db: opts.db.clone(),
-        report: store.report(id)?,
-        interrupted,
-        place: place(&cfg),
-        recorded: recorded_runs,
-        elapsed: t0.elapsed(),
-        stopped_cells: Vec::new(),
-        warnings,
-        body: (),
-    })
+    crate::engine::run::<body::BootBody>(cfg, opts, announce)
 }
 
-/// The experiment to run: a new one stored from `cfg`, or the one
-/// `opts.resume` names with its stored configuration; checked, and qemu
-/// found when it boots a guest.
-fn open(
-    store: &Store,
-    cfg: Option<BootConfig>,
-    opts: &RunOptions,
-) -> Result<(iolab_store::ExperimentId, BootConfig), ExperimentError> {
-    let (id, cfg) = match (opts.resume, cfg) {
-        (Some(id), _) => {
-            let r = crate::engine::resume_load::<BootConfig>(store, id, &ExperimentKind::Boot)?;
-            (Some(id), r)
-        }
-        (None, Some(c)) => (None, c),
-        (None, None) => {
-            return Err(
-                UsageError::new("nothing to run: no configuration and no --resume ID").into(),
-            )
-        }
-    };
-    cfg.validate()?;
-    if cfg.ssh.is_none() {
-        guest::qemu()?;
-    }
-    let id = match id {
-        Some(id) => id,
-        None => store.create_experiment(
-            &ExperimentKind::Boot,
-            &opts.command_line,
-            &json!({ "boot": cfg, "place": place(&cfg) }),
-            &json!({ "host": crate::error::to_json("the environment snapshot",
-                &iolab_sys::environment::Environment::capture_place(&[], None, None))? }),
-        )?,
-    };
-    Ok((id, cfg))
-}
-
-/// The root images a guest's boots use beyond the user's: the one with
-/// the recorded list in it and the relaid-out one, kept beside the
-/// user's for --resume.
-struct Images {
-    recorded: PathBuf,
-    relaid: PathBuf,
-    /// A variant prefetches: every boot but the plain ones uses
-    /// `recorded`.
-    prefetching: bool,
-}
-
-impl Images {
-    fn of(cfg: &BootConfig, id: iolab_store::ExperimentId) -> Images {
-        Images {
-            recorded: cfg.guest.join(format!("root-recorded-{id}.img")),
-            relaid: cfg.guest.join(format!("root-relayout-{id}.img")),
-            prefetching: cfg.variants.iter().any(|v| !variant::is_plain(v)),
-        }
-    }
-
-    /// Makes the image variant `v` boots, when it is made for it.
-    fn prepare(&self, cfg: &BootConfig, v: &str) -> Result<(), ExperimentError> {
-        if v == variant::RECORD {
-            copy_image(&cfg.image(), &self.recorded)?;
-        } else if v == variant::RELAYOUT_WRITE {
-            copy_image(&self.recorded, &self.relaid)?;
-        } else if self.prefetching && !self.recorded.is_file() {
-            return Err(UsageError::new(format!(
-                "{} is gone: the prefetch variants boot the image with the recorded list; start a new experiment",
-                self.recorded.display()
-            ))
-            .into());
-        }
-        Ok(())
-    }
-
-    /// The root image variant `v` boots.
-    fn root_of(&self, cfg: &BootConfig, v: &str) -> PathBuf {
-        if variant::uses_relayout(v) || v == variant::RELAYOUT_WRITE {
-            self.relaid.clone()
-        } else if self.prefetching {
-            self.recorded.clone()
-        } else {
-            cfg.image()
-        }
-    }
-
-    /// Removes the images made for the experiment (best effort: they are
-    /// copies).
-    fn remove(&self) {
-        let _ = std::fs::remove_file(&self.recorded);
-        let _ = std::fs::remove_file(&self.relaid);
-    }
-}
-
-/// The boots still to run, in order: the recording boot and the relayout
-/// boot when their image is not made yet, the warm-up boot, then every
-/// round's variants shuffled; those stored already are left out.
-fn plan(cfg: &BootConfig, runs: &[RunRecord], images: &Images) -> Vec<(String, u32)> {
-    let done: BTreeSet<(String, u32)> = runs
-        .iter()
-        .filter(|r| r.outcome.is_sample() || r.variant.as_deref() != Some(variant::RECORD))
-        .map(|r| (r.variant.clone().unwrap_or_else(|| "none".into()), r.rep))
-        .collect();
-    let relayout = cfg.variants.iter().any(|v| variant::uses_relayout(v));
-    let mut plan: Vec<(String, u32)> = Vec::new();
-    if images.prefetching
-        && !(done.contains(&(variant::RECORD.to_string(), 1)) && images.recorded.is_file())
-    {
-        plan.push((variant::RECORD.into(), 1));
-    }
-    if relayout
-        && !(done.contains(&(variant::RELAYOUT_WRITE.to_string(), 1)) && images.relaid.is_file())
-    {
-        plan.push((variant::RELAYOUT_WRITE.into(), 1));
-    }
-    // One plain boot before the measured ones, stored apart: the first
-    // boots of a run were 5-20 % slower here (the host's caches of qemu,
-    // the kernel and the initramfs).
-    if cfg.warmup_boots > 0 && !done.contains(&(variant::WARMUP.to_string(), 1)) {
-        plan.push((variant::WARMUP.into(), 1));
-    }
-    for round in 1..=cfg.boots {
-        let mut order = cfg.variants.clone();
-        shuffle(&mut order, cfg.seed ^ u64::from(round));
-        plan.extend(
-            order
-                .into_iter()
-                .map(|v| (v, round))
-                .filter(|k| !done.contains(k)),
-        );
-    }
-    plan
-}
-
-/// The line said before the boots: where, how its disk is slowed, how
-/// many boots.
-fn announcement(cfg: &BootConfig, plan: &[(String, u32)]) -> String {
+/// The line said before the boots: where, and how its disk is slowed.
+fn announcement(cfg: &BootConfig) -> String {
     format!(
-        "{} ({}), {} boot(s) to run{}",
+        "{} ({}){}",
         place(cfg),
         match (&cfg.ssh, cfg.bw_bytes) {
             (Some(_), _) => "its own disk".to_string(),
@@ -604,9 +356,8 @@ fn announcement(cfg: &BootConfig, plan: &[(String, u32)]) -> String {
                 iolab_sys::units::format_bytes(b)
             ),
         },
-        plan.len(),
-        if plan.first().is_some_and(|p| p.0 == variant::RECORD) {
-            ", the first recording the list"
+        if cfg.variants.iter().any(|v| !variant::is_plain(v)) {
+            "; the first boot records the list"
         } else {
             ""
         }
@@ -778,7 +529,13 @@ fn judge(v: &str, rep: u32, seen: &guest::BootSeen, timeout_s: f64) -> RunRecord
     }
     let helper: Option<Value> =
         res("iolab-helper.json").and_then(|t| serde_json::from_str(&t).ok());
-    check_variant(v, &res, helper.as_ref(), &mut extra, &mut problems);
+    check_variant(
+        variant::booted(v),
+        &res,
+        helper.as_ref(),
+        &mut extra,
+        &mut problems,
+    );
     if let Some(h) = helper {
         extra["helper"] = h;
     }
@@ -1085,11 +842,6 @@ fn warm_host_cache(image: &Path) -> Result<f64, ExperimentError> {
     Ok(before)
 }
 
-fn copy_image(from: &Path, to: &Path) -> Result<(), ExperimentError> {
-    std::fs::copy(from, to).map_err(|e| iolab_sys::SysError::io(to, e))?;
-    Ok(())
-}
-
 /// Fisher–Yates with a xorshift generator: the same order for the same
 /// seed on every machine.
 fn shuffle<T>(v: &mut [T], seed: u64) {
@@ -1107,6 +859,7 @@ fn shuffle<T>(v: &mut [T], seed: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
 
     #[test]
     fn list_sizes_add_every_range() {

@@ -139,11 +139,25 @@ pub trait Body: Sized {
     fn validate(cfg: &Self::Config) -> Result<(), ExperimentError>;
     /// Where the experiment runs and what it does there.
     fn place(cfg: &Self::Config) -> PlaceRequest<'_>;
-    /// The schedulers asked for; the engine replaces them with the
-    /// resolved list before [`Body::setup`].
-    fn schedulers(cfg: &mut Self::Config) -> &mut Schedulers;
+    /// The place brought up (a machine iolab boots describes itself;
+    /// every other place is resolved from [`Body::place`]).
+    fn resolve_place(
+        cfg: &Self::Config,
+        guard: &Guard,
+        force: bool,
+    ) -> Result<Resolved, ExperimentError> {
+        place::resolve(guard, Self::place(cfg), force)
+    }
+    /// The schedulers asked for of the place's devices; the engine
+    /// replaces them with the resolved list before [`Body::setup`]. `None`
+    /// when the place has no device of this host (a boot's schedulers are
+    /// the guest's, part of its variants).
+    fn schedulers(cfg: &mut Self::Config) -> Option<&mut Schedulers>;
     /// Everything before the first run, once the place is up.
     fn setup(cfg: Self::Config, s: &Setup<'_>) -> Result<Self, ExperimentError>;
+    /// The experiment's id, once it is created or reopened (before
+    /// [`Body::plan`]): what a body names its own files after.
+    fn named(&mut self, _id: ExperimentId) {}
     /// The stored configuration: the kind's own, then other keys (the
     /// engine adds `place`).
     fn stored(&self) -> Result<Vec<(&'static str, Value)>, ExperimentError>;
@@ -159,6 +173,19 @@ pub trait Body: Sized {
         ctx: &mut CellContext<'_>,
         cell: &Cell,
     ) -> Result<CellEnd, ExperimentError>;
+    /// Cells to run once the plan is done, given every stored run (a boot
+    /// experiment's `--boots auto` rounds and its explained boots); none
+    /// ends the experiment.
+    fn more(
+        &mut self,
+        _runs: &[RunRecord],
+        _progress: &mut Progress,
+    ) -> Result<Vec<Cell>, ExperimentError> {
+        Ok(Vec::new())
+    }
+    /// Called once after the last cell, interrupted or not (what the body
+    /// made for the experiment and keeps only for a resume).
+    fn finish(&mut self, _interrupted: bool) {}
     /// What the user should know at the end, beside the warnings its
     /// cells gave as they ran.
     fn warnings(&self) -> Vec<String> {
@@ -185,6 +212,11 @@ pub struct CellContext<'a> {
 }
 
 impl CellContext<'_> {
+    /// The experiment's id (what a body names its own files after).
+    pub fn experiment(&self) -> ExperimentId {
+        self.id
+    }
+
     /// Commits one run and its documents before the next one starts:
     /// nothing measured is lost to a later failure.
     pub fn store_run(
@@ -239,9 +271,15 @@ pub fn run<B: Body>(
     B::validate(&cfg)?;
 
     let guard = Guard::new();
-    let place = place::resolve(&guard, B::place(&cfg), opts.force)?;
-    let schedulers = B::schedulers(&mut cfg).resolve(&place.disks)?;
-    *B::schedulers(&mut cfg) = Schedulers::of(schedulers.clone())?;
+    let place = B::resolve_place(&cfg, &guard, opts.force)?;
+    let schedulers = match B::schedulers(&mut cfg) {
+        Some(asked) => {
+            let resolved = asked.resolve(&place.disks)?;
+            *asked = Schedulers::of(resolved.clone())?;
+            resolved
+        }
+        None => Vec::new(),
+    };
     let files = B::place(&cfg).use_ == PlaceUse::Files;
     let mut body = B::setup(
         cfg,
@@ -280,16 +318,33 @@ pub fn run<B: Body>(
         }
     };
     store.set_status(id, Status::Running)?;
+    body.named(id);
     let done = store.completed_cells(id)?;
-    let cells = body.plan(&done);
-    let mut progress = Progress::new(body.runs_in(&cells) as u64, B::UNIT, opts.progress);
+    let mut cells: std::collections::VecDeque<Cell> = body.plan(&done).into();
+    let mut progress = Progress::new(
+        body.runs_in(cells.make_contiguous()) as u64,
+        B::UNIT,
+        opts.progress,
+    );
     let (mut interrupted, mut recorded) = (false, 0);
     let (mut stopped_cells, mut warnings) = (Vec::new(), place.warnings.clone());
-    for cell in &cells {
+    loop {
         if iolab_guard::stop_requested() {
             interrupted = true;
             break;
         }
+        let cell = match cells.pop_front() {
+            Some(c) => c,
+            None => {
+                let more = body.more(&store.runs(id)?, &mut progress)?;
+                if more.is_empty() {
+                    break;
+                }
+                cells.extend(more);
+                continue;
+            }
+        };
+        let cell = &cell;
         let mut ctx = CellContext {
             guard: &guard,
             place: &place,
@@ -313,6 +368,7 @@ pub fn run<B: Body>(
         }
     }
     drop(progress);
+    body.finish(interrupted);
     warnings.extend(body.warnings());
     store.set_status(id, Status::ended(interrupted))?;
     Ok(Finished {
@@ -327,17 +383,6 @@ pub fn run<B: Body>(
         warnings,
         body: body.summary(),
     })
-}
-
-/// The stored configuration of experiment `id`, checked to be a `kind`
-/// experiment that is not complete (for a kind that runs outside
-/// [`run`]: `iolab boot`).
-pub(crate) fn resume_load<C: DeserializeOwned>(
-    store: &Store,
-    id: ExperimentId,
-    kind: &ExperimentKind,
-) -> Result<C, ExperimentError> {
-    Ok(resume::load::<C>(store, id, kind, Ok)?.config)
 }
 
 /// Sleeps, waking early (false) when a stop is requested.

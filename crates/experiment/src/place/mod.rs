@@ -83,7 +83,14 @@ pub enum Place {
         #[serde(default)]
         dir: Option<PathBuf>,
     },
+    /// A machine iolab restarts (`iolab boot`: a qemu guest or a board
+    /// over ssh): no device of this host is under test, and the body
+    /// brings it up for every run (its own `Body::resolve_place`).
+    Machine,
 }
+
+/// The place of every boot experiment (its description is the body's).
+pub static MACHINE: Place = Place::Machine;
 
 fn no_fs() -> Fs {
     Fs::None
@@ -129,7 +136,7 @@ pub struct Resolved {
     pub disks: Vec<BlockDev>,
     /// The filesystem's own device, whose queue holds its read-ahead and
     /// whose bdi its dirty limit (a lab's device; the top of a stack).
-    pub fs_dev: BlockDev,
+    pub fs_dev: Option<BlockDev>,
     /// The storage stack of an in-place directory.
     pub stack: Option<iolab_sys::stack::Stack>,
     /// The directory for files ([`PlaceUse::Files`]).
@@ -151,14 +158,41 @@ pub struct Resolved {
 
 impl Resolved {
     /// A place of one device.
-    fn single(dev: BlockDev) -> (Vec<BlockDev>, BlockDev) {
-        (vec![dev.clone()], dev)
+    fn single(dev: BlockDev) -> (Vec<BlockDev>, Option<BlockDev>) {
+        (vec![dev.clone()], Some(dev))
+    }
+
+    /// A machine iolab boots (`iolab boot`): no device of this host.
+    pub fn machine(what: String) -> Resolved {
+        Resolved {
+            disks: Vec::new(),
+            fs_dev: None,
+            stack: None,
+            dir: None,
+            mountpoint: None,
+            what,
+            bw_bytes: None,
+            made: false,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The filesystem's own device (a lab's; the top of a stack).
+    pub fn fs_dev(&self) -> Result<&BlockDev, ExperimentError> {
+        self.fs_dev.as_ref().ok_or_else(|| self.no_device())
+    }
+
+    fn no_device(&self) -> ExperimentError {
+        UsageError::new(format!("{} has no block device of this host", self.what)).into()
     }
 
     /// The (first) device under test: the one of a lab, a device, a
     /// sweep.
-    pub fn dev(&self) -> &BlockDev {
-        self.disks.first().unwrap_or(&self.fs_dev)
+    pub fn dev(&self) -> Result<&BlockDev, ExperimentError> {
+        match (self.disks.first(), &self.fs_dev) {
+            (Some(d), _) | (None, Some(d)) => Ok(d),
+            (None, None) => Err(self.no_device()),
+        }
     }
 
     /// The kernel names of the devices under test.
@@ -424,6 +458,7 @@ impl Place {
             Place::Lab { name } => format!("lab {name}"),
             Place::Device { device, .. } => format!("device {device}"),
             Place::InPlace { dir } => format!("directory {}", dir.display()),
+            Place::Machine => "a machine iolab boots".to_string(),
         }
     }
 }
@@ -470,7 +505,7 @@ fn files_on_device(
     }
     Ok(Resolved {
         disks: stack.disks_under(sys, &named.devno),
-        fs_dev: fs_device(&stack)?,
+        fs_dev: Some(fs_device(&stack)?),
         dir: Some(dir.to_path_buf()),
         mountpoint: Some(stack.mount_point.clone()),
         what: format!("device {device}: {}", stack.describe()),
@@ -493,7 +528,7 @@ fn in_place(guard: &Guard, dir: &std::path::Path) -> Result<Resolved, Experiment
     guard.create_scratch_dir(&scratch)?;
     Ok(Resolved {
         disks: stack.disks(sys),
-        fs_dev: fs_device(&stack)?,
+        fs_dev: Some(fs_device(&stack)?),
         dir: Some(scratch),
         mountpoint: Some(stack.mount_point.clone()),
         what: format!("in place: {}", stack.describe()),

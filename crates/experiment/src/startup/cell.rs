@@ -88,7 +88,7 @@ pub(super) fn run_cell(
     let conditions = Conditions {
         cell,
         tunables: &tunables,
-        all_tunables: &ctx.place.dev().iosched_tunables(),
+        all_tunables: &ctx.place.dev()?.iosched_tunables(),
         warmup_rate,
         warmup_ios_per_s,
         groups,

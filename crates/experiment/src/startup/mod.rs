@@ -97,8 +97,8 @@ impl Body for Startup {
         }
     }
 
-    fn schedulers(cfg: &mut StartupConfig) -> &mut Schedulers {
-        &mut cfg.schedulers
+    fn schedulers(cfg: &mut StartupConfig) -> Option<&mut Schedulers> {
+        Some(&mut cfg.schedulers)
     }
 
     fn setup(cfg: StartupConfig, s: &Setup<'_>) -> Result<Startup, ExperimentError> {
@@ -147,7 +147,7 @@ impl Body for Startup {
         (s.announce)(&place.what);
         setup::limit_dirty(guard, place, &cfg)?;
         if let Some(ra) = cfg.read_ahead_kb {
-            guard.set_queue_attr(&place.fs_dev, "read_ahead_kb", &ra.to_string())?;
+            guard.set_queue_attr(place.fs_dev()?, "read_ahead_kb", &ra.to_string())?;
         }
         let spec = launch_spec(&cfg, &target)?;
         if cfg.observe.has("explain") {

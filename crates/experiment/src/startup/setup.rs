@@ -215,7 +215,7 @@ pub(super) fn limit_dirty(
         return Ok(());
     }
     if let Some(limit) = cfg.dirty_limit_bytes {
-        guard.set_bdi_dirty_limit(&place.fs_dev, limit)?;
+        guard.set_bdi_dirty_limit(place.fs_dev()?, limit)?;
     }
     Ok(())
 }

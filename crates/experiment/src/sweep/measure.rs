@@ -55,7 +55,7 @@ pub fn one_run(
     sizing: &Sizing,
     run: &RunPlan,
 ) -> Result<Result<Measured, NoRun>, ExperimentError> {
-    guard.set_scheduler(place.dev(), &run.scheduler)?;
+    guard.set_scheduler(place.dev()?, &run.scheduler)?;
     // The run's own guard holds only its mount and trace instance:
     // restoring it unmounts the filesystem (and removes the mount point)
     // before the next mkfs.
@@ -97,7 +97,7 @@ fn measure(
     run: &RunPlan,
 ) -> Result<Measured, ExperimentError> {
     let mnt = place.mount()?;
-    iolab_lab::format_and_mount(fs_guard, place.dev(), cfg.fs, mnt, place.made)?;
+    iolab_lab::format_and_mount(fs_guard, place.dev()?, cfg.fs, mnt, place.made)?;
     let job = plan::job(run, sizing, cfg, mnt)?;
     if !run.kind.reads() {
         preallocate(&job, sizing.per_job(run.pattern.numjobs))?;

@@ -59,8 +59,8 @@ impl Body for Sweep {
         }
     }
 
-    fn schedulers(cfg: &mut SweepConfig) -> &mut Schedulers {
-        &mut cfg.schedulers
+    fn schedulers(cfg: &mut SweepConfig) -> Option<&mut Schedulers> {
+        Some(&mut cfg.schedulers)
     }
 
     fn setup(cfg: SweepConfig, s: &Setup<'_>) -> Result<Sweep, ExperimentError> {
@@ -129,8 +129,8 @@ impl Body for Sweep {
             self.lost.0 += lost;
             self.lost.1 += 1;
         }
-        let tunables = ctx.place.dev().iosched_tunables();
-        let target = ctx.place.dev().name.clone();
+        let tunables = ctx.place.dev()?.iosched_tunables();
+        let target = ctx.place.dev()?.name.clone();
         let (rec, docs) = record::record(&run, m, &target, &self.cfg, &self.sizing, &tunables)?;
         ctx.store_run(&rec, &docs)?;
         let bw = rec.extra.get("bw_bytes").and_then(Value::as_f64);
@@ -159,7 +159,7 @@ impl Body for Sweep {
 /// The per-run size: `--size`, or the lab's bandwidth, or one second of
 /// reads measured on the device × `--runtime`.
 fn size_for(cfg: &SweepConfig, s: &Setup<'_>) -> Result<Sizing, ExperimentError> {
-    let capacity = s.place.dev().size_bytes()?;
+    let capacity = s.place.dev()?.size_bytes()?;
     if cfg.size_bytes.is_some() {
         return Ok(sizing::scale(cfg, capacity, None)?);
     }
@@ -172,9 +172,9 @@ fn size_for(cfg: &SweepConfig, s: &Setup<'_>) -> Result<Sizing, ExperimentError>
     }
     (s.announce)(&format!(
         "measuring {}'s read bandwidth for 1 s to scale the runs (--size skips this)",
-        s.place.dev().name
+        s.place.dev()?.name
     ));
-    let bw = sizing::measure_bandwidth(s.place.dev())?;
+    let bw = sizing::measure_bandwidth(s.place.dev()?)?;
     Ok(sizing::scale(
         cfg,
         capacity,

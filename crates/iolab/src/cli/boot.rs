@@ -42,15 +42,13 @@ pub struct BootArgs {
     /// Further ssh option (-o KEY=VALUE), repeatable.
     #[arg(long, value_name = "KEY=VALUE", requires = "ssh")]
     pub ssh_option: Vec<String>,
-    /// Variants, comma-separated: none, or prefetch options joined by +
-    /// (background, before, idle, be7, nice19, sched-none, disk-order,
-    /// relayout), or a safety boot (safety-missing, safety-corrupt,
-    /// safety-stale, safety-kill, safety-full).
+    /// Variants, comma-separated (the names: --help).
     #[arg(
         long,
         value_name = "LIST",
         value_delimiter = ',',
-        default_value = "none,background"
+        default_value = "none,background",
+        long_help = format!("Variants, comma-separated: {}.", boot::variant::help())
     )]
     pub variants: Vec<String>,
     /// Boots per variant, or `auto`: 3, then a round more while a
@@ -101,6 +99,12 @@ pub struct BootArgs {
         conflicts_with = "ssh"
     )]
     pub schedulers: Vec<String>,
+    /// After the timed boots, each variant once more with the boot's
+    /// processes under `iolab explain` in the guest: the kernel paths they
+    /// waited in, per variant (stored apart, not compared: the tracer
+    /// costs time).
+    #[arg(long, conflicts_with = "ssh")]
+    pub explain: bool,
     /// Guest memory, MiB.
     #[arg(long, value_name = "MIB", default_value_t = 1024)]
     pub memory: u32,
@@ -191,6 +195,7 @@ pub fn run(a: BootArgs) -> anyhow::Result<()> {
         timeout_s: a.timeout,
         seed: a.seed,
         warmup_boots: a.warmup_boots,
+        explain: a.explain,
         ssh,
     });
     let opts = RunOptions {

@@ -73,6 +73,12 @@ pub struct BootInitArgs {
     /// The order the prefetch reads the list in: listed or disk.
     #[arg(long, value_name = "ORDER", value_parser = ["listed", "disk"])]
     pub order: Option<String>,
+    /// The prefetch starts reading only once FILE exists (at most 60 s):
+    /// `iolab boot --explain` makes it when its tracer follows the boot's
+    /// processes, so the prefetch does not run ahead of a boot the tracer
+    /// holds back.
+    #[arg(long, value_name = "FILE", conflicts_with = "record")]
+    pub hold_until: Option<PathBuf>,
     /// Where the helper writes its report (prefetch, JSON) or its list's
     /// summary (record); nothing by default.
     #[arg(long, value_name = "FILE")]
@@ -483,6 +489,9 @@ fn helper_args(a: &BootInitArgs) -> Option<Vec<String>> {
     }
     if let Some(o) = &a.order {
         v.push(format!("--order={o}"));
+    }
+    if let Some(f) = &a.hold_until {
+        v.push(format!("--start-when={}", text(f)));
     }
     // Done means read, not only asked for (readahead(2) returns first):
     // with --before init waits for that (at most the budget); in the

@@ -119,6 +119,13 @@ pub struct PrefetchArgs {
     #[arg(long)]
     pub json: bool,
 
+    /// Start reading only once FILE exists (at most 60 s; then nothing is
+    /// read and it fails): a tracer attached to what the prefetch races
+    /// (`iolab boot --explain`) says so by making FILE. The report's times
+    /// start after the hold.
+    #[arg(long, value_name = "FILE")]
+    pub start_when: Option<PathBuf>,
+
     /// Write the report to FILE instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -218,6 +225,9 @@ pub fn run(a: PrefetchArgs) -> anyhow::Result<()> {
         per_file: a.verbose,
         ..PrefetchOptions::default()
     };
+    if let Some(f) = &a.start_when {
+        hold_until(f, START_WHEN_MAX)?;
+    }
     if a.log {
         iolab_sys::say!("iolab prefetch: start {}", stamp_text(Stamp::now()));
     }
@@ -245,6 +255,25 @@ pub fn run(a: PrefetchArgs) -> anyhow::Result<()> {
     }
     if report.files_failed == report.files {
         anyhow::bail!("no file could be prefetched (see the errors above)");
+    }
+    Ok(())
+}
+
+/// The longest `--start-when` holds the prefetch.
+const START_WHEN_MAX: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Waits until `f` exists, polling every 5 ms; an error after `max`.
+fn hold_until(f: &std::path::Path, max: std::time::Duration) -> anyhow::Result<()> {
+    let t0 = std::time::Instant::now();
+    while !f.exists() {
+        if t0.elapsed() > max || iolab_guard::stop_requested() {
+            anyhow::bail!(
+                "--start-when {}: it did not appear within {} s; nothing was read",
+                f.display(),
+                max.as_secs()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
     }
     Ok(())
 }

@@ -67,8 +67,10 @@ pub fn part(r: &ExperimentReport) -> Option<String> {
 fn median_boots(r: &ExperimentReport) -> Vec<(&str, &RunRecord)> {
     let mut variants: Vec<&str> = Vec::new();
     for run in &r.runs {
-        if !variants.contains(&variant_of(run)) {
-            variants.push(variant_of(run));
+        // An explained boot carries the tracer's cost: not a median boot.
+        let v = variant_of(run);
+        if !variants.contains(&v) && iolab_results::boot::explained(v).is_none() {
+            variants.push(v);
         }
     }
     variants

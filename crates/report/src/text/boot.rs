@@ -19,14 +19,10 @@ use super::matrix::align_columns;
 /// The variant with no prefetch, every other is compared with.
 pub const NONE: &str = "none";
 
+use iolab_results::boot as variant;
 /// What `v` is compared with: the plain boot on the same boot-disk
-/// scheduler (`idle@bfq` → `none@bfq`).
-pub fn baseline_of(v: &str) -> String {
-    match v.split_once('@') {
-        Some((_, s)) => format!("{NONE}@{s}"),
-        None => NONE.to_string(),
-    }
-}
+/// scheduler (`idle@bfq` → `none@bfq`), by the one registry.
+pub use iolab_results::boot::baseline as baseline_of;
 
 /// The variant a run belongs to (`none` for a plain boot).
 pub fn variant_of(r: &RunRecord) -> &str {
@@ -38,15 +34,17 @@ pub fn render(report: &ExperimentReport) -> String {
     let mut variants: Vec<&str> = Vec::new();
     for r in &report.runs {
         let v = variant_of(r);
-        if !variants.contains(&v) {
+        // An explained boot has its own table: the tracer's cost is in
+        // its time.
+        if !variants.contains(&v) && variant::explained(v).is_none() {
             variants.push(v);
         }
     }
     // Per boot-disk scheduler, none first; the recording boot last.
     variants.sort_by_key(|v| {
-        let sched = v.split_once('@').map_or("", |(_, s)| s).to_string();
+        let sched = variant::split(v).1.unwrap_or("").to_string();
         let rank = match *v {
-            "record" | "relayout-write" | "warmup" => 2,
+            v if variant::is_made_once(v) => 2,
             v if baseline_of(v) == v => 0,
             _ => 1,
         };
@@ -145,6 +143,7 @@ pub fn render(report: &ExperimentReport) -> String {
     for t in [
         phases(report, &variants),
         app_phases(report, &variants),
+        explained(report),
         coverage(report),
         clock(report),
         not_samples(report),
@@ -236,10 +235,7 @@ pub fn holm_verdicts(
     out
 }
 
-/// The boots made once (not compared).
-fn is_made_once(v: &str) -> bool {
-    ["record", "relayout-write", "warmup"].contains(&v)
-}
+use variant::is_made_once;
 
 fn mean_of(runs: &[&RunRecord], key: &str) -> Option<f64> {
     let v: Vec<f64> = runs.iter().filter_map(|r| r.extra[key].as_f64()).collect();
@@ -351,6 +347,100 @@ fn app_phases(report: &ExperimentReport, variants: &[&str]) -> Option<String> {
             align_columns(&rows)
         )
     })
+}
+
+/// The explained boots (`--explain`): per variant, where the boot's
+/// processes' time went by the guest kernel's own switch-out stacks, the
+/// causes of their blocked time, and the heaviest stack of the first.
+fn explained(report: &ExperimentReport) -> Option<String> {
+    let runs: Vec<&RunRecord> = report
+        .runs
+        .iter()
+        .filter(|r| variant::explained(variant_of(r)).is_some())
+        .collect();
+    if runs.is_empty() {
+        return None;
+    }
+    let s = |v: &serde_json::Value| v.as_f64().map_or("-".into(), |x| format!("{x:.2}"));
+    let mut rows = vec![[
+        "variant",
+        "boot [s]",
+        "on CPU [s]",
+        "blocked, Σ tasks [s]",
+        "D-state I/O, Σ [s]",
+        "blocked in (cause: s, stalls, longest ms)",
+    ]
+    .map(str::to_string)
+    .to_vec()];
+    let mut stacks = String::new();
+    for r in &runs {
+        let v = variant::explained(variant_of(r)).unwrap_or("?");
+        let e = &r.extra["explain"];
+        if e.is_null() {
+            rows.push(vec![
+                v.to_string(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                r.reason
+                    .clone()
+                    .or_else(|| r.extra["explain_error"].as_str().map(str::to_string))
+                    .unwrap_or_else(|| "no report".into()),
+            ]);
+            continue;
+        }
+        let causes = e["causes"].as_array().cloned().unwrap_or_default();
+        let top: Vec<String> = causes
+            .iter()
+            .take(3)
+            .map(|c| {
+                format!(
+                    "{}: {:.2}, {}, {:.0}",
+                    c["cause"].as_str().unwrap_or("?"),
+                    c["blocked_s"].as_f64().unwrap_or(0.0),
+                    c["stalls"].as_u64().unwrap_or(0),
+                    c["max_ms"].as_f64().unwrap_or(0.0)
+                )
+            })
+            .collect();
+        rows.push(vec![
+            v.to_string(),
+            format!("{:.2}", r.duration_ns as f64 / 1e9),
+            s(&e["on_cpu_s"]),
+            s(&e["blocked_s"]),
+            s(&e["d_io_s"]),
+            top.join("; "),
+        ]);
+        // Each cause of at least a tenth of the blocked time, by its
+        // heaviest stack.
+        let blocked = e["blocked_s"].as_f64().unwrap_or(0.0);
+        for c in causes
+            .iter()
+            .filter(|c| c["blocked_s"].as_f64().unwrap_or(0.0) >= 0.1 * blocked)
+        {
+            let frames: Vec<&str> = c["stack"]
+                .as_array()
+                .map(|f| f.iter().filter_map(|x| x.as_str()).collect())
+                .unwrap_or_default();
+            if !frames.is_empty() {
+                stacks.push_str(&format!(
+                    "  {v}, {}: {}\n",
+                    c["cause"].as_str().unwrap_or("?"),
+                    frames.join(" ← ")
+                ));
+            }
+        }
+    }
+    Some(format!(
+        "where the boot's processes waited (iolab explain in the guest, one boot each; not timed with the others: the tracer's cost is in its time):\n{}{}",
+        align_columns(&rows),
+        if stacks.is_empty() {
+            String::new()
+        } else {
+            format!("the heaviest stack of each cause of a tenth or more of it (innermost first):\n{stacks}")
+        }
+    ))
 }
 
 /// The recorded list against what its boot read.

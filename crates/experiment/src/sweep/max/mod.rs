@@ -57,8 +57,8 @@ impl Body for Max {
         }
     }
 
-    fn schedulers(cfg: &mut MaxConfig) -> &mut Schedulers {
-        &mut cfg.schedulers
+    fn schedulers(cfg: &mut MaxConfig) -> Option<&mut Schedulers> {
+        Some(&mut cfg.schedulers)
     }
 
     fn setup(cfg: MaxConfig, s: &Setup<'_>) -> Result<Max, ExperimentError> {
@@ -118,7 +118,7 @@ impl Body for Max {
         let workload = workload_name(p.kind, p.pattern);
         ctx.progress
             .begin(&format!("rep {} {} {workload}", p.rep, p.scheduler));
-        let dev = ctx.place.dev();
+        let dev = ctx.place.dev()?;
         ctx.guard.set_scheduler(dev, &p.scheduler)?;
         let started_at = iolab_store::rfc3339_now();
         let threads = p.pattern.numjobs;

@@ -1,6 +1,9 @@
-//! The boot variants `iolab boot` compares, and what the guest's
-//! initramfs hands over to for each: `/sbin/init` itself (`none`), or
-//! `iolab boot-init` with treadahead's options before it.
+//! The boot variants `iolab boot` compares: the one registry of their
+//! names, read by the command line (its help and its parser), by the
+//! experiment (what the guest's initramfs hands over to for each:
+//! `/sbin/init` itself for `none`, or `iolab boot-init` with treadahead's
+//! options before it; a board's prefetch line) and by the report (what is
+//! compared with what, what is made once, what was explained).
 
 use iolab_sys::UsageError;
 
@@ -14,6 +17,27 @@ pub const DONE: &str = "/run/boot-done";
 pub const RECORD: &str = "record";
 /// A plain boot before the measured ones, not compared.
 pub const WARMUP: &str = "warmup";
+
+/// What an explained boot's stored variant starts with
+/// (`explain:idle@bfq`): the variant booted once more with its processes
+/// under `iolab explain` in the guest, never compared (`boot --explain`).
+pub const EXPLAIN_PREFIX: &str = "explain:";
+
+/// The variant an explained boot explains (`explain:idle@bfq` →
+/// `idle@bfq`); `None` for every other boot.
+pub fn explained(variant: &str) -> Option<&str> {
+    variant.strip_prefix(EXPLAIN_PREFIX)
+}
+
+/// The file an explained boot's tracer makes once it follows the boot's
+/// processes; its prefetch (unless held before init) waits for it, so it
+/// does not run ahead of a boot the tracer's start holds back.
+pub const EXPLAIN_READY: &str = "/run/iolab-explain-ready";
+
+/// The variant a boot runs as: an explained boot's own, or itself.
+pub fn booted(variant: &str) -> &str {
+    explained(variant).unwrap_or(variant)
+}
 
 /// One option of a prefetch variant: its name, seed 001's treadahead
 /// flag, and boot-init's arguments.
@@ -36,7 +60,7 @@ pub const RELAYOUT_WRITE: &str = "relayout-write";
 
 /// True when `variant` boots the relaid-out image.
 pub fn uses_relayout(variant: &str) -> bool {
-    split(variant).0.split('+').any(|p| p == "relayout")
+    split(booted(variant)).0.split('+').any(|p| p == "relayout")
 }
 
 /// The boot disk's schedulers a variant may name after `@` (`idle@bfq`):
@@ -115,6 +139,21 @@ const SAFETY: &[(&str, &str, &[&str], &str)] = &[
     ),
 ];
 
+/// The boots made once, as needed, never compared: the recording, the
+/// relayout and the warm-up.
+pub const MADE_ONCE: [&str; 3] = [RECORD, RELAYOUT_WRITE, WARMUP];
+
+/// True for a boot made once (not compared).
+pub fn is_made_once(variant: &str) -> bool {
+    MADE_ONCE.contains(&variant)
+}
+
+/// True for a boot stored apart and never compared: one made once, or
+/// an explained one.
+pub fn is_apart(variant: &str) -> bool {
+    is_made_once(variant) || explained(variant).is_some()
+}
+
 /// True for a boot whose prefetch is made to go wrong.
 pub fn is_safety(variant: &str) -> bool {
     let v = split(variant).0;
@@ -123,6 +162,11 @@ pub fn is_safety(variant: &str) -> bool {
 
 /// What the guest does besides for `variant` (kernel command line).
 pub fn cmdline(variant: &str) -> String {
+    if let Some(inner) = explained(variant) {
+        return format!("{} iolab.explain=1", cmdline(inner))
+            .trim_start()
+            .to_string();
+    }
     let (v, sched) = split(variant);
     let safety = SAFETY.iter().find(|s| s.0 == v).map_or("", |s| s.3);
     match sched {
@@ -191,7 +235,8 @@ pub fn help() -> String {
 
 /// boot-init's command line for `variant` (empty: plain /sbin/init).
 pub fn init_args(variant: &str) -> Result<Vec<String>, UsageError> {
-    let (variant, sched) = split(variant);
+    let whole = variant;
+    let (variant, sched) = split(booted(variant));
     if let Some(s) = sched {
         if !SCHEDULERS.contains(&s) {
             return Err(UsageError::new(format!(
@@ -199,7 +244,7 @@ pub fn init_args(variant: &str) -> Result<Vec<String>, UsageError> {
                 SCHEDULERS.join(", ")
             )));
         }
-        if [RECORD, RELAYOUT_WRITE, WARMUP].contains(&variant) {
+        if is_made_once(variant) {
             return Err(UsageError::new(format!(
                 "boot variant {variant}@{s}: {variant} is made once, without a scheduler"
             )));
@@ -244,6 +289,9 @@ pub fn init_args(variant: &str) -> Result<Vec<String>, UsageError> {
             v
         }
     };
+    if explained(whole).is_some() && !v.iter().any(|a| a == "--before" || a == "--record") {
+        v.extend(["--hold-until", EXPLAIN_READY].map(String::from));
+    }
     v.extend(["--", "/sbin/init"].map(String::from));
     Ok(v)
 }
@@ -272,6 +320,23 @@ mod tests {
         assert!(init_args("record@bfq").is_err());
         assert!(board_line("idle@bfq").is_err());
         assert!(uses_relayout("relayout@bfq"));
+        assert_eq!(
+            cmdline("explain:idle@bfq"),
+            "iolab.sched=bfq iolab.explain=1"
+        );
+        assert_eq!(cmdline("explain:none"), "iolab.explain=1");
+        let explained = init_args("explain:idle@bfq").unwrap().join(" ");
+        assert!(
+            explained
+                .ends_with("--ioprio idle --hold-until /run/iolab-explain-ready -- /sbin/init"),
+            "{explained}"
+        );
+        assert!(!init_args("explain:before")
+            .unwrap()
+            .iter()
+            .any(|a| a == "--hold-until"));
+        assert!(init_args("explain:none").unwrap().is_empty());
+        assert!(uses_relayout("explain:relayout"));
     }
 
     #[test]
