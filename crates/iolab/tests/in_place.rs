@@ -54,10 +54,41 @@ impl Made {
         p
     }
 
-    /// A loop device over a new sparse file of `mib` MiB at `file`.
+    /// A loop device over a new sparse file of `mib` MiB at `file`. The
+    /// kernel sets a loop device's queue attributes from its backing file
+    /// and keeps them after the detach: they are written back after it
+    /// (undo runs last first), so the machine's free loop devices stay as
+    /// they were.
     fn loop_over(&mut self, file: &Path, mib: u64) -> String {
         self.sh(&format!("truncate -s {mib}M {}", file.display()));
-        let dev = self.sh(&format!("losetup --find --show {}", file.display()));
+        // Another test may take the device found free before this one
+        // attaches it: find again.
+        let (dev, attrs) = (0..50)
+            .find_map(|_| {
+                let dev = self.sh("losetup --find");
+                let queue = format!("/sys/block/{}/queue", dev.trim_start_matches("/dev/"));
+                let attrs: Vec<(String, String)> = ["read_ahead_kb", "rotational"]
+                    .iter()
+                    .filter_map(|a| {
+                        let path = format!("{queue}/{a}");
+                        Some((
+                            std::fs::read_to_string(&path).ok()?.trim().to_string(),
+                            path,
+                        ))
+                    })
+                    .collect();
+                let ok = Command::new("losetup")
+                    .arg(&dev)
+                    .arg(file)
+                    .status()
+                    .is_ok_and(|s| s.success());
+                ok.then_some((dev, attrs))
+            })
+            .expect("no loop device could be attached in 50 tries");
+        for (v, path) in attrs {
+            self.undo
+                .push(vec!["sh".into(), "-c".into(), format!("echo {v} > {path}")]);
+        }
         self.undo
             .push(vec!["losetup".into(), "-d".into(), dev.clone()]);
         dev
