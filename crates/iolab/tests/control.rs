@@ -166,7 +166,11 @@ fn bfq_weights_through_v1_blkio_are_applied_and_group_bytes_match_diskstats() {
         .iter()
         .filter(|a| a["kind"] == "cell_io")
         .collect();
-    assert_eq!(arts.len(), 2, "one per loaded cell: {arts:?}");
+    assert_eq!(
+        arts.len(),
+        4,
+        "one per loaded cell per round (2 rounds): {arts:?}"
+    );
     for a in &arts {
         let j = &a["json"];
         let g = &j["groups"];
@@ -227,6 +231,101 @@ fn bfq_weights_through_v1_blkio_are_applied_and_group_bytes_match_diskstats() {
         });
     assert_eq!(rows.len(), 2, "{rows:?}");
     assert_eq!(rows.iter().filter(|r| r["baseline"] == true).count(), 1);
+}
+
+/// `--recipe android-profiles` on this v1 host, and a weight that does
+/// nothing under mq-deadline: the plan names each value's AOSP source and
+/// what it left out; the top app runs in the blkio root (its group's own
+/// counters, outside iolab, read nothing of it while the baseline's read
+/// its file); BFQ's weight under mq-deadline is said inert and not run.
+#[test]
+fn android_profiles_put_the_app_in_the_root_and_inert_settings_collapse() {
+    let Some((_m, b)) = bench(
+        "android_profiles_put_the_app_in_the_root_and_inert_settings_collapse",
+        "control-android",
+    ) else {
+        return;
+    };
+    let out: Output = startup(&b, &["--workloads", "1r", "--reps", "1"])
+        .args(["--recipe", "android-profiles"])
+        .args(["--", "cat", "{dir}/f"])
+        .timeout(Duration::from_secs(300))
+        .output()
+        .unwrap();
+    ok(&out);
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("android-12.0.0_r1") && err.contains("android-15.0.0_r30"),
+        "the sources: {err}"
+    );
+    assert!(err.contains("blkio.weight 200"), "what is left out: {err}");
+    assert!(!err.contains("promote-to-rt;"), "{err}");
+    let report = b.export(1);
+    let sources = report["experiment"]["config"]["recipe_sources"].to_string();
+    assert!(sources.contains("android-14.0.0_r50"), "{sources}");
+    let cell_io: Vec<&Value> = report["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "cell_io")
+        .collect();
+    // Baseline, Android's topology, its values (12–15 alike here).
+    assert_eq!(cell_io.len(), 3, "{cell_io:?}");
+    for a in &cell_io {
+        let v = a["variant"].as_str().unwrap();
+        let target_read = a["json"]["groups"]["target"]["read_bytes"]
+            .as_u64()
+            .unwrap();
+        if v.contains("target.cgroup=root") {
+            assert_eq!(target_read, 0, "the app ran in the root: {a}");
+        } else {
+            assert!(target_read >= 4 << 20, "the app ran in iolab's group: {a}");
+        }
+    }
+    assert!(iolab_groups().is_empty(), "left: {:?}", iolab_groups());
+
+    let mut args = startup_args(&b, &["--workloads", "1r", "--reps", "1"]);
+    let at = args.iter().position(|a| a == "--schedulers").unwrap();
+    args[at + 1] = "mq-deadline,bfq".into();
+    let out: Output = b
+        .cmd()
+        .args(args)
+        .args(["--vary", "cg.load.blkio.bfq.weight=-,10"])
+        .args(["--", "cat", "{dir}/f"])
+        .timeout(Duration::from_secs(300))
+        .output()
+        .unwrap();
+    ok(&out);
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("inert under mq-deadline: cg.load.blkio.bfq.weight=10"),
+        "{err}"
+    );
+    let report = b.export(2);
+    let variants: Vec<(String, String)> = report["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["scheduler"].as_str().unwrap().to_string(),
+                r["variant"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        !variants
+            .iter()
+            .any(|(s, v)| s == "mq-deadline" && v.ends_with("=10")),
+        "{variants:?}"
+    );
+    assert!(variants
+        .iter()
+        .any(|(s, v)| s == "bfq" && v.ends_with("=10")));
+    assert_eq!(
+        report["experiment"]["config"]["inert"][0]["scheduler"],
+        "mq-deadline"
+    );
 }
 
 #[test]

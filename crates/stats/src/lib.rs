@@ -36,7 +36,7 @@ pub mod welch;
 pub use interval::{mean_ci, ConfidenceInterval, LEVEL_95};
 pub use outliers::{modified_z_scores, outlier_indices, OUTLIER_THRESHOLD};
 pub use power::{detectable, holm, samples_needed, welch_p};
-pub use ratio::{ratio_of_means, Bound, Ratio};
+pub use ratio::{ratio_of_means, ratio_of_means_log, Bound, Ratio};
 pub use sample::Sample;
 pub use summary::{summarize, Summary};
 pub use welch::{two_sided_ci_of_difference, welch_test, WelchTest};

@@ -161,17 +161,41 @@ pub fn apply(
                     .map_err(|_| UsageError::new(format!("{name}={value}: not a nice value")))?;
                 out.overrides.target_nice = Some(n);
             }
+            Knob::TargetCgroup => {
+                let g = out.groups.as_mut().ok_or_else(|| {
+                    UsageError::new(format!("{name}: iolab made no cgroups for this plan"))
+                })?;
+                // Checked per start, where the target is moved: its
+                // /proc/PID/cgroup must name the root (see Groups::put_target).
+                g.target_in_root = true;
+                out.read_back.push(ReadBack {
+                    name: name.to_string(),
+                    asked: value.to_string(),
+                    file: g.hier.root.join("cgroup.procs").display().to_string(),
+                    wrote: "each start's pid".into(),
+                    read: "checked per start in /proc/PID/cgroup".into(),
+                    applied: true,
+                });
+            }
             Knob::Group(who, file) => {
                 let g = out.groups.as_ref().ok_or_else(|| {
                     UsageError::new(format!("{name}: iolab made no cgroups for this plan"))
                 })?;
                 let dir = g.dir(*who);
-                let lines = group_lines(file, value, &devnos);
+                // The memory controller keeps pages: it reads back a byte
+                // value rounded down to one.
+                let page = rustix::param::page_size() as u64;
+                let want = match value.parse::<u64>() {
+                    Ok(b) if file.starts_with("memory.") => (b / page * page).to_string(),
+                    _ => value.to_string(),
+                };
+                let lines = group_lines(file, &want, &devnos);
                 for l in &lines {
                     guard.set_in_own_cgroup(&dir, file, l)?;
                 }
-                out.read_back
-                    .push(read_back(name, value, &dir.join(file), &lines, &devnos));
+                let mut r = read_back(name, &want, &dir.join(file), &lines, &devnos);
+                r.asked = value.to_string();
+                out.read_back.push(r);
             }
             Knob::Root(file) => {
                 let h = hier.ok_or_else(|| {
@@ -336,6 +360,7 @@ pub fn check_files(points: &[Point], hier: &Hierarchy, have: &[String]) -> Resul
 fn hint(file: &str) -> &'static str {
     match file {
         "io.latency" => ": it needs CONFIG_BLK_CGROUP_IOLATENCY (Debian's kernels leave it out)",
+        "memory.high" | "memory.low" => ": cgroup v2's memory controller (v1's memory is another hierarchy, which iolab does not use)",
         "io.prio.class" | "blkio.prio.class" => {
             ": it needs CONFIG_BLK_CGROUP_IOPRIO (Debian's kernels leave it out)"
         }

@@ -5,6 +5,16 @@
 //! so they are removed after the cell, on Ctrl-C, on panic, and after a
 //! SIGKILL by the next run.
 //!
+//! On v2 the groups get `memory` beside `io`: cgroup-v2.rst ("Writeback")
+//! charges a page-cache page's writeback to the blkcg of the memcg that
+//! dirtied it, and only when both controllers are on; with io alone every
+//! buffered write of the load is written back from the root, and no
+//! setting of the load's group touches it. On v1 a bio is charged to the
+//! group of the task that submits it: the flusher's writeback is the
+//! root's, the load's own syncs are its group's ([`Groups::writeback`]
+//! says which; each cell stores the share of the disk's writes charged to
+//! each group).
+//!
 //! v2 moves whole processes only and the load runs in iolab's own threads,
 //! so iolab itself joins the load's group for the cell (moved back after);
 //! each target is forked from it and moved into the target's group while
@@ -136,6 +146,12 @@ impl Hierarchy {
         made
     }
 
+    /// True when the root offers `controller` (v2's cgroup.controllers).
+    pub fn offers(&self, controller: &str) -> bool {
+        std::fs::read_to_string(self.root.join("cgroup.controllers"))
+            .is_ok_and(|c| c.split_whitespace().any(|x| x == controller))
+    }
+
     /// The root files a plan can set that exist here.
     pub fn root_files(&self) -> Vec<String> {
         ROOT_FILES
@@ -153,6 +169,12 @@ pub struct Groups {
     pub hier: Hierarchy,
     /// `iolab-PID`.
     pub base: PathBuf,
+    /// v2 with `memory` on beside `io`: a group's buffered writes are
+    /// written back in its name.
+    pub memory: bool,
+    /// The point puts the target in the hierarchy's root group
+    /// (`target.cgroup=root`, Android's top app) instead of its own.
+    pub target_in_root: bool,
 }
 
 impl Groups {
@@ -160,12 +182,20 @@ impl Groups {
     /// down to them) and moves this process into the load's group.
     pub fn make(guard: &Guard, hier: &Hierarchy) -> Result<Groups, ExperimentError> {
         let base = hier.root.join(format!("iolab-{}", std::process::id()));
-        if hier.version == Version::V2 {
+        let v2 = hier.version == Version::V2;
+        let memory = v2 && hier.offers("memory");
+        if v2 {
             guard.enable_controller(&hier.root, "io")?;
+            if memory {
+                guard.enable_controller(&hier.root, "memory")?;
+            }
         }
         guard.create_cgroup(&base)?;
-        if hier.version == Version::V2 {
+        if v2 {
             guard.set_in_own_cgroup(&base, "cgroup.subtree_control", "+io")?;
+            if memory {
+                guard.set_in_own_cgroup(&base, "cgroup.subtree_control", "+memory")?;
+            }
         }
         for who in [Who::Target, Who::Load] {
             guard.create_cgroup(&base.join(who.as_str()))?;
@@ -173,6 +203,8 @@ impl Groups {
         let g = Groups {
             hier: hier.clone(),
             base,
+            memory,
+            target_in_root: false,
         };
         guard.move_to_cgroup(
             iolab_sys::process::own_pid(),
@@ -182,14 +214,59 @@ impl Groups {
         Ok(g)
     }
 
+    /// Whose name the page cache's writeback goes out in, said once per
+    /// cell and stored with it.
+    pub fn writeback(&self) -> &'static str {
+        match (self.hier.version, self.memory) {
+            (Version::V2, true) => "charged to the group that dirtied the pages (v2 with memory and io)",
+            (Version::V2, false) => "the root's: this v2 hierarchy offers no memory controller, so a group's buffered writes are written back outside it and its settings do not reach them",
+            (Version::V1, _) => "the issuer's: v1 blkio charges a bio to the group of the task that submits it, so what the flusher writes back is the root's and only a setting of the root or the queue reaches it, while the load's own syncs and direct writes are its group's",
+        }
+    }
+
     /// The directory of `who`'s group.
     pub fn dir(&self, who: Who) -> PathBuf {
         self.base.join(who.as_str())
     }
 
-    /// Puts the held target `pid` in its group (before it is released).
+    /// Where the target runs: its own group, or the root.
+    pub fn target_dir(&self) -> PathBuf {
+        if self.target_in_root {
+            self.hier.root.clone()
+        } else {
+            self.dir(Who::Target)
+        }
+    }
+
+    /// Puts the held target `pid` in its group (before it is released),
+    /// and reads its /proc/PID/cgroup back: a move the kernel did not make
+    /// is an error, never a start measured elsewhere.
     pub fn put_target(&self, pid: i32) -> std::io::Result<()> {
-        std::fs::write(self.dir(Who::Target).join("cgroup.procs"), pid.to_string())
+        let dir = self.target_dir();
+        std::fs::write(dir.join("cgroup.procs"), pid.to_string())?;
+        let want = match dir.strip_prefix(&self.hier.root) {
+            Ok(r) if !r.as_os_str().is_empty() => format!("/{}", r.display()),
+            _ => "/".to_string(),
+        };
+        let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))?;
+        let v1 = self.hier.version == Version::V1;
+        let now = text.lines().find_map(|l| {
+            let mut f = l.splitn(3, ':');
+            let (_, ctl, path) = (f.next(), f.next()?, f.next()?);
+            let ours = if v1 {
+                ctl.split(',').any(|c| c == "blkio")
+            } else {
+                ctl.is_empty()
+            };
+            ours.then(|| path.to_string())
+        });
+        if now.as_deref() == Some(want.as_str()) {
+            Ok(())
+        } else {
+            Err(std::io::Error::other(format!(
+                "after the move its /proc/{pid}/cgroup says {now:?}, not {want:?}"
+            )))
+        }
     }
 
     /// Bytes read and written on `devnos` by `who`'s group so far: v2's

@@ -7,6 +7,7 @@
 //! has. The verdict — start-up gain against background cost, per point —
 //! is the report's (`iolab_report::view::verdict`).
 
+pub mod android;
 pub mod apply;
 pub mod cgroup;
 pub mod points;

@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 use iolab_results::variant;
 use iolab_sys::UsageError;
 
-use super::setting::{Knob, UNSET};
+use iolab_sys::ioprio::IoPrio;
+
+use super::setting::{Knob, Who, UNSET};
 
 /// One point: every axis's value, in axis order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -198,18 +200,138 @@ pub fn scheduler_has(scheduler: &str, tunable: &str) -> Option<bool> {
     Some(list.contains(&tunable))
 }
 
-/// The points as `scheduler` runs them: an `iosched.X` it does not have
-/// is `-` there, and the points that then match are run once.
-pub fn for_scheduler(points: &[Point], scheduler: &str) -> Vec<Point> {
+/// What decides, for one cell, whether a setting acts: its scheduler and
+/// the state the point does not set itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Acts {
+    /// The cell's scheduler.
+    pub scheduler: String,
+    /// blk-iocost is enabled on the place's disk now (its root's
+    /// io.cost.qos says `enable=1`); a point can enable it too.
+    pub iocost: bool,
+    /// The target's I/O priority when the point sets none (the
+    /// experiment's `--ioprio`).
+    pub target_ioprio: Option<IoPrio>,
+    /// The load's, likewise (`--load-ioprio`).
+    pub load_ioprio: Option<IoPrio>,
+}
+
+/// One setting a point gives that would do nothing in a cell, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Inert {
+    /// The scheduler of the cell.
+    pub scheduler: String,
+    /// The point as asked.
+    pub point: String,
+    /// The setting's name and value.
+    pub setting: String,
+    /// Why it does nothing there (the kernel's reason).
+    pub reason: String,
+}
+
+/// Why `name=value` does nothing in a cell of `point` under `acts`, or
+/// `None` when it acts. Each reason is the kernel's: the scheduler that
+/// does not read the knob, or the request the rule does not change.
+pub fn inert(name: &str, value: &str, point: &Point, acts: &Acts) -> Option<String> {
+    if value == UNSET {
+        return None;
+    }
+    let sched = acts.scheduler.as_str();
+    let knob = Knob::parse(name).ok()?;
+    // The class a group's processes' requests carry into blk-ioprio.
+    let class_of = |who: Option<Who>| -> IoPrio {
+        let (own, default) = match who {
+            Some(Who::Target) => (point.get("target.ioprio"), acts.target_ioprio),
+            Some(Who::Load) => (point.get("load.ioprio"), acts.load_ioprio),
+            // The root's processes: the flusher's kworkers and the rest of
+            // the system, at no class.
+            None => (None, None),
+        };
+        own.and_then(|v| v.parse().ok())
+            .or(default)
+            .unwrap_or(IoPrio::None)
+    };
+    let prio_class = |who: Option<Who>| -> Option<String> {
+        match sched {
+            "bfq" => return Some("BFQ takes a request's class from its task's I/O context (ioprio_set), not from the class blk-ioprio gives the bio".into()),
+            "mq-deadline" => {}
+            s => return Some(format!("{s} does not order requests by class (only mq-deadline and BFQ read a class)")),
+        }
+        let class = class_of(who);
+        match (value, class) {
+            ("no-change", _) => Some("no-change is blk-ioprio's default".into()),
+            ("restrict-to-be", c) if !matches!(c, IoPrio::RealTime(_)) => Some(format!(
+                "restrict-to-be changes only real-time requests (to best-effort); this group's are {}, which mq-deadline already serves as best-effort or lower",
+                class_name(c)
+            )),
+            ("promote-to-rt" | "none-to-rt", IoPrio::RealTime(_)) => {
+                Some(format!("{value}: this group's requests are real-time already"))
+            }
+            ("idle", IoPrio::Idle) => Some("idle: this group's requests are idle already".into()),
+            _ => None,
+        }
+    };
+    match &knob {
+        Knob::Iosched(t) => (scheduler_has(sched, t) == Some(false))
+            .then(|| format!("{sched} has no tunable {t}")),
+        Knob::Queue(q) if q == "wbt_lat_usec" && value == "0" && sched == "bfq" => Some(
+            "BFQ turns writeback throttling off when it is selected (bfq_init_queue → wbt_disable_default): wbt_lat_usec is 0 already".into(),
+        ),
+        Knob::Ioprio(_) if sched == "none" || sched == "kyber" => Some(format!(
+            "{sched} does not read I/O priorities (only mq-deadline and BFQ do)"
+        )),
+        Knob::Group(_, f)
+            if (f == "io.bfq.weight" || f == "blkio.bfq.weight" || f == "blkio.weight")
+                && sched != "bfq" =>
+        {
+            Some(format!("{f} is BFQ's group weight; {sched} does not read it"))
+        }
+        Knob::Group(_, f) if f == "io.weight" && !iocost_on(point, acts) => Some(
+            "io.weight is blk-iocost's, and io.cost is not enabled on the disk (set cg.root.io.cost.qos=enable=1 in the point)".into(),
+        ),
+        Knob::Group(who, f) if f == "io.prio.class" || f == "blkio.prio.class" => {
+            prio_class(Some(*who))
+        }
+        Knob::Root(f) if f == "blkio.prio.class" => prio_class(None),
+        _ => None,
+    }
+}
+
+fn iocost_on(point: &Point, acts: &Acts) -> bool {
+    match point.get("cg.root.io.cost.qos") {
+        Some(v) => v.split_whitespace().any(|kv| kv == "enable=1"),
+        None => acts.iocost,
+    }
+}
+
+fn class_name(p: IoPrio) -> String {
+    match p {
+        IoPrio::None => "of no class".into(),
+        other => format!("{other}"),
+    }
+}
+
+/// The points as a cell under `acts` runs them: every setting that does
+/// nothing there (see [`inert`]) is `-`, the points that then match are
+/// run once, and each setting so dropped is returned with its reason (said
+/// before the plan runs and stored with it).
+pub fn for_cell(points: &[Point], acts: &Acts) -> (Vec<Point>, Vec<Inert>) {
     let mut out: Vec<Point> = Vec::new();
+    let mut dropped = Vec::new();
     for p in points {
         let q = Point(
             p.0.iter()
-                .map(|(n, v)| match n.strip_prefix("iosched.") {
-                    Some(t) if scheduler_has(scheduler, t) == Some(false) => {
+                .map(|(n, v)| match inert(n, v, p, acts) {
+                    Some(reason) => {
+                        dropped.push(Inert {
+                            scheduler: acts.scheduler.clone(),
+                            point: p.text(),
+                            setting: variant::setting(n, v),
+                            reason,
+                        });
                         (n.clone(), UNSET.to_string())
                     }
-                    _ => (n.clone(), v.clone()),
+                    None => (n.clone(), v.clone()),
                 })
                 .collect(),
         );
@@ -217,7 +339,20 @@ pub fn for_scheduler(points: &[Point], scheduler: &str) -> Vec<Point> {
             out.push(q);
         }
     }
-    out
+    (out, dropped)
+}
+
+/// The points as `scheduler` runs them with nothing else known (no
+/// io.cost, no class set outside the points): see [`for_cell`].
+pub fn for_scheduler(points: &[Point], scheduler: &str) -> Vec<Point> {
+    for_cell(
+        points,
+        &Acts {
+            scheduler: scheduler.to_string(),
+            ..Acts::default()
+        },
+    )
+    .0
 }
 
 #[cfg(test)]
@@ -275,5 +410,58 @@ mod tests {
             assert!(!e.contains('\n'), "{e}");
         }
         assert!(parse_point("wbt_lat_usec=0;wbt_lat_usec=1").is_err());
+    }
+
+    #[test]
+    fn settings_a_cell_would_not_act_on_collapse_with_the_reason() {
+        let p = plan_points(
+            &[parse_vary("cg.load.io.prio.class=-,idle,restrict-to-be").unwrap()],
+            &[],
+        );
+        let at = |s: &str, load: Option<IoPrio>| Acts {
+            scheduler: s.into(),
+            load_ioprio: load,
+            ..Acts::default()
+        };
+        // BFQ: the class is the task's; everything collapses to the baseline.
+        let (bfq, why) = for_cell(&p, &at("bfq", None));
+        assert_eq!(bfq.len(), 1);
+        assert_eq!(why.len(), 2);
+        assert!(why[0].reason.contains("I/O context"), "{why:?}");
+        // mq-deadline: idle acts; restrict-to-be on a load of no class not.
+        let (dl, why) = for_cell(&p, &at("mq-deadline", None));
+        assert_eq!(dl.len(), 2);
+        assert_eq!(why.len(), 1);
+        assert_eq!(why[0].setting, "cg.load.io.prio.class=restrict-to-be");
+        // ... but it does on a real-time load.
+        let (dl_rt, why) = for_cell(&p, &at("mq-deadline", Some(IoPrio::RealTime(4))));
+        assert_eq!((dl_rt.len(), why.len()), (3, 0));
+        // Weights: BFQ's only under BFQ; io.weight only with io.cost on.
+        let w = plan_points(
+            &[parse_vary("cg.target.io.bfq.weight=-,1000").unwrap()],
+            &[
+                parse_point("cg.target.io.weight=1000").unwrap(),
+                parse_point("cg.target.io.weight=1000;cg.root.io.cost.qos=enable=1").unwrap(),
+            ],
+        );
+        assert_eq!(for_cell(&w, &at("bfq", None)).0.len(), 3);
+        let (dl, why) = for_cell(&w, &at("mq-deadline", None));
+        assert_eq!(dl.len(), 2, "{dl:?}");
+        assert!(why.iter().any(|i| i.reason.contains("blk-iocost")));
+        let mut on = at("mq-deadline", None);
+        on.iocost = true;
+        assert_eq!(for_cell(&w, &on).0.len(), 3);
+        // wbt off under BFQ is BFQ's default; priorities mean nothing to
+        // kyber.
+        let q = plan_points(
+            &[
+                parse_vary("wbt_lat_usec=-,0").unwrap(),
+                parse_vary("load.ioprio=-,idle").unwrap(),
+            ],
+            &[],
+        );
+        assert_eq!(for_cell(&q, &at("bfq", None)).0.len(), 2);
+        assert_eq!(for_cell(&q, &at("kyber", None)).0.len(), 2);
+        assert_eq!(for_cell(&q, &at("mq-deadline", None)).0.len(), 4);
     }
 }

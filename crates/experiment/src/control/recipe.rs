@@ -6,6 +6,7 @@
 
 use iolab_sys::UsageError;
 
+use super::android;
 use super::cgroup::{Hierarchy, Version};
 use super::points::Point;
 
@@ -20,9 +21,12 @@ pub enum Recipe {
     /// weighted 10:1, the load's group at idle class, a latency target on
     /// the target's group), and all of them together.
     ProtectForeground,
-    /// Android's own task profiles (background: BFQ weight 10 and
-    /// restrict-to-be; top app: promote-to-rt) against the same groups
-    /// without them.
+    /// Android's block-I/O groups as AOSP 12–15 ship them (system/core
+    /// rootdir/init.rc and task_profiles.json): the top app in the root
+    /// group, background work in `background` with BFQ weight 10 (and,
+    /// from android-14.0.0_r50, restrict-to-be), each value with its
+    /// source; against the same topology without the values, and iolab's
+    /// plain groups.
     AndroidProfiles,
 }
 
@@ -46,6 +50,8 @@ pub struct Design {
     pub points: Vec<Point>,
     /// What was left out, and why (printed before the plan).
     pub notes: Vec<String>,
+    /// Where each value comes from (printed before the plan).
+    pub sources: Vec<String>,
 }
 
 impl Recipe {
@@ -55,18 +61,13 @@ impl Recipe {
         let v2 = facts.hier.as_ref().map(|h| h.version) == Some(Version::V2);
         let pfx = if v2 { "io" } else { "blkio" };
         let mut notes = Vec::new();
+        let mut sources = Vec::new();
         let mut singles: Vec<Vec<(String, String)>> = Vec::new();
         let weight = [format!("{pfx}.bfq.weight"), "io.weight".to_string()]
             .into_iter()
             .filter(|f| has(f))
             .collect::<Vec<_>>();
         let prio = format!("{pfx}.prio.class");
-        // blk-ioprio named promote-to-rt none-to-rt before Linux 6.4.
-        let to_rt = if facts.kernel >= (6, 4) {
-            "promote-to-rt"
-        } else {
-            "none-to-rt"
-        };
         match self {
             Recipe::ProtectForeground => {
                 singles.push(vec![("wbt_lat_usec".into(), "0".into())]);
@@ -108,37 +109,21 @@ impl Recipe {
                 singles.push(all);
             }
             Recipe::AndroidProfiles => {
-                let Some(_) = &facts.hier else {
+                if facts.hier.is_none() {
                     return Err(UsageError::new(
-                        "--recipe android-profiles needs a cgroup I/O controller (v1 blkio as Android mounts it, or v2 io); this system has neither",
-                    ));
-                };
-                let mut profile = Vec::new();
-                match weight.iter().find(|f| f.contains("bfq")) {
-                    Some(f) => profile.push((format!("cg.load.{f}"), "10".to_string())),
-                    None => notes.push(format!(
-                        "no {pfx}.bfq.weight here: the background group's BfqWeight 10 left out"
-                    )),
-                }
-                if has(&prio) {
-                    profile.push((format!("cg.load.{prio}"), "restrict-to-be".into()));
-                    profile.push((format!("cg.target.{prio}"), to_rt.into()));
-                } else {
-                    notes.push(format!(
-                        "no {prio} here (CONFIG_BLK_CGROUP_IOPRIO): IoPrioClass (restrict-to-be, {to_rt}) left out"
+                        "--recipe android-profiles needs a cgroup I/O controller (v1 blkio as Android mounts it at /dev/blkio, or v2 io); this system has neither",
                     ));
                 }
-                if profile.is_empty() {
-                    return Err(UsageError::new(format!(
-                        "--recipe android-profiles: this kernel's groups have none of the files Android's task profiles write ({pfx}.bfq.weight needs BFQ among the schedulers; {prio} needs CONFIG_BLK_CGROUP_IOPRIO)"
-                    )));
-                }
-                singles.push(profile);
+                android::design(&has, pfx, &mut singles, &mut notes, &mut sources);
             }
         }
         // plan_points puts the baseline (every axis left alone) first.
         let points = super::points::plan_points(&[], &singles);
-        Ok(Design { points, notes })
+        Ok(Design {
+            points,
+            notes,
+            sources,
+        })
     }
 }
 
@@ -235,10 +220,31 @@ mod tests {
         let a = Recipe::AndroidProfiles
             .design(&facts(Version::V1, &["blkio.bfq.weight"]))
             .unwrap();
-        assert_eq!(a.points.len(), 2);
-        assert_eq!(a.points[1].get("cg.load.blkio.bfq.weight"), Some("10"));
+        // iolab's groups, Android's topology, its values (without
+        // blkio.prio.class here, 14-QPR2 and 15 are 12's).
+        assert_eq!(a.points.len(), 3, "{:?}", a.points);
+        assert_eq!(a.points[1].get("target.cgroup"), Some("root"));
+        assert_eq!(a.points[2].get("cg.load.blkio.bfq.weight"), Some("10"));
+        assert!(a.sources.iter().any(|s| s.contains("android-12.0.0_r1")));
+        assert!(a.notes.iter().any(|n| n.contains("blkio.weight 200")));
         assert!(Recipe::AndroidProfiles
             .design(&facts(Version::V1, &[]))
-            .is_err());
+            .is_ok());
+    }
+
+    #[test]
+    fn android_releases_differ_by_restrict_to_be_and_never_promote() {
+        let a = Recipe::AndroidProfiles
+            .design(&facts(
+                Version::V1,
+                &["blkio.bfq.weight", "blkio.prio.class"],
+            ))
+            .unwrap();
+        assert_eq!(a.points.len(), 4, "{:?}", a.points);
+        let late = &a.points[3];
+        assert_eq!(late.get("cg.load.blkio.prio.class"), Some("restrict-to-be"));
+        assert_eq!(a.points[2].get("cg.load.blkio.prio.class"), None);
+        assert!(a.points.iter().all(|p| !p.text().contains("promote-to-rt")));
+        assert!(a.sources.iter().any(|s| s.contains("android-14.0.0_r50")));
     }
 }

@@ -5,11 +5,12 @@
 //! | name | sets |
 //! |---|---|
 //! | `iosched.NAME` | the scheduler's tunable `queue/iosched/NAME` on every disk of the place, where the cell's scheduler has it |
-//! | `read_ahead_kb`, `nr_requests`, `wbt_lat_usec` | `queue/NAME` on every disk (`wbt_lat_usec=-1`: the kernel's default) |
+//! | `read_ahead_kb`, `nr_requests`, `wbt_lat_usec`, `max_sectors_kb`, `discard_max_bytes` | `queue/NAME` on every disk (`wbt_lat_usec=-1`: the kernel's default) |
 //! | `vm.dirty_ratio`, `vm.dirty_background_ratio`, `vm.dirty_expire_centisecs`, `vm.dirty_writeback_centisecs` | the sysctl |
 //! | `target.ioprio`, `load.ioprio` | the I/O priority (`rt:N`, `be:N`, `idle`) of the target, or of the load's threads |
 //! | `target.nice` | the target's nice value |
-//! | `cg.target.FILE`, `cg.load.FILE` | FILE in the target's or the load's cgroup, which iolab makes (v2: `io.weight`, `io.bfq.weight`, `io.latency`, `io.max`, `io.prio.class`; v1 blkio: `blkio.bfq.weight`, `blkio.weight`, `blkio.prio.class`, `blkio.throttle.*_device`) |
+//! | `target.cgroup` | `root`: the target runs in the hierarchy's root group instead of iolab's target group (where Android puts the top app, beside v1's writeback) |
+//! | `cg.target.FILE`, `cg.load.FILE` | FILE in the target's or the load's cgroup, which iolab makes (v2: `io.weight`, `io.bfq.weight`, `io.latency`, `io.max`, `io.prio.class`, `memory.high`, `memory.low`; v1 blkio: `blkio.bfq.weight`, `blkio.weight`, `blkio.prio.class`, `blkio.throttle.*_device`) |
 //! | `cg.root.FILE` | FILE at the hierarchy's root (v2: `io.cost.qos`, `io.cost.model`; v1: `blkio.prio.class`) |
 //!
 //! The value `-` leaves a setting as it is: the point without any control
@@ -45,7 +46,8 @@ impl Who {
 pub enum Knob {
     /// `queue/iosched/NAME`.
     Iosched(String),
-    /// `queue/NAME`: read_ahead_kb, nr_requests, wbt_lat_usec.
+    /// `queue/NAME`: read_ahead_kb, nr_requests, wbt_lat_usec,
+    /// max_sectors_kb, discard_max_bytes.
     Queue(String),
     /// A vm sysctl, dotted.
     Sysctl(String),
@@ -57,10 +59,21 @@ pub enum Knob {
     Group(Who, String),
     /// A file at the hierarchy's root.
     Root(String),
+    /// Where the target runs: `root`, the hierarchy's root group.
+    TargetCgroup,
 }
 
 /// The queue attributes a plan may vary.
-const QUEUE: [&str; 3] = ["read_ahead_kb", "nr_requests", "wbt_lat_usec"];
+/// max_sectors_kb bounds a request's size (a long write holds the disk
+/// less at a time); discard_max_bytes a discard's (AOSP lowers it against
+/// the long stalls of big discards on UFS/eMMC).
+const QUEUE: [&str; 5] = [
+    "read_ahead_kb",
+    "nr_requests",
+    "wbt_lat_usec",
+    "max_sectors_kb",
+    "discard_max_bytes",
+];
 /// The sysctls a plan may vary. `vm.dirty_bytes` and
 /// `vm.dirty_background_bytes` are not among them: writing one zeroes its
 /// ratio, and writing 0 back is refused, so it could not be undone exactly.
@@ -71,12 +84,14 @@ const SYSCTLS: [&str; 4] = [
     "vm.dirty_writeback_centisecs",
 ];
 /// The files of a group iolab makes, v2 then v1.
-pub const GROUP_FILES: [&str; 12] = [
+pub const GROUP_FILES: [&str; 14] = [
     "io.weight",
     "io.bfq.weight",
     "io.latency",
     "io.max",
     "io.prio.class",
+    "memory.high",
+    "memory.low",
     "blkio.bfq.weight",
     "blkio.weight",
     "blkio.prio.class",
@@ -101,7 +116,7 @@ impl Knob {
     pub fn parse(name: &str) -> Result<Knob, UsageError> {
         let bad = || {
             UsageError::new(format!(
-                "unknown setting {name:?}: expected iosched.TUNABLE, {}, {}, target.ioprio, load.ioprio, target.nice, cg.target.FILE or cg.load.FILE (FILE one of {}), or cg.root.FILE ({})",
+                "unknown setting {name:?}: expected iosched.TUNABLE, {}, {}, target.ioprio, load.ioprio, target.nice, target.cgroup, cg.target.FILE or cg.load.FILE (FILE one of {}), or cg.root.FILE ({})",
                 QUEUE.join(", "),
                 SYSCTLS.join(", "),
                 GROUP_FILES.join(", "),
@@ -130,6 +145,7 @@ impl Knob {
             "target.ioprio" => return Ok(Knob::Ioprio(Who::Target)),
             "load.ioprio" => return Ok(Knob::Ioprio(Who::Load)),
             "target.nice" => return Ok(Knob::Nice(Who::Target)),
+            "target.cgroup" => return Ok(Knob::TargetCgroup),
             "load.nice" => {
                 return Err(UsageError::new(
                     "load.nice cannot be varied: the load runs in iolab's own threads; vary load.ioprio or cg.load.* instead",
@@ -156,7 +172,7 @@ impl Knob {
 
     /// True for a cgroup file.
     pub fn is_cgroup(&self) -> bool {
-        matches!(self, Knob::Group(..) | Knob::Root(_))
+        matches!(self, Knob::Group(..) | Knob::Root(_) | Knob::TargetCgroup)
     }
 
     /// Checks `value` for this knob (`-` is always allowed).
@@ -186,6 +202,8 @@ impl Knob {
                 .map(|_| ())
                 .map_err(|_| wrong("an I/O priority: rt:0..7, be:0..7 or idle")),
             Knob::Nice(_) => int_in(-20, 19),
+            Knob::TargetCgroup if value == "root" => Ok(()),
+            Knob::TargetCgroup => Err(wrong("root (the hierarchy's root group)")),
             Knob::Group(_, f) => match f.as_str() {
                 "io.weight" => int_in(1, 10_000),
                 "io.bfq.weight" | "blkio.bfq.weight" => int_in(1, 1_000),
@@ -194,6 +212,10 @@ impl Knob {
                     .map_err(|_| wrong("the latency target in microseconds")),
                 "io.max" => keyed(value, &["rbps", "wbps", "riops", "wiops"], true)
                     .map_err(|e| wrong(&format!("rbps=N wbps=N riops=N wiops=N (N or max): {e}"))),
+                "memory.high" | "memory.low" if value == "max" => Ok(()),
+                "memory.high" | "memory.low" => {
+                    int_in(0, i64::MAX).map_err(|_| wrong("bytes, or max"))
+                }
                 "io.prio.class" | "blkio.prio.class" => prio_class(value)
                     .map_err(|_| wrong(&format!("one of {}", PRIO_CLASSES.join(", ")))),
                 _ => int_in(0, i64::MAX),

@@ -166,6 +166,8 @@ impl CellIo {
                 };
                 serde_json::json!({
                     "hierarchy": g.hier.describe(),
+                    "memory": g.memory,
+                    "writeback": g.writeback(),
                     "target": one(0),
                     "load": one(1),
                 })
@@ -325,7 +327,25 @@ fn reps(
     // kind of start asked for, or none got an option asked for the app)
     // has no sample: as incomplete as one whose load stopped, and said so
     // the same way.
-    if made > 0 && invalid.len() == made {
+    // With rounds, a visit holds a share of the cell's repetitions: the
+    // cell has no sample when none of its visits made a valid start (a
+    // resumed cell's earlier starts are taken as having one).
+    let valid = {
+        let mut v = st.valid_starts.lock().unwrap_or_else(|p| p.into_inner());
+        let n = v
+            .entry(format!("{cell_name} {:?}", cell.variant))
+            .or_insert(0);
+        *n += made.saturating_sub(invalid.len());
+        *n
+    };
+    let resumed = (1..=st.cfg.reps).any(|rep| {
+        ctx.done.contains(
+            &RunKey::new(&cell.scheduler, &cell.workload, rep)
+                .with_variant(cell.variant.as_deref()),
+        )
+    });
+    let last_visit = cell.reps.last() == Some(&st.cfg.reps);
+    if made > 0 && valid == 0 && last_visit && !resumed {
         return Ok(CellEnd::Stopped(format!(
             "cell {cell_name}: none of its {made} start(s) counts (stored as invalid); the last: {}",
             invalid.last().map_or("", String::as_str)

@@ -195,6 +195,21 @@ pub struct StartupConfig {
     /// once the place is up; the stored configuration holds its points.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recipe: Option<crate::control::Recipe>,
+    /// Rounds the repetitions are split into (`--rounds`): round k runs
+    /// the k-th consecutive share of every cell's repetitions, and every
+    /// cell once ([`super::plan`]). `None`: one round (what a stored
+    /// configuration from before rounds means).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<u32>,
+    /// The seed of each round's shuffle of its cells (`--order-seed`),
+    /// stored so `--resume` replays the same order; `None`: the fixed
+    /// order, scheduler → point → workload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order_seed: Option<u64>,
+    /// blk-iocost is on for the place's disk (read at setup, never
+    /// stored: a resumed plan reads it again): io.weight acts only then.
+    #[serde(skip)]
+    pub iocost: bool,
 }
 
 /// `--max-runs`'s default: a plan of more starts runs for hours.
@@ -235,6 +250,35 @@ impl StartupConfig {
         Duration::from_secs_f64(self.timeout_s.clamp(0.0, MAX_TIMEOUT_S))
     }
 
+    /// The rounds the repetitions are split into (bounded by
+    /// [`Self::validate`]): 1 unless `--rounds` or a plan's points set more.
+    /// What decides whether a setting acts in a cell under `scheduler`
+    /// (see [`crate::control::points::inert`]).
+    pub fn acts(&self, scheduler: &str) -> crate::control::points::Acts {
+        crate::control::points::Acts {
+            scheduler: scheduler.to_string(),
+            iocost: self.iocost,
+            target_ioprio: self.target_ioprio,
+            load_ioprio: self.load_ioprio,
+        }
+    }
+
+    /// The points as a cell under `scheduler` runs them, and the settings
+    /// that would do nothing there (see [`crate::control::points::for_cell`]).
+    pub fn points_for(
+        &self,
+        scheduler: &str,
+    ) -> (
+        Vec<crate::control::Point>,
+        Vec<crate::control::points::Inert>,
+    ) {
+        crate::control::points::for_cell(&self.points, &self.acts(scheduler))
+    }
+
+    pub fn rounds(&self) -> u32 {
+        self.rounds.unwrap_or(1).clamp(1, self.reps.max(1))
+    }
+
     /// The workloads in the order measured: `idle` first, once.
     pub fn workloads_with_idle(&self) -> Vec<String> {
         let mut v = vec!["idle".to_string()];
@@ -247,6 +291,14 @@ impl StartupConfig {
     pub fn validate(&self) -> Result<(), UsageError> {
         if self.reps == 0 {
             return Err(UsageError::new("--reps must be at least 1"));
+        }
+        if let Some(r) = self.rounds {
+            if r == 0 || r > self.reps {
+                return Err(UsageError::new(format!(
+                    "--rounds {r}: expected 1 to --reps ({}), as each round runs at least one repetition of every cell",
+                    self.reps
+                )));
+            }
         }
         if !(self.timeout_s > 0.0 && self.timeout_s <= MAX_TIMEOUT_S) {
             return Err(UsageError::new(format!(
@@ -445,6 +497,9 @@ pub(crate) mod tests {
             points: Vec::new(),
             max_runs: DEFAULT_MAX_RUNS,
             recipe: None,
+            rounds: None,
+            order_seed: None,
+            iocost: false,
         }
     }
 
@@ -464,6 +519,18 @@ pub(crate) mod tests {
         let mut c = cfg();
         c.reps = 0;
         assert!(c.validate().unwrap_err().0.contains("--reps"));
+        for r in [0, 4] {
+            let mut c = cfg();
+            c.rounds = Some(r);
+            let e = c.validate().unwrap_err().0;
+            assert!(
+                e.contains(&format!("--rounds {r}")) && e.contains("(3)"),
+                "{e}"
+            );
+        }
+        let mut c = cfg();
+        c.rounds = Some(3);
+        assert!(c.validate().is_ok());
         assert!(cfg().validate().is_ok());
     }
 
@@ -488,6 +555,8 @@ pub(crate) mod tests {
         assert_eq!(c.target.kind(), "app");
         assert_eq!(c.target.label(), "iolab app --dir {dir}/app");
         assert_eq!(c.target_ioprio, Some(IoPrio::RealTime(0)));
+        // Stored before rounds: one round in the fixed order.
+        assert_eq!((c.rounds(), c.order_seed), (1, None));
         assert!(c.observe.has("bio") && c.observe.has("explain"));
         c.validate().unwrap();
     }

@@ -61,6 +61,14 @@ pub struct Startup {
     last_group: std::sync::atomic::AtomicI32,
     /// The cgroup hierarchy a plan with `cg.*` settings runs in.
     hier: Option<crate::control::Hierarchy>,
+    /// The settings that do nothing in some cell, and why (said before
+    /// the plan runs, stored as `inert`).
+    inert: Vec<crate::control::points::Inert>,
+    /// Where a recipe's values come from (stored as `recipe_sources`).
+    recipe_sources: Vec<String>,
+    /// Valid starts made per cell in this invocation, over its visits
+    /// (rounds): a cell none of whose starts counted is said once.
+    valid_starts: std::sync::Mutex<std::collections::HashMap<String, usize>>,
 }
 
 impl Body for Startup {
@@ -105,19 +113,38 @@ impl Body for Startup {
         let (guard, place) = (s.guard, s.place);
         let schedulers = s.schedulers.to_vec();
         let mut cfg = cfg;
+        let mut recipe_sources = Vec::new();
         if let Some(r) = cfg.recipe.take() {
             let facts = crate::control::recipe::Facts::probe(guard)?;
             let design = r.design(&facts)?;
+            for n in &design.sources {
+                (s.announce)(&format!("recipe: source: {n}"));
+            }
             for n in &design.notes {
                 (s.announce)(&format!("recipe: {n}"));
             }
+            recipe_sources = design.sources;
             cfg.points = design.points;
             cfg.validate()?;
+        }
+        cfg.iocost = setup::iocost_on(place)?;
+        let mut inert = Vec::new();
+        for sched in &schedulers {
+            inert.extend(cfg.points_for(sched).1);
+        }
+        for i in &inert {
+            (s.announce)(&format!(
+                "inert under {}: {} does nothing there ({}); its point runs as the point without it",
+                i.scheduler, i.setting, i.reason
+            ));
         }
         for dev in &place.disks {
             setup::check_iosched_params(guard, dev, &schedulers, &cfg)?;
         }
         setup::check_plan_size(&cfg, &schedulers, s.announce)?;
+        if let Some(line) = plan::order_line(&cfg) {
+            (s.announce)(&line);
+        }
         let hier = setup::check_cgroups(guard, &cfg)?;
         let dir = place.files_dir()?;
         if place.stack.is_some() && !place.made {
@@ -183,6 +210,9 @@ impl Body for Startup {
             dexopt,
             last_group: std::sync::atomic::AtomicI32::new(0),
             hier,
+            inert,
+            recipe_sources,
+            valid_starts: std::sync::Mutex::new(std::collections::HashMap::new()),
         })
     }
 
@@ -195,6 +225,8 @@ impl Body for Startup {
             // An activity's compiled state after --compile (or as found):
             // how much code its starts read from storage.
             ("dexopt", self.dexopt.clone().unwrap_or(Value::Null)),
+            ("inert", to_json("the inert settings", &self.inert)?),
+            ("recipe_sources", serde_json::json!(self.recipe_sources)),
             (
                 "prefetch_list",
                 self.prefetcher

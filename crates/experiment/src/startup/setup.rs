@@ -220,6 +220,32 @@ pub(super) fn limit_dirty(
     Ok(())
 }
 
+/// True when blk-iocost is enabled on every disk of the place (the v2
+/// root's io.cost.qos says `enable=1` for it): io.weight acts only then.
+/// No v2 hierarchy or no io.cost file: off.
+pub(super) fn iocost_on(place: &Resolved) -> Result<bool, ExperimentError> {
+    let Ok(h) = crate::control::Hierarchy::find() else {
+        return Ok(false);
+    };
+    let path = h.root.join("io.cost.qos");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(iolab_sys::SysError::io(&path, e).into()),
+    };
+    for d in &place.disks {
+        let devno = d.devno()?;
+        let on = text.lines().any(|l| {
+            let mut f = l.split_whitespace();
+            f.next() == Some(devno.as_str()) && f.any(|kv| kv == "enable=1")
+        });
+        if !on {
+            return Ok(false);
+        }
+    }
+    Ok(!place.disks.is_empty())
+}
+
 /// Says the plan's size — points × schedulers × workloads × repetitions,
 /// and how long it may take — before anything runs, and refuses one of
 /// more than `--max-runs` starts with that size.
@@ -229,17 +255,20 @@ pub(super) fn check_plan_size(
     announce: &dyn Fn(&str),
 ) -> Result<(), ExperimentError> {
     let workloads = cfg.workloads_with_idle().len() as u64;
+    let rounds = cfg.rounds();
     let mut cells = 0u64;
     let mut warmup_s = 0.0;
     for s in schedulers {
         let points = if cfg.points.is_empty() {
             1
         } else {
-            crate::control::points::for_scheduler(&cfg.points, s).len() as u64
+            cfg.points_for(s).0.len() as u64
         };
         cells += points * workloads;
-        // The idle cell has no load to warm up.
-        warmup_s += (points * (workloads - 1)) as f64 * cfg.warmup(s).as_secs_f64();
+        // The idle cell has no load to warm up; every other cell's load
+        // is started and warmed up again in each round.
+        warmup_s +=
+            (points * (workloads - 1)) as f64 * f64::from(rounds) * cfg.warmup(s).as_secs_f64();
     }
     let per_start = if cfg.prefetch.is_some() { 3 } else { 1 };
     let starts = cells * u64::from(cfg.reps) * per_start;
@@ -250,8 +279,13 @@ pub(super) fn check_plan_size(
     } else {
         format!("{} point(s) × ", cfg.points.len())
     };
+    let in_rounds = if rounds > 1 {
+        format!(" in {rounds} rounds")
+    } else {
+        String::new()
+    };
     let size = format!(
-        "plan: {points}{} scheduler(s) × {workloads} workload(s) (idle included) × {} rep(s) = {cells} cells, {starts} starts; at most {} (every start at its --timeout), warm-ups {}",
+        "plan: {points}{} scheduler(s) × {workloads} workload(s) (idle included) × {} rep(s) = {cells} cells{in_rounds}, {starts} starts; at most {} (every start at its --timeout), warm-ups {}",
         schedulers.len(),
         cfg.reps,
         crate::engine::clock(most_s),

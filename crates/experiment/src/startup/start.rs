@@ -276,7 +276,7 @@ fn launch_observed(
                 if let Err(e) = g.put_target(pid) {
                     *group_problem.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!(
                         "the target could not be put in its cgroup {}: {e}",
-                        g.dir(crate::control::setting::Who::Target).display()
+                        g.target_dir().display()
                     ));
                 }
             }

@@ -116,6 +116,10 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         points: Vec::new(),
         recipe: None,
         max_runs: iolab_experiment::startup::config::DEFAULT_MAX_RUNS,
+        // No points: one round, in the fixed order.
+        rounds: None,
+        order_seed: None,
+        iocost: false,
     };
     if !a.json {
         let lab = match (&a.model.device_model, a.model.backend.as_deref()) {

@@ -79,6 +79,19 @@ pub struct StartupArgs {
     /// Repetitions per cell.
     #[arg(long, default_value_t = 5)]
     pub reps: u32,
+    /// Split the repetitions into N rounds (1 to --reps): each round runs
+    /// its share of every scheduler × point × workload once, in an order
+    /// shuffled per round (--order-seed), so no setting is tied to the
+    /// time it ran; the load is started and warmed up once per cell per
+    /// round [default: --reps with --vary, --point or --recipe; 1
+    /// otherwise, in the fixed order].
+    #[arg(long, value_name = "N")]
+    pub rounds: Option<u32>,
+    /// Seed of the shuffle of each round's cells; the same seed, --rounds
+    /// and plan give the same order [default: drawn at random when the
+    /// experiment is made, printed, and stored for --resume].
+    #[arg(long, value_name = "N")]
+    pub order_seed: Option<u64>,
     /// Seconds before a start counts as censored (">T").
     #[arg(long, default_value = "60", value_name = "S", value_parser = super::values::timeout_secs)]
     pub timeout: f64,
@@ -423,6 +436,14 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
     } else {
         a.workloads.clone()
     };
+    let points = iolab_experiment::control::points::plan_points(&axes, &extra);
+    // A plan with points runs in rounds, shuffled; a plain matrix keeps
+    // the fixed order unless asked.
+    let has_points = !points.is_empty() || a.recipe.is_some();
+    let rounds = a.rounds.or(has_points.then_some(a.reps));
+    let order_seed =
+        a.order_seed.or((has_points || a.rounds.is_some())
+            .then(iolab_experiment::startup::plan::new_order_seed));
     let cfg = StartupConfig {
         place,
         schedulers: a.schedulers.schedulers.clone(),
@@ -454,9 +475,12 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
         full_ready_line: a.full_ready_line.clone(),
         dirty_limit_bytes: a.dirty_limit,
         dirty_limit_preferred: false,
-        points: iolab_experiment::control::points::plan_points(&axes, &extra),
+        points,
         recipe: a.recipe,
         max_runs: a.max_runs,
+        rounds,
+        order_seed,
+        iocost: false,
     };
     cfg.validate()?;
     Ok(cfg)

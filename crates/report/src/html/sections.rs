@@ -130,6 +130,21 @@ fn verdict(vd: &crate::view::verdict::VerdictView) -> String {
         "<h3>Verdict</h3><p class=\"note\">baseline: {}. Down and to the right is better: a faster start-up, more left to the background.</p>",
         esc(&vd.baseline)
     );
+    for (what, lines) in [
+        ("Where the recipe's values come from", &vd.sources),
+        (
+            "Settings that do nothing there, run as the point without them",
+            &vd.inert,
+        ),
+    ] {
+        if !lines.is_empty() {
+            let _ = write!(s, "<p class=\"note\">{what}:</p><ul>");
+            for l in lines {
+                let _ = write!(s, "<li>{}</li>", esc(l));
+            }
+            s.push_str("</ul>");
+        }
+    }
     for t in &vd.tables {
         let series = crate::view::first_seen(t.rows.iter().map(|r| r.scheduler.as_str()));
         let pts: Vec<ScatterPoint> = t
@@ -144,7 +159,7 @@ fn verdict(vd: &crate::view::verdict::VerdictView) -> String {
                     marked: r.pareto,
                     label: format!("#{}", r.rank),
                     title: format!(
-                        "#{} {} @ {}: {:.3} s, background {:.1} MiB/s",
+                        "#{} {} @ {}: {:.3} s, background at the disk {:.1} MiB/s",
                         r.rank,
                         r.scheduler,
                         r.point,
@@ -163,17 +178,17 @@ fn verdict(vd: &crate::view::verdict::VerdictView) -> String {
                     "start-up time against background throughput under {}",
                     t.workload
                 ),
-                "background throughput during the starts [MiB/s]",
+                "background at the disk [MiB/s] (diskstats over the cell)",
                 "start-up [s]",
                 &series,
                 &pts
             )
         );
-        s.push_str("<table><tr><th>rank</th><th>scheduler</th><th>point</th><th>start-up [s]</th><th>×idle</th><th>gain [s]</th><th>bg cost</th><th>front</th></tr>");
+        s.push_str("<table><tr><th>rank</th><th>scheduler</th><th>point</th><th>start-up [s]</th><th>×idle</th><th>gain [s]</th><th>p (Holm)</th><th>bg at disk [MiB/s]</th><th>load's own [MiB/s]</th><th>bg cost</th><th>writes load/target</th><th>front</th></tr>");
         for r in &t.rows {
             let _ = write!(
                 s,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 r.rank,
                 esc(&r.scheduler),
                 esc(&r.point),
@@ -186,15 +201,32 @@ fn verdict(vd: &crate::view::verdict::VerdictView) -> String {
                         format!("{g:+.3}{}", if r.distinguishable { "" } else { " ≈" })
                     })
                 },
+                r.p_holm.map_or("-".into(), |p| format!("{p:.3}")),
+                r.disk_bytes_per_s
+                    .map_or("-".into(), |d| format!("{:.1}", d / 1_048_576.0)),
+                r.load_bytes_per_s.map_or("-".into(), |l| format!(
+                    "{:.1}{}",
+                    l / 1_048_576.0,
+                    if r.cache_filling { " (page cache filling)" } else { "" }
+                )),
                 r.bg_cost.map_or("-".into(), |c| format!("{:+.0}%", c * 100.0)),
+                match (r.load_write_share, r.target_write_share) {
+                    (Some(l), Some(t)) => format!("{:.0}% / {:.0}%", l * 100.0, t * 100.0),
+                    _ => "-".into(),
+                },
                 if r.pareto { "*" } else { "" }
             );
         }
         s.push_str("</table>");
+        let _ = write!(
+            s,
+            "<p class=\"note\">{} comparisons with the baseline: told apart (no ≈) by Holm's adjusted p &lt; 0.05; the cost is the disk's rate against the baseline's.</p>",
+            t.family
+        );
         if let Some((a, b)) = &t.best_two_alike {
             let _ = write!(
                 s,
-                "<p class=\"note\">The two best are not distinguishable at 95 %: {} and {}.</p>",
+                "<p class=\"note\">The two best are not distinguishable at 95 %: {} and {}; the first costs the background less.</p>",
                 esc(a),
                 esc(b)
             );

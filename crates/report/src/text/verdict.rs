@@ -4,7 +4,7 @@
 use iolab_sys::units::format_rate;
 
 use super::matrix::align_columns;
-use crate::view::verdict::{name, VerdictView, FREE_COST};
+use crate::view::verdict::{name, BgSource, VerdictView, CACHE_GAP};
 
 /// Each loaded cell's settings as the kernel read them back, and its
 /// groups' bytes against the disk's; `None` without a plan.
@@ -52,21 +52,35 @@ pub fn applied_text(c: &crate::view::applied::AppliedCell) -> String {
 pub fn render(v: Option<&VerdictView>) -> Option<String> {
     let v = v?;
     let mut out = format!(
-        "verdict: what protects the start-up, and what it costs the background (baseline: {})\n",
+        "verdict: what protects the start-up, and what it costs the background at the disk (baseline: {})\n",
         v.baseline
     );
+    for l in &v.sources {
+        out.push_str(&format!("source: {l}\n"));
+    }
+    for l in &v.inert {
+        out.push_str(&format!("inert, run as the point without it: {l}\n"));
+    }
+    let pct = |x: f64| format!("{:.0}%", x * 100.0);
     for t in &v.tables {
-        out.push_str(&format!("\nunder {}:\n", t.workload));
+        out.push_str(&format!(
+            "\nunder {} ({} comparisons with the baseline; intervals simultaneous at 95 %, each at {:.1} %; told apart by Holm):\n",
+            t.workload,
+            t.family,
+            t.interval_level * 100.0
+        ));
         let mut rows = vec![vec![
             "rank".to_string(),
             "scheduler".into(),
             "point".into(),
             "start-up [s]".into(),
             "×idle".into(),
-            "gain [s] (95% CI)".into(),
-            "background".into(),
-            "bg cost".into(),
-            "gain/cost".into(),
+            "gain [s] (CI)".into(),
+            "p (Holm)".into(),
+            "bg at disk".into(),
+            "load's own".into(),
+            "bg cost (CI)".into(),
+            "writes load/target".into(),
             "front".into(),
         ]];
         for r in &t.rows {
@@ -94,11 +108,43 @@ pub fn render(v: Option<&VerdictView>) -> Option<String> {
                     _ => "-".into(),
                 }
             };
-            let bg = r.bg_bytes_per_s.map_or("-".into(), format_rate);
-            let cost = r
-                .bg_cost
-                .map_or("-".into(), |c| format!("{:+.0}%", c * 100.0));
-            let gpc = r.gain_per_cost.map_or("-".into(), |g| format!("{g:.2}"));
+            let p = r.p_holm.map_or("-".into(), |p| format!("{p:.3}"));
+            let disk = match r.disk_bytes_per_s {
+                Some(d) => format!("{} (n={})", format_rate(d), r.disk_windows),
+                None => "-".into(),
+            };
+            let load = match (r.load_bytes_per_s, r.load_over_disk) {
+                (Some(l), Some(g)) => format!(
+                    "{} {g:.2}×{}",
+                    format_rate(l),
+                    if r.cache_filling { " !" } else { "" }
+                ),
+                (Some(l), None) => format_rate(l),
+                _ => "-".into(),
+            };
+            let cost = match &r.bg_ratio {
+                _ if r.baseline => "-".to_string(),
+                Some(x) => {
+                    let from = match r.bg_source {
+                        BgSource::Disk => "",
+                        BgSource::Load => " (load's)",
+                    };
+                    match &x.ci95 {
+                        Some(c) => format!(
+                            "{:+.0}% [{:+.0}%, {:+.0}%]{from}",
+                            (1.0 - x.value) * 100.0,
+                            (1.0 - c.high) * 100.0,
+                            (1.0 - c.low) * 100.0
+                        ),
+                        None => format!("{:+.0}%{from}", (1.0 - x.value) * 100.0),
+                    }
+                }
+                None => "-".into(),
+            };
+            let shares = match (r.load_write_share, r.target_write_share) {
+                (Some(l), Some(tg)) => format!("{}/{}", pct(l), pct(tg)),
+                _ => "-".into(),
+            };
             rows.push(vec![
                 r.rank.to_string(),
                 r.scheduler.clone(),
@@ -110,44 +156,41 @@ pub fn render(v: Option<&VerdictView>) -> Option<String> {
                 startup,
                 slowdown,
                 gain,
-                bg,
+                p,
+                disk,
+                load,
                 cost,
-                gpc,
+                shares,
                 if r.pareto { "*".into() } else { String::new() },
             ]);
         }
         out.push_str(&align_columns(&rows));
         if let Some((a, b)) = &t.best_two_alike {
             out.push_str(&format!(
-                "the two best are not distinguishable at 95 % (Welch): {a} and {b}\n"
+                "the two best are not distinguishable at 95 % (Welch): {a} and {b}; {a} costs the background less\n"
             ));
-        } else if let Some(best) = t.rows.first().filter(|r| !r.baseline) {
-            out.push_str(&format!("best gain per cost: {}\n", name(best)));
+        } else if let Some(best) = t.rows.first().filter(|r| !r.baseline && r.distinguishable) {
+            out.push_str(&format!("best: {}\n", name(best)));
+        } else {
+            out.push_str(
+                "no point starts faster than the baseline by more than the family's noise\n",
+            );
         }
-        // The rank weighs the background; the fastest start-up is what some
-        // readers want instead (it is on the front by definition).
-        if let Some(f) = t
+        let filling: Vec<String> = t
             .rows
             .iter()
-            .filter(|r| r.startup_s.is_some())
-            .min_by(|a, b| {
-                a.startup_s
-                    .unwrap_or(f64::MAX)
-                    .total_cmp(&b.startup_s.unwrap_or(f64::MAX))
-            })
-        {
+            .filter(|r| r.cache_filling)
+            .map(name)
+            .collect();
+        if !filling.is_empty() {
             out.push_str(&format!(
-                "fastest start-up: {} ({:.3} s, background cost {})\n",
-                name(f),
-                f.startup_s.unwrap_or(0.0),
-                f.bg_cost
-                    .map_or("-".into(), |c| format!("{:+.0}%", c * 100.0))
+                "! the load counted more than {CACHE_GAP}× what the disk sustained (the page cache took it; the cost is the disk's): {}\n",
+                filling.join(", ")
             ));
         }
     }
-    out.push_str(&format!(
-        "\ngain: baseline mean − this mean (≈: its 95% interval holds 0, not told apart); ×idle: start-up / idle start-up at the same point (Fieller 95%); background: the load's read+write rate during the starts; bg cost: 1 − that / the baseline's; gain/cost: relative gain / max(cost, {:.0}%), the rank's key, gains told apart first; front *: no other row starts faster and leaves the background more\n",
-        FREE_COST * 100.0
-    ));
+    out.push_str(
+        "\ngain: baseline mean − this mean, with its simultaneous interval (Welch, Bonferroni over the family; ≈: Holm's adjusted p ≥ 0.05, not told apart); ×idle: start-up / idle start-up at the same point (95 %, log scale); bg at disk: /proc/diskstats over each cell window (load start to writeback flushed) less the target group's bytes, n windows; load's own: the load's rate during the starts, and that / the disk's (!: above 1.25×, a page cache filling); bg cost: 1 − bg / the baseline's (log-scale simultaneous interval); writes load/target: share of the disk's writes charged to each iolab group (io.stat / blkio); rank: gains told apart first, by gain; cost is the second axis; front *: no other row starts faster and leaves the background more\n",
+    );
     Some(out)
 }

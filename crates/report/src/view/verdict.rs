@@ -1,29 +1,62 @@
 //! The verdict of a plan with points (`iolab startup --vary`, `--recipe`):
 //! per workload, every scheduler × point with the start-up's slowdown
-//! against idle (Fieller's 95 % interval), its gain against the baseline
-//! (Welch's 95 % interval of the difference), and what it cost the
-//! background: the load's throughput during the starts against the
-//! baseline's (a ratio of means with Fieller's interval). Rows are ranked
-//! by start-up gain per background cost (gains told apart from the
-//! baseline at 95 % before those that are not), the Pareto front (no other row
-//! both starts faster and leaves the background more) is marked, and the
-//! verdict says when the two best are not distinguishable.
+//! against idle, its gain against the baseline, and what it cost the
+//! background.
+//!
+//! The background's cost is what the disk did, not what the load counted:
+//! a buffered write counts for the load when the page cache takes it, so a
+//! point that lets dirty pages pile up (wbt off, a high dirty ratio) would
+//! show a rate the disk never sustained. Each cell's `cell_io` document
+//! holds /proc/diskstats over the cell window (from the load's start to
+//! its writeback flushed by syncfs); the target group's bytes are taken
+//! out of it where iolab's groups exist (without groups the starts' own
+//! reads stay in, a few MiB against the load's GiB), and the rest over
+//! the window's seconds is the cell's background at the disk. The load's
+//! own rate during the starts stays beside it, and a load that counted
+//! more than 1.25 × the rate the disk sustained is flagged (a page cache
+//! filling). Without a `cell_io` document the load's counters are used,
+//! and the row says so.
+//!
+//! Every row is one comparison with the baseline, and a table of m rows
+//! is a family of m − 1: the gain is "told apart" when Holm's adjusted
+//! Welch p-value is below 0.05 (family-wise), and its interval is the
+//! simultaneous one (Bonferroni, 1 − 0.05/(m − 1) each), so of all the
+//! intervals shown the chance that any misses is at most 5 %. Ratios
+//! (×idle, the background against the baseline's) take their intervals on
+//! the log scale, which never reaches below zero.
+//!
+//! Rows are ranked on gain: gains told apart first, largest first; cost
+//! is the second axis, shown beside it and in the Pareto front (no other
+//! row both starts faster and leaves the background more). A ratio of two
+//! point estimates (gain per cost) is not used: it has no interval worth
+//! the name at these sizes. When the best two cannot be told apart, the
+//! verdict names the cheaper.
 //!
 //! The baseline is the first scheduler at the point that sets nothing
 //! (every axis `-`), else at the first point: said in the view.
 
 use serde::Serialize;
 
-use iolab_results::variant;
+use iolab_results::{variant, ArtifactKind};
 use iolab_stats::{
-    ratio_of_means, summarize, two_sided_ci_of_difference, welch_test, Ratio, Sample, Summary,
-    LEVEL_95,
+    holm, ratio_of_means_log, summarize, two_sided_ci_of_difference, welch_p, welch_test, Ratio,
+    Sample, Summary, LEVEL_95,
 };
 use iolab_store::{CellReport, ExperimentReport, RunRecord, IDLE_WORKLOAD};
 
-/// A background cost below this counts as free when ranking (gain per
-/// cost would otherwise divide by nothing).
-pub const FREE_COST: f64 = 0.01;
+/// A load that counted more than this × what the disk did over the same
+/// cell: the page cache took the difference.
+pub const CACHE_GAP: f64 = 1.25;
+
+/// Where a row's background rate comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BgSource {
+    /// /proc/diskstats over the cell, less the target group's bytes.
+    Disk,
+    /// The load's own counters (no `cell_io` document for the cell).
+    Load,
+}
 
 /// One scheduler × point of one workload.
 #[derive(Debug, Clone, Serialize)]
@@ -42,23 +75,45 @@ pub struct VerdictRow {
     pub startup_s: Option<f64>,
     /// Its 95 % half-width, s.
     pub startup_ci95_s: Option<f64>,
-    /// Start-up under this load / idle start-up at the same point.
+    /// Start-up under this load / idle start-up at the same point (95 %,
+    /// log scale).
     pub slowdown: Option<Ratio>,
     /// Baseline mean − this mean, s (positive: faster).
     pub gain_s: Option<f64>,
-    /// Welch's 95 % interval of that gain, s: (low, high).
+    /// The gain's simultaneous interval over the table's family (Welch,
+    /// Bonferroni), s: (low, high).
     pub gain_ci95_s: Option<(f64, f64)>,
-    /// The gain's interval leaves out zero.
+    /// Welch's p-value against the baseline, Holm-adjusted over the family.
+    pub p_holm: Option<f64>,
+    /// Told apart from the baseline: `p_holm` < 0.05.
     pub distinguishable: bool,
-    /// The load's read + write throughput during the starts, bytes/s.
+    /// The background's rate the cost is taken from, bytes/s (`bg_source`).
     pub bg_bytes_per_s: Option<f64>,
-    /// That throughput / the baseline's, with Fieller's interval.
+    /// Where that rate comes from.
+    pub bg_source: BgSource,
+    /// The background at the disk: bytes/s over each cell window (one per
+    /// round), mean.
+    pub disk_bytes_per_s: Option<f64>,
+    /// How many cell windows that mean is over.
+    pub disk_windows: usize,
+    /// The load's own read + write rate during the starts, bytes/s.
+    pub load_bytes_per_s: Option<f64>,
+    /// The load's own rate during the starts / the disk's over the cell.
+    pub load_over_disk: Option<f64>,
+    /// `load_over_disk` above [`CACHE_GAP`]: the page cache took what the
+    /// disk did not do.
+    pub cache_filling: bool,
+    /// Share of the disk's written bytes charged to the load's group (its
+    /// io.stat or blkio counters), when iolab's groups were used.
+    pub load_write_share: Option<f64>,
+    /// That share for the target's group.
+    pub target_write_share: Option<f64>,
+    /// The background's rate / the baseline's, with its simultaneous
+    /// interval on the log scale.
     pub bg_ratio: Option<Ratio>,
     /// 1 − bg_ratio: the share of the background's throughput given up.
     pub bg_cost: Option<f64>,
-    /// Relative start-up gain / max(bg_cost, 1 %): the ranking key.
-    pub gain_per_cost: Option<f64>,
-    /// On the Pareto front of start-up time against background throughput.
+    /// On the Pareto front of start-up time against background rate.
     pub pareto: bool,
 }
 
@@ -69,8 +124,13 @@ pub struct VerdictTable {
     pub workload: String,
     /// Ranked rows, best first.
     pub rows: Vec<VerdictRow>,
+    /// Comparisons with the baseline in this table (the family Holm and
+    /// the simultaneous intervals are over).
+    pub family: usize,
+    /// The level of each simultaneous interval (1 − 0.05/family).
+    pub interval_level: f64,
     /// When the two best rows cannot be told apart at 95 % (Welch): their
-    /// names.
+    /// names, the one that costs the background less first.
     pub best_two_alike: Option<(String, String)>,
 }
 
@@ -81,6 +141,13 @@ pub struct VerdictView {
     pub baseline: String,
     /// One table per loaded workload.
     pub tables: Vec<VerdictTable>,
+    /// Settings the plan asked for that would do nothing in a cell, each
+    /// `under SCHED: SETTING (point POINT): REASON`; their points ran as
+    /// the point without them (stored as the experiment's `inert`).
+    pub inert: Vec<String>,
+    /// Where a recipe's values come from (the experiment's
+    /// `recipe_sources`: Android's, per AOSP file and tag).
+    pub sources: Vec<String>,
 }
 
 /// The verdict, for an experiment whose runs have points; `None` otherwise.
@@ -111,14 +178,42 @@ pub fn verdict(r: &ExperimentReport) -> Option<VerdictView> {
         .into_iter()
         .map(|w| table(r, &cells, &w, &base_sched, &base_point))
         .collect();
+    let cfg = &r.experiment.config;
+    let inert = cfg["inert"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|i| {
+                    let f = |k: &str| i[k].as_str().unwrap_or("?");
+                    format!(
+                        "under {}: {} (point {}): {}",
+                        f("scheduler"),
+                        f("setting"),
+                        f("point"),
+                        f("reason")
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let sources = cfg["recipe_sources"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
     Some(VerdictView {
         baseline: format!("{base_sched} @ {base_point}"),
         tables,
+        inert,
+        sources,
     })
 }
 
-/// The background's rate in each sample start of `c`, bytes/s.
-fn bg_summary(r: &ExperimentReport, c: &CellReport) -> Summary {
+/// The load's own rate in each sample start of `c`, bytes/s.
+fn load_summary(r: &ExperimentReport, c: &CellReport) -> Summary {
     let rates: Vec<f64> = r
         .runs
         .iter()
@@ -130,11 +225,72 @@ fn bg_summary(r: &ExperimentReport, c: &CellReport) -> Summary {
     summarize(&Sample::all_exact(&rates))
 }
 
+/// What the disk did in `c`'s cell windows (one `cell_io` document each).
+struct DiskSide {
+    /// The background at the disk, bytes/s, per window.
+    rates: Vec<f64>,
+    /// Σ group writes / Σ disk writes, (load, target).
+    write_share: (Option<f64>, Option<f64>),
+}
+
+fn disk_side(r: &ExperimentReport, c: &CellReport) -> DiskSide {
+    let point = variant::point_of(c.variant.as_deref());
+    let mut rates = Vec::new();
+    let (mut dw, mut lw, mut tw, mut grouped) = (0u64, 0u64, 0u64, false);
+    for a in r.artifacts.iter().filter(|a| {
+        a.kind == ArtifactKind::CellIo
+            && a.target == c.target
+            && a.scheduler == c.scheduler
+            && a.workload == c.workload
+            && variant::point_of(a.variant.as_deref()) == point
+    }) {
+        let j = &a.json;
+        let (Some(rd), Some(wr), Some(secs)) = (
+            j["device_read_bytes"].as_u64(),
+            j["device_write_bytes"].as_u64(),
+            j["seconds"].as_f64().filter(|s| *s > 0.0),
+        ) else {
+            continue;
+        };
+        let g = &j["groups"];
+        let bytes = |who: &str, k: &str| g[who][k].as_u64();
+        // What the disk did for the background: all of it but the target's
+        // own I/O where its group counted it (the starts are not the load).
+        let target = bytes("target", "read_bytes").unwrap_or(0)
+            + bytes("target", "write_bytes").unwrap_or(0);
+        let bg = (rd + wr).saturating_sub(target);
+        rates.push(bg as f64 / secs);
+        dw += wr;
+        if let (Some(l), Some(t)) = (bytes("load", "write_bytes"), bytes("target", "write_bytes")) {
+            grouped = true;
+            lw += l;
+            tw += t;
+        }
+    }
+    let share = |x: u64| (grouped && dw > 0).then(|| x as f64 / dw as f64);
+    DiskSide {
+        write_share: (share(lw), share(tw)),
+        rates,
+    }
+}
+
 fn same_cell(x: &RunRecord, c: &CellReport) -> bool {
     x.target == c.target
         && x.scheduler == c.scheduler
         && x.workload == c.workload
         && x.variant == c.variant
+}
+
+/// One cell's background: the rates the cost is taken from, and whence.
+fn background(r: &ExperimentReport, c: &CellReport) -> (Summary, BgSource, DiskSide, Summary) {
+    let disk = disk_side(r, c);
+    let load = load_summary(r, c);
+    if disk.rates.is_empty() {
+        (load.clone(), BgSource::Load, disk, load)
+    } else {
+        let s = summarize(&Sample::all_exact(&disk.rates));
+        (s, BgSource::Disk, disk, load)
+    }
 }
 
 fn table(
@@ -150,33 +306,65 @@ fn table(
         .filter(|c| c.workload == workload)
         .collect();
     let point = |c: &CellReport| variant::point_of(c.variant.as_deref()).unwrap_or_default();
+    let idle_of = |c: &CellReport| {
+        cells.iter().copied().find(|i| {
+            i.workload == IDLE_WORKLOAD && i.scheduler == c.scheduler && point(i) == point(c)
+        })
+    };
     let base = mine
         .iter()
         .copied()
         .find(|c| c.scheduler == base_sched && point(c) == base_point);
-    let base_bg = base.map(|b| bg_summary(r, b));
-    let mut rows: Vec<VerdictRow> = mine
+    let base_bg = base.map(|b| background(r, b));
+    let family = mine
+        .len()
+        .saturating_sub(usize::from(base.is_some()))
+        .max(1);
+    let level = 1.0 - (1.0 - LEVEL_95) / family as f64;
+    // Holm over the rows' p-values against the baseline, in row order.
+    let ps: Vec<Option<f64>> = mine
         .iter()
         .map(|c| {
-            let bg = bg_summary(r, c);
+            let b = base?;
+            (!std::ptr::eq(b, *c))
+                .then(|| welch_p(&b.stats, &c.stats))
+                .flatten()
+        })
+        .collect();
+    let known: Vec<f64> = ps.iter().flatten().copied().collect();
+    let mut adjusted = holm(&known).into_iter();
+    let p_holm: Vec<Option<f64>> = ps.iter().map(|p| p.and_then(|_| adjusted.next())).collect();
+    let mut rows: Vec<VerdictRow> = mine
+        .iter()
+        .zip(p_holm)
+        .map(|(c, p_holm)| {
+            let (bg, source, disk, load) = background(r, c);
             let is_base = base.is_some_and(|b| std::ptr::eq(b, *c));
             let gain_s = match (base.and_then(|b| b.stats.mean), c.stats.mean) {
                 (Some(b), Some(m)) => Some(b - m),
                 _ => None,
             };
             let gain_ci = base
-                .and_then(|b| two_sided_ci_of_difference(&b.stats, &c.stats, LEVEL_95))
+                .filter(|_| !is_base)
+                .and_then(|b| two_sided_ci_of_difference(&b.stats, &c.stats, level))
                 .map(|ci| (ci.low, ci.high));
-            let bg_ratio = base_bg.as_ref().and_then(|b| ratio_of_means(&bg, b));
+            // The cost compares like with like: the disk's rate against the
+            // baseline's disk rate, the load's against the load's.
+            let bg_ratio = base_bg.as_ref().and_then(|(b, bs, _, bl)| {
+                if *bs == source {
+                    ratio_of_means_log(&bg, b, level)
+                } else {
+                    ratio_of_means_log(&load, bl, level)
+                }
+            });
             let bg_cost = bg_ratio.as_ref().map(|x| 1.0 - x.value);
-            let rel_gain = match (gain_s, base.and_then(|b| b.stats.mean)) {
-                (Some(g), Some(b)) if b > 0.0 => Some(g / b),
+            let disk_rate = summarize(&Sample::all_exact(&disk.rates)).mean;
+            let load_over_disk = match (load.mean, disk_rate) {
+                (Some(l), Some(d)) if d > 0.0 => Some(l / d),
                 _ => None,
             };
-            let gain_per_cost = match (rel_gain, bg_cost) {
-                (Some(g), Some(cost)) if g > 0.0 && !is_base => Some(g / cost.max(FREE_COST)),
-                _ => None,
-            };
+            let slowdown =
+                idle_of(c).and_then(|i| ratio_of_means_log(&c.stats, &i.stats, LEVEL_95));
             VerdictRow {
                 rank: 0,
                 scheduler: c.scheduler.clone(),
@@ -185,14 +373,22 @@ fn table(
                 n: c.stats.n,
                 startup_s: c.stats.mean,
                 startup_ci95_s: c.stats.ci95.as_ref().map(|ci| ci.half_width),
-                slowdown: c.ratio_to_idle.clone(),
+                slowdown: slowdown.or_else(|| c.ratio_to_idle.clone()),
                 gain_s,
                 gain_ci95_s: gain_ci,
-                distinguishable: gain_ci.is_some_and(|(lo, hi)| lo > 0.0 || hi < 0.0),
+                p_holm,
+                distinguishable: p_holm.is_some_and(|p| p < 1.0 - LEVEL_95),
                 bg_bytes_per_s: bg.mean,
+                bg_source: source,
+                disk_bytes_per_s: disk_rate,
+                disk_windows: disk.rates.len(),
+                load_bytes_per_s: load.mean,
+                load_over_disk,
+                cache_filling: load_over_disk.is_some_and(|g| g > CACHE_GAP),
+                load_write_share: disk.write_share.0,
+                target_write_share: disk.write_share.1,
                 bg_ratio,
                 bg_cost,
-                gain_per_cost,
                 pareto: false,
             }
         })
@@ -214,19 +410,14 @@ fn table(
     for (row, f) in rows.iter_mut().zip(front) {
         row.pareto = f;
     }
-    // Gain per cost first (only rows that gained), gains told apart from
-    // the baseline before those that are not; then the rest by gain.
-    rows.sort_by(|a, b| match (a.gain_per_cost, b.gain_per_cost) {
-        (Some(x), Some(y)) => b
-            .distinguishable
-            .cmp(&a.distinguishable)
-            .then(y.total_cmp(&x)),
-        (Some(_), None) => std::cmp::Ordering::Less,
-        (None, Some(_)) => std::cmp::Ordering::Greater,
-        (None, None) => b
-            .gain_s
-            .unwrap_or(f64::NEG_INFINITY)
-            .total_cmp(&a.gain_s.unwrap_or(f64::NEG_INFINITY)),
+    // Gains told apart first, then by gain, largest first.
+    rows.sort_by(|a, b| {
+        let told = |x: &VerdictRow| x.distinguishable && x.gain_s.is_some_and(|g| g > 0.0);
+        told(b).cmp(&told(a)).then(
+            b.gain_s
+                .unwrap_or(f64::NEG_INFINITY)
+                .total_cmp(&a.gain_s.unwrap_or(f64::NEG_INFINITY)),
+        )
     });
     for (i, row) in rows.iter_mut().enumerate() {
         row.rank = i + 1;
@@ -241,7 +432,14 @@ fn table(
             match (cell(a), cell(b)) {
                 (Some(x), Some(y)) => welch_test(&x.stats, &y.stats, LEVEL_95)
                     .filter(|w| w.direction == std::cmp::Ordering::Equal)
-                    .map(|_| (name(a), name(b))),
+                    .map(|_| {
+                        let rate = |r: &VerdictRow| r.bg_bytes_per_s.unwrap_or(0.0);
+                        if rate(b) > rate(a) {
+                            (name(b), name(a))
+                        } else {
+                            (name(a), name(b))
+                        }
+                    }),
                 _ => None,
             }
         }
@@ -250,6 +448,8 @@ fn table(
     VerdictTable {
         workload: workload.to_string(),
         rows,
+        family,
+        interval_level: level,
         best_two_alike,
     }
 }
@@ -264,7 +464,7 @@ pub fn name(row: &VerdictRow) -> String {
 mod tests {
     use super::*;
     use iolab_store::testutil::{experiment, run};
-    use iolab_store::BackgroundIo;
+    use iolab_store::{Artifact, BackgroundIo, RunId};
 
     fn r(sched: &str, w: &str, point: &str, rep: u32, secs: f64, bg: u64) -> RunRecord {
         let mut x = run(sched, w, rep, secs);
@@ -279,65 +479,168 @@ mod tests {
         x
     }
 
+    /// A cell window's `cell_io` document: the disk did `disk` bytes over
+    /// one second (the target's group 1 MB of it), the load counted `load`.
+    fn window(sched: &str, w: &str, point: &str, round: u32, disk: u64, load: u64) -> Artifact {
+        Artifact {
+            run_id: RunId(i64::from(round)),
+            scheduler: sched.into(),
+            workload: w.into(),
+            target: "app".into(),
+            rep: round,
+            variant: Some(point.into()),
+            kind: ArtifactKind::CellIo,
+            json: serde_json::json!({
+                "seconds": 1.0,
+                "device_read_bytes": 1_000_000,
+                "device_write_bytes": disk,
+                "load_read_bytes": 0,
+                "load_write_bytes": load,
+                "groups": {"hierarchy": "cgroup v2 at /sys/fs/cgroup",
+                    "target": {"read_bytes": 1_000_000, "write_bytes": 0},
+                    "load": {"read_bytes": 0, "write_bytes": disk * 9 / 10}},
+            }),
+        }
+    }
+
     #[test]
-    fn ranks_by_gain_per_cost_marks_the_front_and_knows_the_baseline() {
+    fn ranks_on_gain_costs_from_the_disk_and_flags_a_filling_cache() {
         let base = "wbt_lat_usec=-; load.ioprio=-";
         let idle_prio = "wbt_lat_usec=-; load.ioprio=idle";
         let no_wbt = "wbt_lat_usec=0; load.ioprio=-";
+        let noise = "wbt_lat_usec=-; load.ioprio=be:7";
         let mut runs = Vec::new();
-        for rep in 1..=4 {
+        let mut docs = Vec::new();
+        for rep in 1..=4u32 {
             let j = f64::from(rep) * 0.01;
-            for p in [base, idle_prio, no_wbt] {
+            let d = u64::from(rep) * 100_000;
+            for p in [base, idle_prio, no_wbt, noise] {
                 runs.push(r("bfq", "idle", p, rep, 1.0 + j, 0));
             }
-            // Baseline: slow, full background.
-            runs.push(r(
+            // Baseline: slow; the load counted what the disk did.
+            runs.push(r("bfq", "1r1w", base, rep, 4.0 + j, 100_000_000));
+            docs.push(window(
                 "bfq",
                 "1r1w",
                 base,
                 rep,
-                4.0 + j,
-                100_000_000 + u64::from(rep),
+                100_000_000 + d,
+                100_000_000,
             ));
             // Idle class: fast, half the background.
-            runs.push(r(
+            runs.push(r("bfq", "1r1w", idle_prio, rep, 1.5 + j, 50_000_000));
+            docs.push(window(
                 "bfq",
                 "1r1w",
                 idle_prio,
                 rep,
-                1.5 + j,
-                50_000_000 + u64::from(rep),
+                50_000_000 + d,
+                50_000_000,
             ));
-            // No wbt: a little faster, the background a little more.
-            runs.push(r(
+            // No wbt: faster; the load counted twice the baseline's (the
+            // page cache took it) while the disk did 40 %.
+            runs.push(r("bfq", "1r1w", no_wbt, rep, 3.0 + j, 200_000_000));
+            docs.push(window(
                 "bfq",
                 "1r1w",
                 no_wbt,
                 rep,
-                3.0 + j,
-                100_000_010 + u64::from(rep),
+                40_000_000 + d,
+                200_000_000,
             ));
+            // As slow as the baseline, noisy: never told apart.
+            runs.push(r(
+                "bfq",
+                "1r1w",
+                noise,
+                rep,
+                4.0 + 3.0 * (j - 0.025),
+                100_000_000,
+            ));
+            docs.push(window(
+                "bfq",
+                "1r1w",
+                noise,
+                rep,
+                100_000_000 + d,
+                100_000_000,
+            ));
+        }
+        let mut rep = iolab_store::ExperimentReport::new(
+            experiment(iolab_results::ExperimentKind::Startup),
+            runs,
+        );
+        rep.artifacts = docs;
+        let v = verdict(&rep).unwrap();
+        assert_eq!(v.baseline, format!("bfq @ {base}"));
+        let t = &v.tables[0];
+        assert_eq!((t.workload.as_str(), t.family), ("1r1w", 3));
+        assert!((t.interval_level - (1.0 - 0.05 / 3.0)).abs() < 1e-12);
+        // Ranked on gain, told apart first.
+        let order: Vec<&str> = t.rows.iter().map(|r| r.point.as_str()).collect();
+        assert_eq!(order[..2], [idle_prio, no_wbt]);
+        let row = |p: &str| t.rows.iter().find(|r| r.point == p).unwrap();
+        assert!(row(idle_prio).distinguishable && row(no_wbt).distinguishable);
+        assert!(!row(noise).distinguishable, "{:?}", row(noise).p_holm);
+        // Holm: an adjusted p is never below the raw one.
+        let raw = welch_p(
+            &rep.cells
+                .iter()
+                .find(|c| c.variant.as_deref() == Some(base) && c.workload == "1r1w")
+                .unwrap()
+                .stats,
+            &rep.cells
+                .iter()
+                .find(|c| c.variant.as_deref() == Some(noise) && c.workload == "1r1w")
+                .unwrap()
+                .stats,
+        )
+        .unwrap();
+        assert!(row(noise).p_holm.unwrap() >= raw);
+        // The cost is the disk's: no_wbt gave up 60 % of it, though its
+        // load counted twice the baseline's; flagged, and off the front
+        // (idle class starts faster and leaves the disk more).
+        let nw = row(no_wbt);
+        assert_eq!(nw.bg_source, BgSource::Disk);
+        assert!((nw.bg_cost.unwrap() - 0.6).abs() < 0.01, "{:?}", nw.bg_cost);
+        assert!(nw.cache_filling && !row(idle_prio).cache_filling);
+        assert!(!nw.pareto && row(idle_prio).pareto);
+        assert_eq!(nw.disk_windows, 4);
+        // 90 % of the disk's writes were charged to the load's group.
+        assert!((nw.load_write_share.unwrap() - 0.9).abs() < 0.01);
+        // Log-scale intervals: never below zero.
+        for r in &t.rows {
+            for x in [&r.slowdown, &r.bg_ratio].into_iter().flatten() {
+                if let Some(ci) = &x.ci95 {
+                    assert!(ci.low > 0.0 && ci.contains(x.value), "{x:?}");
+                }
+            }
+        }
+        let s = row(idle_prio).slowdown.as_ref().unwrap().value;
+        assert!((s - 1.5 / 1.0).abs() < 0.05, "{s}");
+        assert!(t.best_two_alike.is_none());
+    }
+
+    #[test]
+    fn without_cell_documents_the_loads_counters_are_used_and_said() {
+        let mut runs = Vec::new();
+        for rep in 1..=3 {
+            runs.push(r("bfq", "idle", "x=-", rep, 1.0, 0));
+            runs.push(r("bfq", "idle", "x=1", rep, 1.0, 0));
+            runs.push(r("bfq", "1w", "x=-", rep, 2.0 + f64::from(rep) * 0.01, 10));
+            runs.push(r("bfq", "1w", "x=1", rep, 1.5 + f64::from(rep) * 0.01, 5));
         }
         let rep = iolab_store::ExperimentReport::new(
             experiment(iolab_results::ExperimentKind::Startup),
             runs,
         );
-        let v = verdict(&rep).unwrap();
-        assert_eq!(v.baseline, format!("bfq @ {base}"));
-        let t = &v.tables[0];
-        assert_eq!(t.workload, "1r1w");
-        // no_wbt: 25 % faster for ~0 % cost → gain/cost 25; idle class:
-        // 62.5 % faster for 50 % → 1.25.
-        assert_eq!(t.rows[0].point, no_wbt);
-        assert_eq!(t.rows[1].point, idle_prio);
-        assert!(t.rows[2].baseline);
-        assert!(t.rows[0].pareto && t.rows[1].pareto && !t.rows[2].pareto);
-        assert!(t.rows[0].distinguishable);
-        let cost = t.rows[1].bg_cost.unwrap();
-        assert!((cost - 0.5).abs() < 0.01, "{cost}");
-        let s = t.rows[1].slowdown.as_ref().unwrap().value;
-        assert!((s - 1.5 / 1.0).abs() < 0.05, "{s}");
-        assert!(t.best_two_alike.is_none());
+        let t = &verdict(&rep).unwrap().tables[0];
+        assert!(t
+            .rows
+            .iter()
+            .all(|r| r.bg_source == BgSource::Load && r.disk_windows == 0));
+        let one = t.rows.iter().find(|r| r.point == "x=1").unwrap();
+        assert!((one.bg_cost.unwrap() - 0.5).abs() < 1e-9);
     }
 
     #[test]
