@@ -144,10 +144,9 @@ up() {
     make_app "$dir/img/system_ext"
     mkfs.erofs "$dir/img/system_ext.img" "$dir/img/system_ext" >/dev/null
     local data_loop ext_loop
-    data_loop=$(losetup --find --show --direct-io=on "$dir/img/userdata.img")
-    echo "$data_loop" > "$dir/loops"
-    ext_loop=$(losetup --find --show --direct-io=on --read-only "$dir/img/system_ext.img")
-    echo "$ext_loop" >> "$dir/loops"
+    : > "$dir/loops"
+    data_loop=$(attach_loop "$dir/img/userdata.img" --direct-io=on)
+    ext_loop=$(attach_loop "$dir/img/system_ext.img" --direct-io=on --read-only)
 
     # The system partition: toybox and its applets, mksh as sh, mke2fs.
     local sys="$dir/img/system"
@@ -267,6 +266,19 @@ EOF
     echo "rig up in $dir: data on $data_loop (/dev/block/by-name/userdata), system_ext on $ext_loop; app $PKG"
 }
 
+# A loop device keeps the queue attributes attaching gave it (read_ahead_kb
+# and rotational, taken from the backing file's disk) after it is detached:
+# they are saved here, beside the device in $dir/loops, and written back at
+# down, as iolab's guard does for its own loops.
+attach_loop() {  # attach_loop FILE [losetup options...]: prints the device
+    local f=$1 l q; shift
+    l=$(losetup --find)
+    q=/sys/block/${l#/dev/}/queue
+    echo "$l $(cat "$q/read_ahead_kb") $(cat "$q/rotational")" >> "$dir/loops"
+    losetup "$@" "$l" "$f"
+    echo "$l"
+}
+
 down_quiet() {
     local pid ns p; pid=$(holder_pid)
     if [ -n "$pid" ] && [ -d "/proc/$pid" ]; then
@@ -279,8 +291,12 @@ down_quiet() {
         for _ in $(seq 50); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
     fi
     if [ -f "$dir/loops" ]; then
-        while read -r l; do
+        local ra rot q
+        while read -r l ra rot; do
             for _ in $(seq 50); do losetup -d "$l" 2>/dev/null && break; sleep 0.1; done
+            q=/sys/block/${l#/dev/}/queue
+            [ -n "$ra" ] && echo "$ra" > "$q/read_ahead_kb" 2>/dev/null
+            [ -n "$rot" ] && echo "$rot" > "$q/rotational" 2>/dev/null
         done < "$dir/loops"
     fi
     local sup; sup=$(cat "$dir/supervisor.pid" 2>/dev/null || true)

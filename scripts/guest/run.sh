@@ -9,6 +9,7 @@
 #   IOLAB_GUEST_DISK_OPTS=throttling.bps-total=20971520 ...  # vda as slow as
 #                                    phone flash (qemu's block throttling)
 #   IOLAB_GUEST_KERNEL=target/guest-kernel/bzImage ...  # custom-kernel.sh's
+#   IOLAB_GUEST_APPEND=cgroup_disable=memory ...  # more kernel parameters
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 scenario=$1
@@ -28,7 +29,7 @@ truncate -s 64M "$work/results.img"
 # waiting for it (soft lockup); one vCPU never waits on another.
 timeout "${IOLAB_GUEST_TIMEOUT:-900}" qemu-system-x86_64 -accel tcg -m "${IOLAB_GUEST_MEM:-2048}" -smp "${IOLAB_GUEST_SMP:-1}" \
     -nographic -no-reboot -kernel "${IOLAB_GUEST_KERNEL:-$g/vmlinuz}" -initrd "$g/initramfs.cpio.gz" \
-    -append "console=ttyS0 panic=-1 quiet iolab.scenario=$scenario iolab.args=${IOLAB_GUEST_ARGS:-}" \
+    -append "console=ttyS0 panic=-1 quiet iolab.scenario=$scenario iolab.args=${IOLAB_GUEST_ARGS:-}${IOLAB_GUEST_APPEND:+ $IOLAB_GUEST_APPEND}" \
     -drive "file=$work/disk.img,format=raw,if=virtio${IOLAB_GUEST_DISK_OPTS:+,$IOLAB_GUEST_DISK_OPTS}" \
     -drive "file=$work/results.img,format=raw,if=virtio" \
     > "$outdir/console.log" 2>&1 || { echo "qemu failed: see $outdir/console.log" >&2; tail -30 "$outdir/console.log" >&2; exit 1; }

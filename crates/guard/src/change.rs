@@ -120,6 +120,16 @@ pub enum Change {
         /// What was mounted.
         source: String,
     },
+    /// A filesystem remounted with other options: remounted back with the
+    /// per-mount flags and superblock options that restore it.
+    Remount {
+        /// Mount point.
+        target: PathBuf,
+        /// The per-mount flags to remount with (MS_* bits).
+        flags: u64,
+        /// The superblock options that undo the change (`commit=5,nolazytime`).
+        data: String,
+    },
     /// The driver tag depth of a blk-mq device (how many requests its
     /// driver accepts at once), shrunk via `queue/nr_requests` while the
     /// scheduler was `none`. See `undo_queue_depth` for why restoring it is
@@ -273,6 +283,17 @@ impl Change {
                 ))
             }
             Change::Mount { target, source } => undo_mount(target, source),
+            Change::Remount {
+                target,
+                flags,
+                data,
+            } => {
+                if !is_mounted(target) {
+                    return Ok(format!("{} no longer mounted", target.display()));
+                }
+                remount(target, *flags, data)?;
+                Ok(format!("remounted {} back ({data})", target.display()))
+            }
             Change::QueueDepth { queue, old } => undo_queue_depth(queue, *old),
             Change::ProcessGroup { pgid, start } => {
                 if iolab_sys::process::is_alive(*pgid, *start) {
@@ -606,6 +627,21 @@ pub(crate) fn unmount_left_tracefs(root: &Path) -> Option<String> {
         // Someone has a tracefs file open: left for the next one.
         Err(_) => None,
     }
+}
+
+/// `mount -o remount`: MS_REMOUNT with the per-mount `flags` (they replace
+/// the mount's: the caller passes every flag it keeps) and `data`.
+pub(crate) fn remount(target: &Path, flags: u64, data: &str) -> Result<(), GuardError> {
+    let bits = u32::try_from(flags)
+        .map_err(|_| GuardError::io(target, std::io::Error::other("mount flags beyond 32 bits")))?;
+    let data = std::ffi::CString::new(data)
+        .map_err(|e| GuardError::io(target, std::io::Error::other(e)))?;
+    rustix::mount::mount_remount(
+        target,
+        rustix::mount::MountFlags::from_bits_retain(bits),
+        data.as_c_str(),
+    )
+    .map_err(|e| GuardError::io(target, e.into()))
 }
 
 fn undo_mount(target: &Path, source: &str) -> Result<String, GuardError> {

@@ -272,6 +272,25 @@ impl Guard {
         .map_err(|e| GuardError::io(target, e.into()))
     }
 
+    /// Remounts the filesystem at `target` with the per-mount `flags` and
+    /// superblock `data`; `undo_flags` and `undo_data` remount it back
+    /// (journaled first).
+    pub fn remount(
+        &self,
+        target: &Path,
+        flags: u64,
+        data: &str,
+        undo_flags: u64,
+        undo_data: &str,
+    ) -> Result<(), GuardError> {
+        self.st().record(Change::Remount {
+            target: target.to_path_buf(),
+            flags: undo_flags,
+            data: undo_data.to_string(),
+        })?;
+        crate::change::remount(target, flags, data)
+    }
+
     /// Writes back the filesystem holding `fs` (`syncfs`, or `sync` of
     /// every filesystem when `None`), then drops the clean page cache,
     /// dentries and inodes (`vm/drop_caches` = 3). Syncing only the lab's

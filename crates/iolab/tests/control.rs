@@ -328,6 +328,141 @@ fn android_profiles_put_the_app_in_the_root_and_inert_settings_collapse() {
     );
 }
 
+/// `--recipe device`: a phone's settings as `iolab settings --json` prints
+/// them (AOSP 15's groups on a v1 kernel with BFQ, a UFS queue) become the
+/// lab's points, each read back there; this host's own settings, which
+/// have no background group, are refused in one line.
+#[test]
+fn a_devices_own_settings_become_the_lab_s_points() {
+    let Some((_m, b)) = bench(
+        "a_devices_own_settings_become_the_lab_s_points",
+        "control-device",
+    ) else {
+        return;
+    };
+    let own = b.cmd().args(["settings", "--json"]).output().unwrap();
+    ok(&own);
+    let own_file = b.db.with_file_name("own.json");
+    std::fs::write(&own_file, &own.stdout).unwrap();
+    let mine: Value = serde_json::from_slice(&own.stdout).unwrap();
+    assert_eq!(mine["version"], "v1", "{mine}");
+    let refused = startup(&b, &["--workloads", "1r", "--reps", "1"])
+        .args(["--recipe", "device", "--device-settings"])
+        .arg(&own_file)
+        .args(["--", "cat", "{dir}/f"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
+    assert!(
+        text(&refused.stderr).contains("no child group"),
+        "{}",
+        text(&refused.stderr)
+    );
+
+    let phone = serde_json::json!({
+        "kernel": "6.1.75-android14-11", "version": "v1",
+        "hierarchy": "cgroup v1 blkio at /dev/blkio", "dir": "/data",
+        "groups": [
+            {"path": "/", "values": {"blkio.weight": "1000", "blkio.group_idle": "0"}},
+            {"path": "/background", "values": {"blkio.weight": "200",
+                "blkio.bfq.weight": "10", "blkio.group_idle": "0"}}],
+        "disks": [{"name": "sda", "scheduler": "bfq",
+            "queue": {"read_ahead_kb": "512", "nr_requests": "64", "wbt_lat_usec": "0"},
+            "iosched": {"slice_idle": "0", "low_latency": "1"}}]
+    });
+    let phone_file = b.db.with_file_name("phone.json");
+    std::fs::write(&phone_file, phone.to_string()).unwrap();
+    let out = startup(&b, &["--workloads", "1r", "--reps", "1"])
+        .args(["--recipe", "device", "--device-settings"])
+        .arg(&phone_file)
+        .args(["--", "cat", "{dir}/f"])
+        .timeout(Duration::from_secs(300))
+        .output()
+        .unwrap();
+    ok(&out);
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("/background/blkio.bfq.weight reads \"10\""),
+        "{err}"
+    );
+    assert!(
+        err.contains("blkio.weight = \"200\""),
+        "left out, said: {err}"
+    );
+    // The refused run stored nothing: this is the first experiment.
+    let report = b.export(1);
+    assert_eq!(
+        report["experiment"]["config"]["startup"]["device_settings"]["kernel"],
+        "6.1.75-android14-11"
+    );
+    let cells: Vec<&Value> = report["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "cell_io")
+        .collect();
+    // Baseline, the phone's groups, its groups with its queue.
+    assert_eq!(cells.len(), 3, "{cells:?}");
+    let queue = cells
+        .iter()
+        .find(|a| a["variant"].as_str().unwrap().contains("nr_requests=64"))
+        .unwrap();
+    let settings = queue["json"]["settings"].as_array().unwrap();
+    for (name, read) in [
+        ("cg.load.blkio.bfq.weight", "10"),
+        ("nr_requests", "64"),
+        ("read_ahead_kb", "512"),
+        ("iosched.slice_idle", "0"),
+    ] {
+        let s = settings.iter().find(|s| s["name"] == name).unwrap();
+        assert_eq!(s["read"].as_str().unwrap(), read, "{s}");
+        assert_eq!(s["applied"], true, "{s}");
+    }
+    assert!(iolab_groups().is_empty(), "left: {:?}", iolab_groups());
+}
+
+/// `fs.ATTR`: the lab's ext4 takes `mb_stream_req` (read back, and its
+/// value before is back after), and a read-only attribute is refused before
+/// anything runs, naming what the filesystem takes.
+#[test]
+fn a_filesystems_own_tunable_is_applied_and_a_read_only_one_refused() {
+    let Some((_m, b)) = bench(
+        "a_filesystems_own_tunable_is_applied_and_a_read_only_one_refused",
+        "control-fs",
+    ) else {
+        return;
+    };
+    let refused = startup(&b, &["--workloads", "1r", "--reps", "1"])
+        .args(["--vary", "fs.max_writeback_mb_bump=-,16"])
+        .args(["--", "cat", "{dir}/f"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
+    let err = text(&refused.stderr);
+    assert!(err.contains("read-only"), "{err}");
+    let out = startup(&b, &["--workloads", "1r", "--reps", "1"])
+        .args(["--vary", "fs.mb_stream_req=-,64"])
+        .args(["--", "cat", "{dir}/f"])
+        .timeout(Duration::from_secs(300))
+        .output()
+        .unwrap();
+    ok(&out);
+    let report = b.export(1);
+    let set: Vec<&Value> = report["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "cell_io")
+        .flat_map(|a| a["json"]["settings"].as_array().unwrap())
+        .collect();
+    assert_eq!(set.len(), 1, "{set:?}");
+    assert_eq!(set[0]["read"], "64");
+    assert!(set[0]["file"]
+        .as_str()
+        .unwrap()
+        .starts_with("/sys/fs/ext4/loop"));
+}
+
 #[test]
 fn a_controller_this_kernel_lacks_is_refused_naming_what_it_has() {
     let Some((_m, b)) = bench(
@@ -529,11 +664,18 @@ fn group_weights_and_wbt_on_cgroup_v2_in_a_guest() {
         let grp_w = (g["target"]["write_bytes"].as_u64().unwrap()
             + g["load"]["write_bytes"].as_u64().unwrap()) as f64;
         assert!(grp_w <= dev_w * 1.001 + 1e6, "{j}");
+        // memory beside io: the load's buffered writes are written back
+        // in its group's name (with io alone: none of them, 0 %).
+        assert_eq!(g["memory"], true, "{g}");
+        let load_w = g["load"]["write_bytes"].as_u64().unwrap() as f64;
+        assert!(dev_w > 16e6 && load_w >= 0.9 * dev_w, "{j}");
         let settings = j["settings"].as_array().unwrap();
         if a["variant"].as_str().unwrap().contains("=1000") {
             let by = |n: &str| settings.iter().find(|s| s["name"] == n).unwrap();
             assert_eq!(by("cg.target.io.bfq.weight")["read"], "default 1000");
-            assert_eq!(by("wbt_lat_usec")["read"], "0");
+            // BFQ turned wbt off itself: the point's wbt_lat_usec=0 is
+            // inert there, said, and not written.
+            assert!(settings.iter().all(|s| s["name"] != "wbt_lat_usec"));
             assert!(
                 settings.iter().all(|s| s["applied"] == true),
                 "{settings:?}"
@@ -542,6 +684,8 @@ fn group_weights_and_wbt_on_cgroup_v2_in_a_guest() {
             assert!(settings.is_empty(), "the baseline sets nothing: {j}");
         }
     }
+    let inert = &show["experiment"]["config"]["inert"];
+    assert_eq!(inert[0]["setting"], "wbt_lat_usec=0", "{inert}");
     // Everything as it was: queues, mounts, no group of iolab's, and the
     // root's subtree_control (iolab enabled io there) back to before.
     assert_eq!(read(&out, "state-before"), read(&out, "state-after"));

@@ -84,6 +84,8 @@ pub fn apply(
     guard: &Guard,
     disks: &[BlockDev],
     hier: Option<&Hierarchy>,
+    fs: Option<&Path>,
+    mountpoint: Option<&Path>,
     point: &Point,
 ) -> Result<Applied, ExperimentError> {
     let groups = match hier {
@@ -160,6 +162,21 @@ pub fn apply(
                     .parse()
                     .map_err(|_| UsageError::new(format!("{name}={value}: not a nice value")))?;
                 out.overrides.target_nice = Some(n);
+            }
+            Knob::Mount(opt) => {
+                let m = mountpoint.ok_or_else(|| {
+                    UsageError::new(format!("{name}: the place has no filesystem of its own"))
+                })?;
+                out.read_back
+                    .push(super::mount::apply(guard, m, name, opt, value)?);
+            }
+            Knob::Fs(attr) => {
+                let dir = fs.ok_or_else(|| {
+                    UsageError::new(format!("{name}: the place has no filesystem of its own"))
+                })?;
+                let path = dir.join(attr);
+                guard.write_attr(&path, value)?;
+                out.read_back.push(simple(name, value, &path, value));
             }
             Knob::TargetCgroup => {
                 let g = out.groups.as_mut().ok_or_else(|| {
@@ -309,6 +326,64 @@ fn read_back(
 
 fn same_number(a: &str, b: &str) -> bool {
     matches!((a.parse::<f64>(), b.parse::<f64>()), (Ok(x), Ok(y)) if (x - y).abs() < 1e-9)
+}
+
+/// The sysfs directory of the filesystem mounted at `mount`
+/// (`/sys/fs/ext4/loop0`), when its type keeps one per device.
+pub fn fs_dir(mount: &Path, dev: &BlockDev) -> Option<std::path::PathBuf> {
+    let m = iolab_sys::mounts::containing(mount)?;
+    let dir = Path::new("/sys/fs").join(&m.fstype).join(&dev.name);
+    dir.is_dir().then_some(dir)
+}
+
+/// Refuses, before anything runs, a point's `fs.ATTR` the place's
+/// filesystem does not have, naming what it has.
+pub fn check_fs(points: &[Point], dir: Option<&Path>) -> Result<(), UsageError> {
+    for p in points {
+        for (n, _) in p.set() {
+            let Ok(Knob::Fs(attr)) = Knob::parse(n) else {
+                continue;
+            };
+            let Some(dir) = dir else {
+                return Err(UsageError::new(format!(
+                    "{n}: the place's filesystem has no directory under /sys/fs (f2fs, EROFS and ext4 have one per device; a lab or --in on one of them)"
+                )));
+            };
+            let path = dir.join(&attr);
+            if path.is_file() {
+                use std::os::unix::fs::PermissionsExt;
+                let writable =
+                    std::fs::metadata(&path).is_ok_and(|m| m.permissions().mode() & 0o200 != 0);
+                if !writable {
+                    return Err(UsageError::new(format!(
+                        "{n}: {} is read-only (the kernel shows it, it takes no value)",
+                        path.display()
+                    )));
+                }
+            } else {
+                let mut have: Vec<String> = std::fs::read_dir(dir)
+                    .map(|d| {
+                        d.filter_map(Result::ok)
+                            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+                            .map(|e| e.file_name().to_string_lossy().into_owned())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                have.retain(|f| {
+                    use std::os::unix::fs::PermissionsExt;
+                    std::fs::metadata(dir.join(f))
+                        .is_ok_and(|m| m.permissions().mode() & 0o200 != 0)
+                });
+                have.sort();
+                return Err(UsageError::new(format!(
+                    "{n}: {} has no {attr} (what it takes: {})",
+                    dir.display(),
+                    have.join(", ")
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Refuses, before anything runs, a plan whose `cg.*` files this system's

@@ -10,6 +10,8 @@
 pub mod android;
 pub mod apply;
 pub mod cgroup;
+pub mod device;
+pub mod mount;
 pub mod points;
 pub mod recipe;
 pub mod setting;

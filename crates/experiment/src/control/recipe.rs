@@ -28,6 +28,11 @@ pub enum Recipe {
     /// source; against the same topology without the values, and iolab's
     /// plain groups.
     AndroidProfiles,
+    /// A device's own groups and queue, as `iolab settings --json` read
+    /// them there (`--device-settings FILE`): its topology and values,
+    /// then with its queue and scheduler tunables, against iolab's plain
+    /// groups.
+    Device,
 }
 
 /// What a recipe needs to know about the system.
@@ -41,6 +46,8 @@ pub struct Facts {
     pub root_files: Vec<String>,
     /// The kernel's (major, minor) version.
     pub kernel: (u32, u32),
+    /// A device's settings, for `--recipe device`.
+    pub device: Option<super::device::DeviceSettings>,
 }
 
 /// A recipe's points and the lines saying what it left out.
@@ -116,6 +123,19 @@ impl Recipe {
                 }
                 android::design(&has, pfx, &mut singles, &mut notes, &mut sources);
             }
+            Recipe::Device => {
+                let Some(dev) = &facts.device else {
+                    return Err(UsageError::new(
+                        "--recipe device needs --device-settings FILE: what `iolab settings --json` printed on the device (on a phone: iolab remote --adb SERIAL -- settings --json > phone.json)",
+                    ));
+                };
+                if facts.hier.is_none() {
+                    return Err(UsageError::new(
+                        "--recipe device needs a cgroup I/O controller here (v1 blkio or v2 io) to reproduce the device's groups; this system has neither",
+                    ));
+                }
+                super::device::design(dev, facts, &mut singles, &mut notes, &mut sources)?;
+            }
         }
         // plan_points puts the baseline (every axis left alone) first.
         let points = super::points::plan_points(&[], &singles);
@@ -167,6 +187,7 @@ impl Facts {
             group_files,
             root_files,
             kernel,
+            device: None,
         })
     }
 }
@@ -187,6 +208,7 @@ mod tests {
             group_files: files.iter().map(|f| f.to_string()).collect(),
             root_files: Vec::new(),
             kernel: (6, 1),
+            device: None,
         }
     }
 

@@ -11,6 +11,8 @@
 //! | `target.nice` | the target's nice value |
 //! | `target.cgroup` | `root`: the target runs in the hierarchy's root group instead of iolab's target group (where Android puts the top app, beside v1's writeback) |
 //! | `cg.target.FILE`, `cg.load.FILE` | FILE in the target's or the load's cgroup, which iolab makes (v2: `io.weight`, `io.bfq.weight`, `io.latency`, `io.max`, `io.prio.class`, `memory.high`, `memory.low`; v1 blkio: `blkio.bfq.weight`, `blkio.weight`, `blkio.prio.class`, `blkio.throttle.*_device`) |
+//! | `mount.atime`, `mount.lazytime`, `mount.commit` | the place's filesystem remounted with noatime/relatime/strictatime, lazytime 0/1, ext4's commit=SECONDS |
+//! | `fs.ATTR` | `/sys/fs/FSTYPE/DEV/ATTR` of the place's filesystem: f2fs `cp_interval`, EROFS `sync_decompress`, ext4's tunables |
 //! | `cg.root.FILE` | FILE at the hierarchy's root (v2: `io.cost.qos`, `io.cost.model`; v1: `blkio.prio.class`) |
 //!
 //! The value `-` leaves a setting as it is: the point without any control
@@ -61,6 +63,10 @@ pub enum Knob {
     Root(String),
     /// Where the target runs: `root`, the hierarchy's root group.
     TargetCgroup,
+    /// `/sys/fs/FSTYPE/DEV/ATTR` of the place's filesystem.
+    Fs(String),
+    /// A mount option of the place's filesystem (see `control::mount`).
+    Mount(String),
 }
 
 /// The queue attributes a plan may vary.
@@ -116,7 +122,7 @@ impl Knob {
     pub fn parse(name: &str) -> Result<Knob, UsageError> {
         let bad = || {
             UsageError::new(format!(
-                "unknown setting {name:?}: expected iosched.TUNABLE, {}, {}, target.ioprio, load.ioprio, target.nice, target.cgroup, cg.target.FILE or cg.load.FILE (FILE one of {}), or cg.root.FILE ({})",
+                "unknown setting {name:?}: expected iosched.TUNABLE, {}, {}, target.ioprio, load.ioprio, target.nice, target.cgroup, fs.ATTR, mount.atime|lazytime|commit, cg.target.FILE or cg.load.FILE (FILE one of {}), or cg.root.FILE ({})",
                 QUEUE.join(", "),
                 SYSCTLS.join(", "),
                 GROUP_FILES.join(", "),
@@ -128,6 +134,20 @@ impl Knob {
                 return Err(bad());
             }
             return Ok(Knob::Iosched(t.to_string()));
+        }
+        if let Some(o) = name.strip_prefix("mount.") {
+            if super::mount::NAMES.contains(&o) {
+                return Ok(Knob::Mount(o.to_string()));
+            }
+            return Err(UsageError::new(format!(
+                "unknown setting {name:?}: the mount settings are mount.atime, mount.lazytime and mount.commit"
+            )));
+        }
+        if let Some(a) = name.strip_prefix("fs.") {
+            if a.is_empty() || !a.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(bad());
+            }
+            return Ok(Knob::Fs(a.to_string()));
         }
         if QUEUE.contains(&name) {
             return Ok(Knob::Queue(name.to_string()));
@@ -193,7 +213,8 @@ impl Knob {
             ));
         }
         match self {
-            Knob::Iosched(_) => int_in(0, i64::from(u32::MAX)),
+            Knob::Iosched(_) | Knob::Fs(_) => int_in(0, i64::from(u32::MAX)),
+            Knob::Mount(o) => super::mount::check(name, o, value),
             Knob::Queue(q) if q == "wbt_lat_usec" => int_in(-1, i64::from(u32::MAX)),
             Knob::Queue(_) => int_in(0, i64::from(u32::MAX)),
             Knob::Sysctl(_) => int_in(0, i64::from(i32::MAX)),

@@ -195,6 +195,10 @@ pub struct StartupConfig {
     /// once the place is up; the stored configuration holds its points.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recipe: Option<crate::control::Recipe>,
+    /// A device's settings for `--recipe device` (`--device-settings`),
+    /// stored with the experiment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_settings: Option<crate::control::device::DeviceSettings>,
     /// Rounds the repetitions are split into (`--rounds`): round k runs
     /// the k-th consecutive share of every cell's repetitions, and every
     /// cell once ([`super::plan`]). `None`: one round (what a stored
@@ -500,6 +504,7 @@ pub(crate) mod tests {
             rounds: None,
             order_seed: None,
             iocost: false,
+            device_settings: None,
         }
     }
 

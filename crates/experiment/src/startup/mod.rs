@@ -66,6 +66,8 @@ pub struct Startup {
     inert: Vec<crate::control::points::Inert>,
     /// Where a recipe's values come from (stored as `recipe_sources`).
     recipe_sources: Vec<String>,
+    /// The place's filesystem's /sys/fs directory, for `fs.*` settings.
+    fs_dir: Option<std::path::PathBuf>,
     /// Valid starts made per cell in this invocation, over its visits
     /// (rounds): a cell none of whose starts counted is said once.
     valid_starts: std::sync::Mutex<std::collections::HashMap<String, usize>>,
@@ -115,7 +117,8 @@ impl Body for Startup {
         let mut cfg = cfg;
         let mut recipe_sources = Vec::new();
         if let Some(r) = cfg.recipe.take() {
-            let facts = crate::control::recipe::Facts::probe(guard)?;
+            let mut facts = crate::control::recipe::Facts::probe(guard)?;
+            facts.device = cfg.device_settings.clone();
             let design = r.design(&facts)?;
             for n in &design.sources {
                 (s.announce)(&format!("recipe: source: {n}"));
@@ -132,10 +135,27 @@ impl Body for Startup {
         for sched in &schedulers {
             inert.extend(cfg.points_for(sched).1);
         }
+        // Said once per scheduler and setting; stored per point.
+        let mut said: Vec<(&str, &str)> = Vec::new();
         for i in &inert {
+            if said.contains(&(i.scheduler.as_str(), i.setting.as_str())) {
+                continue;
+            }
+            said.push((&i.scheduler, &i.setting));
+            let points = inert
+                .iter()
+                .filter(|j| j.scheduler == i.scheduler && j.setting == i.setting)
+                .count();
             (s.announce)(&format!(
-                "inert under {}: {} does nothing there ({}); its point runs as the point without it",
-                i.scheduler, i.setting, i.reason
+                "inert under {}: {} does nothing there ({}); {} as the point without it",
+                i.scheduler,
+                i.setting,
+                i.reason,
+                if points == 1 {
+                    "its point runs".to_string()
+                } else {
+                    format!("its {points} points run")
+                }
             ));
         }
         for dev in &place.disks {
@@ -146,6 +166,22 @@ impl Body for Startup {
             (s.announce)(&line);
         }
         let hier = setup::check_cgroups(guard, &cfg)?;
+        let fs_dir = match (place.mountpoint.as_deref(), place.fs_dev.as_ref()) {
+            (Some(m), Some(d)) => crate::control::apply::fs_dir(m, d),
+            _ => None,
+        };
+        crate::control::apply::check_fs(&cfg.points, fs_dir.as_deref())?;
+        let mount_names: Vec<&str> = cfg
+            .points
+            .first()
+            .map(|p| {
+                p.0.iter()
+                    .map(|(n, _)| n.as_str())
+                    .filter(|n| n.starts_with("mount."))
+                    .collect()
+            })
+            .unwrap_or_default();
+        crate::control::mount::check_place(&mount_names, place.mountpoint.as_deref())?;
         let dir = place.files_dir()?;
         if place.stack.is_some() && !place.made {
             setup::fit_in_place(&mut cfg, &dir.join("iolab-load"))?;
@@ -212,6 +248,7 @@ impl Body for Startup {
             hier,
             inert,
             recipe_sources,
+            fs_dir,
             valid_starts: std::sync::Mutex::new(std::collections::HashMap::new()),
         })
     }

@@ -120,6 +120,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         rounds: None,
         order_seed: None,
         iocost: false,
+        device_settings: None,
     };
     if !a.json {
         let lab = match (&a.model.device_model, a.model.backend.as_deref()) {

@@ -32,6 +32,7 @@ mod report;
 mod restore;
 mod results;
 mod sched;
+mod settings;
 mod startup;
 mod sweep;
 mod trace;
@@ -90,6 +91,8 @@ enum Command {
     Remote(remote::RemoteArgs),
     /// Undo system changes left behind by an iolab run that was killed.
     Restore(restore::RestoreArgs),
+    /// What this machine's block I/O is set to: its I/O cgroups' values, and a disk's scheduler, queue and tunables (read only).
+    Settings(settings::SettingsArgs),
     /// Boot time under boot prefetch variants, over real boots of a qemu guest (seed 001).
     Boot(boot::BootArgs),
     /// Boot prefetch started first (as PID 1, or init's first service): prefetch or record, then exec init.
@@ -181,6 +184,7 @@ pub fn run() -> anyhow::Result<()> {
         Command::Record(a) => record::run(a),
         Command::Explain(a) => explain::run(a),
         Command::Restore(a) => restore::run(a),
+        Command::Settings(a) => settings::run(a),
         Command::Remote(a) => remote::run(a),
         Command::ModelServer(a) => model_server::run(a),
         // Reached only when `boot-init` is not argv[1] (see lib.rs).

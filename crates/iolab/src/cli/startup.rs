@@ -213,6 +213,11 @@ pub struct StartupArgs {
     /// default to 1r1w.
     #[arg(long, value_enum, conflicts_with_all = ["vary", "point"])]
     pub recipe: Option<iolab_experiment::control::Recipe>,
+    /// For --recipe device: what `iolab settings --json` printed on the
+    /// device (on a phone: iolab remote --adb SERIAL -- settings --json >
+    /// phone.json); stored with the experiment.
+    #[arg(long, value_name = "FILE")]
+    pub device_settings: Option<PathBuf>,
     /// Refuse a plan of more starts than this (the plan's size is printed
     /// before anything runs).
     #[arg(long, value_name = "N", default_value_t = iolab_experiment::startup::config::DEFAULT_MAX_RUNS)]
@@ -481,6 +486,18 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
         rounds,
         order_seed,
         iocost: false,
+        device_settings: match (&a.device_settings, a.recipe) {
+            (Some(f), Some(iolab_experiment::control::Recipe::Device)) => {
+                Some(iolab_experiment::control::device::DeviceSettings::load(f)?)
+            }
+            (Some(_), _) => {
+                return Err(iolab_sys::UsageError::new(
+                    "--device-settings is for --recipe device; add it, or leave the file out",
+                )
+                .into())
+            }
+            (None, _) => None,
+        },
     };
     cfg.validate()?;
     Ok(cfg)
