@@ -441,6 +441,21 @@ fn the_adb_transport_pushes_runs_and_pulls_through_adbs_commands() {
     assert_eq!(here["experiment"]["origin"]["via"], "adb EMU5554");
     let there = results_json(&b, &device_db(dev.path()), &["show", "1", "--json"]);
     assert_eq!(here["runs"], there["runs"]);
+    // A device's settings come home on stdout, as `--recipe device` reads
+    // them: the same as read here (this machine is the device).
+    let out = remote(
+        &b,
+        &transport,
+        dev.path(),
+        &["settings".into(), "--json".into()],
+    );
+    ok(&out);
+    let came: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let local = b.cmd().args(["settings", "--json"]).output().unwrap();
+    ok(&local);
+    let here: Value = serde_json::from_slice(&local.stdout).unwrap();
+    assert_eq!(came["groups"], here["groups"]);
+    assert_eq!(came["disks"][0]["scheduler"], here["disks"][0]["scheduler"]);
 }
 
 #[test]

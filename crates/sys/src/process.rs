@@ -162,13 +162,29 @@ pub fn parse_io(text: &str) -> Option<IoCounters> {
     })
 }
 
-/// Threads of the listed processes (`/proc/PID/task/*`) that are in
-/// uninterruptible sleep (see [`task_in_d`]).
-pub fn threads_in_d(pids: &[i32]) -> Vec<String> {
+/// Threads of the listed processes (`/proc/PID/task/*`) that are waiting
+/// to go on (see [`task_waiting`]).
+pub fn threads_waiting(pids: &[i32]) -> Vec<String> {
     pids.iter()
         .filter_map(|pid| std::fs::read_dir(format!("/proc/{pid}/task")).ok())
-        .flat_map(|tasks| tasks.flatten().filter_map(|t| task_in_d(&t.path())))
+        .flat_map(|tasks| tasks.flatten().filter_map(|t| task_waiting(&t.path())))
         .collect()
+}
+
+/// `tid (wchan)` for a task in uninterruptible sleep ([`task_in_d`]), and
+/// `tid (runnable)` for one in state R: ready to run and waiting for a CPU
+/// (on a busy one-CPU guest a load's writer can wait seconds for one while
+/// the flusher's kworkers write its pages out). `None` otherwise.
+pub fn task_waiting(dir: &std::path::Path) -> Option<String> {
+    if let Some(d) = task_in_d(dir) {
+        return Some(d);
+    }
+    let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
+    if parse_state_and_pgrp(&stat)?.0 != 'R' {
+        return None;
+    }
+    let tid = dir.file_name()?.to_string_lossy();
+    Some(format!("{tid} (runnable)"))
 }
 
 /// `tid (wchan)` when the task whose /proc directory is `dir` is in

@@ -32,6 +32,7 @@ iolab startup --in /home/user --schedulers "$scheds" --workloads "$workloads" \
 echo $? > $R/startup.rc
 iolab results show 1 --db /root/r.db --json > $R/show.json 2>> $R/startup.err
 iolab results show 1 --db /root/r.db > $R/show.txt 2>> $R/startup.err
+cp /root/r.db $R/r.db
 state > $R/state-after
 { ls /sys/fs/cgroup; echo "subtree_control: $(cat /sys/fs/cgroup/cgroup.subtree_control)"; cat /sys/fs/cgroup/io.cost.qos /sys/fs/cgroup/io.cost.model 2>/dev/null; } > $R/groups-after
 umount /home

@@ -163,21 +163,23 @@ impl Background {
         }
     }
 
-    /// The load's threads waiting in the kernel right now (state D), as
-    /// `tid (wchan)`: a writer held at the dirty-page limit or a reader
-    /// whose request the scheduler holds is still loading the disk.
+    /// The load's threads waiting to go on right now, as `tid (wchan)` in
+    /// the kernel (state D: a writer held at the dirty-page limit, a reader
+    /// whose request the scheduler holds) or `tid (runnable)` (state R:
+    /// waiting for a CPU, as a one-vCPU guest's writer does for seconds
+    /// while the flusher's kworkers write its pages out): still loading.
     pub fn blocked(&self) -> Vec<String> {
         match &self.load {
             Engine::Own(load) => load
                 .thread_ids()
                 .iter()
                 .filter_map(|t| {
-                    iolab_sys::process::task_in_d(Path::new(&format!("/proc/self/task/{t}")))
+                    iolab_sys::process::task_waiting(Path::new(&format!("/proc/self/task/{t}")))
                 })
                 .collect(),
             Engine::Fio(child, ..) => {
                 let pgid = lock(child).pid();
-                iolab_sys::process::threads_in_d(&iolab_sys::process::live_group_members(pgid))
+                iolab_sys::process::threads_waiting(&iolab_sys::process::live_group_members(pgid))
             }
         }
     }

@@ -4,8 +4,11 @@
 //! did not move is not proof of a dead load: a buffered writer can sit
 //! for seconds at the dirty-page limit (or behind a journal commit) while
 //! the device writes its pages out, a reader's request can wait in the
-//! scheduler behind the target's, and a rate-limited load may not be due
-//! to complete anything in a short window. Each of those is the cell's
+//! scheduler behind the target's, a writer can wait for a CPU on a busy
+//! one-vCPU guest (runnable, while kworkers write its pages out: seen in
+//! the guest once memory control charged the writeback to the load's
+//! group), and a rate-limited load may not be due to complete anything in
+//! a short window. Each of those is the cell's
 //! condition holding, and is stored as a sample with the reason; only a
 //! load that neither completed nor waited on a busy device is not.
 
@@ -73,8 +76,8 @@ impl Window {
         if !self.blocked.is_empty() && device_busy {
             return Liveness::LiveWithout(format!(
                 "the background load completed no I/O during this {:.1} s start, its \
-                 thread(s) waiting in the kernel ({}) while the device moved {} and had {} \
-                 request(s) in flight",
+                 thread(s) waiting in the kernel or for a CPU ({}) while the device moved {} \
+                 and had {} request(s) in flight",
                 self.seconds,
                 self.blocked.join(", "),
                 format_bytes(self.device_bytes.unwrap_or(0)),
@@ -82,7 +85,7 @@ impl Window {
             ));
         }
         let threads = if self.blocked.is_empty() {
-            "none of its threads waited in the kernel".to_string()
+            "none of its threads waited in the kernel or for a CPU".to_string()
         } else {
             format!(
                 "its thread(s) {} waited in the kernel on an idle device",
@@ -145,6 +148,19 @@ mod tests {
         };
         match w.judge() {
             Liveness::LiveWithout(why) => assert!(why.contains("balance_dirty_pages"), "{why}"),
+            v => panic!("{v:?}"),
+        }
+    }
+
+    #[test]
+    fn a_writer_waiting_for_a_cpu_on_a_busy_device_is_live() {
+        let w = Window {
+            blocked: vec!["123 (runnable)".into()],
+            device_bytes: Some(30 << 20),
+            ..stuck()
+        };
+        match w.judge() {
+            Liveness::LiveWithout(why) => assert!(why.contains("runnable"), "{why}"),
             v => panic!("{v:?}"),
         }
     }
