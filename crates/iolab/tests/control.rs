@@ -470,6 +470,79 @@ fn a_filesystems_own_tunable_is_applied_and_a_read_only_one_refused() {
         .starts_with("/sys/fs/ext4/loop"));
 }
 
+/// `mount.*` on a lab that outlives the plan: strictatime, lazytime and
+/// commit=30 are remounted in and read back from mountinfo, and the lab's
+/// mount is as it was after the plan (the guard remounted it back).
+#[test]
+fn mount_options_are_remounted_in_and_back() {
+    let Some((_m, b)) = bench("mount_options_are_remounted_in_and_back", "control-mount") else {
+        return;
+    };
+    let name = format!("ctl-mount-{}", std::process::id());
+    let dir = b.db.with_file_name("lab");
+    let up = b
+        .cmd()
+        .args([
+            "lab", "up", "--json", "--name", &name, "--size", "256MiB", "--dir",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    ok(&up);
+    let mountpoint = serde_json::from_slice::<Value>(&up.stdout).unwrap()["mountpoint"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let line = |m: &str| {
+        std::fs::read_to_string("/proc/self/mountinfo")
+            .unwrap()
+            .lines()
+            .filter(|l| l.split(' ').nth(4) == Some(m))
+            .map(|l| l.split(' ').skip(5).collect::<Vec<_>>().join(" "))
+            .last()
+            .unwrap_or_default()
+    };
+    let before = line(&mountpoint);
+    let mut args = startup_args(&b, &["--workloads", "1r", "--reps", "1"]);
+    let at = args.iter().position(|a| a == "--lab-size").unwrap();
+    args[at] = "--lab".into();
+    args[at + 1] = name.clone();
+    let out = b
+        .cmd()
+        .args(args)
+        .args(["--vary", "mount.atime=-,strictatime"])
+        .args(["--point", "mount.lazytime=1;mount.commit=30"])
+        .args(["--", "cat", "{dir}/f"])
+        .timeout(Duration::from_secs(300))
+        .output()
+        .unwrap();
+    let after = line(&mountpoint);
+    let down = b.cmd().args(["lab", "down", &name]).output().unwrap();
+    ok(&out);
+    ok(&down);
+    assert!(!before.is_empty());
+    assert_eq!(before, after, "the lab's mount after the plan");
+    let report = b.export(1);
+    let set: Vec<&Value> = report["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "cell_io")
+        .flat_map(|a| a["json"]["settings"].as_array().unwrap())
+        .collect();
+    assert_eq!(set.len(), 3, "{set:?}");
+    assert!(set.iter().all(|s| s["applied"] == true), "{set:?}");
+    let read = |n: &str| {
+        set.iter().find(|s| s["name"] == n).unwrap()["read"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(read("mount.commit").contains("commit=30"));
+    assert!(read("mount.lazytime").contains("lazytime"));
+    assert!(!read("mount.atime").contains("relatime"));
+}
+
 #[test]
 fn a_controller_this_kernel_lacks_is_refused_naming_what_it_has() {
     let Some((_m, b)) = bench(
