@@ -497,9 +497,8 @@ fn mount_options_are_remounted_in_and_back() {
         std::fs::read_to_string("/proc/self/mountinfo")
             .unwrap()
             .lines()
-            .filter(|l| l.split(' ').nth(4) == Some(m))
+            .rfind(|l| l.split(' ').nth(4) == Some(m))
             .map(|l| l.split(' ').skip(5).collect::<Vec<_>>().join(" "))
-            .last()
             .unwrap_or_default()
     };
     let before = line(&mountpoint);
