@@ -9,10 +9,12 @@ in rounds so drift hits both alike:
   plain  what a user does today: a shell loop on the device,
          `am force-stop; echo 3 > drop_caches; am start -W -S -n ...`,
          am's TotalTime read from its output;
-  iolab  `iolab startup --am-start ... --target-nice 0`: the watcher finds
-         the app by its rename (task events of iolab's own tracefs
-         instance), sets nice 0 (what it has: no effect on the start
-         itself) on every thread, and follows it until the start ends;
+  iolab  `iolab startup --am-start ... --target-ioprio be:4`: the watcher
+         finds the app by its rename (task events of iolab's own tracefs
+         instance), sets I/O class be:4 (what a nice-0 thread has: no
+         effect on a start under mq-deadline) on every thread, then reads
+         every thread of the app every 5 ms for drifts (Android resets
+         nice, never the I/O class: none here), until the start ends;
          its idle starts are compared with the plain ones, and its starts
          under one reader and one writer (1r1w) say how soon the app gets
          its settings under load.
@@ -62,7 +64,7 @@ def iolab(d, reps, n):
     reader and one writer (how soon the app is set, under load)."""
     db = f"w{n}.db"
     sh(d, f"./iolab-bin startup --am-start {COMP} --in /data/local/tmp/app --schedulers mq-deadline "
-          f"--workloads idle,1r1w --load-option size=64M --reps {reps} --target-nice 0 "
+          f"--workloads idle,1r1w --load-option size=64M --reps {reps} --target-ioprio be:4 "
           f"--timeout 20 --db {db} >/dev/null 2>&1")
     e = json.loads(sh(d, f"./iolab-bin results --db {db} export 1"))
     runs = [r for r in e["runs"] if r["outcome"] == "ok"]
@@ -96,6 +98,7 @@ def main():
         cpu = statistics.median(w["cpu_us"] for w in watches)
         wake = statistics.median(w["wakeups"] for w in watches)
         ev = statistics.median(w["events"] for w in watches)
+        polls = statistics.median(x["polls"] for w, x in apps if w == "idle")
         def lat(workload, key):
             v = sorted(x[key] for w, x in apps if w == workload)
             return {"median": statistics.median(v), "max": v[-1], "n": len(v)}
@@ -107,6 +110,7 @@ def main():
             "watcher_cpu_us_median": cpu,
             "watcher_wakeups_median": wake,
             "watcher_events_median": ev,
+            "watcher_polls_median": polls,
             "set_after_rename_ms": {w: lat(w, "set_after_rename_ms") for w in ("idle", "1r1w")},
             "set_after_fork_ms": {w: lat(w, "set_after_birth_ms") for w in ("idle", "1r1w")},
             "found_by": sorted({x["found_by"] for _, x in apps}),

@@ -28,10 +28,14 @@
 #                    mount(2)/fsopen(2) of debugfs with EPERM, as a user
 #                    build's SELinux policy does; refusals are logged to
 #                    DIR/denied.log
-# Processes: zygote64 (rig.c), which forks apps or, with
+# Processes: zygote64 (rig.c), which forks apps (as their packages' uids,
+# from /data/system/packages.list) or, with
 # persist.device_config.runtime_native.usap_pool_enabled=true, hands a
-# launch to a process forked before it (the USAP pool); magiskd, the root
-# daemon behind `su` (root processes in a session of their own).
+# launch to a process forked before it (the USAP pool); webview_zygote,
+# which forks WebView renderers as isolated uids; the parts of
+# system_server that act on apps from outside (the top app's priority
+# boost, the screen's timeout and keyguard); magiskd, the root daemon
+# behind `su` (root processes in a session of their own).
 # The libraries the Debian binaries link (/usr/lib, /lib64) are bound in
 # read-only: they stand for bionic in /system/lib64.
 #
@@ -129,6 +133,9 @@ open(os.path.join(d, "oat/arm64/RigApp.odex"), "wb").write(blob(3 << 20))
 open(os.path.join(d, "oat/arm64/RigApp.vdex"), "wb").write(blob(1 << 20))
 open(os.path.join(d, "lib/arm64/librigapp.so"), "wb").write(blob(1 << 20))
 EOF
+    # The WebView provider's APK, which its renderer reads.
+    mkdir -p "$src/app/WebViewRig"
+    head -c 2097152 /dev/urandom > "$src/app/WebViewRig/WebViewRig.apk"
 }
 
 up() {
@@ -206,11 +213,23 @@ EOF
         mount -o remount,bind,ro "$r/system"
         mount -t erofs -o ro "$ext" "$r/system_ext"
         mount -t ext4 "$data" "$r/data"
-        mkdir -p "$r/data/local/tmp" "$r/data/data/com.example.iolab.rigapp" "$r/data/system"
+        mkdir -p "$r/data/local/tmp" "$r/data/data/com.example.iolab.rigapp" "$r/data/data/org.example.iolab.rigapp" "$r/data/system"
         # /data/local/tmp is the shell user (system/core/rootdir/init.rc:
         # mkdir /data/local/tmp 0771 shell shell).
         chown 2000:2000 "$r/data/local/tmp"; chmod 771 "$r/data/local/tmp"
         head -c 1048576 /dev/urandom > "$r/data/data/com.example.iolab.rigapp/settings.db"
+        head -c 524288 /dev/urandom > "$r/data/data/com.example.iolab.rigapp/cache.db"
+        # Two packages, each its own uid and data directory (its owner),
+        # in the packages.list PackageManager writes: the app, and another
+        # whose names share its last 15 characters.
+        printf "%s\n" "com.example.iolab.rigapp 10123 0 /data/user/0/com.example.iolab.rigapp platform:privapp:targetSdkVersion=34 3003" \
+            "org.example.iolab.rigapp 10124 0 /data/user/0/org.example.iolab.rigapp default:targetSdkVersion=34 3003" > "$r/data/system/packages.list"
+        chown -R 10123:10123 "$r/data/data/com.example.iolab.rigapp"
+        chown -R 10124:10124 "$r/data/data/org.example.iolab.rigapp"
+        # What the framework and the apps share over binder on a phone is
+        # files here; the apps, as their own uids, write theirs.
+        chmod 1777 "$r/data/system"
+        : > "$r/data/system/logcat.log"; chmod 666 "$r/data/system/logcat.log"
         mount --rbind /sys "$r/sys"
         # A user build: no debugfs mounted (the seccomp supervisor refuses
         # mounting one); tracefs where the init of Android mounts it.
@@ -259,8 +278,10 @@ EOF
     # own arguments leave argv room for the names its children take).
     ( in_rig /system/bin/rig zygote --zygote --start-system-server --socket-name=zygote </dev/null >/dev/null 2>&1 ) &
     ( in_rig /system/bin/rig magiskd </dev/null >/dev/null 2>&1 ) &
+    ( in_rig /system/bin/rig webview_zygote --zygote --socket-name=webview_zygote --abi-list=arm64-v8a </dev/null >/dev/null 2>&1 ) &
+    ( in_rig /system/bin/rig system_server --nice-name=system_server </dev/null >/dev/null 2>&1 ) &
     for _ in $(seq 100); do
-        ( in_rig /system/bin/sh -c '[ -p /data/system/zygote.fifo ] && [ -S /dev/socket/magisk ]' ) && break
+        ( in_rig /system/bin/sh -c '[ -p /data/system/zygote.fifo ] && [ -S /dev/socket/magisk ] && [ -p /data/system/webview_zygote.fifo ] && [ -p /data/system/ams.fifo ]' ) && break
         sleep 0.05
     done
     echo "rig up in $dir: data on $data_loop (/dev/block/by-name/userdata), system_ext on $ext_loop; app $PKG"

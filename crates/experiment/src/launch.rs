@@ -104,6 +104,12 @@ pub struct LaunchSpec {
     /// process of that name alive now is the app, not only one forked
     /// after the launch.
     pub app_live: bool,
+    /// The app's package uid (Android's): a process is the app only with
+    /// it; its other processes are found by it.
+    pub app_uid: Option<u32>,
+    /// Set the app's priorities back whenever Android changes them
+    /// during the start (`--target-hold`).
+    pub app_hold: bool,
     /// A second line that marks the start as fully done (time to full
     /// display, after the ready line's initial display): the launch goes
     /// on until it is printed, or the timeout.
@@ -327,6 +333,8 @@ pub fn launch_with_app<T: Send>(
                 live: spec.app_live,
                 ioprio: spec.ioprio,
                 nice: spec.nice,
+                uid: spec.app_uid,
+                hold: spec.app_hold,
             },
             Box::new(move |pid| {
                 let _ = found.send(Event::AppFound(pid));
@@ -732,6 +740,8 @@ pub fn harness_overhead(guard: &Guard, runs: usize) -> Result<Vec<u64>, LaunchEr
         nice: None,
         app: None,
         app_live: false,
+        app_uid: None,
+        app_hold: false,
         full_line: None,
     };
     (0..runs)

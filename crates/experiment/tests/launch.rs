@@ -20,6 +20,8 @@ fn spec(script: &str, ready: Ready, timeout_s: f64) -> LaunchSpec {
         nice: None,
         app: None,
         app_live: false,
+        app_uid: None,
+        app_hold: false,
         full_line: None,
     }
 }
@@ -240,6 +242,8 @@ fn missing_program_is_a_spawn_error() {
         nice: None,
         app: None,
         app_live: false,
+        app_uid: None,
+        app_hold: false,
         full_line: None,
     };
     let err = launch(&guard, &s).unwrap_err();
@@ -346,6 +350,8 @@ else:
         nice: None,
         app: None,
         app_live: false,
+        app_uid: None,
+        app_hold: false,
         full_line: None,
     };
     let before = monotonic_s();

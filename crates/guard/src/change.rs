@@ -140,6 +140,18 @@ pub enum Change {
         /// The depth before the change.
         old: u32,
     },
+    /// An Android setting (`settings put NAMESPACE KEY VALUE`, or a
+    /// command that writes one, as `svc power stayon` writes
+    /// `global stay_on_while_plugged_in`): put back as it was, or deleted
+    /// when it was never set (`settings get` printed `null`).
+    AndroidSetting {
+        /// `global`, `system` or `secure`.
+        namespace: String,
+        /// The setting.
+        key: String,
+        /// Its value before, `None` when unset.
+        old: Option<String>,
+    },
     /// A process group iolab started (load, target): killed with SIGKILL if
     /// its leader still runs with the same start time.
     ProcessGroup {
@@ -295,6 +307,39 @@ impl Change {
                 Ok(format!("remounted {} back ({data})", target.display()))
             }
             Change::QueueDepth { queue, old } => undo_queue_depth(queue, *old),
+            Change::AndroidSetting {
+                namespace,
+                key,
+                old,
+            } => {
+                let mut argv = vec!["settings".to_string()];
+                match old {
+                    Some(v) => {
+                        argv.extend(["put".into(), namespace.clone(), key.clone(), v.clone()])
+                    }
+                    None => argv.extend(["delete".into(), namespace.clone(), key.clone()]),
+                }
+                let out = std::process::Command::new(&argv[0])
+                    .args(&argv[1..])
+                    .stdin(std::process::Stdio::null())
+                    .output()
+                    .map_err(|e| GuardError::io(Path::new("settings"), e))?;
+                if !out.status.success() {
+                    return Err(GuardError::io(
+                        Path::new("settings"),
+                        std::io::Error::other(format!(
+                            "`{}` failed: {}",
+                            argv.join(" "),
+                            String::from_utf8_lossy(&out.stderr).trim()
+                        )),
+                    ));
+                }
+                Ok(format!(
+                    "{} {key} = {}",
+                    namespace,
+                    old.as_deref().unwrap_or("(unset)")
+                ))
+            }
             Change::ProcessGroup { pgid, start } => {
                 if iolab_sys::process::is_alive(*pgid, *start) {
                     // Negative pid: the whole group, never a name.

@@ -291,6 +291,24 @@ impl Guard {
         crate::change::remount(target, flags, data)
     }
 
+    /// Records that the Android setting `namespace key` is about to be
+    /// changed from `old` (`None`: unset), then runs `apply`, which
+    /// changes it; the setting is put back at exit.
+    pub fn android_setting<T>(
+        &self,
+        namespace: &str,
+        key: &str,
+        old: Option<String>,
+        apply: impl FnOnce() -> Result<T, GuardError>,
+    ) -> Result<T, GuardError> {
+        self.st().record(Change::AndroidSetting {
+            namespace: namespace.to_string(),
+            key: key.to_string(),
+            old,
+        })?;
+        apply()
+    }
+
     /// Writes back the filesystem holding `fs` (`syncfs`, or `sync` of
     /// every filesystem when `None`), then drops the clean page cache,
     /// dentries and inodes (`vm/drop_caches` = 3). Syncing only the lab's

@@ -15,6 +15,40 @@ use bench_env::{json_of, ok, Bench};
 /// What Android 14's `am start -W -S` printed (also the parser's unit test input).
 const RECORDED: &str = include_str!("fixtures/android/am_start_cold.txt");
 
+/// What every phone stand-in has besides am and pm: `settings` (a file
+/// per namespace, `null` for a key never set) and `svc power stayon`,
+/// which writes `global stay_on_while_plugged_in`; the screen is on
+/// (`dumpsys power` for anything but a package is PowerManager's line).
+/// `cmd` and `dumpsys` of the package service come from `package_cmd`
+/// and `package_dumpsys`.
+fn phone_basics(
+    dir: &std::path::Path,
+    write: &dyn Fn(&str, String),
+    package_cmd: &str,
+    package_dumpsys: &str,
+) {
+    let d = dir.display();
+    write(
+        "settings",
+        format!(
+            "f={d}/settings_$2\n\
+             case $1 in get) v=$(grep \"^$3=\" $f 2>/dev/null | tail -n 1 | cut -d= -f2-); echo ${{v:-null}} ;;\n\
+             put) echo \"$3=$4\" >> $f ;; delete) grep -v \"^$3=\" $f > $f.t; mv $f.t $f ;; *) exit 1 ;; esac\n"
+        ),
+    );
+    write(
+        "svc",
+        "[ \"$*\" = 'power stayon true' ] || exit 1\nsettings put global stay_on_while_plugged_in 7\n".to_string(),
+    );
+    write("cmd", package_cmd.to_string());
+    write(
+        "dumpsys",
+        format!(
+            "[ \"$1\" = power ] && {{ echo '  mWakefulness=Awake'; exit 0; }}\n{package_dumpsys}"
+        ),
+    );
+}
+
 /// A directory of stand-ins for Android's `am`, `pm` and (optionally)
 /// `logcat`, each checking it was called as iolab must call it, and the
 /// PATH that puts them first.
@@ -25,6 +59,14 @@ fn phone(logcat: Option<&str>) -> (tempfile::TempDir, String) {
         std::fs::write(&p, format!("#!/bin/sh\n{body}")).unwrap();
         std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     };
+    // Settings runs as the system uid (android:sharedUserId
+    // android.uid.system).
+    phone_basics(
+        bin.path(),
+        &write,
+        "[ \"$*\" = 'package list packages -U com.android.settings' ] || exit 1\necho package:com.android.settings uid:1000\n",
+        "exit 1\n",
+    );
     write(
         "am",
         format!(
@@ -277,10 +319,14 @@ impl Zygote {
             ),
         );
         write("pm", format!("echo package:{}/base.apk\n", app.display()));
-        write(
-            "cmd",
-            format!(
-                "[ \"$1 $2 $3 $5 $6\" = 'package compile -m -f {PKG}' ] || exit 1\n\
+        // The app is this test's zygote's child: root's uid here.
+        // dumpsys package: the Dexopt state section as ART service prints it.
+        phone_basics(
+            &bin,
+            &write,
+            &format!(
+                "[ \"$*\" = 'package list packages -U {PKG}' ] && {{ echo package:{PKG} uid:0; exit 0; }}\n\
+                 [ \"$1 $2 $3 $5 $6\" = 'package compile -m -f {PKG}' ] || exit 1\n\
                  {}echo \"$4 cmdline\" > {d}/dexopt\necho Success\n",
                 if skip_dexopt {
                     "echo Success; exit 0\n"
@@ -289,11 +335,7 @@ impl Zygote {
                 },
                 d = d.display()
             ),
-        );
-        // dumpsys package: the Dexopt state section as ART service prints it.
-        write(
-            "dumpsys",
-            format!(
+            &format!(
                 "read status reason < {d}/dexopt\n\
                  printf 'Dexopt state:\\n  [{PKG}]\\n    path: {app}/base.apk\\n      arm64: [status=%s] [reason=%s] [primary-abi]\\n        [location is {app}/oat/arm64/base.odex]\\n' \"$status\" \"$reason\"\n",
                 d = d.display(),

@@ -46,12 +46,15 @@ const MATRIX: [&str; 10] = [
     "20",
 ];
 
-/// What every activity run asks for the app's own process.
-const APP_OPTIONS: [&str; 6] = [
+/// What every activity run asks for the app's own process: held as
+/// Android resets it (the rig's zygote, ART and ActivityManager do as a
+/// phone's do).
+const APP_OPTIONS: [&str; 7] = [
     "--target-ioprio",
     "idle",
     "--target-nice",
     "5",
+    "--target-hold",
     "--explain",
     "--sched",
 ];
@@ -158,6 +161,11 @@ impl Rig {
     /// Runs `startup --am-start` over adb with `args` into `db` and
     /// returns the device's experiment, exported.
     fn activity_run(&self, db: &Path, args: &[&str]) -> Value {
+        self.activity_run_exiting(db, args, 0)
+    }
+
+    /// As [`Rig::activity_run`], the run exiting with `code`.
+    fn activity_run_exiting(&self, db: &Path, args: &[&str], code: i32) -> Value {
         let out = self
             .adb(false)
             .arg("--db")
@@ -168,10 +176,17 @@ impl Rig {
             .arg("--json")
             .output()
             .unwrap();
-        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
-        let id = serde_json::from_slice::<Value>(&out.stdout).unwrap()["experiment"]["id"]
-            .as_u64()
-            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        let id = match serde_json::from_slice::<Value>(&out.stdout) {
+            Ok(v) => v["experiment"]["id"].as_u64().unwrap(),
+            // A run that exits 1 prints its table, not JSON: the newest.
+            Err(_) => export_list(db).last().unwrap()["id"].as_u64().unwrap(),
+        };
         export(db, id)
     }
 }
@@ -274,6 +289,22 @@ fn export(db: &Path, id: u64) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+fn export_list(db: &Path) -> Vec<Value> {
+    let out = Command::new(assert_cmd::cargo::cargo_bin("iolab"))
+        .args(["results", "--db"])
+        .arg(db)
+        .args(["list", "--json"])
+        .output()
+        .unwrap();
+    let mut v: Vec<Value> = serde_json::from_slice::<Value>(&out.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone();
+    v.sort_by_key(|e| e["id"].as_u64());
+    v
+}
+
 fn scheduler(dev: &str) -> String {
     let s = std::fs::read_to_string(format!("/sys/block/{dev}/queue/scheduler")).unwrap();
     iolab_sys::block::parse_schedulers(s.trim())
@@ -292,6 +323,29 @@ fn kernel_view(pid: i64) -> Vec<(i64, i64, i64)> {
             (tid, class, nice)
         })
         .collect()
+}
+
+/// What iolab stored as every thread of the app's processes at the end
+/// of a start's window is what the kernel gives each live one now (the
+/// app outlives the run, and nothing touched it since).
+fn assert_kernel_is_what_was_stored(r: &Value) {
+    let stored = r["extra"]["app_process"]["threads_end"].as_array().unwrap();
+    assert!(stored.len() >= 6, "{r}");
+    for t in stored {
+        let tid = t["tid"].as_i64().unwrap();
+        let (class, nice) = lab_env::kernel_priorities(tid);
+        let class_name = match class {
+            1 => "rt",
+            2 => "be",
+            3 => "idle",
+            _ => "none",
+        };
+        assert_eq!(nice, t["nice"].as_i64().unwrap(), "thread {t}");
+        assert!(
+            t["ioprio"].as_str().unwrap().starts_with(class_name),
+            "thread {t}: the kernel says class {class}"
+        );
+    }
 }
 
 /// The live app's threads all at idle I/O priority (class 3) and nice 5,
@@ -338,8 +392,22 @@ fn assert_app_runs(export: &Value, state: &str, found_by: &str) -> i64 {
         let app = &r["extra"]["app_process"];
         let pid = app["pid"].as_i64().unwrap_or_else(|| panic!("no app: {r}"));
         assert_eq!(app["found_by"], found_by, "{r}");
+        // Read back right after it was set: the I/O class (the nice may
+        // be Android's already, when zygote's reset came first: a drift).
         assert_eq!(app["ioprio"], "idle", "{r}");
-        assert_eq!(app["nice"], 5, "{r}");
+        // The package's uid: the rig's zygote specialises it so.
+        assert_eq!(app["uid"], 10123, "{r}");
+        // Held: what Android set again was set back, and at the window's
+        // end every thread ran at what was asked.
+        assert_eq!(app["held"], true, "{r}");
+        assert!(app["reapplied"].as_u64().unwrap() >= 1, "{r}");
+        for t in app["threads_end"].as_array().unwrap() {
+            assert_eq!(
+                (&t["nice"], &t["ioprio"]),
+                (&Value::from(5), &Value::from("idle")),
+                "{r}"
+            );
+        }
         // The watcher ran on tracefs, not /proc scans.
         assert_eq!(r["extra"]["app_watch"]["source"], "tracefs", "{r}");
         // explain's main thread is the app's; sched measured its task.
@@ -375,6 +443,7 @@ fn warm_and_hot(rig: &Rig, db: &Path) {
         assert_eq!(e["runs"].as_array().unwrap().len(), 3, "{mode}");
         let pid = assert_app_runs(&e, state, "running");
         assert_kernel_has_the_settings(pid);
+        assert_kernel_is_what_was_stored(e["runs"].as_array().unwrap().last().unwrap());
     }
 }
 
@@ -545,6 +614,83 @@ fn an_activity_cold_warm_and_hot_gets_its_priorities_and_is_followed() {
     // Warm: the live process, its activity made again (am: WARM); hot: the
     // stopped activity brought back (am: HOT, TotalTime above 0).
     warm_and_hot(&rig, &db);
+    // A trampoline: the launched .Splash finished itself and started
+    // .Main (the rig's dumpsys lists .Main on top, .Splash finishing):
+    // a hot start waits on the task's live top, not on the finished one.
+    rig.ok("touch /data/system/com.example.iolab.rigapp.trampoline");
+    rig.ok(
+        "./iolab-bin startup --am-start com.example.iolab.rigapp/.Splash --in /data/local/tmp/app \
+         --schedulers none --workloads idle --reps 2 --start-mode hot --timeout 20 --db tramp.db",
+    );
+    let tramp: Value =
+        serde_json::from_str(&rig.ok("./iolab-bin results --db tramp.db export 1")).unwrap();
+    for r in tramp["runs"].as_array().unwrap() {
+        assert_eq!(r["outcome"], "ok", "{r}");
+        assert_eq!(
+            r["extra"]["am_start"]["result"]["launch_state"], "HOT",
+            "{r}"
+        );
+    }
+    rig.ok("rm /data/system/com.example.iolab.rigapp.trampoline");
+    // Without --target-hold, Android's own settings make every start
+    // invalid, with what it changed named (cold: the top-app boost of the
+    // main and render threads, and zygote's and ART's resets to 0 when
+    // iolab's setting came before them, as it does unless the machine is
+    // loaded; warm and hot: the boost), and the run exits 1. What iolab
+    // stored is what the kernel gives the live app's threads afterwards.
+    for (mode, words) in [
+        (
+            "cold",
+            &["THREAD_PRIORITY_TOP_APP_BOOST", "RenderThread"][..],
+        ),
+        (
+            "warm",
+            &["THREAD_PRIORITY_TOP_APP_BOOST", "main thread"][..],
+        ),
+        ("hot", &["THREAD_PRIORITY_TOP_APP_BOOST", "main thread"][..]),
+    ] {
+        let e = rig.activity_run_exiting(
+            &db,
+            &[
+                "--schedulers",
+                "none",
+                "--workloads",
+                "idle",
+                "--reps",
+                "2",
+                "--start-mode",
+                mode,
+                "--timeout",
+                "20",
+                "--target-ioprio",
+                "idle",
+                "--target-nice",
+                "5",
+            ],
+            1,
+        );
+        let runs = e["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 2, "{mode}");
+        for r in runs {
+            assert_eq!(r["outcome"], "invalid", "{mode}: {r}");
+            let why = r["reason"].as_str().unwrap_or_default();
+            assert!(
+                why.contains("not held: Android changed the app's threads"),
+                "{mode}: {why}"
+            );
+            for w in words {
+                assert!(why.contains(w), "{mode}: no {w} in {why}");
+            }
+            let app = &r["extra"]["app_process"];
+            assert_eq!(app["held"], false, "{r}");
+            assert_eq!(app["reapplied"], 0, "{r}");
+            // The I/O class survives: no Android path resets it.
+            for t in app["threads_end"].as_array().unwrap() {
+                assert_eq!(t["ioprio"], "idle", "{t}");
+            }
+        }
+        assert_kernel_is_what_was_stored(runs.last().unwrap());
+    }
     // A hot start waits for no logcat line: refused with the reason.
     let out = rig.ok(&format!(
         "./iolab-bin startup --am-start {COMPONENT} --in /data/local/tmp/app --schedulers none \
@@ -579,6 +725,10 @@ fn from_the_usap_pool_the_app_is_found_and_set_and_early_dumpsys_still_finds_its
     };
     let (rig, db) = (d.rig, d.db);
     rig.ok("setprop persist.device_config.runtime_native.usap_pool_enabled true && setprop debug.rig.artdump early");
+    // The app starts a `:service` process and a WebView renderer, and
+    // another package whose names share its last 15 characters starts
+    // just before it each time.
+    rig.ok("setprop debug.rig.service 1 && setprop debug.rig.webview 1 && setprop debug.rig.decoy org.example.iolab.rigapp");
     // The pool is up before any launch: processes named usap64.
     let deadline = Instant::now() + Duration::from_secs(5);
     while !rig.ok("ps -A -o args").contains("usap64") {
@@ -596,10 +746,50 @@ fn from_the_usap_pool_the_app_is_found_and_set_and_early_dumpsys_still_finds_its
     );
     let last = assert_app_runs(&e, "COLD", "task_rename");
     for r in e["runs"].as_array().unwrap() {
+        let app = &r["extra"]["app_process"];
         // A USAP: its fork is before the launch, not in the trace.
-        assert_eq!(r["extra"]["app_process"]["born_before_launch"], true, "{r}");
+        assert_eq!(app["born_before_launch"], true, "{r}");
+        // The other package took the app's names first, and was not it.
+        let not = app["not_the_app"].to_string();
+        assert!(not.contains("uid 10124, not the package's 10123"), "{r}");
+        // Its other processes: the service (the package's uid, from the
+        // USAP pool too) and the renderer (an isolated uid, forked by
+        // webview_zygote), each set, their I/O the app's.
+        let procs = app["processes"].as_array().unwrap();
+        let service = procs
+            .iter()
+            .find(|p| p["found_by"] == "uid")
+            .unwrap_or_else(|| panic!("no service: {r}"));
+        assert_eq!(service["uid"], 10123, "{r}");
+        assert!(
+            service["name"].as_str().unwrap().ends_with(":service"),
+            "{r}"
+        );
+        let renderer = procs
+            .iter()
+            .find(|p| p["found_by"] == "isolated uid, forked by webview_zygote")
+            .unwrap_or_else(|| panic!("no renderer: {r}"));
+        assert!(
+            (99_000..100_000).contains(&renderer["uid"].as_u64().unwrap()),
+            "{r}"
+        );
+        // Cold: the renderer read the WebView APK (2 MiB) from the disk.
+        assert!(
+            renderer["io"]["read_bytes"].as_u64().unwrap() >= 2 << 20,
+            "{r}"
+        );
+        let sum: u64 = std::iter::once(&app["io"])
+            .chain(procs.iter().map(|p| &p["io"]))
+            .map(|io| io["read_bytes"].as_u64().unwrap())
+            .sum();
+        assert_eq!(app["io_total"]["read_bytes"].as_u64(), Some(sum), "{r}");
+        for p in [service, renderer] {
+            assert!(p["threads_set"].as_u64().unwrap() >= 1, "{r}");
+        }
     }
     assert_kernel_has_the_settings(last);
+    // Every thread of the last start's three processes, by the kernel.
+    assert_kernel_is_what_was_stored(e["runs"].as_array().unwrap().last().unwrap());
     let dexopt = &e["experiment"]["config"]["dexopt"];
     assert_eq!(
         dexopt["compiled_code_located_by"], "dalvik-cache naming",
@@ -649,6 +839,102 @@ fn an_app_never_found_invalidates_its_starts_and_the_run_fails() {
         text(&out.stderr).contains("none of its 2 start(s) counts"),
         "{}",
         text(&out.stderr)
+    );
+}
+
+/// What a phone does around the starts. On battery (where stayon keeps
+/// nothing on) the screen times out in less than the matrix takes: the
+/// device is woken and its keyguard dismissed before each start that
+/// finds it asleep, outside the window, and every start is ok. stayon is
+/// set for the run and put back after. A background dexopt between two
+/// cells is stored with the cell after it and flagged in the report.
+#[test]
+fn a_sleeping_screen_is_woken_and_a_dexopt_between_cells_is_flagged() {
+    let Some(d) = OnData::up("a_sleeping_screen_is_woken_and_a_dexopt_between_cells_is_flagged")
+    else {
+        return;
+    };
+    let (rig, db) = (d.rig, d.db);
+    rig.ok(
+        "setprop debug.rig.plugged none && settings put system screen_off_timeout 1500 && \
+         setprop debug.rig.bg_dexopt_after_launches 2",
+    );
+    assert_eq!(
+        rig.ok("settings get global stay_on_while_plugged_in")
+            .trim(),
+        "null"
+    );
+    let e = rig.activity_run(
+        &db,
+        &[
+            "--schedulers",
+            "none,mq-deadline",
+            "--workloads",
+            "idle",
+            "--reps",
+            "2",
+            "--timeout",
+            "20",
+            "--pause",
+            "2",
+        ],
+    );
+    let runs = e["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4);
+    let mut woken = 0;
+    for r in runs {
+        assert_eq!(r["outcome"], "ok", "{r}");
+        assert_eq!(
+            r["extra"]["am_start"]["result"]["launch_state"], "COLD",
+            "{r}"
+        );
+        if r["extra"]["screen"].is_object() {
+            assert_eq!(r["extra"]["screen"]["was"], "Asleep", "{r}");
+            assert_eq!(r["extra"]["screen"]["now"], "Awake", "{r}");
+            woken += 1;
+        }
+    }
+    // 2 s of pause against a 1.5 s timeout: every start found it asleep.
+    assert_eq!(woken, 4, "{e}");
+    // The first cell ran on what was installed, the second after the
+    // background dexopt that followed the second launch.
+    let first = runs[0]["scheduler"].clone();
+    for r in runs {
+        if r["scheduler"] == first {
+            assert_eq!(r["config"]["dexopt"], "arm64 verify (install)", "{r}");
+            assert!(r["extra"]["dexopt_changed"].is_null(), "{r}");
+        } else {
+            assert_eq!(
+                r["config"]["dexopt"], "arm64 speed-profile (bg-dexopt)",
+                "{r}"
+            );
+            let changed = r["extra"]["dexopt_changed"].as_str().unwrap_or_default();
+            assert!(changed.contains("(a background dexopt)"), "{r}");
+        }
+    }
+    let id = e["experiment"]["id"].as_u64().unwrap().to_string();
+    let shown = Command::new(assert_cmd::cargo::cargo_bin("iolab"))
+        .args(["results", "--db"])
+        .arg(&db)
+        .args(["show", &id])
+        .output()
+        .unwrap();
+    let shown = text(&shown.stdout);
+    assert!(
+        shown.contains("! dexopt changed during this experiment"),
+        "{shown}"
+    );
+    assert!(shown.contains("asleep before 4 start(s)"), "{shown}");
+    // stayon was on for the run and is put back (unset) after it.
+    assert_eq!(
+        rig.ok("settings get global stay_on_while_plugged_in")
+            .trim(),
+        "null"
+    );
+    assert!(
+        rig.ok("cat /data/system/settings_global.history")
+            .contains("stay_on_while_plugged_in=7"),
+        "svc power stayon true was never run"
     );
 }
 

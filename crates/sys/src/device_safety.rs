@@ -14,9 +14,11 @@
 //! probe), and, where util-linux is installed, libblkid's own (`blkid -p`),
 //! which knows every signature util-linux knows and reads the device
 //! itself rather than a cache. An unused LVM PV holds a volume group's
-//! data as surely as a mounted ext4 does.
+//! data as surely as a mounted ext4 does. When blkid cannot look (none
+//! installed, or toybox's without `-p`), that is said, never taken for
+//! "nothing found".
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::block::BlockDev;
@@ -112,42 +114,121 @@ fn busy(path: &Path) -> bool {
     )
 }
 
-/// What the probes find on `path`: `Ok(None)` for nothing either
-/// recognises, `Ok(Some(description))` for a signature. iolab's own probe
-/// runs first; util-linux's `blkid -p` after it where it is installed (a
-/// blkid that cannot probe, toybox's, adds nothing). `Err(why)` when the
-/// device cannot be read at all.
-pub fn probe_contents(path: &Path) -> Result<Option<String>, String> {
+/// What a probe says of a device's contents.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probe {
+    /// A signature, in words: `an LVM physical volume (LVM2_member)`.
+    Found(String),
+    /// The probe looked and found nothing.
+    Nothing,
+    /// The probe could not look, and why: `signature check unavailable:
+    /// toybox blkid has no -p (/system/bin/blkid)`. Never "nothing".
+    Unavailable(String),
+}
+
+/// What the probes find on `path`. iolab's own probe runs first; a
+/// signature it finds is the answer. Otherwise util-linux's `blkid -p`:
+/// `Nothing` only when it looked too, `Unavailable(why)` when it could
+/// not (no blkid, toybox's without `-p`, a failure), which the caller
+/// must say rather than take for "nothing". `Err(why)` when the device
+/// cannot be read at all.
+pub fn probe_contents(path: &Path) -> Result<Probe, String> {
     match crate::signatures::probe(path) {
         Ok(Some(f)) => {
             let key = if f.table { "PTTYPE" } else { "TYPE" };
-            return Ok(Some(describe(&format!("{key}={}\n", f.name))));
+            return Ok(Probe::Found(describe(&format!("{key}={}\n", f.name))));
         }
         Ok(None) => {}
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
     }
-    Ok(blkid_probe(path).ok().flatten())
+    let path_var = std::env::var_os("PATH").unwrap_or_default();
+    Ok(match blkid_on(&path_var) {
+        Some(blkid) => blkid_probe(&blkid, path),
+        None => Probe::Unavailable(
+            "signature check unavailable: no blkid on PATH (util-linux's blkid -p knows every signature libblkid does)".into(),
+        ),
+    })
 }
 
-/// util-linux's low-level probe: `Ok(None)` for nothing found, `Err(why)`
-/// when it could not run (not installed, or a blkid without `-p`).
-pub fn blkid_probe(path: &Path) -> Result<Option<String>, String> {
-    // -p: low-level probe of the device itself (no cache); export format;
-    // -o export prints KEY=VALUE lines. Exit 2: nothing found.
-    let out = Command::new("blkid")
+/// The first executable `blkid` in `path_var` (PATH's value).
+fn blkid_on(path_var: &std::ffi::OsStr) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(path_var)
+        .map(|dir| dir.join("blkid"))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// util-linux's low-level probe of `dev` by the blkid at `blkid`: exit 0
+/// with its export lines is a signature, exit 8 an ambivalent result
+/// (more than one), exit 2 with nothing on stderr nothing found (blkid
+/// also exits 2 when it cannot open the device, saying so on stderr).
+/// Anything else is `Unavailable`: toybox's blkid (Android's), which has
+/// no `-p` and exits 1 with `blkid: Unknown option 'p'`, names itself.
+pub fn blkid_probe(blkid: &Path, dev: &Path) -> Probe {
+    // -p: low-level probe of the device itself (no cache); -o export
+    // prints KEY=VALUE lines.
+    let out = match Command::new(blkid)
         .args(["-p", "-o", "export"])
-        .arg(path)
+        .arg(dev)
         .env("LC_ALL", "C")
         .output()
-        .map_err(|e| format!("cannot run blkid (util-linux): {e}"))?;
+    {
+        Ok(out) => out,
+        Err(e) => {
+            return Probe::Unavailable(format!(
+                "signature check unavailable: cannot run {}: {e}",
+                blkid.display()
+            ))
+        }
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = stderr.trim();
     match out.status.code() {
-        Some(0) => Ok(Some(describe(&String::from_utf8_lossy(&out.stdout)))),
-        Some(2) => Ok(None),
-        _ => Err(format!(
-            "blkid -p {} failed: {}",
-            path.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )),
+        Some(0) => Probe::Found(describe(&String::from_utf8_lossy(&out.stdout))),
+        Some(8) => Probe::Found(format!("more than one signature (blkid -p: {stderr})")),
+        Some(2) if stderr.is_empty() => Probe::Nothing,
+        code => {
+            let lower = stderr.to_ascii_lowercase();
+            let no_p = ["unknown option", "invalid option", "unrecognized option"]
+                .iter()
+                .any(|w| lower.contains(w));
+            if no_p {
+                return Probe::Unavailable(format!(
+                    "signature check unavailable: {} has no -p ({})",
+                    blkid_kind(blkid, stderr),
+                    blkid.display()
+                ));
+            }
+            let how = match code {
+                Some(c) => format!("exit {c}"),
+                None => "killed by a signal".to_string(),
+            };
+            Probe::Unavailable(format!(
+                "signature check unavailable: {} -p {} failed ({how}): {stderr}",
+                blkid.display(),
+                dev.display()
+            ))
+        }
+    }
+}
+
+/// Which blkid refused `-p`: toybox's (Android's, a link to `toybox`, or
+/// its wording, lib/args.c's `Unknown option 'p'`), busybox's, or another.
+fn blkid_kind(blkid: &Path, stderr: &str) -> &'static str {
+    let target = std::fs::canonicalize(blkid).ok();
+    let name = target
+        .as_deref()
+        .and_then(Path::file_name)
+        .and_then(|n| n.to_str())
+        .unwrap_or("");
+    if name == "toybox" || stderr.contains("Unknown option 'p'") {
+        "toybox blkid"
+    } else if name == "busybox" {
+        "busybox blkid"
+    } else {
+        "this blkid"
     }
 }
 
@@ -194,13 +275,15 @@ pub fn describe(export: &str) -> String {
 /// Refuses to format or write `dev` unless `force`, while anything uses it
 /// or it holds anything libblkid recognises. `consequence` says what iolab
 /// would do to it ("iolab sweep runs mkfs on it before every run").
+/// Allowed, it returns a warning for the user when only iolab's own probe
+/// could look (blkid's check unavailable: see [`probe_contents`]).
 pub fn check_before_writing(
     dev: &BlockDev,
     consequence: &str,
     force: bool,
-) -> Result<(), UsageError> {
+) -> Result<Option<String>, UsageError> {
     if force {
-        return Ok(());
+        return Ok(None);
     }
     let path = dev.dev_path();
     let users = users_of(dev);
@@ -212,8 +295,12 @@ pub fn check_before_writing(
         )));
     }
     match probe_contents(&path) {
-        Ok(None) => Ok(()),
-        Ok(Some(what)) => Err(UsageError::new(format!(
+        Ok(Probe::Nothing) => Ok(None),
+        Ok(Probe::Unavailable(why)) => Ok(Some(format!(
+            "{}: iolab's own probe found no signature on it, but {why}: a signature only util-linux's libblkid knows was not looked for",
+            path.display()
+        ))),
+        Ok(Probe::Found(what)) => Err(UsageError::new(format!(
             "refusing {}: it holds {what}; {consequence}, destroying it: pass --force to destroy it, or wipe it first (wipefs -a)",
             path.display()
         ))),
@@ -241,5 +328,102 @@ mod tests {
         );
         assert_eq!(describe("PTTYPE=gpt\n"), "a gpt partition table");
         assert_eq!(describe("TYPE=hfsplus\n"), "a hfsplus signature");
+    }
+
+    /// A stand-in `blkid` in `dir` running `body`. Written by a child
+    /// process, so no thread of this test binary holds it open for
+    /// writing when it is run (ETXTBSY).
+    fn fake_blkid(dir: &Path, body: &str) -> PathBuf {
+        let path = dir.join("blkid");
+        let made = Command::new("sh")
+            .args([
+                "-c",
+                "printf '#!/bin/sh\\n%s\\n' \"$1\" > \"$2\" && chmod +x \"$2\"",
+            ])
+            .args(["sh", body])
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        path
+    }
+
+    #[test]
+    fn blkid_is_found_on_path_only_as_an_executable() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        std::fs::write(a.path().join("blkid"), "not executable").unwrap();
+        let blkid = fake_blkid(b.path(), "exit 2");
+        let path_var = std::env::join_paths([a.path(), b.path()]).unwrap();
+        assert_eq!(blkid_on(&path_var), Some(blkid));
+        assert_eq!(blkid_on(std::ffi::OsStr::new(a.path().as_os_str())), None);
+        assert_eq!(blkid_on(std::ffi::OsStr::new("")), None);
+    }
+
+    #[test]
+    fn a_blkid_that_cannot_probe_is_unavailable_never_nothing() {
+        let dev = Path::new("/dev/null");
+        let cases = [
+            // toybox 0.8.9, Android's: no -p, exit 1.
+            (
+                r#"echo "blkid: Unknown option 'p' (see \"blkid --help\")" >&2; exit 1"#,
+                Probe::Unavailable(String::new()),
+                "signature check unavailable: toybox blkid has no -p (",
+            ),
+            // util-linux: exit 2 and silence is nothing found...
+            ("exit 2", Probe::Nothing, ""),
+            // ...but exit 2 with an error is a device it could not open.
+            (
+                r#"echo "blkid: error: $4: Permission denied" >&2; exit 2"#,
+                Probe::Unavailable(String::new()),
+                "failed (exit 2): blkid: error: /dev/null: Permission denied",
+            ),
+            (
+                "echo DEVNAME=$4; echo TYPE=ext4",
+                Probe::Found("an ext2/3/4 filesystem (ext4)".into()),
+                "",
+            ),
+            (
+                "echo 'blkid: /dev/x: ambivalent result (probably more filesystems on the device, use wipefs(8) to see more details)' >&2; exit 8",
+                Probe::Found(String::new()),
+                "more than one signature (blkid -p: blkid: /dev/x: ambivalent result",
+            ),
+            ("kill -9 $$", Probe::Unavailable(String::new()), "(killed by a signal)"),
+        ];
+        for (body, want, words) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let blkid = fake_blkid(dir.path(), body);
+            let got = blkid_probe(&blkid, dev);
+            let text = match (&got, &want) {
+                (Probe::Unavailable(t), Probe::Unavailable(_)) => t.clone(),
+                (Probe::Found(t), Probe::Found(w)) if w.is_empty() => t.clone(),
+                _ => {
+                    assert_eq!(got, want, "{body}");
+                    continue;
+                }
+            };
+            assert!(text.contains(words), "{body}: {text}");
+        }
+    }
+
+    #[test]
+    fn toybox_is_named_by_its_link() {
+        let Some(toybox) = std::env::var_os("PATH").and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("toybox"))
+                .find(|t| t.is_file())
+        }) else {
+            iolab_testkit::skip("toybox_is_named_by_its_link", "toybox is not installed");
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let blkid = dir.path().join("blkid");
+        std::os::unix::fs::symlink(&toybox, &blkid).unwrap();
+        assert_eq!(
+            blkid_probe(&blkid, Path::new("/dev/null")),
+            Probe::Unavailable(format!(
+                "signature check unavailable: toybox blkid has no -p ({})",
+                blkid.display()
+            ))
+        );
     }
 }

@@ -12,10 +12,17 @@ use crate::ExperimentError;
 
 /// Refuses `dev`, unless `force`, while anything uses it or it holds
 /// anything libblkid recognises (see `iolab_sys::device_safety`); `why`
-/// says what iolab would do to it.
-pub fn check_before_writing(dev: &BlockDev, why: &str, force: bool) -> Result<(), ExperimentError> {
-    iolab_sys::device_safety::check_before_writing(dev, why, force)?;
-    Ok(())
+/// says what iolab would do to it. Allowed, the warning to give when
+/// blkid's signature check was unavailable (only iolab's own probe
+/// looked).
+pub fn check_before_writing(
+    dev: &BlockDev,
+    why: &str,
+    force: bool,
+) -> Result<Option<String>, ExperimentError> {
+    Ok(iolab_sys::device_safety::check_before_writing(
+        dev, why, force,
+    )?)
 }
 
 /// Resolves `spec` — by kernel name, `/dev/...`, `/dev/block/...` or any

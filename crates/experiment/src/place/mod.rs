@@ -431,9 +431,12 @@ fn whole_device(
     mountpoint: Option<std::path::PathBuf>,
 ) -> Result<Resolved, ExperimentError> {
     let dev = whole_disk(device)?;
-    if let Some(why) = writes {
-        check_before_writing(&dev, why, force)?;
-    }
+    let warnings = match writes {
+        Some(why) => check_before_writing(&dev, why, force)?
+            .into_iter()
+            .collect(),
+        None => Vec::new(),
+    };
     let what = format!("device {}", dev.dev_path().display());
     let (disks, fs_dev) = Resolved::single(dev);
     Ok(Resolved {
@@ -445,7 +448,7 @@ fn whole_device(
         dir: None,
         bw_bytes: None,
         made: false,
-        warnings: Vec::new(),
+        warnings,
     })
 }
 

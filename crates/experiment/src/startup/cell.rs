@@ -11,6 +11,53 @@ use crate::engine::{sleep_unless_stopped, Cell, CellContext, CellEnd};
 use crate::ExperimentError;
 use iolab_store::RunKey;
 
+/// An activity's compiled state before the cell, read again (a charging
+/// phone's background dexopt recompiles apps): its summary, stored with
+/// each start, and what changed since it was last read, said and stored.
+/// With `--compile`, the mode asked for is applied again.
+fn dexopt_for_cell(
+    st: &Startup,
+    ctx: &mut CellContext<'_>,
+) -> Result<(Option<String>, Option<String>), ExperimentError> {
+    let mut seen = st.dexopt_seen.lock().unwrap_or_else(|p| p.into_inner());
+    if seen.is_empty() {
+        // Never read (not Android, or no dexopt state printed): nothing
+        // to compare with.
+        return Ok((None, None));
+    }
+    let mut now = match st.target.dexopt_now() {
+        Ok(Some(now)) => now,
+        Ok(None) => return Ok((None, None)),
+        Err(e) => {
+            let line = format!("dexopt could not be read again before this cell ({e}): its starts' compiled code is unverified");
+            ctx.progress.note(&line);
+            return Ok((None, Some(line)));
+        }
+    };
+    let mut changed = None;
+    if now != *seen {
+        let was = crate::target::device::summary(&seen);
+        let found = crate::target::device::summary(&now);
+        let line = match st.target.recompile()? {
+            Some(again) => {
+                let line = format!(
+                    "dexopt changed before this cell: {was} before, {found} now (a background dexopt); --compile applied again: {}",
+                    crate::target::device::summary(&again)
+                );
+                now = again;
+                line
+            }
+            None => format!(
+                "dexopt changed before this cell: {was} before, {found} now (a background dexopt): its starts read other compiled code than the cells before; the report flags comparisons across it"
+            ),
+        };
+        ctx.progress.note(&line);
+        changed = Some(line);
+        *seen = now.clone();
+    }
+    Ok((Some(crate::target::device::summary(&now)), changed))
+}
+
 /// Runs one cell.
 pub(super) fn run_cell(
     st: &mut Startup,
@@ -44,6 +91,7 @@ pub(super) fn run_cell(
             .map_or_else(String::new, |p| format!(" @ {p}"))
     ));
 
+    let (dexopt, dexopt_changed) = dexopt_for_cell(st, ctx)?;
     let load_dir = ctx.place.files_dir()?.join("iolab-load");
     // cgroup writeback ties an inode to the group that dirtied it (and a
     // cached page to the memcg that allocated it): a load file of an
@@ -112,6 +160,8 @@ pub(super) fn run_cell(
         not_applied: applied
             .as_ref()
             .and_then(crate::control::Applied::not_applied),
+        dexopt,
+        dexopt_changed,
     };
     let mut last_run = None;
     let end = reps(st, ctx, &conditions, bg.as_ref(), &mut last_run);

@@ -130,6 +130,11 @@ pub struct StartupConfig {
     pub target_ioprio: Option<IoPrio>,
     /// Target nice value.
     pub target_nice: Option<i32>,
+    /// An app someone else forks (an activity's): `target_ioprio` and
+    /// `target_nice` set back whenever Android changes them during a
+    /// start, each time counted; without it such a start is invalid.
+    #[serde(default)]
+    pub target_hold: bool,
     /// I/O priority of the background load.
     pub load_ioprio: Option<IoPrio>,
     /// fio options applied to every background job (e.g. `size=128M`).
@@ -336,6 +341,14 @@ impl StartupConfig {
                 )));
             }
         }
+        if self.target_hold
+            && (!matches!(self.target, Target::Activity { .. })
+                || (self.target_nice.is_none() && self.target_ioprio.is_none()))
+        {
+            return Err(UsageError::new(
+                "--target-hold sets back --target-nice/--target-ioprio on an app Android forks and changes itself: it needs --am-start and one of them",
+            ));
+        }
         if let Target::Activity { am, .. } = &self.target {
             if let (Some(_), StartMode::Hot) = (&am.ready_logcat, self.start_mode) {
                 return Err(UsageError::new(
@@ -482,6 +495,7 @@ pub(crate) mod tests {
             ready: ReadyWhen::Exit,
             target_ioprio: None,
             target_nice: None,
+            target_hold: false,
             load_ioprio: None,
             with_fio: false,
             load_options: vec![],

@@ -56,6 +56,9 @@ pub struct Startup {
     maps_before: files::Maps,
     /// An activity's dexopt state, read once before the matrix.
     dexopt: Option<Value>,
+    /// Its state as last read (before each cell): a change since is a
+    /// background dexopt's.
+    dexopt_seen: std::sync::Mutex<Vec<crate::target::android::Dexopt>>,
     /// The process group of the last start (0: none yet), waited for
     /// before the next.
     last_group: std::sync::atomic::AtomicI32,
@@ -204,10 +207,39 @@ impl Body for Startup {
         // before an experiment is stored that could never have a run.
         let mut target = cfg.target.clone();
         target.check()?;
-        let dexopt = target.prepare()?;
+        let mut dexopt = target.prepare()?;
         // Every check passed: say where the experiment runs (and, for a
         // slow lab, which backend and why).
         (s.announce)(&place.what);
+        if let Target::Activity { .. } = target {
+            // A long matrix must not time the screen out to a keyguard.
+            (s.announce)(&crate::target::device::stay_awake(guard)?);
+            if let (Some(now), Some(before)) = (
+                dexopt.as_mut(),
+                s.resumed
+                    .and_then(|c| c.get("dexopt"))
+                    .filter(|d| !d.is_null()),
+            ) {
+                // Between sessions a charging phone may have recompiled it.
+                let (b, n) = (
+                    crate::target::device::stored_entries(before),
+                    crate::target::device::stored_entries(now),
+                );
+                if b != n {
+                    let line = format!(
+                        "dexopt changed since the experiment's last session: {} then, {} now (--compile applies only what it names); the report flags comparisons across it",
+                        crate::target::device::summary(&b),
+                        crate::target::device::summary(&n)
+                    );
+                    (s.announce)(&line);
+                    now["changed_since_last_session"] = Value::String(line);
+                }
+            }
+        }
+        let dexopt_seen = dexopt
+            .as_ref()
+            .map(crate::target::device::stored_entries)
+            .unwrap_or_default();
         setup::limit_dirty(guard, place, &cfg)?;
         if let Some(ra) = cfg.read_ahead_kb {
             guard.set_queue_attr(place.fs_dev()?, "read_ahead_kb", &ra.to_string())?;
@@ -244,6 +276,7 @@ impl Body for Startup {
             learn: std::sync::atomic::AtomicBool::new(learn),
             maps_before,
             dexopt,
+            dexopt_seen: std::sync::Mutex::new(dexopt_seen),
             last_group: std::sync::atomic::AtomicI32::new(0),
             hier,
             inert,
@@ -384,6 +417,11 @@ fn launch_spec(cfg: &StartupConfig, target: &Target) -> Result<LaunchSpec, Exper
         },
         // Warm and hot starts keep the app's process: it is the app.
         app_live: cfg.start_mode != config::StartMode::Cold,
+        app_uid: match target {
+            Target::Activity { uid, .. } => *uid,
+            _ => None,
+        },
+        app_hold: cfg.target_hold,
         full_line: match &cfg.full_ready_line {
             Some(re) => Some(regex::Regex::new(re).map_err(|e| {
                 iolab_sys::UsageError::new(format!(

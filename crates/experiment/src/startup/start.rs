@@ -47,6 +47,10 @@ pub(super) struct Conditions<'a> {
     pub groups: Option<&'a crate::control::Groups>,
     /// Which of the cell's settings the kernel did not take.
     pub not_applied: Option<String>,
+    /// An activity's compiled state when the cell began.
+    pub dexopt: Option<String>,
+    /// How it had changed since the cell before (a background dexopt).
+    pub dexopt_changed: Option<String>,
 }
 
 /// How a start ended, once stored.
@@ -138,6 +142,8 @@ struct Prepared {
     pressure: Option<crate::pressure::FillReport>,
     /// This start learns the target's files.
     learning: bool,
+    /// An activity's device found asleep and woken before the start.
+    screen: Option<crate::target::device::Woke>,
 }
 
 /// Settles the machine, puts the target in the state its start mode
@@ -205,6 +211,18 @@ fn prepare(st: &Startup, ctx: &mut CellContext<'_>) -> Result<Prepared, Experime
         ),
         None => None,
     };
+    // Last, just before the launch: a screen that timed out is woken and
+    // its keyguard dismissed (an activity behind it is not drawn).
+    let screen = match st.target {
+        crate::target::Target::Activity { .. } => crate::target::device::wake()?,
+        _ => None,
+    };
+    if let Some(w) = &screen {
+        ctx.progress.note(&w.note());
+        if let Some(why) = w.problem() {
+            not_the_mode = not_the_mode.or(Some(why));
+        }
+    }
     Ok(Prepared {
         settled,
         not_the_mode,
@@ -213,6 +231,7 @@ fn prepare(st: &Startup, ctx: &mut CellContext<'_>) -> Result<Prepared, Experime
         cold_unverified,
         pressure,
         learning,
+        screen,
     })
 }
 
@@ -521,6 +540,8 @@ fn store(
         "target_nice": cfg.target_nice,
         "load_ioprio": cfg.load_ioprio,
         "load_engine": if super::setup::under_fio(cfg, &cell.workload) { "fio" } else { "iolab" },
+        "target_hold": cfg.target_hold,
+        "dexopt": c.dexopt,
         "bg_warmup_read_bw_bytes": c.warmup_rate.map(|r| r.0),
         "bg_warmup_write_bw_bytes": c.warmup_rate.map(|r| r.1),
     });
@@ -556,6 +577,8 @@ fn store(
         "load_live_without_io": v.load_note,
         "app_process": outcome.app.clone(),
         "app_watch": outcome.app_watch.clone(),
+        "dexopt_changed": c.dexopt_changed,
+        "screen": to_json("the screen's state", &prepared.screen)?,
     });
     if let Some(files) = &l.learnt {
         // What later starts' cold steps are checked on.
@@ -664,7 +687,11 @@ fn not_applied(
             app.errors.join("; ")
         ));
     }
-    if let Some(p) = cfg.target_ioprio {
+    // The values read back right after setting them count only where the
+    // app's end could not be read (it died): otherwise Android may have
+    // changed them in between, which the drifts and the end say.
+    let read_back_only = app.threads_end.is_empty();
+    if let (Some(p), true) = (cfg.target_ioprio, read_back_only) {
         if app.ioprio.as_deref() != Some(p.to_string().as_str()) {
             return Some(format!(
                 "--target-ioprio {p} not applied: the app's process {} reads back {}",
@@ -675,7 +702,7 @@ fn not_applied(
             ));
         }
     }
-    if let Some(n) = cfg.target_nice {
+    if let (Some(n), true) = (cfg.target_nice, read_back_only) {
         if app.nice != Some(n) {
             return Some(format!(
                 "--target-nice {n} not applied: the app's process {} reads back {}",
@@ -685,6 +712,56 @@ fn not_applied(
                         .to_string())
             ));
         }
+    }
+    // What the app ran at, not what was set once: Android sets some of
+    // its threads' values again itself while it starts.
+    let settings: Vec<String> = [
+        cfg.target_nice.map(|n| format!("--target-nice {n}")),
+        cfg.target_ioprio.map(|p| format!("--target-ioprio {p}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if settings.is_empty() {
+        return None;
+    }
+    let settings = settings.join(" and ");
+    if !app.held && !app.drifts.is_empty() {
+        return Some(format!(
+            "{settings} not held: Android changed the app's threads after iolab set them: {}{}; --target-hold sets them back as Android changes them",
+            crate::app_process::hold::describe(&app.drifts),
+            if app.drifts_not_stored > 0 {
+                format!(" (and {} more)", app.drifts_not_stored)
+            } else {
+                String::new()
+            }
+        ));
+    }
+    let off: Vec<&crate::app_process::hold::ThreadState> = app
+        .threads_end
+        .iter()
+        .filter(|t| {
+            cfg.target_nice.is_some_and(|n| t.nice != Some(n))
+                || cfg
+                    .target_ioprio
+                    .is_some_and(|p| t.ioprio.as_deref() != Some(p.to_string().as_str()))
+        })
+        .collect();
+    if !off.is_empty() {
+        return Some(format!(
+            "{settings} not held at the end of the start: {}",
+            off.iter()
+                .take(6)
+                .map(|t| format!(
+                    "{} {} at nice {}, ioprio {}",
+                    t.comm,
+                    t.tid,
+                    t.nice.map_or("?".into(), |n| n.to_string()),
+                    t.ioprio.as_deref().unwrap_or("?")
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
     }
     None
 }

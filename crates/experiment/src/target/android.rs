@@ -195,26 +195,203 @@ impl AmResult {
     }
 }
 
-/// The `state=` of `component`'s activity record in `dumpsys activity
-/// activities` (ActivityRecord.dump: a `* Hist #N: ActivityRecord{… u0
-/// PKG/.Act tN}` line, then, among its lines, `state=STOPPED …`), the
-/// first (top) record of it; `None` when it has none.
-pub fn parse_activity_state(text: &str, component: &str) -> Option<String> {
-    let mut in_record = false;
-    for line in text.lines().map(str::trim) {
-        if line.starts_with("* Hist") || line.starts_with("* ActivityRecord{") {
-            in_record = line
-                .split_whitespace()
-                .any(|w| w == component || w.trim_end_matches('}') == component);
-            continue;
+/// What `dumpsys activity activities` says of the activity a hot start
+/// brings back: the top live record of the launched package's task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ActivityState {
+    /// The record's `state=` (`STOPPED`, `RESUMED`, ...) and which
+    /// activity it is.
+    Found { state: String, activity: Waited },
+    /// A live record of the task with no `state=` line.
+    RecordWithoutState(Waited),
+    /// Tasks of the package whose every record is finishing or destroyed
+    /// (the first of them named): the app is going away.
+    OnlyFinishing(String),
+    /// No task of the package.
+    NoRecord,
+}
+
+/// The activity waited on: `PKG/.Act` as dumpsys prints it, and, when it
+/// is not the launched one, why (a trampoline such as `.Splash` that
+/// started the task's top and finished).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Waited {
+    /// `com.x/.Main`.
+    pub component: String,
+    /// `the task's top; the launched .Splash finished`; `None` when it is
+    /// the launched activity itself.
+    pub note: Option<String>,
+}
+
+impl std::fmt::Display for Waited {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.note {
+            Some(note) => write!(f, "{} ({note})", self.component),
+            None => f.write_str(&self.component),
         }
-        if in_record {
+    }
+}
+
+/// One `* Hist #N: ActivityRecord{…}` of the dump and the lines under it.
+#[derive(Debug, Default)]
+struct Record {
+    component: String,
+    package: Option<String>,
+    state: Option<String>,
+    finishing: bool,
+}
+
+impl Record {
+    fn package(&self) -> &str {
+        match &self.package {
+            Some(p) => p,
+            None => self.component.split('/').next().unwrap_or(""),
+        }
+    }
+
+    /// A trampoline that finished itself, or any record on its way out.
+    fn finished(&self) -> bool {
+        self.finishing
+            || matches!(
+                self.state.as_deref(),
+                Some("FINISHING" | "DESTROYING" | "DESTROYED")
+            )
+    }
+}
+
+/// One task (`* Task{…}`, before Android 12 `* TaskRecord{…}`) and its
+/// records, top first; `owner` is the package its `A=` affinity (`UID:`
+/// before it on Android 12+) or `I=` component names.
+#[derive(Debug, Default)]
+struct Task {
+    owner: Option<String>,
+    records: Vec<Record>,
+}
+
+/// The package a task line names: `A=10123:com.x` (Android 12+: the
+/// app's uid, then the affinity), `A=com.x`, or, for a task without an
+/// affinity, `I=com.x/.Main`.
+fn task_owner(line: &str) -> Option<String> {
+    line.split_whitespace().find_map(|w| {
+        let w = w.trim_end_matches('}');
+        if let Some(a) = w.strip_prefix("A=") {
+            let a = match a.split_once(':') {
+                Some((uid, rest)) if uid.bytes().all(|b| b.is_ascii_digit()) => rest,
+                _ => a,
+            };
+            return Some(a.to_string());
+        }
+        w.strip_prefix("I=")
+            .and_then(|c| c.split('/').next())
+            .map(str::to_string)
+    })
+}
+
+/// The tasks of `dumpsys activity activities`, in its order (top to
+/// bottom). Records under no task line (an Android 9 home stack as some
+/// dumps print it) make a task of their own, as does each `Stack #` or
+/// `Display #` header.
+fn parse_tasks(text: &str) -> Vec<Task> {
+    let mut tasks: Vec<Task> = Vec::new();
+    let mut open = false;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with("* Task{") || line.starts_with("* TaskRecord{") {
+            tasks.push(Task {
+                owner: task_owner(line),
+                records: Vec::new(),
+            });
+            open = true;
+        } else if line.starts_with("Stack #") || line.starts_with("Display #") {
+            open = false;
+        } else if line.starts_with("* Hist") || line.starts_with("* ActivityRecord{") {
+            if !open {
+                tasks.push(Task::default());
+                open = true;
+            }
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let record = Record {
+                component: words
+                    .iter()
+                    .find(|w| w.contains('/'))
+                    .map(|w| w.trim_end_matches('}').to_string())
+                    .unwrap_or_default(),
+                // ActivityRecord.toString ends ` f}}` once it is finishing.
+                finishing: words.iter().any(|w| *w == "f}" || *w == "f}}"),
+                ..Record::default()
+            };
+            if let Some(t) = tasks.last_mut() {
+                t.records.push(record);
+            }
+        } else if let Some(r) = tasks.last_mut().and_then(|t| t.records.last_mut()) {
             if let Some(rest) = line.strip_prefix("state=") {
-                return rest.split_whitespace().next().map(str::to_string);
+                r.state = rest.split_whitespace().next().map(str::to_string);
+            }
+            for w in line.split_whitespace() {
+                if w == "finishing=true" {
+                    r.finishing = true;
+                } else if let Some(p) = w.strip_prefix("packageName=") {
+                    r.package = Some(p.to_string());
+                }
             }
         }
     }
-    None
+    tasks
+}
+
+/// The state of the activity a hot start of `component` (`PKG/.Act`, as
+/// dumpsys prints it) brings back, from `dumpsys activity activities`:
+/// the top live record (ActivityRecord.dump: `* Hist  #N:
+/// ActivityRecord{… u0 PKG/.Act tN}`, then among its lines `packageName=`
+/// and `state=STOPPED delayedResume=false finishing=false`) of the
+/// package's task, the first listed whose affinity is the package, else
+/// the first holding a record of it. A finished record (`finishing=true`,
+/// or FINISHING/DESTROYING/DESTROYED), such as a splash activity that
+/// started `.Main` and finished, is passed over: am brings back the task,
+/// so its top is what must have stopped.
+pub fn parse_activity_state(text: &str, component: &str) -> ActivityState {
+    let pkg = component.split('/').next().unwrap_or(component);
+    let tasks = parse_tasks(text);
+    let by_affinity = tasks.iter().filter(|t| t.owner.as_deref() == Some(pkg));
+    let by_record = tasks.iter().filter(|t| {
+        t.owner.as_deref() != Some(pkg) && t.records.iter().any(|r| r.package() == pkg)
+    });
+    let mut first_finished: Option<&Record> = None;
+    for task in by_affinity.chain(by_record) {
+        let Some(top) = task.records.iter().find(|r| !r.finished()) else {
+            first_finished = first_finished.or(task.records.first());
+            continue;
+        };
+        let activity = Waited {
+            component: top.component.clone(),
+            note: launched_note(task, &top.component, component),
+        };
+        return match &top.state {
+            Some(state) => ActivityState::Found {
+                state: state.clone(),
+                activity,
+            },
+            None => ActivityState::RecordWithoutState(activity),
+        };
+    }
+    match first_finished {
+        Some(r) => ActivityState::OnlyFinishing(r.component.clone()),
+        None => ActivityState::NoRecord,
+    }
+}
+
+/// Why the task's top `top` is waited on rather than the launched
+/// `component`; `None` when they are the same.
+fn launched_note(task: &Task, top: &str, component: &str) -> Option<String> {
+    if top == component {
+        return None;
+    }
+    let act = component.split_once('/').map_or(component, |(_, a)| a);
+    let launched = task.records.iter().find(|r| r.component == component);
+    Some(match launched {
+        Some(r) if r.finished() => format!("the task's top; the launched {act} finished"),
+        Some(_) => format!("the task's top, above the launched {act}"),
+        None => format!("the task's top; the launched {act} has no record in it"),
+    })
 }
 
 /// The command that prints the activity records.
@@ -396,6 +573,21 @@ pub fn dalvik_cache_stems(
         }
     }
     out
+}
+
+/// The uid `cmd package list packages -U` gives `package`: its lines are
+/// `package:NAME uid:UID` (with `--user all`, the uids comma-joined: the
+/// first, user 0's, is taken); the filter matches substrings, so only
+/// the exact name counts.
+pub fn parse_package_uid(text: &str, package: &str) -> Option<u32> {
+    text.lines().find_map(|l| {
+        let rest = l.trim().strip_prefix("package:")?;
+        let (name, uid) = rest.split_once(" uid:")?;
+        if name != package {
+            return None;
+        }
+        uid.split(',').next()?.trim().parse().ok()
+    })
 }
 
 /// The APK paths `pm path PKG` printed (`package:PATH` lines; split APKs
@@ -712,22 +904,36 @@ Display #0 (activities from top to bottom):
   ResumedActivity: ActivityRecord{d784835 u0 com.android.settings/.Settings t5}
 ";
 
+    /// `state` of the record of `component` itself (no trampoline).
+    fn found(state: &str, component: &str) -> ActivityState {
+        ActivityState::Found {
+            state: state.into(),
+            activity: Waited {
+                component: component.into(),
+                note: None,
+            },
+        }
+    }
+
     #[test]
-    fn activity_states_are_read_per_component() {
+    fn activity_states_are_read_per_package_task() {
         assert_eq!(
-            parse_activity_state(ACTIVITIES, "com.android.settings/.Settings").as_deref(),
-            Some("RESUMED")
+            parse_activity_state(ACTIVITIES, "com.android.settings/.Settings"),
+            found("RESUMED", "com.android.settings/.Settings")
         );
         assert_eq!(
-            parse_activity_state(ACTIVITIES, "com.android.launcher3/.Launcher").as_deref(),
-            Some("STOPPED")
+            parse_activity_state(ACTIVITIES, "com.android.launcher3/.Launcher"),
+            found("STOPPED", "com.android.launcher3/.Launcher")
         );
-        assert_eq!(parse_activity_state(ACTIVITIES, "com.x/.Main"), None);
+        assert_eq!(
+            parse_activity_state(ACTIVITIES, "com.x/.Main"),
+            ActivityState::NoRecord
+        );
         // Android 12 and later print `state=` without `stopped=`.
         let new = "      * Hist  #0: ActivityRecord{1c2 u0 com.x/.Main t9}\n        state=STOPPED delayedResume=false finishing=false\n";
         assert_eq!(
-            parse_activity_state(new, "com.x/.Main").as_deref(),
-            Some("STOPPED")
+            parse_activity_state(new, "com.x/.Main"),
+            found("STOPPED", "com.x/.Main")
         );
         let t = AmTarget {
             component: "com.x/com.x.Main".into(),
@@ -738,6 +944,150 @@ Display #0 (activities from top to bottom):
         assert_eq!(
             t.argv_warm().join(" "),
             "am start -W --activity-clear-task -n com.x/com.x.Main"
+        );
+    }
+
+    /// Android 14's dump of a trampoline: `.Splash` (the launched
+    /// activity) started `.Main` in its task and finished; `.Main`, the
+    /// task's top, is listed first (Hist #1). Another app's task is above.
+    const TRAMPOLINE: &str = "ACTIVITY MANAGER ACTIVITIES (dumpsys activity activities)
+Display #0 (activities from top to bottom):
+  * Task{8c1d2e3 #1 type=home U=0 visible=true visibleRequested=true mode=fullscreen translucent=false sz=1}
+    * Task{4f5a6b7 #3 type=home I=com.google.android.apps.nexuslauncher/.NexusLauncherActivity U=0 rootTaskId=1 visible=true sz=1}
+      * Hist  #0: ActivityRecord{9d8c7b6 u0 com.google.android.apps.nexuslauncher/.NexusLauncherActivity t3}
+        packageName=com.google.android.apps.nexuslauncher processName=com.google.android.apps.nexuslauncher
+        state=RESUMED delayedResume=false finishing=false
+  * Task{e5f6a7b #12 type=standard A=10123:com.x U=0 visible=false visibleRequested=false mode=fullscreen translucent=false sz=2}
+    mLastPausedActivity: ActivityRecord{a1b2c3 u0 com.x/.Main t12}
+    isSleeping=false
+    * Hist  #1: ActivityRecord{a1b2c3 u0 com.x/.Main t12}
+      packageName=com.x processName=com.x
+      launchedFromUid=10123 launchedFromPackage=com.x launchedFromFeature=null userId=0
+      app=ProcessRecord{f0e1d2 4242:com.x/u0a123}
+      Intent { flg=0x10000000 cmp=com.x/.Main }
+      rootOfTask=false task=Task{e5f6a7b #12 type=standard A=10123:com.x}
+      taskAffinity=10123:com.x
+      mActivityComponent=com.x/.Main
+      state=STOPPED delayedResume=false finishing=false
+      keysPaused=false inHistory=true setVisible=false visibleRequested=false
+    * Hist  #0: ActivityRecord{b2c3d4 u0 com.x/.Splash t12 f}}
+      packageName=com.x processName=com.x
+      Intent { act=android.intent.action.MAIN cat=[android.intent.category.LAUNCHER] flg=0x10000000 cmp=com.x/.Splash }
+      rootOfTask=true task=Task{e5f6a7b #12 type=standard A=10123:com.x}
+      state=DESTROYED delayedResume=false finishing=true
+      keysPaused=false inHistory=true setVisible=false visibleRequested=false
+
+  Resumed activities in task display areas (from top to bottom):
+    Resumed: ActivityRecord{9d8c7b6 u0 com.google.android.apps.nexuslauncher/.NexusLauncherActivity t3}
+";
+
+    #[test]
+    fn a_finished_trampoline_is_passed_over_for_the_tasks_top() {
+        let got = parse_activity_state(TRAMPOLINE, "com.x/.Splash");
+        let ActivityState::Found { state, activity } = &got else {
+            panic!("{got:?}");
+        };
+        assert_eq!(state, "STOPPED");
+        assert_eq!(
+            activity.to_string(),
+            "com.x/.Main (the task's top; the launched .Splash finished)"
+        );
+        // Launched as .Main, it is what is waited on, named alone.
+        assert_eq!(
+            parse_activity_state(TRAMPOLINE, "com.x/.Main"),
+            found("STOPPED", "com.x/.Main")
+        );
+        // A task without an affinity names its package by its intent.
+        assert_eq!(
+            parse_activity_state(
+                TRAMPOLINE,
+                "com.google.android.apps.nexuslauncher/.NexusLauncherActivity"
+            ),
+            found(
+                "RESUMED",
+                "com.google.android.apps.nexuslauncher/.NexusLauncherActivity"
+            )
+        );
+        // Once destroyed, the splash's record is gone from the task.
+        let gone = TRAMPOLINE
+            .split("    * Hist  #0: ActivityRecord{b2c3d4")
+            .next()
+            .unwrap();
+        let ActivityState::Found { activity, .. } = parse_activity_state(gone, "com.x/.Splash")
+        else {
+            panic!("{gone}");
+        };
+        assert_eq!(
+            activity.to_string(),
+            "com.x/.Main (the task's top; the launched .Splash has no record in it)"
+        );
+        // A task whose every record is finishing has nothing to bring back.
+        let closing = TRAMPOLINE.replace(
+            "state=STOPPED delayedResume=false finishing=false",
+            "state=STOPPING delayedResume=false finishing=true",
+        );
+        assert_eq!(
+            parse_activity_state(&closing, "com.x/.Splash"),
+            ActivityState::OnlyFinishing("com.x/.Main".into())
+        );
+    }
+
+    #[test]
+    fn a_record_without_state_is_not_a_missing_record() {
+        let dump = "Display #0 (activities from top to bottom):
+  * Task{e5f6 #12 type=standard A=com.x U=0 visible=false}
+    * Hist  #0: ActivityRecord{a1b2c3 u0 com.x/.Main t12}
+      packageName=com.x processName=com.x
+      keysPaused=false inHistory=true
+";
+        assert_eq!(
+            parse_activity_state(dump, "com.x/.Main"),
+            ActivityState::RecordWithoutState(Waited {
+                component: "com.x/.Main".into(),
+                note: None
+            })
+        );
+        assert_eq!(
+            parse_activity_state(
+                "Display #0 (activities from top to bottom):\n",
+                "com.x/.Main"
+            ),
+            ActivityState::NoRecord
+        );
+    }
+
+    #[test]
+    fn a_package_is_not_matched_by_a_prefix_of_its_name() {
+        // com.x.y on top, resumed; com.x below it, stopped.
+        let dump = "Display #0 (activities from top to bottom):
+  * Task{1a #14 type=standard A=10200:com.x.y U=0 visible=true}
+    * Hist  #0: ActivityRecord{2b u0 com.x.y/.Main t14}
+      packageName=com.x.y processName=com.x.y
+      state=RESUMED delayedResume=false finishing=false
+  * Task{3c #12 type=standard A=10123:com.x U=0 visible=false}
+    * Hist  #0: ActivityRecord{4d u0 com.x/.Main t12}
+      packageName=com.x processName=com.x
+      state=STOPPED delayedResume=false finishing=false
+";
+        assert_eq!(
+            parse_activity_state(dump, "com.x/.Main"),
+            found("STOPPED", "com.x/.Main")
+        );
+        assert_eq!(
+            parse_activity_state(dump, "com.x.y/.Main"),
+            found("RESUMED", "com.x.y/.Main")
+        );
+        assert_eq!(
+            task_owner("* Task{3c #12 type=standard A=10123:com.x U=0}").as_deref(),
+            Some("com.x")
+        );
+        assert_eq!(
+            task_owner("* TaskRecord{3c #12 A=com.x U=0 StackId=3 sz=1}").as_deref(),
+            Some("com.x")
+        );
+        assert_eq!(
+            task_owner("* Task{3c #12 type=standard I=com.x/.Main}").as_deref(),
+            Some("com.x")
         );
     }
 

@@ -63,6 +63,10 @@ pub enum Target {
         /// read once by [`Target::prepare`]; not stored).
         #[serde(skip)]
         roots: Vec<PathBuf>,
+        /// The package's uid (read once by [`Target::prepare`]): a process
+        /// is the app only with it.
+        #[serde(skip)]
+        uid: Option<u32>,
     },
 }
 
@@ -75,6 +79,7 @@ impl Target {
         Target::Activity {
             am,
             roots: Vec::new(),
+            uid: None,
         }
     }
 
@@ -168,15 +173,19 @@ impl Target {
     }
 
     /// Before a hot start, after the home key: waits until the system
-    /// says the activity is stopped (its record's `state=STOPPED` in
-    /// `dumpsys activity activities`), polled every 50 ms for at most
+    /// says the activity am brings back is stopped (`state=STOPPED` in
+    /// `dumpsys activity activities`: the top live record of the app's
+    /// task, which for a splash or trampoline activity that finished is
+    /// the activity it started), polled every 50 ms for at most
     /// `timeout`, so am brings back a stopped activity (a HOT launch)
-    /// rather than one still resumed (TotalTime 0, nothing started). The
-    /// state it was left in when it did not stop, and for how long.
+    /// rather than one still resumed (TotalTime 0, nothing started). Why
+    /// it could not be waited for when it did not stop: the state it was
+    /// left in and for how long, a record without a state, or no task.
     pub fn wait_stopped(
         &self,
         timeout: std::time::Duration,
     ) -> Result<Option<String>, ExperimentError> {
+        use android::ActivityState;
         let Target::Activity { am, .. } = self else {
             return Ok(None);
         };
@@ -185,17 +194,24 @@ impl Target {
         loop {
             let text = run(&android::activities_argv(), "--start-mode hot")?;
             let state = android::parse_activity_state(&text, &component);
-            if state.as_deref() == Some("STOPPED") {
+            if matches!(&state, ActivityState::Found { state, .. } if state == "STOPPED") {
                 return Ok(None);
             }
             if start.elapsed() >= timeout {
+                let pkg = am.package();
                 return Ok(Some(match state {
-                    Some(st) => format!(
-                        "the activity {component} was still {st} {:.1} s after the home key (dumpsys activity activities), so it could not be brought back hot",
+                    ActivityState::Found { state, activity } => format!(
+                        "the activity {activity} was still {state} {:.1} s after the home key (dumpsys activity activities), so it could not be brought back hot",
                         start.elapsed().as_secs_f64()
                     ),
-                    None => format!(
-                        "`dumpsys activity activities` shows no activity record of {component}: there is no activity to bring back hot"
+                    ActivityState::RecordWithoutState(activity) => format!(
+                        "the activity record of {activity} shows no state= line (dumpsys activity activities): cannot tell whether it stopped"
+                    ),
+                    ActivityState::OnlyFinishing(activity) => format!(
+                        "`dumpsys activity activities` shows only finishing activities of {pkg} (its task's top: {activity}): there is no activity to bring back hot"
+                    ),
+                    ActivityState::NoRecord => format!(
+                        "`dumpsys activity activities` shows no task of {pkg}: there is no activity to bring back hot"
                     ),
                 }));
             }
@@ -291,9 +307,12 @@ impl Target {
     /// for a system app) among them. Returns the dexopt state read, to be
     /// stored with the experiment.
     pub fn prepare(&mut self) -> Result<Option<Value>, ExperimentError> {
-        let Target::Activity { am, roots, .. } = self else {
+        let Target::Activity { am, roots, uid } = self else {
             return Ok(None);
         };
+        // Who the app is: its package's uid (the names collide).
+        let (found_uid, uid_from) = package_uid(am.package())?;
+        *uid = Some(found_uid);
         if let Some(argv) = am.compile_argv() {
             let said = run(&argv, "--compile")?;
             if !said.contains("Success") {
@@ -381,11 +400,43 @@ impl Target {
         }
         Ok(Some(json!({
             "package": am.package(),
+            "package_uid": found_uid,
+            "package_uid_from": uid_from,
             "compile": am.compile,
             "dexopt": dexopt,
             "compiled_code": compiled,
             "compiled_code_located_by": located_by,
         })))
+    }
+
+    /// The activity's dexopt state now (`dumpsys package`): what its
+    /// starts read; None for other targets.
+    pub fn dexopt_now(&self) -> Result<Option<Vec<android::Dexopt>>, ExperimentError> {
+        let Target::Activity { am, .. } = self else {
+            return Ok(None);
+        };
+        let text = run(&android::dumpsys_argv(am.package()), "--am-start")?;
+        Ok(Some(android::parse_dexopt(&text, am.package())))
+    }
+
+    /// `--compile MODE` again (a background dexopt changed what it made),
+    /// checked as the first time; the state after it.
+    pub fn recompile(&self) -> Result<Option<Vec<android::Dexopt>>, ExperimentError> {
+        let Target::Activity { am, .. } = self else {
+            return Ok(None);
+        };
+        let (Some(argv), Some(mode)) = (am.compile_argv(), am.compile.as_deref()) else {
+            return Ok(None);
+        };
+        run(&argv, "--compile")?;
+        let now = self.dexopt_now()?.unwrap_or_default();
+        if let Some(why) = android::compile_mismatch(&now, mode) {
+            return Err(UsageError::new(format!(
+                "--compile {mode}: compiling again after a background dexopt did not take ({why})"
+            ))
+            .into());
+        }
+        Ok(Some(now))
     }
 
     /// Before each start's cold step: an activity's app, which outlives
@@ -529,6 +580,39 @@ impl Target {
     }
 }
 
+/// The package's uid: `cmd package list packages -U PKG`
+/// (PackageManagerShellCommand: `package:NAME uid:UID`, the filter a
+/// substring, so the exact name is picked), else the owner of its data
+/// directory (`/data/data/PKG`, the app's uid). Refused when neither
+/// tells: without it another package's process could pass for the app.
+fn package_uid(package: &str) -> Result<(u32, String), ExperimentError> {
+    let argv: Vec<String> = ["cmd", "package", "list", "packages", "-U", package]
+        .map(String::from)
+        .to_vec();
+    let listed = run(&argv, "--am-start");
+    if let Ok(text) = &listed {
+        if let Some(uid) = android::parse_package_uid(text, package) {
+            return Ok((uid, argv.join(" ")));
+        }
+    }
+    let data = Path::new("/data/data").join(package);
+    if let Ok(m) = std::fs::metadata(&data) {
+        use std::os::unix::fs::MetadataExt;
+        return Ok((m.uid(), format!("the owner of {}", data.display())));
+    }
+    Err(UsageError::new(format!(
+        "cannot tell {package}'s uid: `{}` {} and {} does not exist; is the package installed?",
+        argv.join(" "),
+        match &listed {
+            Ok(t) if t.trim().is_empty() => "printed nothing".to_string(),
+            Ok(t) => format!("did not list it ({})", t.trim()),
+            Err(e) => format!("failed ({e})"),
+        },
+        data.display()
+    ))
+    .into())
+}
+
 /// Longest launch script whose text is stored: a script, not a program.
 const MAX_SCRIPT_BYTES: u64 = 1 << 20;
 
@@ -571,7 +655,7 @@ fn is_iolab(argv: &[String]) -> bool {
 }
 
 /// Runs a device command once and returns its stdout.
-fn run(argv: &[String], flag: &str) -> Result<String, ExperimentError> {
+pub(crate) fn run(argv: &[String], flag: &str) -> Result<String, ExperimentError> {
     let out = std::process::Command::new(&argv[0])
         .args(&argv[1..])
         .output()

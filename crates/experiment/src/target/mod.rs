@@ -10,6 +10,7 @@
 pub mod android;
 pub mod app;
 pub(crate) mod content;
+pub mod device;
 mod kinds;
 pub mod replay;
 

@@ -70,6 +70,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         ready: ReadyWhen::Exit,
         target_ioprio: None,
         target_nice: None,
+        target_hold: false,
         load_ioprio: None,
         with_fio: false,
         // 128 MiB files (not the thesis's 512 MiB) so laying them out on

@@ -186,6 +186,12 @@ pub struct StartupArgs {
     /// Nice value of the target.
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub target_nice: Option<i32>,
+    /// With --am-start: set --target-nice/--target-ioprio back whenever
+    /// Android changes them during a start (zygote's reset, ART's thread
+    /// priorities, the top-app boost), counting each time. Without it, a
+    /// start whose app did not run at what was asked is invalid.
+    #[arg(long)]
+    pub target_hold: bool,
     /// I/O priority of the background load (the thesis's -noprio leaves both default).
     #[arg(long, value_name = "PRIO", value_parser = super::values::ioprio)]
     pub load_ioprio: Option<IoPrio>,
@@ -462,6 +468,7 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
         ready,
         target_ioprio: a.target_ioprio,
         target_nice: a.target_nice,
+        target_hold: a.target_hold,
         load_ioprio: a.load_ioprio,
         load_options: name_values("--load-option", &a.load_options, "size=128M")?,
         with_fio: a.with_fio,

@@ -64,6 +64,7 @@ pub fn render(report: &ExperimentReport) -> String {
         super::main_thread::render(view.main_thread.as_ref()),
         super::observed::render(view.observed.as_ref()),
         render_cold(report),
+        render_device(report),
         render_not_samples(report),
     ]
     .into_iter()
@@ -135,6 +136,44 @@ pub fn render_cold(report: &ExperimentReport) -> Option<String> {
         shares.len(),
         not_cold
     ))
+}
+
+/// What the phone did around an activity's starts: a background dexopt
+/// that changed the compiled code between cells (flagged: comparisons
+/// across it mix compilation states) and screens woken before starts.
+pub fn render_device(report: &ExperimentReport) -> Option<String> {
+    let mut out = String::new();
+    let mut states: Vec<(&str, &iolab_store::RunRecord)> = Vec::new();
+    for r in &report.runs {
+        if let Some(d) = r.config["dexopt"].as_str() {
+            if states.last().is_none_or(|(s, _)| *s != d) {
+                states.push((d, r));
+            }
+        }
+    }
+    if states.len() > 1 {
+        out.push_str("! dexopt changed during this experiment: comparisons across a change mix compilation states\n");
+        for (i, (d, r)) in states.iter().enumerate() {
+            out.push_str(&format!(
+                "  {} {} / {} rep {} on: {d}\n",
+                if i == 0 { "from" } else { "then from" },
+                r.scheduler,
+                r.workload,
+                r.rep
+            ));
+        }
+    }
+    let woken = report
+        .runs
+        .iter()
+        .filter(|r| r.extra["screen"].is_object())
+        .count();
+    if woken > 0 {
+        out.push_str(&format!(
+            "screen: the device was asleep before {woken} start(s): woken and its keyguard dismissed before each, outside its window\n"
+        ));
+    }
+    (!out.is_empty()).then_some(out)
 }
 
 /// Every failed or invalid start, grouped by cell, with its reason and the

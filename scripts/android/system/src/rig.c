@@ -22,6 +22,30 @@
  *        name's last 15), ActivityThread.main's setArgV0("<pre-initialized>"),
  *        bindApplication's setArgV0(name) (AndroidRuntime::setArgv0: the
  *        comm is the last 15 characters, argv[0] the name), never an exec.
+ *        What Android does to the app after that, which iolab must see
+ *        (each cited where it is done below): the uid is the package's
+ *        (setresuid before SetThreadName); the nice is reset three times
+ *        (SpecializeCommon's setpriority, Zygote.java's
+ *        Thread.setPriority(NORM_PRIORITY), each new Java thread's own
+ *        SetNativePriority); HWUI's RenderThread sets PRIORITY_DISPLAY;
+ *        system_server boosts the top app's main and render threads to
+ *        THREAD_PRIORITY_TOP_APP_BOOST and resets them when it leaves the
+ *        top. An app with debug.rig.webview=1 has a renderer forked by
+ *        webview_zygote (an isolated uid), and one with
+ *        debug.rig.service=1 a `PKG:service` process; debug.rig.decoy=PKG2
+ *        has zygote fork PKG2 (another uid, whose names share the app's
+ *        last 15 characters) just before each launch of the app.
+ *   rig webview_zygote
+ *        the WebView zygote (a child zygote of zygote64 on a phone): forks
+ *        a renderer per request on /data/system/webview_zygote.fifo
+ *        ("PKG T0"), as an isolated uid (99000 + n).
+ *   rig system_server
+ *        the parts of system_server that act on the app from outside:
+ *        OomAdjuster's top-app boost (requests on /data/system/ams.fifo:
+ *        "top PID", "bg PID", "render PID TID"), PowerManager's screen
+ *        timeout (settings system screen_off_timeout, kept on while
+ *        plugged in by settings global stay_on_while_plugged_in) and the
+ *        keyguard it brings, and the background dexopt job on SIGUSR1.
  *   su [-c CMD] [UID]   (argv[0] su)
  *        Magisk's su client (native/src/core/su/su.cpp): the request and
  *        its stdin, stdout and stderr file descriptors go to magiskd, which
@@ -41,14 +65,18 @@
  * process). Its activity state is /data/system/PKG.state.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/audit.h>
+#include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <sys/resource.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -337,9 +365,59 @@ static void set_argv0(const char *name) {
     snprintf(arg_start, arg_len, "%s", name);
 }
 
+/* ---- packages and priorities ------------------------------------------ */
+
+/* The package's uid, from /data/system/packages.list as PackageManager
+ * writes it (Settings.writePackageListLPr: "NAME UID DEBUGGABLE DATADIR
+ * SEINFO GIDS"); -1 when it is not installed. */
+static int package_uid(const char *name) {
+    FILE *f = fopen(SYS "/packages.list", "r");
+    char line[512], n[256];
+    int uid = -1, u;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "%255s %d", n, &u) == 2 && !strcmp(n, name))
+            uid = u;
+    if (f)
+        fclose(f);
+    return uid;
+}
+
+/* system/core libsystem/include/system/thread_defs.h and
+ * android.os.Process: the values Android gives an app's threads. */
+#define PROCESS_PRIORITY_DEFAULT 0
+#define PROCESS_PRIORITY_MAX (-20)
+#define ANDROID_PRIORITY_DISPLAY (-4)
+#define THREAD_PRIORITY_TOP_APP_BOOST (-10)
+#define NORM_PRIORITY 5
+
+static pid_t gettid_(void) { return (pid_t)syscall(SYS_gettid); }
+
+/* ART's SetNativePriority (runtime/thread_android.cc, palette's
+ * PaletteSchedSetPriority): the Java priority 1..10 as a nice value,
+ * ART's kNiceValues, set on the calling thread. */
+static const int art_nice_values[10] = {19, 16, 13, 10, 0, -2, -4, -5, -6, -8};
+static void art_set_native_priority(int java_priority) {
+    setpriority(PRIO_PROCESS, (id_t)gettid_(), art_nice_values[java_priority - 1]);
+}
+
+/* A request to the rig's system_server (binder calls on a phone). */
+static void ams(const char *fmt, ...) {
+    char line[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    int fd = open(SYS "/ams.fifo", O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0) {
+        if (write(fd, line, strlen(line)) < 0) {
+        }
+        close(fd);
+    }
+}
+
 /* ---- the app ---------------------------------------------------------- */
 
-static char pkg[128], proc_name[128];
+static char pkg[128], proc_name[192];
 
 static void state(const char *st) {
     char path[256], tmp[272];
@@ -384,21 +462,62 @@ static void read_file(const char *path) {
     close(fd);
 }
 
-static void *daemon_thread(void *name) {
+/* The first line of a small file, "" when missing. */
+static void read_line(const char *path, char *out, size_t len) {
+    out[0] = 0;
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (!fgets(out, (int)len, f))
+            out[0] = 0;
+        fclose(f);
+    }
+    out[strcspn(out, "\n")] = 0;
+}
+
+/* The screen is on and unlocked: PowerManager's wakefulness and the
+ * keyguard, as the rig's system_server keeps them. */
+static int screen_usable(void) {
+    char w[32], k[8];
+    read_line(SYS "/screen", w, sizeof w);
+    read_line(SYS "/keyguard", k, sizeof k);
+    return (!w[0] || !strcmp(w, "Awake")) && strcmp(k, "1");
+}
+
+/* A Java thread: ART's Thread::CreateCallback sets the thread's own
+ * native priority from its java.lang.Thread priority (inherited from its
+ * maker: NORM_PRIORITY here) before it runs. */
+static void *java_thread(void *name) {
     set_comm(name);
+    art_set_native_priority(NORM_PRIORITY);
     for (;;)
         pause();
     return NULL;
 }
 
-static void start_thread(const char *name) {
+static void start_java_thread(const char *name) {
     pthread_t t;
-    pthread_create(&t, NULL, daemon_thread, (void *)name);
+    pthread_create(&t, NULL, java_thread, (void *)name);
     pthread_detach(t);
+}
+
+/* HWUI's RenderThread (libs/hwui/renderthread/RenderThread.cpp
+ * threadLoop: setpriority(PRIO_PROCESS, 0, PRIORITY_DISPLAY)); the app
+ * then tells ActivityManager its tid (ActivityThread → setRenderThread),
+ * which boosts it while the app is on top. */
+static void *render_thread(void *unused) {
+    (void)unused;
+    set_comm("RenderThread");
+    setpriority(PRIO_PROCESS, (id_t)gettid_(), ANDROID_PRIORITY_DISPLAY);
+    ams("render %d %d\n", getpid(), gettid_());
+    for (;;)
+        pause();
+    return NULL;
 }
 
 #define APP "/system_ext/priv-app/RigApp"
 #define ODEX "/data/dalvik-cache/arm64/system_ext@priv-app@RigApp@RigApp.apk@classes.odex"
+#define WEBVIEW_APK "/system_ext/app/WebViewRig/WebViewRig.apk"
+#define RENDERER "com.android.webview:sandboxed_process0:org.chromium.content.app.SandboxedProcessService0:0"
 
 static void read_data(void) {
     char dir[256];
@@ -406,10 +525,16 @@ static void read_data(void) {
     read_file(dir);
 }
 
-/* The activity's first frame after it was made (cold or warm). */
+/* The activity's first frame after it was made (cold or warm). Behind
+ * the keyguard or with the screen off, an activity is made but neither
+ * resumed nor drawn. */
 static void create_activity(const char *kind, double t0) {
     sleep_ms(20); /* onCreate, inflation */
     read_file(APP "/RigApp.apk");
+    if (!screen_usable()) {
+        state("STOPPED");
+        return;
+    }
     state("RESUMED");
     drawn(kind);
     logcat("Displayed", t0);
@@ -417,26 +542,47 @@ static void create_activity(const char *kind, double t0) {
     logcat("Fully drawn", t0);
 }
 
+static int prop_on(const char *name) {
+    char v[32] = "";
+    return prop(name, v, sizeof v) && (!strcmp(v, "1") || !strcmp(v, "true"));
+}
+
 static void app_main(double t0) {
-    /* postForkChild: ART's daemons, after the rename. */
-    start_thread("HeapTaskDaemon");
-    start_thread("ReferenceQueueD");
-    start_thread("FinalizerDaemon");
-    start_thread("FinalizerWatchd");
     sleep_ms(10);
     set_argv0("<pre-initialized>"); /* ActivityThread.main */
     sleep_ms(10);
     set_argv0(proc_name); /* handleBindApplication */
+    /* attachApplication: ActivityManager starts the activity in it, and
+     * OomAdjuster makes it the top app. */
+    ams("top %d\n", getpid());
     char ctl[256];
     snprintf(ctl, sizeof ctl, SYS "/%s.ctl", pkg);
     mkfifo(ctl, 0600);
     int c = open(ctl, O_RDWR | O_CLOEXEC);
+    /* Its other processes, asked for as the app starts (bindService;
+     * WebView's renderer, from webview_zygote). */
+    if (prop_on("debug.rig.service")) {
+        int z = open(SYS "/zygote.fifo", O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        if (z >= 0) {
+            dprintf(z, "%s:service %.6f\n", pkg, t0);
+            close(z);
+        }
+    }
+    if (prop_on("debug.rig.webview")) {
+        int z = open(SYS "/webview_zygote.fifo", O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        if (z >= 0) {
+            dprintf(z, "%s %.6f\n", pkg, t0);
+            close(z);
+        }
+    }
     /* bindApplication's reads: the code a cold start maps and reads. */
     const char *odex = access(ODEX, R_OK) == 0 ? ODEX : APP "/oat/arm64/RigApp.odex";
     read_file(odex);
     read_file(APP "/oat/arm64/RigApp.vdex");
     read_file(APP "/lib/arm64/librigapp.so");
-    start_thread("RenderThread");
+    pthread_t rt;
+    pthread_create(&rt, NULL, render_thread, NULL);
+    pthread_detach(rt);
     create_activity("COLD", t0);
     /* Commands, one per line. After "home" the activity is paused at once
      * and stopped 300 ms later (the launcher drawn and idle), unless a
@@ -474,8 +620,10 @@ static void app_main(double t0) {
             } else if (!strcmp(cmd, "front")) {
                 stop_at = 0;
                 sleep_ms(5); /* a frame from memory: nothing read, nothing logged */
-                state("RESUMED");
-                drawn("HOT");
+                if (screen_usable()) {
+                    state("RESUMED");
+                    drawn("HOT");
+                }
             } else if (!strcmp(cmd, "recreate")) {
                 stop_at = 0;
                 state("DESTROYED");
@@ -488,16 +636,102 @@ static void app_main(double t0) {
     _exit(0);
 }
 
-/* zygote's child, from fork (or a USAP's wake-up) to the app. */
-static void specialize(const char *launch) {
+/* A `PKG:service` process: the service's own reads, then it stays. */
+static void service_main(void) {
+    start_java_thread("Binder:service");
+    char path[256];
+    snprintf(path, sizeof path, "/data/data/%s/cache.db", pkg);
+    read_file(path);
+    for (;;)
+        pause();
+}
+
+/* WebView's renderer: the WebView APK's code, then it stays. */
+static void renderer_main(void) {
+    start_java_thread("Chrome_ChildIOT");
+    read_file(WEBVIEW_APK);
+    for (;;)
+        pause();
+}
+
+/* Another package's process whose names share the app's last 15
+ * characters (a broadcast receiver's start): named, then gone. */
+static void decoy_main(void) {
+    set_argv0("<pre-initialized>");
+    sleep_ms(5);
+    set_argv0(proc_name);
+    sleep_ms(3000);
+    _exit(0);
+}
+
+/* init.rc: "setrlimit nice 40 40": every process may take any nice on
+ * its own threads (zygote's reset, ART's priorities lower a nice iolab
+ * raised). Raising a hard limit needs CAP_SYS_RESOURCE, which a
+ * container may not grant: then the app keeps CAP_SYS_NICE through its
+ * setresuid instead, which allows the same on its own threads (and more,
+ * which the rig's apps do not use). */
+static int nice_rlimit_set;
+
+static void android_rlimits(void) {
+    struct rlimit r = {40, 40};
+    nice_rlimit_set = setrlimit(RLIMIT_NICE, &r) == 0;
+}
+
+static void keep_cap_sys_nice(void) {
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[2];
+    memset(d, 0, sizeof d);
+    d[0].effective = d[0].permitted = 1u << CAP_SYS_NICE;
+    if (syscall(SYS_capset, &h, d))
+        die("capset");
+}
+
+enum role { ROLE_APP, ROLE_SERVICE, ROLE_RENDERER, ROLE_DECOY };
+
+/* zygote's child, from fork (or a USAP's wake-up) to the app: the
+ * launch line is "NAME T0" (NAME: PKG, or PKG:service); `isolated` is
+ * the isolated uid webview_zygote gives a renderer (0: none). */
+static void specialize(const char *launch, int isolated, int decoy) {
     double t0 = now_s();
-    char want[128] = "";
-    sscanf(launch, "%127s %lf", want, &t0);
-    snprintf(pkg, sizeof pkg, "%s", want);
-    if (!prop("debug.rig.process_name", proc_name, sizeof proc_name) || !proc_name[0])
-        snprintf(proc_name, sizeof proc_name, "%s", pkg);
-    sleep_ms(15); /* SpecializeCommon: uid, gids, SELinux, mounts */
+    char want[160] = "";
+    sscanf(launch, "%159s %lf", want, &t0);
+    snprintf(pkg, sizeof pkg, "%.*s", (int)strcspn(want, ":"), want);
+    enum role role = decoy ? ROLE_DECOY : isolated ? ROLE_RENDERER : strchr(want, ':') ? ROLE_SERVICE : ROLE_APP;
+    if (role == ROLE_RENDERER)
+        snprintf(proc_name, sizeof proc_name, "%s", RENDERER);
+    else if (role == ROLE_SERVICE || role == ROLE_DECOY ||
+             !prop("debug.rig.process_name", proc_name, sizeof proc_name) || !proc_name[0])
+        snprintf(proc_name, sizeof proc_name, "%s", want);
+    int uid = isolated ? isolated : package_uid(pkg);
+    sleep_ms(15); /* SpecializeCommon: gids, rlimits, mounts, SELinux */
+    /* SpecializeCommon: setresgid/setresuid come before SetThreadName:
+     * when its name appears, the process is the package's uid. */
+    if (uid >= 0 && !nice_rlimit_set)
+        prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0);
+    if (uid >= 0 && (setresgid(uid, uid, uid) || setresuid(uid, uid, uid)))
+        die("setresuid");
+    if (uid >= 0 && !nice_rlimit_set)
+        keep_cap_sys_nice();
     zygote_set_thread_name(proc_name);
+    sleep_ms(2); /* the rest of SpecializeCommon, postForkChild hooks */
+    /* SpecializeCommon: "Reset the process priority to the default value." */
+    setpriority(PRIO_PROCESS, 0, PROCESS_PRIORITY_DEFAULT);
+    /* Zygote.forkAndSpecialize, in the child: "Set the Java Language
+     * thread priority to the default value for new apps." */
+    art_set_native_priority(NORM_PRIORITY);
+    if (role == ROLE_DECOY)
+        decoy_main();
+    /* ZygoteHooks.postForkCommon: ART's daemons, Java threads. */
+    start_java_thread("HeapTaskDaemon");
+    start_java_thread("ReferenceQueueD");
+    start_java_thread("FinalizerDaemon");
+    start_java_thread("FinalizerWatchd");
+    /* ZygoteConnection.handleChildProc: Zygote.setAppProcessName. */
+    set_argv0(proc_name);
+    if (role == ROLE_SERVICE)
+        service_main();
+    if (role == ROLE_RENDERER)
+        renderer_main();
     app_main(t0);
 }
 
@@ -525,14 +759,17 @@ static void fill_pool(int zfd) {
             close(p[1]);
             for (int i = 0; i < pooled; i++)
                 close(pool[i].fd);
+            /* Zygote.childMain: setArgV0("usap64"), then boostUsapPriority
+             * (PROCESS_PRIORITY_MAX until the specialisation resets it). */
             set_argv0("usap64");
+            setpriority(PRIO_PROCESS, 0, PROCESS_PRIORITY_MAX);
             char launch[256];
             ssize_t n = read(p[0], launch, sizeof launch - 1);
             if (n <= 0)
                 _exit(0);
             launch[n] = 0;
             close(p[0]);
-            specialize(launch);
+            specialize(launch, 0, 0);
         }
         close(p[0]);
         pool[pooled].pid = pid;
@@ -541,33 +778,72 @@ static void fill_pool(int zfd) {
     }
 }
 
+/* The app's main process in PKG.pid; its other processes (a service, a
+ * renderer) added to PKG.procs: `am force-stop` ends them all. */
 static void record_pid(const char *launch, pid_t pid) {
-    char name[128] = "", path[256];
-    sscanf(launch, "%127s", name);
-    snprintf(path, sizeof path, SYS "/%s.pid", name);
-    FILE *f = fopen(path, "w");
+    char name[160] = "", path[256];
+    sscanf(launch, "%159s", name);
+    int other = strchr(name, ':') != NULL;
+    name[strcspn(name, ":")] = 0;
+    snprintf(path, sizeof path, SYS "/%s.%s", name, other ? "procs" : "pid");
+    FILE *f = fopen(path, other ? "a" : "w");
     if (f) {
         fprintf(f, "%d\n", pid);
         fclose(f);
     }
 }
 
+/* ForkCommon's child (nativeForkAndSpecialize passes is_priority_fork):
+ * setpriority(PRIO_PROCESS, 0, PROCESS_PRIORITY_MAX) until
+ * SpecializeCommon resets it. */
+static pid_t fork_child(const char *line, FILE *in, int isolated, int decoy) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpriority(PRIO_PROCESS, 0, PROCESS_PRIORITY_MAX);
+        fclose(in);
+        for (int i = 0; i < pooled; i++)
+            close(pool[i].fd);
+        specialize(line, isolated, decoy);
+    }
+    return pid;
+}
+
+static FILE *open_fifo(const char *path) {
+    mkdir(SYS, 01777);
+    chmod(SYS, 01777);
+    /* Asked by the apps (as their own uids) as well as by am: on a phone
+     * system_server asks zygote over its socket on the app's behalf. */
+    mkfifo(path, 0666);
+    chmod(path, 0666);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        die(path);
+    return fdopen(fd, "r");
+}
+
 static int zygote(void) {
     signal(SIGCHLD, SIG_IGN); /* children reaped by the kernel */
-    mkdir(SYS, 0771);
-    mkfifo(SYS "/zygote.fifo", 0600);
-    int zfd = open(SYS "/zygote.fifo", O_RDWR | O_CLOEXEC);
-    if (zfd < 0)
-        die(SYS "/zygote.fifo");
+    android_rlimits();
+    FILE *in = open_fifo(SYS "/zygote.fifo");
+    int zfd = fileno(in);
     set_comm("main");
     set_argv0("zygote64");
     set_comm("main");
-    FILE *in = fdopen(zfd, "r");
     char line[256];
     fill_pool(zfd);
     while (fgets(line, sizeof line, in)) {
         line[strcspn(line, "\n")] = 0;
         if (line[0] && strcmp(line, "refresh")) {
+            /* Another package, whose names share the app's, starting
+             * just before it. */
+            char decoy[128] = "", first[160] = "";
+            sscanf(line, "%159s", first);
+            if (!strchr(first, ':') && prop("debug.rig.decoy", decoy, sizeof decoy) && decoy[0]) {
+                char d[256];
+                snprintf(d, sizeof d, "%s %.6f", decoy, now_s());
+                fork_child(d, in, 0, 1);
+                sleep_ms(5);
+            }
             if (usap_enabled() && pooled > 0) {
                 struct usap u = pool[--pooled];
                 record_pid(line, u.pid);
@@ -575,17 +851,191 @@ static int zygote(void) {
                 }
                 close(u.fd);
             } else {
-                pid_t pid = fork();
-                if (pid == 0) {
-                    fclose(in);
-                    for (int i = 0; i < pooled; i++)
-                        close(pool[i].fd);
-                    specialize(line);
-                }
-                record_pid(line, pid);
+                record_pid(line, fork_child(line, in, 0, 0));
             }
         }
         fill_pool(zfd);
+    }
+    return 0;
+}
+
+/* webview_zygote: a renderer per request, each an isolated uid. On a
+ * phone it is a child zygote of zygote64 running as uid 1053
+ * (AID_WEBVIEW_ZYGOTE) with CAP_SETUID kept; the rig's runs as root. */
+static int webview_zygote(void) {
+    signal(SIGCHLD, SIG_IGN);
+    android_rlimits();
+    FILE *in = open_fifo(SYS "/webview_zygote.fifo");
+    set_argv0("webview_zygote");
+    char line[256];
+    int n = 0;
+    while (fgets(line, sizeof line, in)) {
+        line[strcspn(line, "\n")] = 0;
+        if (!line[0])
+            continue;
+        char owner[128] = "", path[256];
+        sscanf(line, "%127s", owner);
+        pid_t pid = fork_child(line, in, 99000 + (n++ % 1000), 0);
+        snprintf(path, sizeof path, SYS "/%s.procs", owner);
+        FILE *f = fopen(path, "a");
+        if (f) {
+            fprintf(f, "%d\n", pid);
+            fclose(f);
+        }
+    }
+    return 0;
+}
+
+/* ---- system_server: the top app's boost, the screen ------------------- */
+
+static pid_t top_pid;
+static pid_t render_of[64][2];
+
+static pid_t render_tid(pid_t pid) {
+    for (int i = 0; i < 64; i++)
+        if (render_of[i][0] == pid)
+            return render_of[i][1];
+    return 0;
+}
+
+/* OomAdjuster.applyOomAdjLSP: entering SCHED_GROUP_TOP_APP boosts the
+ * main and render threads to THREAD_PRIORITY_TOP_APP_BOOST; leaving it
+ * puts the main thread back to 0 and the render thread to
+ * THREAD_PRIORITY_DISPLAY. */
+static void set_top(pid_t pid) {
+    if (top_pid && top_pid != pid) {
+        setpriority(PRIO_PROCESS, (id_t)top_pid, 0);
+        if (render_tid(top_pid))
+            setpriority(PRIO_PROCESS, (id_t)render_tid(top_pid), ANDROID_PRIORITY_DISPLAY);
+    }
+    top_pid = pid;
+    if (pid) {
+        setpriority(PRIO_PROCESS, (id_t)pid, THREAD_PRIORITY_TOP_APP_BOOST);
+        if (render_tid(pid))
+            setpriority(PRIO_PROCESS, (id_t)render_tid(pid), THREAD_PRIORITY_TOP_APP_BOOST);
+    }
+}
+
+/* The last value of KEY in the rig's settings table NS (global, system). */
+static long setting(const char *ns, const char *key, long dflt) {
+    char path[128], line[256];
+    snprintf(path, sizeof path, SYS "/settings_%s", ns);
+    FILE *f = fopen(path, "r");
+    size_t kl = strlen(key);
+    long v = dflt;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, key, kl) && line[kl] == '=')
+            v = atol(line + kl + 1);
+    if (f)
+        fclose(f);
+    return v;
+}
+
+static void write_line(const char *path, const char *v) {
+    char tmp[256];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (f) {
+        fprintf(f, "%s\n", v);
+        fclose(f);
+        chmod(tmp, 0644);
+        rename(tmp, path);
+    }
+}
+
+/* PowerManagerService: the screen goes off screen_off_timeout ms after
+ * the last user activity (an input event), unless it is kept on while
+ * plugged in (stay_on_while_plugged_in: BatteryManager's plug types, AC
+ * 1, USB 2, wireless 4, against the rig's debug.rig.plugged); the
+ * keyguard comes with it, and the top app stops being the top. */
+static void screen_tick(void) {
+    char w[32], last[64], plugged[16] = "usb";
+    read_line(SYS "/screen", w, sizeof w);
+    if (w[0] && strcmp(w, "Awake"))
+        return;
+    prop("debug.rig.plugged", plugged, sizeof plugged);
+    long plug = !strcmp(plugged, "ac") ? 1 : !strcmp(plugged, "usb") ? 2 : !strcmp(plugged, "wireless") ? 4 : 0;
+    if (setting("global", "stay_on_while_plugged_in", 0) & plug)
+        return;
+    read_line(SYS "/user_activity", last, sizeof last);
+    double since = last[0] ? atof(last) : 0;
+    if (since == 0) {
+        snprintf(last, sizeof last, "%.3f", now_s());
+        write_line(SYS "/user_activity", last);
+        return;
+    }
+    if ((now_s() - since) * 1000 < setting("system", "screen_off_timeout", 60000))
+        return;
+    write_line(SYS "/screen", "Asleep");
+    write_line(SYS "/keyguard", "1");
+    /* The resumed activity pauses and stops, as after the home key. */
+    if (top_pid) {
+        DIR *d = opendir(SYS);
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            size_t l = strlen(e->d_name);
+            char path[512], st[32];
+            if (l < 7 || strcmp(e->d_name + l - 6, ".state"))
+                continue;
+            snprintf(path, sizeof path, SYS "/%s", e->d_name);
+            read_line(path, st, sizeof st);
+            if (strcmp(st, "RESUMED"))
+                continue;
+            snprintf(path, sizeof path, SYS "/%.*s.ctl", (int)(l - 6), e->d_name);
+            int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+            if (fd >= 0) {
+                if (write(fd, "home\n", 5) < 0) {
+                }
+                close(fd);
+            }
+        }
+        if (d)
+            closedir(d);
+        set_top(0);
+    }
+}
+
+static int system_server(void) {
+    signal(SIGCHLD, SIG_DFL);
+    FILE *in = open_fifo(SYS "/ams.fifo");
+    chmod(SYS "/ams.fifo", 0666);
+    set_argv0("system_server");
+    int fd = fileno(in);
+    char buf[512];
+    size_t have = 0;
+    for (;;) {
+        struct pollfd pf = {fd, POLLIN, 0};
+        int r = poll(&pf, 1, 100);
+        screen_tick();
+        if (r <= 0)
+            continue;
+        ssize_t n = read(fd, buf + have, sizeof buf - 1 - have);
+        if (n <= 0)
+            continue;
+        have += n;
+        buf[have] = 0;
+        char *nl;
+        while ((nl = strchr(buf, '\n'))) {
+            *nl = 0;
+            char cmd[16] = "";
+            int pid = 0, tid = 0;
+            sscanf(buf, "%15s %d %d", cmd, &pid, &tid);
+            if (!strcmp(cmd, "top")) {
+                set_top(pid);
+            } else if (!strcmp(cmd, "bg") && pid == top_pid) {
+                set_top(0);
+            } else if (!strcmp(cmd, "render")) {
+                int i = 0;
+                while (i < 63 && render_of[i][0] && render_of[i][0] != pid && kill(render_of[i][0], 0) == 0)
+                    i++;
+                render_of[i][0] = pid;
+                render_of[i][1] = tid;
+                if (pid == top_pid)
+                    setpriority(PRIO_PROCESS, (id_t)tid, THREAD_PRIORITY_TOP_APP_BOOST);
+            }
+            have -= (size_t)(nl + 1 - buf);
+            memmove(buf, nl + 1, have + 1);
+        }
     }
     return 0;
 }
@@ -716,8 +1166,12 @@ int main(int argc, char **argv) {
         return supervisor(argv[2], argv[3]);
     if (argc >= 2 && !strcmp(argv[1], "zygote"))
         return zygote();
+    if (argc >= 2 && !strcmp(argv[1], "webview_zygote"))
+        return webview_zygote();
+    if (argc >= 2 && !strcmp(argv[1], "system_server"))
+        return system_server();
     if (argc >= 2 && !strcmp(argv[1], "magiskd"))
         return magiskd();
-    fprintf(stderr, "usage: rig enter|seccomp-supervisor|zygote|magiskd ... (or as su)\n");
+    fprintf(stderr, "usage: rig enter|seccomp-supervisor|zygote|webview_zygote|system_server|magiskd ... (or as su)\n");
     return 2;
 }

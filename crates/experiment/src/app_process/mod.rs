@@ -21,9 +21,21 @@
 //! namespace. Where tracefs cannot be used, /proc is scanned every
 //! [`SCAN_INTERVAL`] as the last resort, and the record says so.
 //!
+//! A process is the app only when its uid is the package's (given by
+//! the caller, from `cmd package list packages -U`): the 15-character
+//! names collide (every `com.google.android.*` package's first 15
+//! characters are the same, and two packages may share their last 15).
+//!
 //! Once found, every thread it has gets the settings (ioprio and nice are
-//! per thread in Linux; threads made afterwards inherit them from their
-//! maker), listed again until no new one appears.
+//! per thread in Linux), listed again until no new one appears. Android
+//! then sets some of them again itself ([`hold`]): every thread of the
+//! app is read while the start runs, what changed is stored, and with
+//! `--target-hold` set back. The app's other processes born during the
+//! start (a `:service`, WebView's renderer: [`family`]) get the same
+//! settings, and their I/O is the app's.
+
+pub mod family;
+pub mod hold;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
@@ -78,11 +90,15 @@ pub struct AppProcess {
     pub set_after_rename_ms: Option<f64>,
     /// Forked before the launch began: a USAP process (or a running app).
     pub born_before_launch: bool,
-    /// Threads set (those it had then, and any it made meanwhile).
+    /// Its uid (`/proc/PID/status`), the package's when that was known.
+    pub uid: Option<u32>,
+    /// Threads set when it was found (those it had then, and any it made
+    /// meanwhile).
     pub threads_set: usize,
-    /// Its main thread's I/O priority read back after setting it.
+    /// Its main thread's I/O priority read back right after setting it
+    /// (Android may have changed it already: see `drifts`).
     pub ioprio: Option<String>,
-    /// Its main thread's nice value read back (`/proc/PID/stat`).
+    /// Its main thread's nice value read back then (`/proc/PID/stat`).
     pub nice: Option<i32>,
     /// Its own I/O (`/proc/PID/io` at the end of the start; born after
     /// the launch, all of it is this start's, except in a warm or hot
@@ -92,6 +108,28 @@ pub struct AppProcess {
     /// Settings that failed (a thread gone meanwhile is not one).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<String>,
+    /// The app's other processes born during the start, each with how it
+    /// was found; they got the same settings.
+    pub processes: Vec<family::Member>,
+    /// The app's I/O: its own and its other processes', summed.
+    pub io_total: Option<iolab_sys::process::IoCounters>,
+    /// Every thread of every process of the app at the end of the start's
+    /// window, as the kernel gave it: what the start ran at.
+    pub threads_end: Vec<hold::ThreadState>,
+    /// Values iolab did not set, seen on the app's threads while the
+    /// start ran (Android's own settings), first sight of each.
+    pub drifts: Vec<hold::Drift>,
+    /// Drifts beyond those stored.
+    pub drifts_not_stored: u64,
+    /// `--target-hold`: the settings were set back whenever they drifted.
+    pub held: bool,
+    /// Values set back.
+    pub reapplied: u64,
+    /// Looks at every thread during the start.
+    pub polls: u64,
+    /// Processes that took the app's name but are not its package's uid.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_the_app: Vec<String>,
 }
 
 /// What the search cost and how it ran (stored with every start that
@@ -137,18 +175,14 @@ pub struct AppWatch {
 /// named `name` takes: zygote's `SetThreadName` (the last 15 characters
 /// of a dotted name without `@`, or the name, then cut to 14 by its
 /// `strlcpy(buf, s, sizeof(buf) - 1)`) and AndroidRuntime::setArgv0 (the
-/// last 15 characters). A program that names itself with prctl gets the
-/// first 15.
+/// last 15 characters). Not the first 15: no Android path names an app
+/// so, and every `com.google.android.*` package shares them.
 pub fn comm_forms(name: &str) -> Vec<String> {
     let b = name.as_bytes();
     let tail = |n: usize| &b[b.len().saturating_sub(n)..];
     let dotted = name.contains('.') && !name.contains('@');
     let zygote_start = if b.len() >= 15 && dotted { tail(15) } else { b };
-    let forms = [
-        &zygote_start[..zygote_start.len().min(14)],
-        tail(15),
-        &b[..b.len().min(15)],
-    ];
+    let forms = [&zygote_start[..zygote_start.len().min(14)], tail(15)];
     let mut out: Vec<String> = Vec::new();
     for f in forms {
         let s = String::from_utf8_lossy(f).into_owned();
@@ -174,6 +208,11 @@ pub struct WatchSpec {
     pub ioprio: Option<IoPrio>,
     /// Nice value to give it.
     pub nice: Option<i32>,
+    /// The package's uid: a process is the app (and its other processes
+    /// are) only with it. None: by name alone (not Android).
+    pub uid: Option<u32>,
+    /// Set the values back whenever Android changes them.
+    pub hold: bool,
 }
 
 impl AppWatch {
@@ -191,7 +230,7 @@ impl AppWatch {
             Err(e) => Source::Scan(e.to_string()),
         };
         let running = if spec.live {
-            running_named(&spec.name)
+            running_named(&spec.name, spec.uid)
         } else {
             Vec::new()
         };
@@ -199,8 +238,26 @@ impl AppWatch {
         let handle = std::thread::Builder::new()
             .name("iolab-appwatch".into())
             .spawn(move || {
+                let asked = hold::Asked {
+                    ioprio: spec.ioprio,
+                    nice: spec.nice,
+                    hold: spec.hold,
+                };
+                let owner = spec.uid.map(|uid| family::Owner {
+                    package: spec.name.split(':').next().unwrap_or_default().to_string(),
+                    uid,
+                });
                 let mut w = Watcher {
                     spec,
+                    asked,
+                    owner,
+                    threads: hold::Threads::default(),
+                    family: {
+                        let mut f = family::Family::default();
+                        f.pool(iolab_trace::monotonic_ns());
+                        f
+                    },
+                    not_the_app: Vec::new(),
                     forms,
                     stop: s,
                     found_pid: p,
@@ -210,7 +267,6 @@ impl AppWatch {
                     found: None,
                     on_found: Some(on_found),
                     set_at: None,
-                    set_tids: Vec::new(),
                     wakeups: 0,
                     events: 0,
                 };
@@ -298,12 +354,18 @@ fn trace_session(guard: &Guard, forms: &[String]) -> Result<TraceSession, iolab_
 
 struct Watcher {
     spec: WatchSpec,
+    asked: hold::Asked,
+    /// The package and its uid, when known: who the app's processes are.
+    owner: Option<family::Owner>,
+    threads: hold::Threads,
+    family: family::Family,
+    not_the_app: Vec<String>,
     forms: Vec<String>,
     stop: Arc<AtomicBool>,
     found_pid: Arc<AtomicI32>,
     launched: Arc<std::sync::atomic::AtomicU64>,
     /// Processes forked while watching: pid → CLOCK_MONOTONIC ns.
-    births: HashMap<i32, u64>,
+    births: HashMap<i32, (u64, ())>,
     birth_order: VecDeque<i32>,
     found: Option<AppProcess>,
     on_found: Option<OnFound>,
@@ -311,7 +373,6 @@ struct Watcher {
     /// fork, CLOCK_MONOTONIC ns: made relative to the launch at the end
     /// (a running app is set before the launch time is known).
     set_at: Option<(u64, Option<u64>, Option<u64>)>,
-    set_tids: Vec<i32>,
     wakeups: u64,
     events: u64,
 }
@@ -344,8 +405,54 @@ impl Watcher {
         };
         let launched = self.launched.load(Ordering::Relaxed);
         let set_at = self.set_at;
+        // The end of the start's window: one last look (drifts, and the
+        // values held), then what every thread ran at.
+        self.look();
+        let threads = std::mem::take(&mut self.threads);
+        let mut members = std::mem::take(&mut self.family.members);
+        let not_the_app = std::mem::take(&mut self.not_the_app);
+        let held = self.asked.hold;
         let app = self.found.take().map(|mut a| {
+            let rel = |ns: u64| {
+                if launched > 0 {
+                    (ns as f64 - launched as f64) / 1e6
+                } else {
+                    0.0
+                }
+            };
             a.io = iolab_sys::process::io_counters(Path::new("/proc"), a.pid);
+            let mut pids = vec![a.pid];
+            for m in &mut members {
+                m.io = iolab_sys::process::io_counters(Path::new("/proc"), m.pid);
+                // Named by then (a USAP is still `usap64` when its uid
+                // makes it the app's).
+                if let Some(n) = argv0(m.pid) {
+                    m.name = n;
+                }
+                m.set_after_ms = rel(m.set_ns);
+                pids.push(m.pid);
+            }
+            a.io_total = sum_io(
+                a.io.iter()
+                    .chain(members.iter().filter_map(|m| m.io.as_ref())),
+            );
+            a.threads_end = pids.iter().flat_map(|&p| hold::read(p)).collect();
+            a.drifts = threads
+                .drifts
+                .iter()
+                .cloned()
+                .map(|mut d| {
+                    d.at_ms = rel(d.at_ns);
+                    d
+                })
+                .collect();
+            a.drifts_not_stored = threads.drifts_not_stored;
+            a.reapplied = threads.reapplied;
+            a.polls = threads.polls;
+            a.held = held;
+            a.errors.extend(threads.errors.iter().cloned());
+            a.processes = members;
+            a.not_the_app = not_the_app;
             if let Some((set_ns, event_ns, birth_ns)) = set_at {
                 let ms = |from: u64| (set_ns as f64 - from as f64) / 1e6;
                 a.set_after_ms = if launched > 0 { ms(launched) } else { 0.0 };
@@ -376,19 +483,26 @@ impl Watcher {
     /// Reads task events until told to stop; returns the events lost.
     fn traced(&mut self, session: &mut TraceSession) -> u64 {
         let mut hits: Vec<Hit> = Vec::new();
+        // Woken by the reader as soon as an event is read; otherwise every
+        // POLL while the app's threads are watched for drifts, or every
+        // quarter second to look at the stop flag.
+        let interval = if self.asked.any() {
+            hold::POLL
+        } else {
+            Duration::from_millis(250)
+        };
         while !self.stop.load(Ordering::Relaxed) {
-            // Woken by the reader as soon as an event is read, or after a
-            // quarter second to look at the stop flag.
-            session.wait(Duration::from_millis(250));
+            session.wait(interval);
             self.wakeups += 1;
             let forms = &self.forms;
             let name = &self.spec.name;
             let births = &mut self.births;
             let order = &mut self.birth_order;
+            let family = &mut self.family;
             let mut events = 0;
             let polled = session.poll_unordered(&mut |r: &Record| {
                 events += 1;
-                if let Some(hit) = classify(r, forms, name, births, order) {
+                if let Some(hit) = classify(r, forms, name, births, order, family) {
                     hits.push(hit);
                 }
             });
@@ -396,12 +510,21 @@ impl Watcher {
             if polled.is_err() {
                 break;
             }
-            if self.found.is_none() {
-                if let Some(&(pid, by, ts)) = hits.first() {
+            // In the order they happened (the per-CPU buffers are read
+            // one after the other): every process that took the app's
+            // name is judged, the first of the package's uid is the app.
+            hits.sort_by_key(|h| h.2);
+            for &(pid, by, ts) in &hits {
+                let found = self.found.as_ref().map(|a| a.pid);
+                if found == Some(pid) {
+                    continue;
+                }
+                if self.is_the_apps(pid) && found.is_none() {
                     self.take(pid, by, ts);
                 }
             }
             hits.clear();
+            self.look();
         }
         session.stats().map(|s| s.lost).unwrap_or(0)
     }
@@ -411,12 +534,62 @@ impl Watcher {
         while !self.stop.load(Ordering::Relaxed) {
             self.wakeups += 1;
             if self.found.is_none() {
-                if let Some(pid) = scan(&self.forms, &self.spec.name) {
+                if let Some(pid) = scan(&self.forms, &self.spec.name, self.spec.uid) {
                     self.take(pid, FoundBy::ProcScan, None);
                 }
             }
+            self.look();
             std::thread::sleep(SCAN_INTERVAL);
         }
+    }
+
+    /// Whether a process that took the app's name is the app: its uid is
+    /// the package's (when that is known). One that is not is noted.
+    fn is_the_apps(&mut self, pid: i32) -> bool {
+        let Some(want) = self.spec.uid else {
+            return true;
+        };
+        let uid = family::uid_of(pid);
+        if uid == Some(want) {
+            return true;
+        }
+        if self.not_the_app.len() < 16 {
+            self.not_the_app.push(format!(
+                "pid {pid} ({:?}) took the app's name with uid {}, not the package's {want}",
+                comm(pid).unwrap_or_default(),
+                uid.map_or("unknown (gone)".to_string(), |u| u.to_string())
+            ));
+        }
+        false
+    }
+
+    /// Once the app is found: its other processes born meanwhile get the
+    /// same settings, and every thread of all of them is read (drifts
+    /// noted, set back when holding).
+    fn look(&mut self) {
+        let Some(main) = self.found.as_ref().map(|a| a.pid) else {
+            return;
+        };
+        let now = iolab_trace::monotonic_ns();
+        if let Some(owner) = &self.owner {
+            for (pid, uid, how) in self.family.classify(owner, Some(main), now) {
+                let threads_set = self.threads.set_new(pid, &self.asked);
+                self.family.members.push(family::Member {
+                    pid,
+                    name: argv0(pid).unwrap_or_default(),
+                    uid,
+                    found_by: how,
+                    set_after_ms: 0.0,
+                    threads_set,
+                    io: None,
+                    set_ns: iolab_trace::monotonic_ns(),
+                });
+            }
+        }
+        let pids: Vec<i32> = std::iter::once(main)
+            .chain(self.family.members.iter().map(|m| m.pid))
+            .collect();
+        self.threads.check(&pids, &self.asked, now);
     }
 
     /// The app is `pid`: every thread of it gets the settings, now.
@@ -428,24 +601,32 @@ impl Watcher {
             set_after_birth_ms: None,
             set_after_rename_ms: None,
             born_before_launch: false,
+            uid: family::uid_of(pid),
             threads_set: 0,
             ioprio: None,
             nice: None,
             io: None,
             errors: Vec::new(),
+            processes: Vec::new(),
+            io_total: None,
+            threads_end: Vec::new(),
+            drifts: Vec::new(),
+            drifts_not_stored: 0,
+            held: false,
+            reapplied: 0,
+            polls: 0,
+            not_the_app: Vec::new(),
         };
-        set_all_threads(
-            &mut app,
-            &mut self.set_tids,
-            self.spec.ioprio,
-            self.spec.nice,
-        );
+        app.threads_set = self.threads.set_new(pid, &self.asked);
         let set_ns = iolab_trace::monotonic_ns();
-        self.set_at = Some((set_ns, event_ns, self.births.get(&pid).copied()));
+        self.set_at = Some((set_ns, event_ns, self.births.get(&pid).map(|b| b.0)));
         // Without a traced fork, its age from /proc now (10 ms ticks).
         app.set_after_birth_ms = age_ms(pid);
         app.ioprio = IoPrio::get_for(pid).ok().map(|p| p.to_string());
         app.nice = nice_of(pid);
+        // Android may have set it again already (zygote's reset follows
+        // the rename iolab acts on): a drift like any later one.
+        self.threads.check(&[pid], &self.asked, set_ns);
         self.found_pid.store(pid, Ordering::Relaxed);
         self.found = Some(app);
         if let Some(f) = self.on_found.take() {
@@ -459,8 +640,9 @@ fn classify(
     r: &Record,
     forms: &[String],
     name: &str,
-    births: &mut HashMap<i32, u64>,
+    births: &mut HashMap<i32, (u64, ())>,
     order: &mut VecDeque<i32>,
+    family: &mut family::Family,
 ) -> Option<Hit> {
     match r.name() {
         "task_newtask" => {
@@ -469,7 +651,9 @@ fn classify(
             // pid_t is an i32; a value outside it is no task of ours.
             let pid = i32::try_from(r.i64("pid")?).ok()?;
             if !thread {
-                births.insert(pid, r.ts_ns);
+                births.insert(pid, (r.ts_ns, ()));
+                // Its maker: zygote64, webview_zygote, an app zygote...
+                family.birth(pid, r.ts_ns, argv0(r.pid).unwrap_or_default());
                 order.push_back(pid);
                 if order.len() > MAX_BIRTHS {
                     if let Some(old) = order.pop_front() {
@@ -544,78 +728,38 @@ fn pids() -> Vec<i32> {
     pids
 }
 
-/// Processes alive now whose argv[0] is `name`, oldest (lowest pid) first.
-fn running_named(name: &str) -> Vec<i32> {
+/// Processes alive now whose argv[0] is `name` (and uid `uid`, when
+/// known), oldest (lowest pid) first.
+fn running_named(name: &str, uid: Option<u32>) -> Vec<i32> {
     pids()
         .into_iter()
         .filter(|&p| argv0(p).as_deref() == Some(name))
+        .filter(|&p| uid.is_none() || family::uid_of(p) == uid)
         .collect()
 }
 
 /// One scan of /proc: a process named as the app (its comm in one of the
-/// forms, or its argv[0]).
-fn scan(forms: &[String], name: &str) -> Option<i32> {
-    pids()
-        .into_iter()
-        .find(|&p| comm(p).is_some_and(|c| forms.contains(&c)) || argv0(p).as_deref() == Some(name))
+/// forms, or its argv[0]), of the package's uid when known.
+fn scan(forms: &[String], name: &str, uid: Option<u32>) -> Option<i32> {
+    pids().into_iter().find(|&p| {
+        (comm(p).is_some_and(|c| forms.contains(&c)) || argv0(p).as_deref() == Some(name))
+            && (uid.is_none() || family::uid_of(p) == uid)
+    })
 }
 
-/// Sets every thread of the app, listing them again until none is new
-/// (a thread not yet set may have made another meanwhile).
-fn set_all_threads(
-    app: &mut AppProcess,
-    done: &mut Vec<i32>,
-    ioprio: Option<IoPrio>,
-    nice: Option<i32>,
-) {
-    for _ in 0..16 {
-        if set_threads(app, done, ioprio, nice) == 0 {
-            return;
-        }
+/// I/O counters summed.
+fn sum_io<'a>(
+    it: impl Iterator<Item = &'a iolab_sys::process::IoCounters>,
+) -> Option<iolab_sys::process::IoCounters> {
+    let mut total: Option<iolab_sys::process::IoCounters> = None;
+    for c in it {
+        let t = total.get_or_insert_with(Default::default);
+        t.rchar += c.rchar;
+        t.wchar += c.wchar;
+        t.read_bytes += c.read_bytes;
+        t.write_bytes += c.write_bytes;
     }
-}
-
-/// Sets the threads of the app not set yet; how many were new.
-fn set_threads(
-    app: &mut AppProcess,
-    done: &mut Vec<i32>,
-    ioprio: Option<IoPrio>,
-    nice: Option<i32>,
-) -> usize {
-    let dir = Path::new("/proc").join(app.pid.to_string()).join("task");
-    let Ok(rd) = std::fs::read_dir(&dir) else {
-        return 0;
-    };
-    let mut new = 0;
-    for tid in rd
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-    {
-        if done.contains(&tid) {
-            continue;
-        }
-        done.push(tid);
-        new += 1;
-        app.threads_set += 1;
-        if let Some(p) = ioprio {
-            if let Err(e) = p.set_for(tid) {
-                if e.raw_os_error() != Some(libc::ESRCH) {
-                    app.errors.push(format!("ioprio of thread {tid}: {e}"));
-                }
-            }
-        }
-        if let Some(n) = nice {
-            // SAFETY: setpriority(2) on a thread id; no memory involved.
-            let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, n) };
-            if r != 0 {
-                let e = std::io::Error::last_os_error();
-                if e.raw_os_error() != Some(libc::ESRCH) {
-                    app.errors.push(format!("nice of thread {tid}: {e}"));
-                }
-            }
-        }
-    }
-    new
+    total
 }
 
 /// How long `pid` has lived, ms: now (`/proc/uptime`, boot time) less
@@ -635,14 +779,7 @@ fn age_ms(pid: i32) -> Option<f64> {
 
 /// Field 19 of `/proc/PID/stat`.
 pub fn nice_of(pid: i32) -> Option<i32> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // After the command name's closing parenthesis: state is field 3.
-    s.rsplit_once(')')?
-        .1
-        .split_whitespace()
-        .nth(16)?
-        .parse()
-        .ok()
+    hold::nice_in(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }
 
 #[cfg(test)]
@@ -656,7 +793,7 @@ mod tests {
         // then strlcpy cuts it to 14; setArgv0 keeps the last 15.
         assert_eq!(
             comm_forms("com.android.settings"),
-            ["ndroid.setting", "ndroid.settings", "com.android.set"]
+            ["ndroid.setting", "ndroid.settings"]
         );
         // Short names: the name itself (cut to 14 by SetThreadName).
         assert_eq!(comm_forms("com.x"), ["com.x"]);
@@ -667,7 +804,7 @@ mod tests {
         // A name with '@' or no dot keeps its start.
         assert_eq!(
             comm_forms("system_server_long"),
-            ["system_server_", "tem_server_long", "system_server_l"]
+            ["system_server_", "tem_server_long"]
         );
     }
 
@@ -692,6 +829,8 @@ mod tests {
                 live: false,
                 ioprio: Some(IoPrio::Idle),
                 nice: Some(7),
+                uid: Some(0),
+                hold: false,
             },
             Box::new(|_| {}),
         );
