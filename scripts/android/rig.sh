@@ -230,6 +230,10 @@ EOF
         # files here; the apps, as their own uids, write theirs.
         chmod 1777 "$r/data/system"
         : > "$r/data/system/logcat.log"; chmod 666 "$r/data/system/logcat.log"
+        # A test phone: its screen times out after 30 minutes (a test that
+        # wants it sooner sets system screen_off_timeout), so a run that
+        # ends does not take the app off the top while a test reads it.
+        echo screen_off_timeout=1800000 > "$r/data/system/settings_system"
         mount --rbind /sys "$r/sys"
         # A user build: no debugfs mounted (the seccomp supervisor refuses
         # mounting one); tracefs where the init of Android mounts it.

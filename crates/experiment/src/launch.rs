@@ -369,6 +369,11 @@ pub fn launch_with_app<T: Send>(
         &mut on_app,
     );
     late_lines(spec, &rx, &mut w);
+    // The window's end: what the app ran at is read now, not after the
+    // group is killed and its output drained.
+    if let Some(a) = &app_watch {
+        a.end_window();
+    }
     // Whatever happened, nothing of the target's group may keep running:
     // a leftover child would spoil the next measurement.
     kill_group(pgid);

@@ -17,8 +17,8 @@ const RECORDED: &str = include_str!("fixtures/android/am_start_cold.txt");
 
 /// What every phone stand-in has besides am and pm: `settings` (a file
 /// per namespace, `null` for a key never set) and `svc power stayon`,
-/// which writes `global stay_on_while_plugged_in`; the screen is on
-/// (`dumpsys power` for anything but a package is PowerManager's line).
+/// which writes `global stay_on_while_plugged_in`; the screen is on and
+/// unlocked (`dumpsys power`'s and KeyguardController's lines).
 /// `cmd` and `dumpsys` of the package service come from `package_cmd`
 /// and `package_dumpsys`.
 fn phone_basics(
@@ -44,7 +44,8 @@ fn phone_basics(
     write(
         "dumpsys",
         format!(
-            "[ \"$1\" = power ] && {{ echo '  mWakefulness=Awake'; exit 0; }}\n{package_dumpsys}"
+            "[ \"$1\" = power ] && {{ echo '  mWakefulness=Awake'; exit 0; }}\n\
+                 [ \"$1 $2\" = 'activity activities' ] && {{ echo '  KeyguardController:'; echo '    mKeyguardShowing=false'; exit 0; }}\n{package_dumpsys}"
         ),
     );
 }

@@ -43,8 +43,9 @@ pub struct Member {
 /// Processes born during the start, until each is told the app's or not.
 #[derive(Debug, Default)]
 pub struct Family {
-    /// pid → (birth, CLOCK_MONOTONIC ns; argv[0] of the process that forked it).
-    pending: HashMap<i32, (u64, String)>,
+    /// pid → (birth, CLOCK_MONOTONIC ns; argv[0] of the process that
+    /// forked it; that process's uid).
+    pending: HashMap<i32, (u64, String, Option<u32>)>,
     /// The app's other processes.
     pub members: Vec<Member>,
 }
@@ -78,9 +79,9 @@ pub fn is_zygote(name: &str) -> bool {
 impl Family {
     /// A process forked while watching, by a process named `parent`:
     /// pending when that is a zygote.
-    pub fn birth(&mut self, pid: i32, at_ns: u64, parent: String) {
+    pub fn birth(&mut self, pid: i32, at_ns: u64, parent: String, parent_uid: Option<u32>) {
         if self.pending.len() < 4096 && is_zygote(&parent) {
-            self.pending.insert(pid, (at_ns, parent));
+            self.pending.insert(pid, (at_ns, parent, parent_uid));
         }
     }
 
@@ -91,7 +92,7 @@ impl Family {
         for pid in super::pids() {
             if let Some(c) = super::comm(pid) {
                 if c == "usap64" || c == "usap32" {
-                    self.birth(pid, at_ns, "zygote64".into());
+                    self.birth(pid, at_ns, "zygote64".into(), Some(0));
                 }
             }
         }
@@ -99,7 +100,8 @@ impl Family {
 
     /// Looks at every pending process: the app's when its uid is the
     /// package's (or an isolated uid a WebView or app zygote gave it);
-    /// still pending while it has zygote's uid (root); otherwise not the
+    /// still pending while it has its zygote's uid (root for zygote64,
+    /// 1053 for webview_zygote: not specialised yet); otherwise not the
     /// app's. Returns the new members' pids (`main` excluded: it is the
     /// app itself).
     pub fn classify(
@@ -109,7 +111,7 @@ impl Family {
         now_ns: u64,
     ) -> Vec<(i32, u32, String)> {
         let mut found = Vec::new();
-        self.pending.retain(|&pid, (born, parent)| {
+        self.pending.retain(|&pid, (born, parent, parent_uid)| {
             if Some(pid) == main {
                 return false;
             }
@@ -124,7 +126,7 @@ impl Family {
                 found.push((pid, uid, format!("isolated uid, forked by {parent}")));
                 return false;
             }
-            uid == 0 && now_ns.saturating_sub(*born) < PENDING_NS
+            (uid == 0 || Some(uid) == *parent_uid) && now_ns.saturating_sub(*born) < PENDING_NS
         });
         found
     }
@@ -169,7 +171,7 @@ mod tests {
         let me = uid_of(std::process::id() as i32).unwrap();
         let mut f = Family::default();
         // Not a zygote's child: never one of the app's.
-        f.birth(pid, 0, "sh".into());
+        f.birth(pid, 0, "sh".into(), None);
         assert!(f
             .classify(
                 &Owner {
@@ -180,7 +182,7 @@ mod tests {
                 1
             )
             .is_empty());
-        f.birth(pid, 0, "zygote64".into());
+        f.birth(pid, 0, "zygote64".into(), Some(0));
         let found = f.classify(
             &Owner {
                 package: "com.x".into(),
@@ -190,7 +192,7 @@ mod tests {
             1,
         );
         assert_eq!(found, vec![(pid, me, "uid".to_string())]);
-        f.birth(pid, 0, "zygote64".into());
+        f.birth(pid, 0, "zygote64".into(), Some(0));
         let other = f.classify(
             &Owner {
                 package: "com.x".into(),

@@ -127,17 +127,24 @@ impl Threads {
     fn set(&mut self, tid: i32, asked: &Asked) {
         if let Some(p) = asked.ioprio {
             if let Err(e) = p.set_for(tid) {
-                if e.raw_os_error() != Some(libc::ESRCH) {
-                    self.errors.push(format!("ioprio of thread {tid}: {e}"));
-                }
+                self.error(format!("ioprio of thread {tid}: {e}"), &e);
             }
         }
         if let Some(n) = asked.nice {
             if let Err(e) = set_nice(tid, n) {
-                if e.raw_os_error() != Some(libc::ESRCH) {
-                    self.errors.push(format!("nice of thread {tid}: {e}"));
-                }
+                self.error(format!("nice of thread {tid}: {e}"), &e);
             }
+        }
+    }
+
+    /// A setting that failed, once per thread and kind (a thread gone
+    /// meanwhile is not one): holding retries it every look.
+    fn error(&mut self, what: String, e: &std::io::Error) {
+        if e.raw_os_error() != Some(libc::ESRCH)
+            && self.errors.len() < 64
+            && !self.errors.contains(&what)
+        {
+            self.errors.push(what);
         }
     }
 
@@ -266,9 +273,12 @@ fn read_some(pid: i32, with_ioprio: bool) -> Vec<ThreadState> {
                 tid,
                 comm,
                 nice: nice_in(&stat),
-                ioprio: with_ioprio
-                    .then(|| IoPrio::get_for(tid).ok().map(|p| p.to_string()))
-                    .flatten(),
+                // A thread that exited since is not one of the app's.
+                ioprio: match with_ioprio.then(|| IoPrio::get_for(tid)) {
+                    Some(Ok(p)) => Some(p.to_string()),
+                    Some(Err(e)) if e.raw_os_error() == Some(libc::ESRCH) => return None,
+                    _ => None,
+                },
             })
         })
         .collect()

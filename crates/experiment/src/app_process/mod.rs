@@ -307,6 +307,13 @@ impl AppWatch {
         Some(self.pid.load(Ordering::Relaxed)).filter(|&p| p > 0)
     }
 
+    /// The start's window ended (its ready point): the watcher takes its
+    /// last look and the values every thread ran at now, and stops holding
+    /// them; [`AppWatch::finish`] collects what it found.
+    pub fn end_window(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
     /// Stops looking; what was found, and what the search cost.
     pub fn finish(self) -> AppSearch {
         self.stop.store(true, Ordering::Relaxed);
@@ -384,6 +391,28 @@ impl Watcher {
     fn run(&mut self, source: Source, running: Vec<i32>) -> AppSearch {
         if let Some(&pid) = running.first() {
             self.take(pid, FoundBy::Running, None);
+            // A warm or hot start: the app's other processes alive already
+            // (its `:service`) are the app's too.
+            if let Some(owner) = &self.owner {
+                let others: Vec<i32> = pids()
+                    .into_iter()
+                    .filter(|&p| p != pid && family::uid_of(p) == Some(owner.uid))
+                    .collect();
+                let now = iolab_trace::monotonic_ns();
+                for p in others {
+                    let threads_set = self.threads.set_new(p, &self.asked);
+                    self.family.members.push(family::Member {
+                        pid: p,
+                        name: argv0(p).unwrap_or_default(),
+                        uid: owner.uid,
+                        found_by: "uid, running already".into(),
+                        set_after_ms: 0.0,
+                        threads_set,
+                        io: None,
+                        set_ns: now,
+                    });
+                }
+            }
         }
         let thread_cpu_us = || {
             let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
@@ -393,14 +422,27 @@ impl Watcher {
         // start's window); removing the instance afterwards is not.
         let (report_source, fallback, lost, cpu_us) = match source {
             Source::Trace(mut session) => {
-                let lost = self.traced(&mut session);
+                let (lost, failed) = self.traced(&mut session);
+                // A trace that could no longer be read: /proc from then
+                // on, said in the record.
+                let fallback = failed.map(|e| {
+                    self.scanned();
+                    format!("tracefs could not be read any more mid-start ({e}): /proc scanned from then on, the app's other processes no longer looked for")
+                });
                 let cpu = thread_cpu_us();
                 let lost = session.finish(&mut |_| {}).map(|s| s.lost).unwrap_or(lost);
-                ("tracefs", None, lost, cpu)
+                ("tracefs", fallback, lost, cpu)
             }
             Source::Scan(why) => {
                 self.scanned();
-                ("proc-scan", Some(why), 0, thread_cpu_us())
+                (
+                    "proc-scan",
+                    Some(format!(
+                        "{why} (without task events the app's other processes are not looked for)"
+                    )),
+                    0,
+                    thread_cpu_us(),
+                )
             }
         };
         let launched = self.launched.load(Ordering::Relaxed);
@@ -480,8 +522,9 @@ impl Watcher {
         }
     }
 
-    /// Reads task events until told to stop; returns the events lost.
-    fn traced(&mut self, session: &mut TraceSession) -> u64 {
+    /// Reads task events until told to stop; returns the events lost, and
+    /// why the trace could not be read any more when it could not.
+    fn traced(&mut self, session: &mut TraceSession) -> (u64, Option<String>) {
         let mut hits: Vec<Hit> = Vec::new();
         // Woken by the reader as soon as an event is read; otherwise every
         // POLL while the app's threads are watched for drifts, or every
@@ -507,8 +550,11 @@ impl Watcher {
                 }
             });
             self.events += events;
-            if polled.is_err() {
-                break;
+            if let Err(e) = polled {
+                return (
+                    session.stats().map(|s| s.lost).unwrap_or(0),
+                    Some(e.to_string()),
+                );
             }
             // In the order they happened (the per-CPU buffers are read
             // one after the other): every process that took the app's
@@ -526,7 +572,7 @@ impl Watcher {
             hits.clear();
             self.look();
         }
-        session.stats().map(|s| s.lost).unwrap_or(0)
+        (session.stats().map(|s| s.lost).unwrap_or(0), None)
     }
 
     /// The last resort: /proc every [`SCAN_INTERVAL`].
@@ -653,7 +699,12 @@ fn classify(
             if !thread {
                 births.insert(pid, (r.ts_ns, ()));
                 // Its maker: zygote64, webview_zygote, an app zygote...
-                family.birth(pid, r.ts_ns, argv0(r.pid).unwrap_or_default());
+                family.birth(
+                    pid,
+                    r.ts_ns,
+                    argv0(r.pid).unwrap_or_default(),
+                    family::uid_of(r.pid),
+                );
                 order.push_back(pid);
                 if order.len() > MAX_BIRTHS {
                     if let Some(old) = order.pop_front() {

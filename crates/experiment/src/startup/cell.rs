@@ -26,7 +26,12 @@ fn dexopt_for_cell(
         return Ok((None, None));
     }
     let mut now = match st.target.dexopt_now() {
-        Ok(Some(now)) => now,
+        Ok(Some(now)) if !now.is_empty() => now,
+        Ok(Some(_)) => {
+            let line = "dexopt could not be read again before this cell (dumpsys package printed no dexopt state for the package): its starts' compiled code is unverified".to_string();
+            ctx.progress.note(&line);
+            return Ok((None, Some(line)));
+        }
         Ok(None) => return Ok((None, None)),
         Err(e) => {
             let line = format!("dexopt could not be read again before this cell ({e}): its starts' compiled code is unverified");

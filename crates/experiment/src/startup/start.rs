@@ -161,6 +161,20 @@ fn prepare(st: &Startup, ctx: &mut CellContext<'_>) -> Result<Prepared, Experime
     if let Some(why) = settled.problem() {
         ctx.progress.note(&why);
     }
+    // A screen that timed out is woken and its keyguard dismissed (an
+    // activity behind it is not drawn): after the pause, before the cold
+    // step, so what waking does is over before the start.
+    let screen = match st.target {
+        crate::target::Target::Activity { .. } => crate::target::device::wake()?,
+        _ => None,
+    };
+    if let Some(w) = &screen {
+        ctx.progress.note(&w.note());
+    }
+    let screen_problem = screen
+        .as_ref()
+        .and_then(crate::target::device::Woke::problem);
+
     // A cold or warm start is a new process: an activity's app, which
     // outlives `am start`, is stopped first. A hot start brings it back
     // from the background instead.
@@ -211,21 +225,9 @@ fn prepare(st: &Startup, ctx: &mut CellContext<'_>) -> Result<Prepared, Experime
         ),
         None => None,
     };
-    // Last, just before the launch: a screen that timed out is woken and
-    // its keyguard dismissed (an activity behind it is not drawn).
-    let screen = match st.target {
-        crate::target::Target::Activity { .. } => crate::target::device::wake()?,
-        _ => None,
-    };
-    if let Some(w) = &screen {
-        ctx.progress.note(&w.note());
-        if let Some(why) = w.problem() {
-            not_the_mode = not_the_mode.or(Some(why));
-        }
-    }
     Ok(Prepared {
         settled,
-        not_the_mode,
+        not_the_mode: not_the_mode.or(screen_problem),
         cold,
         not_cold,
         cold_unverified,

@@ -54,28 +54,55 @@ pub fn stay_awake(guard: &Guard) -> Result<String, ExperimentError> {
 pub struct Woke {
     /// PowerManager's wakefulness before (`Asleep`, `Dozing`, `Dreaming`).
     pub was: String,
+    /// The keyguard before (KeyguardController's `mKeyguardShowing`; None
+    /// where the dump has no such line).
+    pub keyguard_was: Option<bool>,
     /// After the wake-up key and `wm dismiss-keyguard`.
     pub now: String,
+    /// The keyguard then.
+    pub keyguard_now: Option<bool>,
 }
 
 impl Woke {
-    /// The start cannot be what was asked: the device stayed asleep.
+    /// The start cannot be what was asked: the device stayed asleep or
+    /// locked.
     pub fn problem(&self) -> Option<String> {
-        (self.now != "Awake").then(|| {
-            format!(
+        if self.now != "Awake" {
+            return Some(format!(
                 "the device was {} before the start and still {} after KEYCODE_WAKEUP (dumpsys power mWakefulness): an activity is neither resumed nor drawn then",
                 self.was, self.now
-            )
+            ));
+        }
+        (self.keyguard_now == Some(true)).then(|| {
+            "the keyguard still showed after `wm dismiss-keyguard` (dumpsys activity activities mKeyguardShowing): a secure lock screen cannot be dismissed from the shell, and an activity behind it is not drawn".to_string()
         })
     }
 
     /// The line said to the user.
     pub fn note(&self) -> String {
         format!(
-            "the device was {} (its screen timed out): woken (KEYCODE_WAKEUP) and the keyguard dismissed before the start, outside its window",
-            self.was
+            "the device was {}{} (its screen timed out): woken and the keyguard dismissed before the start, outside its window",
+            self.was,
+            if self.keyguard_was == Some(true) {
+                ", its keyguard showing"
+            } else {
+                ""
+            }
         )
     }
+}
+
+/// KeyguardController.dump's `mKeyguardShowing=` (in `dumpsys activity
+/// activities`), None when the dump has none.
+pub fn parse_keyguard(text: &str) -> Option<bool> {
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("mKeyguardShowing="))
+        .map(|v| v.trim() == "true")
+}
+
+fn keyguard() -> Result<Option<bool>, ExperimentError> {
+    let text = run(&super::android::activities_argv(), "--am-start")?;
+    Ok(parse_keyguard(&text))
 }
 
 /// `mWakefulness=` in `dumpsys power` (PowerManagerService.dumpInternal).
@@ -95,23 +122,42 @@ fn wakefulness() -> Result<String, ExperimentError> {
     })
 }
 
-/// Before a start: a device found asleep is woken and its keyguard
+/// How long a woken device is given to be awake and unlocked: the
+/// screen's own work on waking (the display, the launcher drawn again)
+/// is over before the start's cold step, not inside its window.
+const WAKE_SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Before a start: a device found asleep is woken, and a keyguard
 /// dismissed (the screen may have timed out though stayon was set: on
-/// battery, stayon keeps nothing on). None when it was awake.
+/// battery, stayon keeps nothing on); then waited for until it is awake
+/// and unlocked, at most [`WAKE_SETTLE`]. None when it was awake and
+/// unlocked.
 pub fn wake() -> Result<Option<Woke>, ExperimentError> {
     let was = wakefulness()?;
-    if was == "Awake" {
+    let keyguard_was = keyguard()?;
+    if was == "Awake" && keyguard_was != Some(true) {
         return Ok(None);
     }
-    run(
-        &["input", "keyevent", "KEYCODE_WAKEUP"].map(String::from),
-        "--am-start",
-    )?;
+    if was != "Awake" {
+        run(
+            &["input", "keyevent", "KEYCODE_WAKEUP"].map(String::from),
+            "--am-start",
+        )?;
+    }
     run(&["wm", "dismiss-keyguard"].map(String::from), "--am-start")?;
-    Ok(Some(Woke {
-        was,
-        now: wakefulness()?,
-    }))
+    let until = std::time::Instant::now() + WAKE_SETTLE;
+    loop {
+        let (now, keyguard_now) = (wakefulness()?, keyguard()?);
+        if (now == "Awake" && keyguard_now != Some(true)) || std::time::Instant::now() >= until {
+            return Ok(Some(Woke {
+                was,
+                keyguard_was,
+                now,
+                keyguard_now,
+            }));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }
 
 /// The primary ABI's compiled state, as one phrase per APK
@@ -147,14 +193,28 @@ mod tests {
         assert_eq!(parse_wakefulness("nothing"), None);
         let w = Woke {
             was: "Asleep".into(),
+            keyguard_was: Some(true),
             now: "Awake".into(),
+            keyguard_now: Some(false),
         };
         assert!(w.problem().is_none());
+        assert!(w.note().contains("Asleep, its keyguard showing"));
         let w = Woke {
             was: "Dozing".into(),
+            keyguard_was: None,
             now: "Dozing".into(),
+            keyguard_now: None,
         };
         assert!(w.problem().unwrap().contains("still Dozing"));
+        let w = Woke {
+            keyguard_now: Some(true),
+            now: "Awake".into(),
+            ..w
+        };
+        assert!(w.problem().unwrap().contains("secure lock screen"));
+        let dump = "  KeyguardController:\n    mKeyguardShowing=true\n    mAodShowing=false\n";
+        assert_eq!(parse_keyguard(dump), Some(true));
+        assert_eq!(parse_keyguard("nothing"), None);
     }
 
     #[test]

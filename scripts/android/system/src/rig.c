@@ -45,7 +45,8 @@
  *        "top PID", "bg PID", "render PID TID"), PowerManager's screen
  *        timeout (settings system screen_off_timeout, kept on while
  *        plugged in by settings global stay_on_while_plugged_in) and the
- *        keyguard it brings, and the background dexopt job on SIGUSR1.
+ *        keyguard it brings. (The background dexopt job is `cmd package
+ *        bg-dexopt-job`, in the rig's cmd.)
  *   su [-c CMD] [UID]   (argv[0] su)
  *        Magisk's su client (native/src/core/su/su.cpp): the request and
  *        its stdin, stdout and stderr file descriptors go to magiskd, which
@@ -1009,6 +1010,8 @@ static int system_server(void) {
         screen_tick();
         if (r <= 0)
             continue;
+        if (have >= sizeof buf - 1)
+            have = 0; /* a request without its newline: dropped */
         ssize_t n = read(fd, buf + have, sizeof buf - 1 - have);
         if (n <= 0)
             continue;
