@@ -19,7 +19,7 @@ pub mod probe;
 mod schedulers;
 pub mod startup;
 pub mod sweep;
-pub mod target;
+pub mod targets;
 
 pub use error::{to_json, ExperimentError};
 pub use schedulers::Schedulers;

@@ -189,7 +189,7 @@ pub fn prepare_input(path: &Path, size: u64) -> Result<bool, SysError> {
     if path.exists() {
         return Ok(false);
     }
-    crate::target::content::write_file(path, size, 0x1b_0be, b"")?;
+    crate::targets::content::write_file(path, size, 0x1b_0be, b"")?;
     Ok(true)
 }
 

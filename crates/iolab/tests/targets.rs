@@ -213,7 +213,7 @@ fn app_eviction_agrees_with_fincore() {
         .args(["app", "--dir", dir_s])
         .assert()
         .success();
-    let files = iolab_experiment::target::app::manifest_files(&dir).unwrap();
+    let files = iolab_experiment::targets::app::manifest_files(&dir).unwrap();
     let fincore = |p: &Path| -> Option<u64> {
         let out = std::process::Command::new("fincore")
             .args(["--noheadings", "--raw", "--output", "PAGES"])

@@ -41,13 +41,13 @@ fn dexopt_for_cell(
     };
     let mut changed = None;
     if now != *seen {
-        let was = crate::target::device::summary(&seen);
-        let found = crate::target::device::summary(&now);
+        let was = crate::targets::device::summary(&seen);
+        let found = crate::targets::device::summary(&now);
         let line = match st.target.recompile()? {
             Some(again) => {
                 let line = format!(
                     "dexopt changed before this cell: {was} before, {found} now (a background dexopt); --compile applied again: {}",
-                    crate::target::device::summary(&again)
+                    crate::targets::device::summary(&again)
                 );
                 now = again;
                 line
@@ -60,7 +60,7 @@ fn dexopt_for_cell(
         changed = Some(line);
         *seen = now.clone();
     }
-    Ok((Some(crate::target::device::summary(&now)), changed))
+    Ok((Some(crate::targets::device::summary(&now)), changed))
 }
 
 /// Runs one cell.

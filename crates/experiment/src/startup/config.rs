@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::collect::Observe;
 use crate::place::Place;
-use crate::target::Target;
+use crate::targets::Target;
 use crate::Schedulers;
 
 /// Longest `--timeout` of one start: a "start-up" of more than a day is

@@ -27,7 +27,7 @@ use crate::engine::{Body, Cell, CellContext, CellEnd, Setup, StoredRuns};
 use crate::error::to_json;
 use crate::launch::{self, LaunchSpec, Ready};
 use crate::place::{PlaceRequest, PlaceUse};
-use crate::target::Target;
+use crate::targets::Target;
 use crate::{ExperimentError, Schedulers};
 use prefetch::Prefetcher;
 
@@ -58,7 +58,7 @@ pub struct Startup {
     dexopt: Option<Value>,
     /// Its state as last read (before each cell): a change since is a
     /// background dexopt's.
-    dexopt_seen: std::sync::Mutex<Vec<crate::target::android::Dexopt>>,
+    dexopt_seen: std::sync::Mutex<Vec<crate::targets::android::Dexopt>>,
     /// The process group of the last start (0: none yet), waited for
     /// before the next.
     last_group: std::sync::atomic::AtomicI32,
@@ -213,7 +213,7 @@ impl Body for Startup {
         (s.announce)(&place.what);
         if let Target::Activity { .. } = target {
             // A long matrix must not time the screen out to a keyguard.
-            (s.announce)(&crate::target::device::stay_awake(guard)?);
+            (s.announce)(&crate::targets::device::stay_awake(guard)?);
             if let (Some(now), Some(before)) = (
                 dexopt.as_mut(),
                 s.resumed
@@ -222,14 +222,14 @@ impl Body for Startup {
             ) {
                 // Between sessions a charging phone may have recompiled it.
                 let (b, n) = (
-                    crate::target::device::stored_entries(before),
-                    crate::target::device::stored_entries(now),
+                    crate::targets::device::stored_entries(before),
+                    crate::targets::device::stored_entries(now),
                 );
                 if b != n {
                     let line = format!(
                         "dexopt changed since the experiment's last session: {} then, {} now (--compile applies only what it names); the report flags comparisons across it",
-                        crate::target::device::summary(&b),
-                        crate::target::device::summary(&n)
+                        crate::targets::device::summary(&b),
+                        crate::targets::device::summary(&n)
                     );
                     (s.announce)(&line);
                     now["changed_since_last_session"] = Value::String(line);
@@ -238,7 +238,7 @@ impl Body for Startup {
         }
         let dexopt_seen = dexopt
             .as_ref()
-            .map(crate::target::device::stored_entries)
+            .map(crate::targets::device::stored_entries)
             .unwrap_or_default();
         setup::limit_dirty(guard, place, &cfg)?;
         if let Some(ra) = cfg.read_ahead_kb {

@@ -39,7 +39,7 @@ use super::config::{Cold, StartupConfig};
 use crate::engine::StoredRuns;
 use crate::launch::{self, LaunchSpec};
 use crate::place::Resolved;
-use crate::target::Target;
+use crate::targets::Target;
 use crate::ExperimentError;
 
 /// Where the list comes from.

@@ -143,7 +143,7 @@ struct Prepared {
     /// This start learns the target's files.
     learning: bool,
     /// An activity's device found asleep and woken before the start.
-    screen: Option<crate::target::device::Woke>,
+    screen: Option<crate::targets::device::Woke>,
 }
 
 /// Settles the machine, puts the target in the state its start mode
@@ -165,7 +165,7 @@ fn prepare(st: &Startup, ctx: &mut CellContext<'_>) -> Result<Prepared, Experime
     // activity behind it is not drawn): after the pause, before the cold
     // step, so what waking does is over before the start.
     let screen = match st.target {
-        crate::target::Target::Activity { .. } => crate::target::device::wake()?,
+        crate::targets::Target::Activity { .. } => crate::targets::device::wake()?,
         _ => None,
     };
     if let Some(w) = &screen {
@@ -173,7 +173,7 @@ fn prepare(st: &Startup, ctx: &mut CellContext<'_>) -> Result<Prepared, Experime
     }
     let screen_problem = screen
         .as_ref()
-        .and_then(crate::target::device::Woke::problem);
+        .and_then(crate::targets::device::Woke::problem);
 
     // A cold or warm start is a new process: an activity's app, which
     // outlives `am start`, is stopped first. A hot start brings it back

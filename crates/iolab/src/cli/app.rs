@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use iolab_experiment::target::app::{self, StartReport};
+use iolab_experiment::targets::app::{self, StartReport};
 use iolab_sys::units::format_bytes;
 
 /// Shown by `iolab app --help` after the options.
@@ -172,7 +172,7 @@ fn render(r: &StartReport) -> String {
 
 /// `iolab app --replay FILE.trace`.
 fn replay(a: &AppArgs, path: &std::path::Path) -> anyhow::Result<()> {
-    use iolab_experiment::target::replay::{self as r, ReplayOptions, Trace};
+    use iolab_experiment::targets::replay::{self as r, ReplayOptions, Trace};
     let text = std::fs::read_to_string(path).map_err(|e| {
         iolab_sys::UsageError::new(format!(
             "cannot read trace {}: {e}; expected one of S's comm_startup_lat traces",

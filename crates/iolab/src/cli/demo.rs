@@ -11,7 +11,7 @@ use iolab_experiment::engine::RunOptions;
 use iolab_experiment::startup::{
     Cold, PrefetchConfig, PrefetchMode, PrefetchSource, ReadyWhen, StartupConfig,
 };
-use iolab_experiment::target::Target;
+use iolab_experiment::targets::Target;
 use iolab_experiment::Schedulers;
 
 /// Arguments of `iolab demo`.

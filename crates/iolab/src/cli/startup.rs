@@ -11,8 +11,8 @@ use iolab_experiment::startup::{
     Cold, PrefetchConfig, PrefetchMode, PrefetchSource, ReadyWhen, StartMode, Startup,
     StartupConfig,
 };
-use iolab_experiment::target::android::AmTarget;
-use iolab_experiment::target::Target;
+use iolab_experiment::targets::android::AmTarget;
+use iolab_experiment::targets::Target;
 use iolab_store::ExperimentId;
 use iolab_sys::ioprio::IoPrio;
 use iolab_sys::UsageError;

@@ -76,7 +76,7 @@ pub fn warmup_secs(s: &str) -> Result<f64, String> {
 /// A scale factor of the synthetic app, in the app's own range, checked where clap parses the flag so
 /// `iolab demo --scale` fails before a lab is made, not at its --prepare.
 pub fn scale(s: &str) -> Result<f64, String> {
-    let (lo, hi) = iolab_experiment::target::app::SCALE_RANGE;
+    let (lo, hi) = iolab_experiment::targets::app::SCALE_RANGE;
     match s.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && (lo..=hi).contains(&v) => Ok(v),
         _ => Err(format!(

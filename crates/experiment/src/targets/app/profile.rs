@@ -10,7 +10,7 @@
 use iolab_sys::{cast, UsageError};
 
 use super::manifest::{FileEntry, FileKind, Manifest, PROFILE_VERSION};
-use crate::target::content::SplitMix64;
+use crate::targets::content::SplitMix64;
 
 /// Page size the profile is laid out in (the layout must not depend on the
 /// machine, so this is fixed; on 16 KiB-page kernels a touch covers more).

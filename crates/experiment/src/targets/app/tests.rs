@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
-use crate::target::content::SplitMix64;
+use crate::targets::content::SplitMix64;
 
 const MIB: f64 = 1048576.0;
 

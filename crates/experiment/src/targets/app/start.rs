@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use super::manifest::Manifest;
 use super::profile::{plan, totals, Step, Totals, PAGE};
-use crate::target::content::SplitMix64;
+use crate::targets::content::SplitMix64;
 
 /// Time spent in one phase.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -84,7 +84,7 @@ pub fn prepare(dir: &Path, scale: f64, seed: u64) -> Result<Manifest, SysError> 
     let m = file_set(seed, scale);
     std::fs::create_dir_all(dir).map_err(|e| SysError::io(dir, e))?;
     for f in &m.files {
-        let file_seed = crate::target::content::SplitMix64::stream(seed, &f.path).next_u64();
+        let file_seed = crate::targets::content::SplitMix64::stream(seed, &f.path).next_u64();
         super::content::write_file(&m.path_of(dir, f), f.size_bytes, file_seed, magic(f))?;
     }
     m.save(dir)?;
