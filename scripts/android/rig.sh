@@ -318,10 +318,13 @@ down_quiet() {
     if [ -f "$dir/loops" ]; then
         local ra rot q
         while read -r l ra rot; do
-            for _ in $(seq 50); do losetup -d "$l" 2>/dev/null && break; sleep 0.1; done
+            # Written back while the device is still the rig's (the kernel
+            # keeps the queue through the detach), so no one finds it free
+            # with the backing file's values.
             q=/sys/block/${l#/dev/}/queue
             [ -n "$ra" ] && echo "$ra" > "$q/read_ahead_kb" 2>/dev/null
             [ -n "$rot" ] && echo "$rot" > "$q/rotational" 2>/dev/null
+            for _ in $(seq 50); do losetup -d "$l" 2>/dev/null && break; sleep 0.1; done
         done < "$dir/loops"
     fi
     local sup; sup=$(cat "$dir/supervisor.pid" 2>/dev/null || true)

@@ -492,21 +492,34 @@ fn undo_loop(
     dev: Option<&str>,
     queue: &[(String, String)],
 ) -> Result<String, GuardError> {
+    // The queue first, while the device is still bound to iolab's file:
+    // the kernel keeps it through the detach, and a device free for an
+    // instant with the backing file's values would be read as "how it
+    // was" by whoever takes it next (another test's loop did so).
+    let restored = match (dev, queue.is_empty()) {
+        (Some(d), false) => Some(restore_loop_queue(d, backing, queue)),
+        _ => None,
+    };
     let detached = detach_loops_of(backing, dev)?;
-    match (dev, queue.is_empty()) {
-        (Some(d), false) => Ok(format!(
-            "{detached}; {}",
-            restore_loop_queue(d, backing, queue)?
-        )),
-        _ => Ok(detached),
+    match restored {
+        Some(r) => Ok(format!("{detached}; {}", r?)),
+        None => Ok(detached),
     }
 }
 
-/// Writes back a loop device's queue attributes once it is detached from
-/// `backing`, or while its detach is still deferred (the device still
-/// open: the kernel leaves the queue as it is when the detach happens);
-/// not when the device is gone, or bound to another file (then the queue
-/// is its new user's).
+/// Whether the kernel's `loop/backing_file` text names `backing`: the
+/// kernel prints the resolved path, with " (deleted)" once it is
+/// unlinked.
+fn same_file(shown: &str, backing: &Path) -> bool {
+    let shown = Path::new(shown.strip_suffix(" (deleted)").unwrap_or(shown));
+    shown == backing || backing.canonicalize().is_ok_and(|c| c == shown)
+}
+
+/// Writes back a loop device's queue attributes while it is still bound
+/// to `backing` (before its detach), once it is detached from it, or
+/// while its detach is deferred (the kernel leaves the queue as it is
+/// when the detach happens); not when the device is gone, or bound to
+/// another file (then the queue is its new user's).
 fn restore_loop_queue(
     dev: &str,
     backing: &Path,
@@ -518,7 +531,7 @@ fn restore_loop_queue(
     }
     // The kernel shows loop/ only while a file is bound.
     match std::fs::read_to_string(sys.join("loop/backing_file")) {
-        Ok(b) if Path::new(b.trim()) != backing => {
+        Ok(b) if !same_file(b.trim(), backing) => {
             return Ok(format!(
                 "{dev} is bound again (to {}): its queue left to its new user",
                 b.trim()

@@ -85,12 +85,16 @@ impl Made {
                 ok.then_some((dev, attrs))
             })
             .expect("no loop device could be attached in 50 tries");
+        // Undo runs last first: the detach, then before it the queue
+        // written back while the device is still this test's (the kernel
+        // keeps it through the detach; a free device with the backing
+        // file's values would be read as "how it was" by another test).
+        self.undo
+            .push(vec!["losetup".into(), "-d".into(), dev.clone()]);
         for (v, path) in attrs {
             self.undo
                 .push(vec!["sh".into(), "-c".into(), format!("echo {v} > {path}")]);
         }
-        self.undo
-            .push(vec!["losetup".into(), "-d".into(), dev.clone()]);
         dev
     }
 
