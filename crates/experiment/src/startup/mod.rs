@@ -225,6 +225,13 @@ impl Body for Startup {
                     crate::targets::device::stored_entries(before),
                     crate::targets::device::stored_entries(now),
                 );
+                let (b, n) = match (b, n) {
+                    (Ok(b), Ok(n)) => (b, n),
+                    (Err(why), _) | (_, Err(why)) => {
+                        (s.announce)(&why);
+                        (Vec::new(), Vec::new())
+                    }
+                };
                 if b != n {
                     let line = format!(
                         "dexopt changed since the experiment's last session: {} then, {} now (--compile applies only what it names); the report flags comparisons across it",
@@ -236,10 +243,14 @@ impl Body for Startup {
                 }
             }
         }
-        let dexopt_seen = dexopt
-            .as_ref()
-            .map(crate::targets::device::stored_entries)
-            .unwrap_or_default();
+        let dexopt_seen = match dexopt.as_ref().map(crate::targets::device::stored_entries) {
+            Some(Ok(v)) => v,
+            Some(Err(why)) => {
+                (s.announce)(&why);
+                Vec::new()
+            }
+            None => Vec::new(),
+        };
         setup::limit_dirty(guard, place, &cfg)?;
         if let Some(ra) = cfg.read_ahead_kb {
             guard.set_queue_attr(place.fs_dev()?, "read_ahead_kb", &ra.to_string())?;

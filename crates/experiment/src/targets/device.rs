@@ -177,8 +177,16 @@ pub fn summary(entries: &[Dexopt]) -> String {
 }
 
 /// The entries stored with the experiment (its `dexopt` document).
-pub fn stored_entries(doc: &Value) -> Vec<Dexopt> {
-    serde_json::from_value(doc["dexopt"].clone()).unwrap_or_default()
+/// None where none was read (not Android, or no dexopt state printed);
+/// an error naming what could not be read where the document is there but
+/// unreadable.
+pub fn stored_entries(doc: &Value) -> Result<Vec<Dexopt>, String> {
+    match doc.get("dexopt") {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(v) => serde_json::from_value(v.clone()).map_err(|e| {
+            format!("the stored dexopt state could not be read ({e}): the dexopt checks are off")
+        }),
+    }
 }
 
 #[cfg(test)]
