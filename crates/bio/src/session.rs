@@ -25,22 +25,11 @@ pub enum BioError {
     #[error(transparent)]
     Decode(#[from] DecodeError),
     /// Bad input (device, pid).
-    #[error(transparent)]
+    #[error("{0}")]
     Usage(#[from] UsageError),
     /// The background tracing thread died.
     #[error("the block tracing thread panicked: {0}")]
     Thread(String),
-}
-
-impl BioError {
-    /// True for mistakes in the user's input (exit code 2).
-    pub fn is_usage(&self) -> bool {
-        match self {
-            BioError::Usage(_) => true,
-            BioError::Trace(t) => t.is_usage(),
-            _ => false,
-        }
-    }
 }
 
 /// What to trace.

@@ -15,11 +15,9 @@ use iolab_guard::Guard;
 use iolab_sys::block::BlockDev;
 use iolab_sys::diskstats::{self, DiskStat};
 
-fn root_or_skip(test: &str) -> bool {
-    if !iolab_sys::is_root() {
-        iolab_testkit::skip_line(format!(
-            "skip {test}: needs root (loop/zram devices, tracefs)"
-        ));
+/// Root (testkit's one check), then a tracefs to trace on.
+fn root_and_tracefs_or_skip(test: &str) -> bool {
+    if !iolab_testkit::root_or_skip(test, "loop/zram devices, tracefs") {
         return false;
     }
     if !Path::new("/sys/kernel/tracing").exists() {
@@ -184,7 +182,7 @@ fn check(trace: &BioTrace, w: &Window, what: &str) {
 
 #[test]
 fn loop_device_requests_match_diskstats() {
-    if !root_or_skip("loop_device_requests_match_diskstats") {
+    if !root_and_tracefs_or_skip("loop_device_requests_match_diskstats") {
         return;
     }
     let run = tempfile::tempdir().unwrap();
@@ -211,7 +209,7 @@ fn loop_device_requests_match_diskstats() {
 
 #[test]
 fn zram_bios_match_diskstats() {
-    if !root_or_skip("zram_bios_match_diskstats") {
+    if !root_and_tracefs_or_skip("zram_bios_match_diskstats") {
         return;
     }
     if !Path::new("/sys/class/zram-control/hot_add").exists() {

@@ -124,7 +124,7 @@ fn in_order(files: &[Vec<Extent>]) -> u64 {
 fn rewrite(path: &Path, md: &std::fs::Metadata) -> Result<(), CacheError> {
     let name = path
         .file_name()
-        .ok_or_else(|| CacheError::Usage(format!("{}: no file name", path.display())))?;
+        .ok_or_else(|| CacheError::usage(format!("{}: no file name", path.display())))?;
     let tmp = path.with_file_name(format!(".{}.iolab-relayout", name.to_string_lossy()));
     let io = |e| CacheError::io(&tmp, e);
     let mut src = std::fs::File::open(path).map_err(|e| CacheError::io(path, e))?;

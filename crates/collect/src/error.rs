@@ -1,5 +1,6 @@
-//! How a collector fails: the error of the layer it drives, or its own,
-//! and whether it is the user's to fix (exit 2).
+//! How a collector fails: the error of the layer it drives, or its own.
+//! Whether it is the user's to fix (exit 2) is a `UsageError` in its
+//! source chain (`iolab_sys::is_usage`).
 
 use iolab_sys::UsageError;
 
@@ -7,7 +8,7 @@ use iolab_sys::UsageError;
 #[derive(Debug, thiserror::Error)]
 pub enum CollectError {
     /// Bad input.
-    #[error(transparent)]
+    #[error("{0}")]
     Usage(#[from] UsageError),
     /// A kernel interface failed.
     #[error(transparent)]
@@ -26,9 +27,8 @@ pub enum CollectError {
     Collector {
         /// The collector (`sched`).
         name: &'static str,
-        /// True when the cause is the user's input or machine (exit 2).
-        usage: bool,
-        /// What failed.
+        /// What failed; the user's to fix (exit 2) when a `UsageError` is
+        /// in its chain.
         source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// What it saw could not be turned into the JSON it is stored as.
@@ -42,28 +42,13 @@ pub enum CollectError {
 }
 
 impl CollectError {
-    /// True for mistakes in the user's input (exit code 2).
-    pub fn is_usage(&self) -> bool {
-        match self {
-            CollectError::Usage(_) => true,
-            CollectError::Guard(e) => e.is_usage(),
-            CollectError::Bio(e) => e.is_usage(),
-            CollectError::Explain(e) => e.is_usage(),
-            CollectError::Collector { usage, .. } => *usage,
-            CollectError::Sys(_) | CollectError::Serialise { .. } => false,
-        }
-    }
-
-    /// A failure of collector `name`; `usage` when it is the user's to
-    /// fix (exit 2).
+    /// A failure of collector `name`.
     pub fn collector(
         name: &'static str,
-        usage: bool,
         source: impl std::error::Error + Send + Sync + 'static,
     ) -> CollectError {
         CollectError::Collector {
             name,
-            usage,
             source: Box::new(source),
         }
     }

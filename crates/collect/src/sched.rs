@@ -103,7 +103,7 @@ fn start(scope: &Scope<'_>) -> Result<Box<dyn Collector>, CollectError> {
     let thread = std::thread::Builder::new()
         .name("iolab-sched".into())
         .spawn(move || read(session, &decoder, from, pid, &flag, &late_reader))
-        .map_err(|e| CollectError::collector("sched", false, e))?;
+        .map_err(|e| CollectError::collector("sched", e))?;
     Ok(Box::new(Sched {
         stop,
         thread,
@@ -114,13 +114,9 @@ fn start(scope: &Scope<'_>) -> Result<Box<dyn Collector>, CollectError> {
 
 /// Every thread of `pid` now.
 fn threads_of(pid: i32) -> Vec<i32> {
-    let mut tids: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|rd| {
-            rd.flatten()
-                .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
+    // Unreadable (not merely gone): the pid alone, as for a gone one; the
+    // trace follows whatever it forks from then on.
+    let mut tids = iolab_sys::process::tids(std::path::Path::new("/proc"), pid).unwrap_or_default();
     if tids.is_empty() {
         tids.push(pid);
     }
@@ -168,8 +164,7 @@ fn read(
 }
 
 fn trace_error(e: iolab_trace::TraceError) -> CollectError {
-    let usage = e.is_usage();
-    CollectError::collector("sched", usage, e)
+    CollectError::collector("sched", e)
 }
 
 /// The `sched` artifact: the target's tasks and what could not be measured.
@@ -202,18 +197,15 @@ impl Collector for Sched {
             .append(true)
             .open(&self.pid_file)
             .and_then(|mut f| f.write_all(list.join(" ").as_bytes()))
-            .map_err(|e| CollectError::collector("sched", false, e))?;
+            .map_err(|e| CollectError::collector("sched", e))?;
         Ok(true)
     }
 
     fn stop(self: Box<Self>, _: &RunEnd) -> Result<Collected, CollectError> {
         self.stop.store(true, Ordering::Relaxed);
         let (analysis, tree) = self.thread.join().map_err(|_| {
-            CollectError::collector(
-                "sched",
-                false,
-                UsageError::new("its reader thread panicked"),
-            )
+            // A bug of ours, not the user's: no `UsageError`.
+            CollectError::collector("sched", std::io::Error::other("its reader thread panicked"))
         })??;
         let tasks: Vec<&TaskStats> = analysis
             .tasks

@@ -1,6 +1,7 @@
 //! The one error type of the experiment layer: every failure of a
-//! startup, sweep or max sweep (and of the engine under them), classified
-//! once into bad input (exit code 2) and failures (1).
+//! startup, sweep or max sweep (and of the engine under them). Bad input
+//! (exit code 2) is a `UsageError` in its source chain
+//! (`iolab_sys::is_usage`); anything else is a failure (1).
 
 use iolab_sys::UsageError;
 
@@ -8,7 +9,7 @@ use iolab_sys::UsageError;
 #[derive(Debug, thiserror::Error)]
 pub enum ExperimentError {
     /// Bad input.
-    #[error(transparent)]
+    #[error("{0}")]
     Usage(#[from] UsageError),
     /// A kernel interface failed.
     #[error(transparent)]
@@ -59,27 +60,6 @@ pub enum ExperimentError {
 }
 
 impl ExperimentError {
-    /// True for mistakes in the user's input (exit code 2).
-    pub fn is_usage(&self) -> bool {
-        match self {
-            ExperimentError::Usage(_) => true,
-            ExperimentError::Guard(e) => e.is_usage(),
-            ExperimentError::Lab(e) => e.is_usage(),
-            ExperimentError::Store(e) => e.is_usage(),
-            ExperimentError::Load(e) => e.is_usage(),
-            ExperimentError::Launch(e) => {
-                matches!(e, crate::launch::LaunchError::Spawn(e) if e.is_usage())
-            }
-            ExperimentError::Cache(e) => e.is_usage(),
-            ExperimentError::Record(e) => e.is_usage(),
-            ExperimentError::Collect(e) => e.is_usage(),
-            ExperimentError::Sys(_)
-            | ExperimentError::Serialise { .. }
-            | ExperimentError::RunFailed { .. }
-            | ExperimentError::Unmount(_) => false,
-        }
-    }
-
     /// A serialisation failure of `what`.
     pub fn serialise(what: impl Into<String>) -> impl FnOnce(serde_json::Error) -> ExperimentError {
         let what = what.into();

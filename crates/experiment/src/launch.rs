@@ -252,6 +252,9 @@ pub enum LaunchError {
     /// The guard refused to record the process group.
     #[error(transparent)]
     Guard(#[from] iolab_guard::GuardError),
+    /// /proc could not be read for the launch's leftovers.
+    #[error(transparent)]
+    Proc(#[from] iolab_sys::SysError),
 }
 
 enum Event {
@@ -302,7 +305,7 @@ pub fn launch_with_app<T: Send>(
     // memory rather than the target's, stays out of the measured time.
     // What the target orphans is adopted and killed after it (see
     // `leftover`).
-    let (held, launch) = crate::leftover::Launch::hold(|| {
+    let (mut held, launch) = crate::leftover::Launch::hold(|| {
         iolab_spawn::hold(&iolab_spawn::Spec {
             argv: spec.argv.clone(),
             stdin: iolab_spawn::Input::Null,
@@ -313,6 +316,7 @@ pub fn launch_with_app<T: Send>(
             ioprio: spec.ioprio.filter(|_| spec.app.is_none()),
             nice: spec.nice.filter(|_| spec.app.is_none()),
         })
+        .map_err(LaunchError::from)
     })?;
     let pgid = held.pid();
     let tracked = guard.track_process_group(pgid)?;
@@ -322,6 +326,13 @@ pub fn launch_with_app<T: Send>(
         let _ = std::fs::remove_file(p);
     }
     let (tx, rx) = mpsc::channel::<Event>();
+    // The output's readers and the exit's waiter start while the target is
+    // held: thread starts stay out of the measured window, and the waiter
+    // is in wait4 when the target exits, so its exit is dated then (a
+    // waiter started after the release got there up to milliseconds late
+    // for a target as short as `true`).
+    let (out, err) = held.take_output();
+    let (readers, waiter, tail) = watch_output(pgid, [out, err], spec, &tx);
     // Started before the clock: its trace instance is set up outside the
     // measured window, and on when the target runs.
     let app_watch = spec.app.as_deref().map(|name| {
@@ -346,18 +357,14 @@ pub fn launch_with_app<T: Send>(
     if let Some(w) = &app_watch {
         w.launched(started_mono_ns);
     }
-    let child = match held.release() {
-        Ok(c) => c,
-        Err(e) => {
-            if let Some(w) = app_watch {
-                w.finish();
-            }
-            guard.forget(tracked)?;
-            return Err(e.into());
+    // What it returns is the pid and the streams, already taken.
+    if let Err(e) = held.release() {
+        if let Some(w) = app_watch {
+            w.finish();
         }
-    };
-
-    let (readers, waiter, tail) = watch_output(child, spec, &tx);
+        guard.forget(tracked)?;
+        return Err(e.into());
+    }
     drop(tx);
     let mut w = wait_for_start(
         spec,
@@ -421,10 +428,11 @@ pub fn launch_with_app<T: Send>(
 
 /// The target's output, read line by line on threads of their own (for
 /// the ready and full lines, and the tail kept for failures), and its
-/// exit, waited for on another.
+/// exit, waited for on another (by pid: it is still held when this runs).
 #[allow(clippy::type_complexity)]
 fn watch_output(
-    mut child: iolab_spawn::Running,
+    pid: i32,
+    streams: [Option<std::fs::File>; 2],
     spec: &LaunchSpec,
     tx: &mpsc::Sender<Event>,
 ) -> (
@@ -438,12 +446,8 @@ fn watch_output(
         _ => None,
     };
     let mut readers = Vec::new();
-    let outs: Vec<Box<dyn Read + Send>> = [child.stdout.take(), child.stderr.take()]
-        .into_iter()
-        .flatten()
-        .map(|s| Box::new(s) as Box<dyn Read + Send>)
-        .collect();
-    for out in outs {
+    for out in streams.into_iter().flatten() {
+        let out = Box::new(out) as Box<dyn Read + Send>;
         let tx = tx.clone();
         let re = line_re.clone();
         let full = spec.full_line.clone();
@@ -456,7 +460,7 @@ fn watch_output(
     // wait4 rather than Child::wait: its rusage is the target's own I/O
     // and CPU (children it waited for included), which lets the run tell
     // the background's device traffic from the target's.
-    let waiter = std::thread::spawn(move || match child.wait() {
+    let waiter = std::thread::spawn(move || match iolab_spawn::wait4(pid) {
         Ok(done) => {
             let _ = waiter_tx.send(Event::Exited(Instant::now(), done.status, done.usage));
         }
@@ -614,7 +618,9 @@ fn wait_for_start<T>(
                 (_, Some(app)) => iolab_sys::process::memory_bytes(app),
                 // Not forked yet: nothing of the app to weigh.
                 (Some(_), None) => None,
-                (None, _) => Some(iolab_sys::process::group_memory_bytes(pgid)),
+                // /proc unreadable: no sample, and the start is never
+                // ready, rather than a size of 0.
+                (None, _) => iolab_sys::process::group_memory_bytes(pgid).ok(),
             };
             if let Some(began) = bytes.and_then(|b| sw.sample(at, b)) {
                 w.ready = Some(began.max(t0));

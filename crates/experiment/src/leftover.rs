@@ -30,11 +30,12 @@ impl Launch {
     /// Forks the target with `hold` (which must put it in a group of its
     /// own, pgid = pid) and registers the launch: under the registry's
     /// lock, so no scan sees the new child unregistered.
-    pub(crate) fn hold<E>(
+    pub(crate) fn hold<E: From<iolab_sys::SysError>>(
         hold: impl FnOnce() -> Result<iolab_spawn::Held, E>,
     ) -> Result<(iolab_spawn::Held, Launch), E> {
         let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
-        let before = iolab_sys::process::children_of(me());
+        let before = iolab_sys::process::children_of(me())
+            .map_err(|e| iolab_sys::SysError::io("/proc", e))?;
         let mut running = RUNNING.lock().unwrap_or_else(|p| p.into_inner());
         let held = hold()?;
         let pgid = held.pid();
@@ -57,7 +58,16 @@ impl Launch {
         loop {
             let found = {
                 let running = RUNNING.lock().unwrap_or_else(|p| p.into_inner());
-                let left: Vec<i32> = iolab_sys::process::children_of(me)
+                // /proc unreadable: no leftover can be found (nor
+                // killed); said as one, never as "none left".
+                let children = match iolab_sys::process::children_of(me) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        named.push((0, format!("(/proc unreadable: {e})")));
+                        break;
+                    }
+                };
+                let left: Vec<i32> = children
                     .into_iter()
                     .filter(|p| !self.before.contains(p))
                     .filter(|&p| match group_of(p) {

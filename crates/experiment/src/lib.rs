@@ -3,7 +3,9 @@
 //! target's start), seed 002's sweep and seed 003's maximum-throughput
 //! sweep ([`sweep`]) — the places they run on ([`place`]), the collectors
 //! that observe their runs ([`collect`]), the targets a startup starts
-//! ([`target`]) and how one is launched and timed ([`launch`]).
+//! ([`target`]) and how one is launched and timed ([`launch`]); and
+//! `iolab load`'s session ([`load_session`]: a load with the guard and
+//! the collectors, which the load crate does without).
 
 pub mod app_process;
 pub mod boot;
@@ -13,6 +15,7 @@ pub mod engine;
 mod error;
 pub mod launch;
 mod leftover;
+pub mod load_session;
 pub mod place;
 pub mod pressure;
 pub mod probe;

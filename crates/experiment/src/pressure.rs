@@ -90,12 +90,15 @@ impl FillReport {
 /// sending the OOM killer after anything but the helper. Inside a memory
 /// cgroup with a limit (a container, a systemd slice, an Android app
 /// group), the cgroup's own room counts when smaller ([`cgroup_room`]).
-pub fn auto_bytes() -> Option<u64> {
-    let avail = mem_available()?;
-    let total = iolab_sys::environment::read_mem_total(Path::new("/proc"))?;
+pub fn auto_bytes() -> std::io::Result<u64> {
+    // Unreadable, the fill would be a guess: say so rather than fill 0.
+    let unreadable = |what: &str| std::io::Error::other(format!("/proc/meminfo: no {what}"));
+    let avail = mem_available().ok_or_else(|| unreadable("MemAvailable"))?;
+    let total = iolab_sys::environment::read_mem_total(Path::new("/proc"))
+        .ok_or_else(|| unreadable("MemTotal"))?;
     let headroom = (128u64 << 20).max(total / 64);
     let system = avail.saturating_sub(headroom);
-    Some(match cgroup_room() {
+    Ok(match cgroup_room()? {
         Some((room, limit)) => system.min(room.saturating_sub((16u64 << 20).max(limit / 32))),
         None => system,
     })
@@ -105,9 +108,9 @@ pub fn auto_bytes() -> Option<u64> {
 /// (limit less what is charged that reclaim cannot take, the limit).
 /// cgroup v2 (`memory.max`, `memory.current`, `memory.stat` file) or v1
 /// (`memory.limit_in_bytes`, `memory.usage_in_bytes`, `total_cache`).
-pub fn cgroup_room() -> Option<(u64, u64)> {
-    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let (root, path, v2) = own.lines().find_map(|l| {
+pub fn cgroup_room() -> std::io::Result<Option<(u64, u64)>> {
+    let own = std::fs::read_to_string("/proc/self/cgroup")?;
+    let found = own.lines().find_map(|l| {
         let mut f = l.splitn(3, ':');
         let (id, ctrls, path) = (f.next()?, f.next()?, f.next()?);
         if ctrls.split(',').any(|c| c == "memory") {
@@ -120,7 +123,11 @@ pub fn cgroup_room() -> Option<(u64, u64)> {
         } else {
             None
         }
-    })?;
+    });
+    // No memory controller: no limit of a cgroup's to respect.
+    let Some((root, path, v2)) = found else {
+        return Ok(None);
+    };
     let (limit_f, usage_f, cache_key) = if v2 {
         ("memory.max", "memory.current", "file ")
     } else {
@@ -134,18 +141,27 @@ pub fn cgroup_room() -> Option<(u64, u64)> {
     let mut dir = PathBuf::from(root).join(path.trim_start_matches('/'));
     loop {
         let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
+        // No file or "max": no limit at this level.
         let limit = read(limit_f).and_then(|t| t.trim().parse::<u64>().ok());
         // v1 writes "no limit" as a number near 2^63.
         if let Some(limit) = limit.filter(|&l| l < (1u64 << 62)) {
+            // With a limit, what is charged must be read: taken as 0, the
+            // fill would reach past the limit and the OOM killer.
+            let missing = |f: &str| {
+                std::io::Error::other(format!(
+                    "{}: unreadable, though {limit_f} sets a limit",
+                    dir.join(f).display()
+                ))
+            };
             let usage = read(usage_f)
                 .and_then(|t| t.trim().parse::<u64>().ok())
-                .unwrap_or(0);
+                .ok_or_else(|| missing(usage_f))?;
             let cache = read("memory.stat")
                 .and_then(|t| {
                     t.lines()
                         .find_map(|l| l.strip_prefix(cache_key)?.trim().parse::<u64>().ok())
                 })
-                .unwrap_or(0);
+                .ok_or_else(|| missing("memory.stat"))?;
             let room = limit.saturating_sub(usage.saturating_sub(cache));
             if best.is_none_or(|(r, _)| room < r) {
                 best = Some((room, limit));
@@ -155,19 +171,30 @@ pub fn cgroup_room() -> Option<(u64, u64)> {
             break;
         }
     }
-    best
+    Ok(best)
 }
 
 fn mem_available() -> Option<u64> {
     iolab_lab::mem_available(Path::new("/proc/meminfo"))
 }
 
-fn cached_bytes(files: &[PathBuf]) -> u64 {
-    files
-        .iter()
-        .filter_map(|f| iolab_sys::pagecache::residency(f).ok())
-        .map(|r| r.cached_bytes())
-        .sum()
+/// The page-cache bytes of `files`; a file that is gone has none, one
+/// that cannot be read is an error (not 0, which would count as evicted).
+fn cached_bytes(files: &[PathBuf]) -> std::io::Result<u64> {
+    let mut sum = 0;
+    for f in files {
+        match iolab_sys::pagecache::residency(f) {
+            Ok(r) => sum += r.cached_bytes(),
+            Err(_) if !f.exists() => {}
+            Err(e) => {
+                return Err(std::io::Error::other(format!(
+                    "{}: its page-cache residency is unreadable: {e}",
+                    f.display()
+                )))
+            }
+        }
+    }
+    Ok(sum)
 }
 
 /// Fills memory as `p` says, measuring `files`' page-cache residency
@@ -176,9 +203,9 @@ pub fn apply(guard: &Guard, p: Pressure, files: &[PathBuf]) -> std::io::Result<F
     let mem_available_before = mem_available();
     let requested = match p {
         Pressure::Bytes(b) => b,
-        Pressure::Auto => auto_bytes().unwrap_or(0),
+        Pressure::Auto => auto_bytes()?,
     };
-    let cached_before_bytes = cached_bytes(files);
+    let cached_before_bytes = cached_bytes(files)?;
     let t0 = Instant::now();
     let f = fill(guard, requested)?;
     Ok(FillReport {
@@ -190,7 +217,7 @@ pub fn apply(guard: &Guard, p: Pressure, files: &[PathBuf]) -> std::io::Result<F
         mem_available_before,
         files: files.len(),
         cached_before_bytes,
-        cached_after_bytes: cached_bytes(files),
+        cached_after_bytes: cached_bytes(files)?,
         short: f.short,
     })
 }

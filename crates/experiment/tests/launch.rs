@@ -43,7 +43,7 @@ fn ns(secs: f64) -> u64 {
 fn assert_group_gone(pgid: i32) {
     let until = Instant::now() + Duration::from_secs(2);
     loop {
-        let left = iolab_sys::process::live_group_members(pgid);
+        let left = iolab_sys::process::live_group_members(pgid).unwrap();
         if left.is_empty() {
             return;
         }

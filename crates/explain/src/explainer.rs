@@ -19,6 +19,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use iolab_guard::Guard;
+use iolab_sys::UsageError;
 use iolab_trace::{monotonic_ns, EventRequest, Kallsyms, SessionConfig, TraceError, TraceSession};
 
 use crate::attribution::{Attribution, OnCpuCheck};
@@ -37,26 +38,19 @@ pub enum ExplainError {
     /// A required tracepoint is missing.
     #[error("this kernel has no tracepoint sched/{0}: iolab explain needs the sched tracepoints (CONFIG_TRACING)")]
     MissingEvent(String),
-    /// The rule file is wrong.
-    #[error(transparent)]
-    Rules(#[from] RuleError),
-    /// The task to follow does not exist.
-    #[error("no process {0}: expected the pid of a running process")]
-    NoSuchProcess(i32),
+    /// Bad input (exit code 2): a rule file that is wrong, a task to
+    /// follow that does not exist.
+    #[error("{0}")]
+    Usage(#[from] UsageError),
     /// The thread reading the trace panicked.
     #[error("the trace reader thread of iolab explain panicked")]
     Thread,
 }
 
-impl ExplainError {
-    /// True for mistakes in the user's input (exit code 2): a bad rule file,
-    /// a pid that does not exist, or a tracer usage error.
-    pub fn is_usage(&self) -> bool {
-        match self {
-            ExplainError::Trace(t) => t.is_usage(),
-            ExplainError::Rules(_) | ExplainError::NoSuchProcess(_) => true,
-            ExplainError::MissingEvent(_) | ExplainError::Thread => false,
-        }
+/// A rule file is the user's: whatever is wrong with it is a usage error.
+impl From<RuleError> for ExplainError {
+    fn from(e: RuleError) -> Self {
+        ExplainError::Usage(UsageError::new(e.to_string()))
     }
 }
 
@@ -163,7 +157,9 @@ impl Explainer {
     ) -> Result<Explainer, ExplainError> {
         let proc = config.proc.clone();
         if procfs::state(&proc, root_pid).is_none() {
-            return Err(ExplainError::NoSuchProcess(root_pid));
+            return Err(ExplainError::Usage(UsageError::new(format!(
+                "no process {root_pid}: expected the pid of a running process"
+            ))));
         }
         let tids = if config.tree {
             procfs::tree_tids(&proc, root_pid)
@@ -230,7 +226,7 @@ impl Explainer {
                 }
                 _ => Initial::Unknown,
             };
-            let comm = procfs::comm(&proc, tid).unwrap_or_default();
+            let comm = procfs::comm(&proc, tid).unwrap_or_else(|| "?".into());
             tracker.follow(tid, &comm, start_ns, initial);
             if let Some(ns) = procfs::on_cpu_ns(&proc, tid) {
                 schedstat.push((tid, ns));
@@ -267,7 +263,7 @@ impl Explainer {
                 }
                 _ => Initial::Unknown,
             };
-            let comm = procfs::comm(&self.proc, tid).unwrap_or_default();
+            let comm = procfs::comm(&self.proc, tid).unwrap_or_else(|| "?".into());
             // Followed before its events can arrive: the reader takes this
             // before it next reads the buffer, and the pid filter below is
             // what lets the events in.

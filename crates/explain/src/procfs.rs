@@ -11,14 +11,11 @@ use crate::event::Frame;
 /// Threads of `pid` and of all its descendants (pid order), `pid` first.
 pub fn tree_tids(proc: &Path, pid: i32) -> Vec<i32> {
     let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
-    if let Ok(rd) = std::fs::read_dir(proc) {
-        for e in rd.flatten() {
-            let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-                continue;
-            };
-            if let Some(pp) = stat_field(proc, p, p, 4).and_then(|s| s.parse::<i32>().ok()) {
-                children.entry(pp).or_default().push(p);
-            }
+    // Unreadable: the pid's own threads only (the trace follows what it
+    // forks from then on).
+    for p in iolab_sys::process::pids(proc).unwrap_or_default() {
+        if let Some(pp) = stat_field(proc, p, p, 4).and_then(|s| s.parse::<i32>().ok()) {
+            children.entry(pp).or_default().push(p);
         }
     }
     let mut procs = vec![pid];
@@ -45,13 +42,7 @@ pub fn tree_tids(proc: &Path, pid: i32) -> Vec<i32> {
 
 /// Thread ids of process `pid`.
 pub fn threads(proc: &Path, pid: i32) -> Vec<i32> {
-    std::fs::read_dir(proc.join(pid.to_string()).join("task"))
-        .map(|rd| {
-            rd.flatten()
-                .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default()
+    iolab_sys::process::tids(proc, pid).unwrap_or_default()
 }
 
 /// Field `n` (1-based, as in proc(5)) of `/proc/<pid>/task/<tid>/stat`;

@@ -190,8 +190,7 @@ impl Change {
             }
             Change::Throttle { file, devno, old } => {
                 write_attr(file, &format!("{devno} {old}"))?;
-                let name = file.file_name().map(|n| n.to_string_lossy().into_owned());
-                Ok(format!("{} for {devno} = {old}", name.unwrap_or_default()))
+                Ok(format!("{} for {devno} = {old}", file.display()))
             }
             Change::ScratchDir { path } => undo_scratch_dir(path),
             Change::Dir { path } => {
@@ -258,21 +257,7 @@ impl Change {
                 write_attr(file, &line)?;
                 Ok(format!("{} for {devno}: {line}", file.display()))
             }
-            Change::TraceInstance { path } => {
-                let _lock = tracefs_lock();
-                if path.exists() {
-                    let _ = std::fs::write(path.join("tracing_on"), "0");
-                    std::fs::remove_dir(path).map_err(|e| GuardError::io(path, e))?;
-                }
-                let mut msg = format!("removed trace instance {}", path.display());
-                if let Some(root) = path.parent().and_then(Path::parent) {
-                    if let Some(m) = unmount_left_tracefs(root) {
-                        msg.push_str("; ");
-                        msg.push_str(&m);
-                    }
-                }
-                Ok(msg)
-            }
+            Change::TraceInstance { path } => remove_trace_instance(path),
             Change::Loop {
                 backing,
                 dev,
@@ -354,7 +339,10 @@ impl Change {
                     // (a lab's model server must not outlive `lab down`;
                     // CI once saw it still running right after).
                     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-                    while !iolab_sys::process::live_group_members(*pgid).is_empty()
+                    // /proc unreadable: as if members were left, until
+                    // the deadline.
+                    while iolab_sys::process::live_group_members(*pgid)
+                        .map_or(true, |m| !m.is_empty())
                         && std::time::Instant::now() < deadline
                     {
                         std::thread::sleep(std::time::Duration::from_millis(5));
@@ -428,7 +416,10 @@ fn undo_cgroup(path: &Path) -> Result<String, GuardError> {
     if !path.exists() {
         return Ok(format!("cgroup {} already gone", path.display()));
     }
-    let procs = std::fs::read_to_string(path.join("cgroup.procs")).unwrap_or_default();
+    // Unreadable: the rmdir below would fail with EBUSY and no cause;
+    // say why instead.
+    let file = path.join("cgroup.procs");
+    let procs = std::fs::read_to_string(&file).map_err(|e| GuardError::io(&file, e))?;
     for pid in procs.split_whitespace() {
         // To the nearest ancestor that takes it: a v2 parent with
         // controllers enabled for its children holds no process itself
@@ -642,6 +633,49 @@ fn remove_left_dir(dir: &Path) {
 /// EBUSY), or one unmounts between another's check and its mkdir. Held
 /// while the returned file is open; `None` (no lock) when the lock file
 /// cannot be opened, which only loses this protection.
+/// Removes a tracefs instance iolab made: the one teardown, for the
+/// session that ends it and for the guard's undo alike. Tracing and its
+/// events off, then rmdir, retried while the kernel still holds its buffer
+/// (EBUSY: a reader that just closed its trace_pipe_raw), and tracefs
+/// unmounted when iolab mounted it and no other instance is left. Gone
+/// already is done. (An instance's event triggers are its session's to
+/// clear first: only it knows which it wrote.)
+pub fn remove_trace_instance(path: &Path) -> Result<String, GuardError> {
+    let _lock = tracefs_lock();
+    let mut last = None;
+    for _ in 0..50 {
+        if !path.exists() {
+            last = None;
+            break;
+        }
+        let _ = std::fs::write(path.join("tracing_on"), "0");
+        let _ = std::fs::write(path.join("events/enable"), "0");
+        match std::fs::remove_dir(path) {
+            Ok(()) => {
+                last = None;
+                break;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                last = None;
+                break;
+            }
+            Err(e) => last = Some(e),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    if let Some(e) = last {
+        return Err(GuardError::io(path, e));
+    }
+    let mut msg = format!("removed trace instance {}", path.display());
+    if let Some(root) = path.parent().and_then(Path::parent) {
+        if let Some(m) = unmount_left_tracefs(root) {
+            msg.push_str("; ");
+            msg.push_str(&m);
+        }
+    }
+    Ok(msg)
+}
+
 pub(crate) fn tracefs_lock() -> Option<std::fs::File> {
     let locks = iolab_sys::paths::machine_dir().join("locks");
     let _ = std::fs::create_dir_all(&locks);

@@ -8,7 +8,7 @@ use iolab_sys::UsageError;
 #[derive(Debug, thiserror::Error)]
 pub enum GuardError {
     /// The request itself was wrong (unknown scheduler, missing device).
-    #[error(transparent)]
+    #[error("{0}")]
     Usage(#[from] UsageError),
     /// Another live iolab process is changing the same resource.
     #[error("{resource} is being changed by another iolab run (pid {holder}); wait for it to finish or use another device")]
@@ -47,11 +47,6 @@ pub enum GuardError {
 }
 
 impl GuardError {
-    /// True for mistakes in the user's input (exit code 2).
-    pub fn is_usage(&self) -> bool {
-        matches!(self, GuardError::Usage(_))
-    }
-
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         GuardError::Io {
             path: path.into(),

@@ -259,15 +259,25 @@ impl Default for Guard {
     }
 }
 
-/// Reads the limit for `devno` in a throttle file (0 when there is no rule).
+/// Reads the limit for `devno` in a throttle file (0 when there is no
+/// rule; a rule whose value does not parse is an error, not "no rule").
 pub fn read_throttle(file: &Path, devno: &str) -> Result<u64, GuardError> {
     let text = std::fs::read_to_string(file).map_err(|e| GuardError::io(file, e))?;
-    Ok(text
+    let Some((_, v)) = text
         .lines()
         .filter_map(|l| l.split_once(' '))
         .find(|(d, _)| *d == devno)
-        .and_then(|(_, v)| v.trim().parse().ok())
-        .unwrap_or(0))
+    else {
+        return Ok(0);
+    };
+    v.trim().parse().map_err(|_| {
+        GuardError::io(
+            file,
+            std::io::Error::other(format!(
+                "the rule for {devno} has the value {v:?}, not a number"
+            )),
+        )
+    })
 }
 
 #[cfg(test)]
@@ -361,7 +371,9 @@ mod tests {
         );
         std::fs::write(q.join("scheduler"), "none [mq-deadline]\n").unwrap();
         let g = Guard::in_dir(run.path().to_path_buf());
-        assert!(g.set_queue_depth(&dev, 4).unwrap_err().is_usage());
+        assert!(iolab_sys::is_usage(
+            &g.set_queue_depth(&dev, 4).unwrap_err()
+        ));
     }
 
     #[test]

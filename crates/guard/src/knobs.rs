@@ -79,7 +79,9 @@ impl Guard {
         let path = dev.queue_path("iosched").join(name);
         if name.contains('/') || !path.exists() {
             let have: Vec<String> = dev.iosched_tunables().into_iter().map(|(k, _)| k).collect();
-            let sched = dev.schedulers().map(|s| s.current).unwrap_or_default();
+            let sched = dev
+                .schedulers()
+                .map_or_else(|_| "its scheduler".to_string(), |s| s.current);
             return Err(UsageError::new(format!(
                 "{sched} on {} has no tunable {name:?}: available are {}",
                 dev.name,

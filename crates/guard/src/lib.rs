@@ -31,7 +31,7 @@ mod signals;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub use change::{loops_backed_by, Change};
+pub use change::{loops_backed_by, remove_trace_instance, Change};
 pub use error::GuardError;
 pub use guard::{read_throttle, Guard, Mark, Recorded, Throttle, BLKIO_ROOT};
 pub use journal::Journal;

@@ -258,9 +258,25 @@ fn boots_record_then_prefetch_and_every_boot_is_checked() {
         // fio in the guest against the profile: the table's ratio is what
         // fio measured, not a number the model printed (within 25 %: TCG's
         // path varies from boot to boot; docs/boot.md has the table).
-        let ratio = r["measured"].as_f64().unwrap() / r["model"].as_f64().unwrap();
+        let (model, path, measured) = (
+            r["model"].as_f64().unwrap(),
+            r["path_only"].as_f64().unwrap(),
+            r["measured"].as_f64().unwrap(),
+        );
+        let ratio = measured / model;
         assert!((ratio - r["ratio"].as_f64().unwrap()).abs() < 1e-9, "{r}");
-        assert!((0.75..1.25).contains(&ratio), "{r}");
+        // On a slow host the guest's path alone (fio on the instant disk)
+        // can cost more than the profile's service time: nothing is left
+        // to take off, the disk runs at the path's speed, and the table
+        // must say so rather than pass it as modelled.
+        let latency = r["unit"] == "us";
+        let path_slower = if latency { path > model } else { path < model };
+        let floor = if path_slower { path } else { model };
+        assert!((0.75..1.25).contains(&(measured / floor)), "{r}");
+        assert_eq!(r["ok"], (ratio - 1.0).abs() <= 0.05, "{r}");
+        if r["ok"] == false {
+            assert!(!cal["not_modelled"].as_array().unwrap().is_empty(), "{cal}");
+        }
     }
     let runs = e["runs"].as_array().unwrap();
     for v in ["none@bfq", "idle@bfq", "safety-splash", "safety-kill-sched"] {

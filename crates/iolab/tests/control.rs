@@ -771,3 +771,106 @@ fn group_weights_and_wbt_on_cgroup_v2_in_a_guest() {
     assert_eq!(read(&out, "groups-before"), read(&out, "groups-after"));
     assert!(!read(&out, "groups-after").contains("iolab-"));
 }
+
+/// A setting flag is a one-value setting of the plan: `--read-ahead-kb
+/// 128` and `--vary read_ahead_kb=128` make the same cells, each applies
+/// the value through the guard and reads it back, the target itself sees
+/// it in force during its start (it reads the queue's file), and the lab's
+/// own value is back afterwards.
+#[test]
+fn a_setting_flag_and_a_one_value_vary_make_the_same_cells_both_read_back() {
+    let test = "a_setting_flag_and_a_one_value_vary_make_the_same_cells_both_read_back";
+    if !iolab_testkit::root_or_skip(test, "it makes loop devices and mounts") {
+        return;
+    }
+    let _m = machine();
+    let b = Bench::new("control-flag");
+    let up = b.env.up(&["--size", "256MiB"]);
+    let dev = lab_env::kname(lab_env::s(&up, "device"));
+    let ra = Path::new("/sys/block")
+        .join(&dev)
+        .join("queue/read_ahead_kb");
+    // The lab's own value, set by hand on our own lab: not 128, so a
+    // setting that was never written would show.
+    std::fs::write(&ra, "1024").unwrap();
+    let seen = b.env.run.path().join("seen");
+    let target = format!("cat {} >> {}", ra.display(), seen.display());
+    let run = |form: &[&str]| {
+        let out = b
+            .cmd()
+            .args(["startup", "--lab", &b.env.name, "--reps", "2"])
+            .args(["--schedulers", "mq-deadline", "--workloads", "1r"])
+            .args(["--warmup", "0.5", "--load-option", "size=16M"])
+            .args(form)
+            .arg("--db")
+            .arg(&b.db)
+            .args(["--", "sh", "-c", &target])
+            .timeout(Duration::from_secs(300))
+            .output()
+            .unwrap();
+        ok(&out);
+        assert_eq!(std::fs::read_to_string(&ra).unwrap().trim(), "1024");
+    };
+    run(&["--read-ahead-kb", "128"]);
+    run(&["--vary", "read_ahead_kb=128"]);
+    // Every start (2 cells × 2 reps, idle included, of each form) read 128.
+    let lines = std::fs::read_to_string(&seen).unwrap();
+    assert_eq!(lines.lines().collect::<Vec<_>>(), ["128"; 8], "{lines}");
+    let cells = |id: u64| {
+        let r = b.export(id);
+        let mut cells: Vec<(String, String, Value)> = r["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| {
+                (
+                    x["scheduler"].as_str().unwrap().to_string(),
+                    x["workload"].as_str().unwrap().to_string(),
+                    x["variant"].clone(),
+                )
+            })
+            .collect();
+        cells.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        let read: Vec<Value> = r["artifacts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["kind"] == "cell_io")
+            .flat_map(|a| a["json"]["settings"].as_array().unwrap().clone())
+            .collect();
+        (cells, read)
+    };
+    let (flag, flag_read) = cells(1);
+    let (vary, vary_read) = cells(2);
+    assert_eq!(flag, vary);
+    assert_eq!(flag.len(), 4, "{flag:?}");
+    for read in [&flag_read, &vary_read] {
+        assert!(!read.is_empty());
+        for s in read.iter() {
+            assert_eq!(s["name"], "read_ahead_kb", "{s}");
+            assert_eq!(s["read"], "128", "{s}");
+            assert_eq!(s["applied"], true, "{s}");
+            assert_eq!(s["file"], ra.display().to_string(), "{s}");
+        }
+    }
+    // The setting this issue added by one line of setting.rs: nomerges,
+    // varied against the lab's own value, read back from the kernel's
+    // file in its cells and the lab's own value back afterwards.
+    let nm = Path::new("/sys/block").join(&dev).join("queue/nomerges");
+    let own = std::fs::read_to_string(&nm).unwrap();
+    run(&["--vary", "nomerges=-,2"]);
+    assert_eq!(std::fs::read_to_string(&nm).unwrap(), own);
+    let (cells3, read3) = cells(3);
+    assert_eq!(cells3.len(), 8, "{cells3:?}");
+    let set: Vec<&Value> = read3.iter().filter(|s| s["name"] == "nomerges").collect();
+    assert!(!set.is_empty(), "{read3:?}");
+    for s in set {
+        assert_eq!(
+            (s["read"].as_str(), s["applied"].as_bool()),
+            (Some("2"), Some(true)),
+            "{s}"
+        );
+        assert_eq!(s["file"], nm.display().to_string(), "{s}");
+    }
+    b.env.down();
+}

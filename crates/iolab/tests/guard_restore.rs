@@ -470,10 +470,14 @@ fn started_process_group_is_killed_after_sigkill() {
     assert!(Path::new(&format!("/proc/{pid}")).exists());
     assert!(fx.restore().contains("killed process group"));
     let deadline = Instant::now() + Duration::from_secs(5);
-    while !iolab_sys::process::live_group_members(pid).is_empty() && Instant::now() < deadline {
+    while !iolab_sys::process::live_group_members(pid)
+        .unwrap()
+        .is_empty()
+        && Instant::now() < deadline
+    {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let left = iolab_sys::process::live_group_members(pid);
+    let left = iolab_sys::process::live_group_members(pid).unwrap();
     assert!(
         left.is_empty(),
         "process group {pid} still running: {left:?}"

@@ -9,7 +9,7 @@ use iolab_sys::{SysError, UsageError};
 #[derive(Debug, thiserror::Error)]
 pub enum LabError {
     /// The request was wrong (bad flags, existing name, no room).
-    #[error(transparent)]
+    #[error("{0}")]
     Usage(#[from] UsageError),
     /// A change to system state failed (or was refused as bad usage).
     #[error(transparent)]
@@ -48,15 +48,6 @@ pub enum LabError {
 }
 
 impl LabError {
-    /// True for mistakes in the user's input (exit code 2).
-    pub fn is_usage(&self) -> bool {
-        match self {
-            LabError::Usage(_) => true,
-            LabError::Guard(g) => g.is_usage(),
-            _ => false,
-        }
-    }
-
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         LabError::Io {
             path: path.into(),

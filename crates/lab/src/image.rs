@@ -140,7 +140,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         check_space(d.path(), 1 << 20).unwrap();
         let e = check_space(&d.path().join("not/yet"), u64::MAX / 2).unwrap_err();
-        assert!(e.is_usage());
+        assert!(iolab_sys::is_usage(&e));
         let msg = e.to_string();
         assert!(
             msg.contains("does not fit") && msg.contains("free"),

@@ -126,10 +126,21 @@ impl Lab {
                 (None, Some(_)) => {
                     model::fuse_mountpoint(&m.name).join(iolab_model::server::FILE_NAME)
                 }
-                (None, None) => m.image.clone().unwrap_or_default(),
+                (None, None) => m
+                    .image
+                    .clone()
+                    .ok_or_else(|| gone("image (none recorded)"))?,
             };
-            let backing =
-                std::fs::read_to_string(top.sysfs.join("loop/backing_file")).unwrap_or_default();
+            // Unreadable: the device is no loop device now (or the kernel
+            // refuses), which is not "used for something else".
+            let file = top.sysfs.join("loop/backing_file");
+            let backing = std::fs::read_to_string(&file).map_err(|e| {
+                gone(&format!(
+                    "device {} (its {} is unreadable: {e})",
+                    top.name,
+                    file.display()
+                ))
+            })?;
             if want != Path::new(backing.trim_end()) {
                 return Err(gone(&format!(
                     "device {} (now used for something else)",

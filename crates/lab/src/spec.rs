@@ -398,7 +398,7 @@ impl ModelText<'_> {
         };
         let dur = |flag: &str, t: &str| {
             iolab_sys::units::parse_duration(t)
-                .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+                .map(iolab_sys::cast::duration_ns)
                 .map_err(|e| UsageError::new(format!("{flag}: {e}")))
         };
         let custom = self.any();

@@ -173,7 +173,7 @@ mod tests {
             return;
         }
         let e = precheck_scheduler("cfq-classic").unwrap_err();
-        assert!(e.is_usage());
+        assert!(iolab_sys::is_usage(&e));
         assert!(e.to_string().contains("available are"), "{e}");
         precheck_scheduler("none").unwrap();
     }

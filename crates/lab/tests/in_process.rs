@@ -50,7 +50,7 @@ fn a_temporary_lab_lives_and_dies_with_its_guard() {
     // Nor create it twice.
     let e = iolab_lab::up(&guard, &spec).unwrap_err();
     assert!(
-        e.is_usage() && e.to_string().contains("already exists"),
+        iolab_sys::is_usage(&e) && e.to_string().contains("already exists"),
         "{e}"
     );
 
@@ -59,6 +59,8 @@ fn a_temporary_lab_lives_and_dies_with_its_guard() {
     assert!(!image.exists());
     assert!(iolab_guard::loops_backed_by(&image).is_empty());
     assert!(!mp.exists());
-    assert!(iolab_lab::open(&spec.name).unwrap_err().is_usage());
+    assert!(iolab_sys::is_usage(
+        &iolab_lab::open(&spec.name).unwrap_err()
+    ));
     assert!(iolab_lab::list().unwrap().is_empty());
 }

@@ -1,6 +1,6 @@
 //! Errors of the workload engine. Each carries where (file and line, job,
-//! path) and what would be right; [`LoadError::is_usage`] tells the binary
-//! which ones are the user's input (exit code 2).
+//! path) and what would be right; the user's input is a
+//! [`LoadError::Usage`] (exit code 2 in the binary).
 
 use std::path::PathBuf;
 
@@ -25,20 +25,10 @@ pub enum Origin {
 /// Why a load could not be prepared or run.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    /// A job file could not be parsed or holds an unsupported option or a
-    /// bad value.
-    #[error("{}:{line}: {why}", path.display())]
-    JobFile {
-        /// The job file.
-        path: PathBuf,
-        /// 1-based line number.
-        line: usize,
-        /// What was wrong and what would be right.
-        why: String,
-    },
     /// The request cannot be done as asked (bad flag, unsafe target, not
-    /// enough free space).
-    #[error(transparent)]
+    /// enough free space), or a job file could not be parsed or holds an
+    /// unsupported option or a bad value (`FILE:LINE: why`).
+    #[error("{0}")]
     Usage(#[from] UsageError),
     /// A file or device could not be opened, created or laid out.
     #[error("{}: {source}", path.display())]
@@ -65,34 +55,19 @@ pub enum LoadError {
     /// The guard refused or failed a change (scheduler switch).
     #[error(transparent)]
     Guard(#[from] iolab_guard::GuardError),
-    /// A collector observing the load (`--trace bio`, `--cpu`) failed.
-    #[error(transparent)]
-    Observe(#[from] iolab_collect::CollectError),
     /// The installed fio (`--with-fio`) gave no report.
     #[error("{0}")]
     Fio(String),
 }
 
 impl LoadError {
-    /// True for mistakes in the user's input (exit code 2).
-    pub fn is_usage(&self) -> bool {
-        match self {
-            LoadError::JobFile { .. } | LoadError::Usage(_) => true,
-            LoadError::Guard(g) => g.is_usage(),
-            LoadError::Observe(o) => o.is_usage(),
-            _ => false,
-        }
-    }
-
     /// Builds the error for an option at `origin`.
     pub fn at(origin: &Origin, why: impl Into<String>) -> LoadError {
         let why = why.into();
         match origin {
-            Origin::File { path, line } => LoadError::JobFile {
-                path: path.clone(),
-                line: *line,
-                why,
-            },
+            Origin::File { path, line } => {
+                LoadError::Usage(UsageError::new(format!("{}:{line}: {why}", path.display())))
+            }
             Origin::Flag => LoadError::Usage(UsageError::new(why)),
             Origin::Named(name) => {
                 LoadError::Usage(UsageError::new(format!("workload {name}: {why}")))

@@ -15,6 +15,16 @@ use std::time::{Duration, Instant};
 use iolab_sys::ioprio::IoPrio;
 use serde_json::Value;
 
+/// The installed fio, or why there is none (`--with-fio`, `iolab load`'s
+/// and startup's).
+pub fn fio_path() -> Result<PathBuf, iolab_sys::UsageError> {
+    iolab_spawn::resolve("fio").ok_or_else(|| {
+        iolab_sys::UsageError::new(
+            "--with-fio: no fio in PATH; install it (apt-get install fio) or drop --with-fio",
+        )
+    })
+}
+
 /// A running fio and what its reports said so far.
 pub struct FioChild {
     child: Child,
@@ -27,6 +37,11 @@ pub struct FioChild {
     status: Option<ExitStatus>,
     /// Per job (name and index): its bytes and when they last changed.
     moved: HashMap<String, (u64, Instant)>,
+    /// Read and written bytes by the newest report whose counts could be
+    /// read.
+    counted: (u64, u64),
+    /// Reports whose counts could not be read, and why (each once).
+    warnings: Vec<String>,
 }
 
 impl FioChild {
@@ -85,6 +100,8 @@ impl FioChild {
             docs: 0,
             status: None,
             moved: HashMap::new(),
+            counted: (0, 0),
+            warnings: Vec::new(),
         })
     }
 
@@ -115,18 +132,50 @@ impl FioChild {
         self.pending.drain(..at + used);
         for doc in new {
             self.docs += 1;
-            let now = Instant::now();
-            for (i, j) in doc["jobs"].as_array().into_iter().flatten().enumerate() {
-                let key = format!("{}#{i}", j["jobname"].as_str().unwrap_or("?"));
-                let bytes = job_bytes(j);
-                let e = self.moved.entry(key).or_insert((bytes, now));
-                if e.0 != bytes {
-                    *e = (bytes, now);
-                }
-            }
+            self.count(&doc);
             self.last = Some(doc);
         }
         self.docs
+    }
+
+    /// Takes a report's byte counts: each job's (for [`FioChild::quiet_jobs`])
+    /// and the read and written totals. A report without them (another
+    /// fio's fields) is not counted as moving nothing: it is a warning.
+    fn count(&mut self, doc: &Value) {
+        let now = Instant::now();
+        let jobs = match job_counts(doc) {
+            Ok(j) => j,
+            Err(why) => return self.warn(&why),
+        };
+        for (i, ((name, bytes), _)) in jobs.iter().enumerate() {
+            let key = format!("{name}#{i}");
+            let bytes = bytes.iter().sum();
+            let e = self.moved.entry(key).or_insert((bytes, now));
+            if e.0 != bytes {
+                *e = (bytes, now);
+            }
+        }
+        match read_written(&jobs) {
+            Ok(t) => self.counted = t,
+            Err(why) => self.warn(&why),
+        }
+    }
+
+    /// A report that could not be counted, said once (every status would
+    /// repeat it), naming fio's output file.
+    fn warn(&mut self, why: &str) {
+        let tail = format!(": {why}");
+        if !self.warnings.iter().any(|k| k.ends_with(&tail)) {
+            let n = self.docs;
+            self.warnings
+                .push(format!("{}: fio's report {n}{tail}", self.out.display()));
+        }
+    }
+
+    /// Reports whose byte counts could not be read, each naming fio's
+    /// output file and what the report lacked.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// The newest complete report.
@@ -151,9 +200,11 @@ impl FioChild {
         }
     }
 
-    /// Read and written bytes, all jobs, by the newest report.
+    /// Read and written bytes, all jobs, by the newest report whose counts
+    /// could be read ((0, 0) before fio's first; [`FioChild::warnings`]
+    /// says when a report could not be counted).
     pub fn totals(&self) -> (u64, u64) {
-        self.last.as_ref().map_or((0, 0), totals)
+        self.counted
     }
 
     /// Jobs whose bytes have not changed for `quiet` while fio kept
@@ -163,7 +214,11 @@ impl FioChild {
             .moved
             .iter()
             .filter(|(_, (_, at))| at.elapsed() >= quiet)
-            .map(|(k, (_, at))| (k.split('#').next().unwrap_or(k).to_string(), at.elapsed()))
+            .map(|(k, (_, at))| {
+                // The key is NAME#INDEX; a job's name may hold a '#'.
+                let name = k.rsplit_once('#').map_or(k.as_str(), |(n, _)| n);
+                (name.to_string(), at.elapsed())
+            })
             .collect();
         v.sort();
         v
@@ -231,22 +286,48 @@ impl Drop for FioChild {
     }
 }
 
-fn job_bytes(j: &Value) -> u64 {
-    ["read", "write", "trim"]
-        .iter()
-        .map(|d| j[d]["io_bytes"].as_u64().unwrap_or(0))
-        .sum()
+/// A job's name and its read, write and trim bytes.
+type JobCount = (String, [u64; 3]);
+
+/// The jobs of a fio report with their byte counts, and whether fio
+/// reported the job's directions together (`unified_rw_reporting=mixed`:
+/// its bytes are all counted as read, so totals that need the split can
+/// refuse it). `Err` says what the report lacks.
+fn job_counts(doc: &Value) -> Result<Vec<(JobCount, bool)>, String> {
+    let jobs = doc["jobs"].as_array().ok_or("it has no \"jobs\" list")?;
+    jobs.iter()
+        .enumerate()
+        .map(|(i, j)| {
+            let name = j["jobname"]
+                .as_str()
+                .ok_or_else(|| format!("jobs[{i}] has no jobname"))?;
+            let bytes = |d: &str| j[d]["io_bytes"].as_u64();
+            match (bytes("read"), bytes("write"), bytes("trim"), bytes("mixed")) {
+                (Some(r), Some(w), Some(t), _) => Ok(((name.to_string(), [r, w, t]), false)),
+                (_, _, _, Some(m)) => Ok(((name.to_string(), [m, 0, 0]), true)),
+                _ => Err(format!(
+                    "job {name} has no read, write and trim io_bytes (nor mixed)"
+                )),
+            }
+        })
+        .collect()
 }
 
-/// Read and written bytes of a fio report, all jobs.
-pub fn totals(doc: &Value) -> (u64, u64) {
-    let jobs = doc["jobs"].as_array().map(Vec::as_slice).unwrap_or(&[]);
-    let sum = |d: &str| {
-        jobs.iter()
-            .map(|j| j[d]["io_bytes"].as_u64().unwrap_or(0))
-            .sum()
-    };
-    (sum("read"), sum("write"))
+/// Read and written bytes of `jobs`; a job reported unified has no split.
+fn read_written(jobs: &[(JobCount, bool)]) -> Result<(u64, u64), String> {
+    if let Some(((name, _), _)) = jobs.iter().find(|(_, mixed)| *mixed) {
+        return Err(format!(
+            "job {name} reports its directions together (unified_rw_reporting): its read and written bytes cannot be told apart"
+        ));
+    }
+    let sum = |d: usize| jobs.iter().map(|((_, b), _)| b[d]).sum();
+    Ok((sum(0), sum(1)))
+}
+
+/// Read and written bytes of a fio report, all jobs; `Err` says what the
+/// report lacks for them.
+pub fn totals(doc: &Value) -> Result<(u64, u64), String> {
+    read_written(&job_counts(doc)?)
 }
 
 /// A job file's text with `overrides` appended to every job section (not
@@ -298,6 +379,23 @@ mod tests {
                         {"read":{"io_bytes":7},"write":{"io_bytes":0}}]}"#,
         )
         .unwrap();
-        assert_eq!(totals(&doc), (12, 1));
+        assert_eq!(totals(&doc), Err("jobs[0] has no jobname".into()));
+        let doc: Value = serde_json::from_str(
+            r#"{"jobs":[{"jobname":"a","read":{"io_bytes":5},"write":{"io_bytes":1},"trim":{"io_bytes":0}},
+                        {"jobname":"b","read":{"io_bytes":7},"write":{"io_bytes":0},"trim":{"io_bytes":2}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(totals(&doc), Ok((12, 1)));
+    }
+
+    #[test]
+    fn a_report_without_the_counts_is_said_not_counted_as_nothing() {
+        let doc: Value =
+            serde_json::from_str(r#"{"jobs":[{"jobname":"a","mixed":{"io_bytes":5}}]}"#).unwrap();
+        let e = totals(&doc).unwrap_err();
+        assert!(e.contains("unified_rw_reporting"), "{e}");
+        let doc: Value = serde_json::from_str(r#"{"jobs":[{"jobname":"a"}]}"#).unwrap();
+        assert!(totals(&doc).unwrap_err().contains("job a has no read"));
+        assert!(totals(&serde_json::json!({})).is_err());
     }
 }

@@ -1,5 +1,7 @@
 //! The workload engine: the background I/O (and CPU) load of every iolab
-//! experiment, and `iolab load`.
+//! experiment, and `iolab load`'s jobs, run and output (the command's
+//! session, which adds the guard, collectors and statuses, is
+//! `iolab_experiment::load_session`).
 //!
 //! Jobs come from fio-style job files ([`jobfile`]: the job in [`job`], the run in [`run`], fio's output formats in [`output`]), from command-line
 //! options ([`job_from_options`]), from S-style readers/writers shorthand
@@ -28,12 +30,11 @@ pub mod fio_process;
 pub mod job;
 pub mod output;
 pub mod run;
-pub mod session;
 
 // The paths other crates know, kept as they were before the split into
 // job/, run/ and output/.
 pub use job::{cmdprio, jobfile, named};
-pub use output::{json, normal, render, table, terse};
+pub use output::{debug, json, normal, render, table, terse};
 pub use run::files::iolog;
 pub use run::sinks::fio_stats;
 
@@ -45,7 +46,7 @@ pub use job::spec::{
     apply_overrides, job_from_options, jobs_from_shorthand, jobs_from_spec, Override,
 };
 pub use run::clone::{clone_seeds, Failure};
-pub use run::files::io_file::clone_paths;
+pub use run::files::io_file::{clone_paths, devices_of};
 pub use run::plan::{NAMED_FILE_SIZE, NAMED_MIN_FILE_SIZE};
 pub use run::report::{DirReport, DiskUtil, JobReport, LoadReport};
 pub use run::runner::{

@@ -230,7 +230,10 @@ fn impossible_jobs_are_refused_before_starting() {
     let d = tempfile::tempdir().unwrap();
     let huge = job(d.path(), &[("rw", "read"), ("size", "1024t")]);
     let e = start(vec![huge], StartOptions::default()).err().unwrap();
-    assert!(e.is_usage() && e.to_string().contains("free"), "{e}");
+    assert!(
+        iolab_sys::is_usage(&e) && e.to_string().contains("free"),
+        "{e}"
+    );
     assert!(
         std::fs::read_dir(d.path()).unwrap().next().is_none(),
         "nothing laid out"

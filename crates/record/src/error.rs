@@ -8,7 +8,7 @@ use std::path::PathBuf;
 pub enum RecordError {
     /// Bad input (exit code 2).
     #[error("{0}")]
-    Usage(String),
+    Usage(#[from] iolab_sys::UsageError),
     /// The command could not be started.
     #[error(transparent)]
     Spawn(#[from] iolab_spawn::SpawnError),
@@ -37,22 +37,5 @@ impl RecordError {
             path: path.into(),
             source,
         }
-    }
-
-    /// True for mistakes in the user's input (exit code 2).
-    pub fn is_usage(&self) -> bool {
-        match self {
-            RecordError::Usage(_) => true,
-            RecordError::Spawn(e) => e.is_usage(),
-            RecordError::Trace(e) => e.is_usage(),
-            RecordError::Guard(e) => e.is_usage(),
-            _ => false,
-        }
-    }
-}
-
-impl From<iolab_sys::UsageError> for RecordError {
-    fn from(e: iolab_sys::UsageError) -> Self {
-        RecordError::Usage(e.0)
     }
 }

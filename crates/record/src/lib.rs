@@ -89,9 +89,10 @@ impl Default for RecordSpec {
 /// Runs the command under a recording and returns what it read.
 pub fn record(guard: &Guard, spec: &RecordSpec) -> Result<Recording, RecordError> {
     if spec.argv.is_empty() && !(spec.all_pids && spec.duration.is_some()) {
-        return Err(RecordError::Usage(
-            "nothing to record: give a command after -- (or --all-pids --duration S)".into(),
-        ));
+        return Err(iolab_sys::UsageError::new(
+            "nothing to record: give a command after -- (or --all-pids --duration S)",
+        )
+        .into());
     }
     let mut cands = candidates::Candidates::default();
     cands.add_argv(&spec.argv);

@@ -204,10 +204,10 @@ pub fn resolve(
             found.insert(
                 FileKey { dev, ino },
                 Resolution::Missing {
-                    why: if gave_up {
+                    why: if let (true, Some(limit)) = (gave_up, opts.walk_limit) {
                         format!(
                             "the walk of the device's mounts stopped after {:.0} s (raise --walk-timeout)",
-                            opts.walk_limit.unwrap_or_default().as_secs_f64()
+                            limit.as_secs_f64()
                         )
                     } else if opts.walk {
                         "no path on the device's mounts has this inode (deleted or renamed away since)"

@@ -15,9 +15,9 @@ pub fn elf_arch(path: &Path) -> Result<&'static str, RemoteError> {
     let mut head = [0u8; 20];
     let mut f = std::fs::File::open(path).map_err(|e| RemoteError::io(path, e))?;
     f.read_exact(&mut head)
-        .map_err(|_| RemoteError::Usage(format!("{} is not an ELF executable", path.display())))?;
+        .map_err(|_| RemoteError::usage(format!("{} is not an ELF executable", path.display())))?;
     if &head[..4] != b"\x7fELF" {
-        return Err(RemoteError::Usage(format!(
+        return Err(RemoteError::usage(format!(
             "{} is not an ELF executable: expected an iolab binary",
             path.display()
         )));
@@ -26,7 +26,7 @@ pub fn elf_arch(path: &Path) -> Result<&'static str, RemoteError> {
     match u16::from_le_bytes([head[18], head[19]]) {
         0x3e => Ok("x86_64"),
         0xb7 => Ok("aarch64"),
-        m => Err(RemoteError::Usage(format!(
+        m => Err(RemoteError::usage(format!(
             "{} is an ELF file for machine {m:#x}: iolab runs on x86_64 and aarch64",
             path.display()
         ))),
@@ -42,7 +42,7 @@ pub fn choose(arch: &str, given: Option<&Path>) -> Result<PathBuf, RemoteError> 
     if let Some(p) = given {
         let found = elf_arch(p)?;
         if found != arch {
-            return Err(RemoteError::Usage(format!(
+            return Err(RemoteError::usage(format!(
                 "--binary {} is built for {found} but the device is {arch}: \
                  pass the {arch} build",
                 p.display()
@@ -79,7 +79,7 @@ pub fn choose(arch: &str, given: Option<&Path>) -> Result<PathBuf, RemoteError> 
             return Ok(c.clone());
         }
     }
-    Err(RemoteError::Usage(format!(
+    Err(RemoteError::usage(format!(
         "the device is {arch} and this iolab is {}: build the {arch} binary with \
          scripts/build-aarch64.sh and pass it with --binary PATH",
         std::env::consts::ARCH
@@ -91,7 +91,7 @@ fn normalise(arch: &str) -> Result<&'static str, RemoteError> {
     match arch.trim() {
         "x86_64" | "amd64" => Ok("x86_64"),
         "aarch64" | "arm64" | "armv8" => Ok("aarch64"),
-        other => Err(RemoteError::Usage(format!(
+        other => Err(RemoteError::usage(format!(
             "the device reports architecture {other:?}: iolab builds for x86_64 and \
              aarch64 (a 32-bit userspace on a 64-bit phone reports armv8l; it needs a \
              64-bit shell)"
@@ -104,7 +104,7 @@ fn normalise(arch: &str) -> Result<&'static str, RemoteError> {
 /// --only-keep-debug` keeps them apart for the host).
 pub fn has_symbols(path: &Path) -> Result<bool, RemoteError> {
     let data = std::fs::read(path).map_err(|e| RemoteError::io(path, e))?;
-    let bad = || RemoteError::Usage(format!("{} is not a 64-bit ELF file", path.display()));
+    let bad = || RemoteError::usage(format!("{} is not a 64-bit ELF file", path.display()));
     // Offsets are the file's own u64s: one past the data (or past usize,
     // or an overflowing sum) is a malformed file, not a panic.
     let from = |o: u64| data.get(usize::try_from(o).ok()?..);

@@ -154,7 +154,7 @@ impl RemoteHost {
                         Root::Login
                     } else {
                         su_form(&transport).ok_or_else(|| {
-                            RemoteError::Usage(format!(
+                            RemoteError::usage(format!(
                                 "{}: the shell is uid {}, `adb root` said {:?} and su is \
                                  missing or refused: use a userdebug/eng build (adb root) or a \
                                  rooted phone (Magisk su)",

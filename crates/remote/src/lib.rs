@@ -20,7 +20,7 @@ pub use transport::{Adb, Ssh, Transport};
 pub enum RemoteError {
     /// The user asked for something that cannot work as asked.
     #[error("{0}")]
-    Usage(String),
+    Usage(#[from] iolab_sys::UsageError),
     /// A local file could not be used.
     #[error("{path}: {source}")]
     Io {
@@ -49,8 +49,8 @@ impl RemoteError {
         }
     }
 
-    /// True for errors the user fixes by changing the command line.
-    pub fn is_usage(&self) -> bool {
-        matches!(self, RemoteError::Usage(_))
+    /// An error the user fixes by changing the command line, saying `msg`.
+    pub(crate) fn usage(msg: impl Into<String>) -> RemoteError {
+        RemoteError::Usage(iolab_sys::UsageError::new(msg))
     }
 }

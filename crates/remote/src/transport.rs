@@ -185,7 +185,7 @@ impl Transport {
                 "adb (android-sdk-platform-tools)",
             ),
         };
-        RemoteError::Usage(format!(
+        RemoteError::usage(format!(
             "cannot run {client}: {e}; install {package} or put it on PATH"
         ))
     }

@@ -87,22 +87,16 @@ pub enum SchedError {
     /// Bad input from the user (exit code 2): the text says what would be
     /// right.
     #[error("{0}")]
-    Usage(String),
-    /// Recording or reading the trace failed.
+    Usage(#[from] iolab_sys::UsageError),
+    /// Recording or reading the trace failed (a file that is not a trace
+    /// is the trace crate's usage error).
     #[error(transparent)]
     Trace(#[from] iolab_trace::TraceError),
 }
 
 impl SchedError {
-    /// True for bad input (exit code 2), including the trace crate's and
-    /// a file that is not a trace.
-    pub fn is_usage(&self) -> bool {
-        matches!(
-            self,
-            SchedError::Usage(_)
-                | SchedError::Trace(
-                    iolab_trace::TraceError::Usage(_) | iolab_trace::TraceError::File { .. }
-                )
-        )
+    /// A usage error saying `msg`.
+    pub(crate) fn usage(msg: impl Into<String>) -> SchedError {
+        SchedError::Usage(iolab_sys::UsageError::new(msg))
     }
 }

@@ -37,7 +37,7 @@ impl DelaySelect {
             "all" => Ok(DelaySelect::All),
             "wakeup" => Ok(DelaySelect::Wakeup),
             "preempt" => Ok(DelaySelect::Preempt),
-            _ => Err(SchedError::Usage(format!(
+            _ => Err(SchedError::usage(format!(
                 "unknown delay kind {s:?}: expected all, wakeup or preempt"
             ))),
         }
@@ -88,7 +88,7 @@ impl SortKey {
                 "median" => Ok(SortKey::Median),
                 "p99" => Ok(SortKey::P99),
                 "comm" => Ok(SortKey::Comm),
-                other => Err(SchedError::Usage(format!(
+                other => Err(SchedError::usage(format!(
                     "unknown sort key {other:?}: expected a comma-separated list of avg, max, median, p99, switch, runtime, pid, comm"
                 ))),
             })

@@ -93,7 +93,7 @@ pub fn analyze_file(path: &Path, from: WakeFrom) -> Result<Loaded, SchedError> {
     let file = TraceFile::open(path)?;
     let decoder = Decoder::new(file.formats());
     if !decoder.knows(file.formats(), "sched", "sched_switch") {
-        return Err(SchedError::Usage(format!(
+        return Err(SchedError::usage(format!(
             "{}: the trace has no sched_switch events: record it with `iolab sched record`",
             path.display()
         )));

@@ -12,8 +12,18 @@
 //! exec sends its errno back on a close-on-exec pipe, so a missing program
 //! is an error at release, not a silent exit 127.
 //!
-//! Between fork and exec the child makes only async-signal-safe calls on
-//! memory prepared before the fork: the parent has other threads.
+//! The child is made by `clone(CLONE_VM)`, as posix_spawn makes its own
+//! (but not suspending us, since it is held): it runs in iolab's address
+//! space on a stack of its own until it execs. With a fork it would get a
+//! copy of every page table of iolab, and its exec would tear that copy
+//! down inside the measured window: a launch of `true` cost 0.57 ms from a
+//! small parent and 1.6-2.1 ms from one with 64 MiB of heap (measured;
+//! docs/PERFORMANCE.md, issue 49). Between clone and exec the child makes
+//! only async-signal-safe calls on memory prepared before the clone, kept
+//! alive by its [`Held`] until it has exec'd or exited, never allocates,
+//! never returns, and runs no handler of ours (every signal is blocked
+//! across the clone and set back to its default in the child before it is
+//! unblocked).
 
 use std::ffi::CString;
 use std::fs::File;
@@ -23,6 +33,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 
 use iolab_sys::ioprio::IoPrio;
+use iolab_sys::UsageError;
 
 /// Where the child's standard input comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -84,35 +95,11 @@ impl Spec {
 /// Why a command could not be started.
 #[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
-    /// No command.
-    #[error("nothing to start: the command is empty")]
-    Empty,
-    /// Not on PATH (or not executable there).
-    #[error(
-        "cannot start {program:?}: not found or not executable: expected an executable on PATH or a path to one"
-    )]
-    NotFound {
-        /// The program as given.
-        program: String,
-    },
-    /// A NUL byte cannot be passed to exec.
-    #[error("cannot start {program:?}: an argument holds a NUL byte")]
-    Nul {
-        /// The program.
-        program: String,
-    },
-    /// A step in the child failed: exec, or what comes before it.
-    // The OS error is in the message, not a `source`: anyhow's `{:#}`
-    // would print it twice.
-    #[error("cannot start {program:?}: {step}: {error}{}", hint(step))]
-    Child {
-        /// The program.
-        program: String,
-        /// `exec`, `ioprio_set`, `setpriority`, `setpgid`, `dup2`.
-        step: &'static str,
-        /// The child's errno.
-        error: std::io::Error,
-    },
+    /// The command given was at fault (exit code 2), not the machine: it
+    /// is empty, not found on PATH, holds a NUL byte, or a step in the
+    /// child (exec, or what comes before it) failed.
+    #[error("{0}")]
+    Usage(#[from] UsageError),
     /// A call of ours (pipe, fork, open) failed.
     #[error("cannot start {program:?}: {call}: {error}")]
     Os {
@@ -135,10 +122,35 @@ fn hint(step: &str) -> &'static str {
 }
 
 impl SpawnError {
-    /// True when the command given was at fault (exit code 2), not the
-    /// machine.
-    pub fn is_usage(&self) -> bool {
-        !matches!(self, SpawnError::Os { .. })
+    /// No command.
+    fn empty() -> SpawnError {
+        UsageError::new("nothing to start: the command is empty").into()
+    }
+
+    /// `program` is not on PATH (or not executable there).
+    fn not_found(program: &str) -> SpawnError {
+        UsageError::new(format!(
+            "cannot start {program:?}: not found or not executable: expected an executable on PATH or a path to one"
+        ))
+        .into()
+    }
+
+    /// A NUL byte cannot be passed to exec.
+    fn nul(program: &str) -> SpawnError {
+        UsageError::new(format!(
+            "cannot start {program:?}: an argument holds a NUL byte"
+        ))
+        .into()
+    }
+
+    /// `step` in the child failed with `error` (its errno): `exec`,
+    /// `ioprio_set`, `setpriority`, `setpgid`, `dup2`.
+    fn child(program: &str, step: &str, error: &std::io::Error) -> SpawnError {
+        UsageError::new(format!(
+            "cannot start {program:?}: {step}: {error}{}",
+            hint(step)
+        ))
+        .into()
     }
 }
 
@@ -161,6 +173,43 @@ pub struct Held {
     errors: Option<OwnedFd>,
     stdout: Option<File>,
     stderr: Option<File>,
+    /// What the child reads until it execs: dropped after `Drop::drop`
+    /// has reaped a child that never exec'd (fields drop after it).
+    _shared: Box<Shared>,
+}
+
+/// The memory a held child runs on, in our address space: its program
+/// and arguments, its plan, and its stack. Heap allocations, so their
+/// addresses do not move with the `Held`.
+struct Shared {
+    _cpath: CString,
+    _cargs: Vec<CString>,
+    _cargv: Vec<*const libc::c_char>,
+    plan: ChildPlan,
+    stack: *mut libc::c_void,
+}
+
+/// The child's stack: its calls are a few syscalls deep.
+const STACK_BYTES: usize = 64 * 1024;
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Shared")
+    }
+}
+
+// SAFETY: the raw pointers point into this struct's own heap buffers and
+// stack mapping, which only it frees; the child only reads them.
+unsafe impl Send for Shared {}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if !self.stack.is_null() {
+            // SAFETY: our own mapping, no longer used: the child has
+            // exec'd (its old address space is gone) or been reaped.
+            unsafe { libc::munmap(self.stack, STACK_BYTES) };
+        }
+    }
 }
 
 /// A released child: its command runs.
@@ -261,13 +310,9 @@ fn stream(
 /// execs. With `process_group` the group exists when this returns, so it
 /// can be recorded (e.g. with the guard) before the command runs.
 pub fn hold(spec: &Spec) -> Result<Held, SpawnError> {
-    let program = spec.argv.first().ok_or(SpawnError::Empty)?.clone();
-    let path = resolve(&program).ok_or_else(|| SpawnError::NotFound {
-        program: program.clone(),
-    })?;
-    let nul = || SpawnError::Nul {
-        program: program.clone(),
-    };
+    let program = spec.argv.first().ok_or_else(SpawnError::empty)?.clone();
+    let path = resolve(&program).ok_or_else(|| SpawnError::not_found(&program))?;
+    let nul = || SpawnError::nul(&program);
     let cpath = CString::new(path.into_os_string().into_encoded_bytes()).map_err(|_| nul())?;
     let cargs: Vec<CString> = spec
         .argv
@@ -287,7 +332,7 @@ pub fn hold(spec: &Spec) -> Result<Held, SpawnError> {
     let (err_fd, err_ours) = stream(&program, spec.stderr, true)?;
     let (go_r, go_w) = pipe(&program)?;
     let (err_r, err_w) = pipe(&program)?;
-    let child = ChildPlan {
+    let plan = ChildPlan {
         path: cpath.as_ptr(),
         argv: cargv.as_ptr(),
         go_r: go_r.as_raw_fd(),
@@ -302,20 +347,69 @@ pub fn hold(spec: &Spec) -> Result<Held, SpawnError> {
         ioprio: spec.ioprio.map(IoPrio::raw),
         nice: spec.nice,
     };
-    // SAFETY: fork has no memory-safety preconditions; the child branch
-    // only makes async-signal-safe calls on data prepared above, which
-    // stays valid in its copy of our memory.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(SpawnError::Os {
-            program,
-            call: "fork",
-            error: std::io::Error::last_os_error(),
-        });
+    let os = |call: &'static str| SpawnError::Os {
+        program: program.clone(),
+        call,
+        error: std::io::Error::last_os_error(),
+    };
+    // SAFETY: a fresh private mapping, checked below.
+    let stack = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            STACK_BYTES,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+            -1,
+            0,
+        )
+    };
+    if stack == libc::MAP_FAILED {
+        return Err(os("mmap"));
     }
-    if pid == 0 {
-        // SAFETY: see above; never returns.
-        unsafe { child.run() }
+    let shared = Box::new(Shared {
+        _cpath: cpath,
+        _cargs: cargs,
+        _cargv: cargv,
+        plan,
+        stack,
+    });
+    // Every signal blocked across the clone: the child starts with them
+    // blocked and sets each handler back to its default before it
+    // unblocks them, so no handler of ours ever runs in it (it would
+    // write our memory).
+    // SAFETY: sigset_t is plain data; the calls only read and write it.
+    let pid = unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        // SAFETY: CLONE_VM without CLONE_VFORK: the child runs
+        // `child_main` on its own stack (its top passed: stacks grow
+        // down), in our memory, reading only `shared`, which outlives it
+        // (see `Held::_shared`); SIGCHLD makes it a child we wait4 for.
+        let mut pid = libc::clone(
+            child_main,
+            stack.cast::<u8>().add(STACK_BYTES).cast(),
+            libc::CLONE_VM | libc::SIGCHLD,
+            std::ptr::from_ref(&shared.plan).cast_mut().cast(),
+        );
+        // qemu-user (the Android rig, a phone's tools run under
+        // emulation) refuses CLONE_VM without the thread flags (EINVAL),
+        // and a seccomp policy may refuse clone's form: then a fork, whose
+        // child runs the same plan on its own copy of our memory (the
+        // window then holds its teardown again; the child knows nothing
+        // of either).
+        if pid < 0 {
+            pid = libc::fork();
+            if pid == 0 {
+                child_main(std::ptr::from_ref(&shared.plan).cast_mut().cast());
+            }
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        pid
+    };
+    if pid < 0 {
+        return Err(os("fork"));
     }
     if spec.process_group {
         // The child makes its group too; doing it here as well means the
@@ -331,7 +425,15 @@ pub fn hold(spec: &Spec) -> Result<Held, SpawnError> {
         errors: Some(err_r),
         stdout: out_ours,
         stderr: err_ours,
+        _shared: shared,
     })
+}
+
+/// The cloned child's entry: its plan, run to exec (or exit).
+extern "C" fn child_main(plan: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `hold` passes its `Shared::plan`, alive until we exec or
+    // are reaped; we are the cloned child.
+    unsafe { (*plan.cast::<ChildPlan>()).run() }
 }
 
 /// What the child needs, as raw values (no allocation after fork).
@@ -367,17 +469,6 @@ impl ChildPlan {
             if self.process_group && libc::setpgid(0, 0) != 0 {
                 self.fail(STEP_SETPGID);
             }
-            let mut b = 0u8;
-            let n = loop {
-                let n = libc::read(self.go_r, (&mut b as *mut u8).cast(), 1);
-                if n >= 0 || *libc::__errno_location() != libc::EINTR {
-                    break n;
-                }
-            };
-            if n != 1 {
-                // The parent went away or gave up without releasing.
-                libc::_exit(127);
-            }
             for (fd, to) in [(self.stdin, 0), (self.stderr, 2), (self.stdout, 1)] {
                 if let Some(fd) = fd {
                     if libc::dup2(fd, to) < 0 {
@@ -388,12 +479,25 @@ impl ChildPlan {
             if self.stdout_to_stderr && libc::dup2(2, 1) < 0 {
                 self.fail(STEP_DUP2);
             }
-            // What std::process does for its children: no blocked
-            // signals, SIGPIPE back to default (Rust ignores it).
+            // Every handler of ours back to its default while all is
+            // still blocked (a handler would run in our memory), as
+            // posix_spawn does; then what std::process does for its
+            // children: no blocked signals, SIGPIPE back to default (Rust
+            // ignores it).
+            // Linux's signals are 1..=64 (glibc's own two refuse: skipped).
+            for sig in 1..65 {
+                let mut act: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(sig, std::ptr::null(), &mut act) == 0
+                    && act.sa_sigaction != libc::SIG_DFL
+                    && act.sa_sigaction != libc::SIG_IGN
+                {
+                    libc::signal(sig, libc::SIG_DFL);
+                }
+            }
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
             let mut set: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&mut set);
             libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
-            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
             if let Some(raw) = self.ioprio {
                 // IOPRIO_WHO_PROCESS, 0: this process.
                 if libc::syscall(libc::SYS_ioprio_set, 1, 0, raw as libc::c_long) < 0 {
@@ -405,6 +509,23 @@ impl ChildPlan {
                     self.fail(STEP_NICE);
                 }
             }
+            // Everything above is done while held, so the release starts
+            // only the exec: what is timed from it is the command's.
+            // errno is our caller's thread's here (we share its memory
+            // and its TLS): not read. A pipe's read fails only on EINTR,
+            // so a failure is retried, boundedly.
+            let mut b = 0u8;
+            let mut n = -1;
+            for _ in 0..1000 {
+                n = libc::read(self.go_r, (&mut b as *mut u8).cast(), 1);
+                if n >= 0 {
+                    break;
+                }
+            }
+            if n != 1 {
+                // The parent went away or gave up without releasing.
+                libc::_exit(127);
+            }
             libc::execv(self.path, self.argv);
             self.fail(STEP_EXEC)
         }
@@ -414,6 +535,9 @@ impl ChildPlan {
     unsafe fn fail(&self, step: i32) -> ! {
         // SAFETY: as in `run`.
         unsafe {
+            // Read right after the failing call. It is our caller's
+            // thread's errno (shared TLS): a failure of its own at that
+            // very instant could be reported instead; both are failures.
             let errno = *libc::__errno_location();
             let mut buf = [0u8; 8];
             buf[..4].copy_from_slice(&step.to_ne_bytes());
@@ -428,6 +552,16 @@ impl Held {
     /// The child's pid (the command keeps it across exec).
     pub fn pid(&self) -> i32 {
         self.pid
+    }
+
+    /// Its piped stdout and stderr, taken while it is held: their readers
+    /// (and a thread already in `wait4` on [`Held::pid`]) can be running
+    /// before the release, so none of them starts inside a measured
+    /// window, and an exit is seen when it happens rather than when a
+    /// thread started late gets to wait for it. Whoever waits for it then
+    /// reaps it; `release` and `Drop` reap only what is left.
+    pub fn take_output(&mut self) -> (Option<File>, Option<File>) {
+        (self.stdout.take(), self.stderr.take())
     }
 
     /// Lets the child exec its command. Fails, and reaps the child, when
@@ -465,15 +599,16 @@ impl Held {
             let errno = i32::from_ne_bytes([buf[4], buf[5], buf[6], buf[7]]);
             let _ = wait4(self.pid);
             self.pid = 0;
-            return Err(SpawnError::Child {
-                program: self.program.clone(),
-                step: usize::try_from(step)
-                    .ok()
-                    .and_then(|i| STEPS.get(i))
-                    .copied()
-                    .unwrap_or("exec"),
-                error: std::io::Error::from_raw_os_error(errno),
-            });
+            let step = usize::try_from(step)
+                .ok()
+                .and_then(|i| STEPS.get(i))
+                .copied()
+                .unwrap_or("exec");
+            return Err(SpawnError::child(
+                &self.program,
+                step,
+                &std::io::Error::from_raw_os_error(errno),
+            ));
         }
         let running = Running {
             pid: self.pid,

@@ -1,53 +1,16 @@
 //! Errors of the results store. Messages name the database file and say what
-//! to do; [`StoreError::is_usage`] marks the ones the user can fix (exit 2).
+//! to do; the ones the user fixes by changing the command line (a different
+//! `--db`, an existing id) are [`StoreError::Usage`] (exit 2).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use iolab_sys::UsageError;
 
 use crate::stored::ExperimentId;
 
 /// A results-store operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// The database file could not be opened or initialised.
-    #[error("cannot use results database {path}: {source}; choose a writable file with --db PATH")]
-    Open {
-        /// The database file.
-        path: PathBuf,
-        /// What SQLite said.
-        source: rusqlite::Error,
-    },
-    /// The database's directory could not be created.
-    #[error(
-        "cannot create {path} for the results database: {source}; \
-         choose a writable location with --db PATH"
-    )]
-    CreateDir {
-        /// The directory.
-        path: PathBuf,
-        /// The underlying error.
-        source: std::io::Error,
-    },
-    /// The database was written by a newer iolab.
-    #[error(
-        "{path} has schema version {found} but this iolab knows only up to {known}: \
-         upgrade iolab or pass another --db PATH"
-    )]
-    NewerSchema {
-        /// The database file.
-        path: PathBuf,
-        /// Its `user_version`.
-        found: i64,
-        /// The newest version this build knows.
-        known: i64,
-    },
-    /// No experiment has this id.
-    #[error("no experiment {id} in {path}: `iolab results list` shows the ids")]
-    NoSuchExperiment {
-        /// The id asked for.
-        id: ExperimentId,
-        /// The database file.
-        path: PathBuf,
-    },
     /// The same repetition was recorded twice (a resume bug).
     #[error(
         "experiment {id} already has run {scheduler}/{workload}/{target} rep {rep} \
@@ -83,9 +46,11 @@ pub enum StoreError {
         /// What is wrong, with the offending text.
         what: String,
     },
-    /// The user asked for something that cannot be done as asked.
+    /// The user asked for something that cannot be done as asked: a
+    /// database that cannot be opened or created where `--db` points, one
+    /// written by a newer iolab, an experiment id it does not hold.
     #[error("{0}")]
-    Usage(String),
+    Usage(#[from] UsageError),
     /// A database to import could not be copied.
     #[error("cannot import {path}: {source}")]
     Import {
@@ -105,17 +70,44 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    /// True for errors the user fixes by changing the command line (a
-    /// different `--db`, an existing id): the binary exits with code 2.
-    pub fn is_usage(&self) -> bool {
-        matches!(
-            self,
-            StoreError::Open { .. }
-                | StoreError::CreateDir { .. }
-                | StoreError::NewerSchema { .. }
-                | StoreError::NoSuchExperiment { .. }
-                | StoreError::Usage(_)
-        )
+    /// A usage error saying `msg`.
+    pub(crate) fn usage(msg: impl Into<String>) -> StoreError {
+        StoreError::Usage(UsageError::new(msg))
+    }
+
+    /// The database file `path` could not be opened or initialised.
+    pub(crate) fn open(path: &Path, source: &rusqlite::Error) -> StoreError {
+        StoreError::usage(format!(
+            "cannot use results database {}: {source}; choose a writable file with --db PATH",
+            path.display()
+        ))
+    }
+
+    /// The database's directory `path` could not be created.
+    pub(crate) fn create_dir(path: &Path, source: &std::io::Error) -> StoreError {
+        StoreError::usage(format!(
+            "cannot create {} for the results database: {source}; \
+             choose a writable location with --db PATH",
+            path.display()
+        ))
+    }
+
+    /// The database `path` was written by a newer iolab: its `user_version`
+    /// is `found`, the newest this build knows `known`.
+    pub(crate) fn newer_schema(path: &Path, found: i64, known: i64) -> StoreError {
+        StoreError::usage(format!(
+            "{} has schema version {found} but this iolab knows only up to {known}: \
+             upgrade iolab or pass another --db PATH",
+            path.display()
+        ))
+    }
+
+    /// No experiment in `path` has the id `id`.
+    pub(crate) fn no_such_experiment(id: ExperimentId, path: &Path) -> StoreError {
+        StoreError::usage(format!(
+            "no experiment {id} in {}: `iolab results list` shows the ids",
+            path.display()
+        ))
     }
 }
 
@@ -125,25 +117,22 @@ mod tests {
 
     #[test]
     fn messages_name_the_file_and_the_fix() {
-        let e = StoreError::CreateDir {
-            path: "/nope/dir".into(),
-            source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
-        };
+        let e = StoreError::create_dir(
+            Path::new("/nope/dir"),
+            &std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+        );
         let msg = e.to_string();
         assert!(
             msg.contains("/nope/dir") && msg.contains("--db PATH"),
             "{msg}"
         );
-        assert!(e.is_usage());
-        let missing = StoreError::NoSuchExperiment {
-            id: ExperimentId(9),
-            path: "r.db".into(),
-        };
-        assert!(missing.is_usage() && missing.to_string().contains("results list"));
+        assert!(iolab_sys::is_usage(&e));
+        let missing = StoreError::no_such_experiment(ExperimentId(9), Path::new("r.db"));
+        assert!(iolab_sys::is_usage(&missing) && missing.to_string().contains("results list"));
         let corrupt = StoreError::Corrupt {
             path: "r.db".into(),
             what: "x".into(),
         };
-        assert!(!corrupt.is_usage());
+        assert!(!iolab_sys::is_usage(&corrupt));
     }
 }

@@ -178,12 +178,25 @@ impl Store {
         src: &Path,
         from: &ImportFrom,
     ) -> Result<(String, String, String), StoreError> {
+        // A document that does not parse is the source's corruption, not
+        // a host named "?".
+        let corrupt = |what: &str, e: serde_json::Error| StoreError::Corrupt {
+            path: src.to_path_buf(),
+            what: format!("experiment {}: its {what} is not JSON ({e})", row.id),
+        };
         if let (Some(origin), Some(key)) = (&row.origin, &row.origin_key) {
-            let v: Value = serde_json::from_str(origin).unwrap_or(Value::Null);
-            let host = v["hostname"].as_str().unwrap_or("?").to_string();
+            let v: Value = serde_json::from_str(origin).map_err(|e| corrupt("origin", e))?;
+            let host = v["hostname"]
+                .as_str()
+                .ok_or_else(|| StoreError::Corrupt {
+                    path: src.to_path_buf(),
+                    what: format!("experiment {}: its origin names no hostname", row.id),
+                })?
+                .to_string();
             return Ok((origin.clone(), key.clone(), host));
         }
-        let env: Value = serde_json::from_str(&row.environment).unwrap_or(Value::Null);
+        let env: Value =
+            serde_json::from_str(&row.environment).map_err(|e| corrupt("environment", e))?;
         let host = &env["host"];
         let (hostname, machine_id) = match (host["hostname"].as_str(), host["machine_id"].as_str())
         {
@@ -191,7 +204,7 @@ impl Store {
             _ => match &from.host_label {
                 Some(label) => (label.clone(), format!("label:{label}")),
                 None => {
-                    return Err(StoreError::Usage(format!(
+                    return Err(StoreError::usage(format!(
                         "experiment {} of {} does not record its host (written by an iolab \
                          before 0.17): name it with --host NAME",
                         row.id,
@@ -294,7 +307,7 @@ impl CopiedDb {
             source,
         };
         if !src.is_file() {
-            return Err(StoreError::Usage(format!(
+            return Err(StoreError::usage(format!(
                 "{} is not a file: expected an iolab results database (results.db)",
                 src.display()
             )));
@@ -468,7 +481,10 @@ mod tests {
         let before = std::fs::read(&src).unwrap();
         let local = Store::open(&dst).unwrap();
         let e = local.import(&src, &ImportFrom::default()).unwrap_err();
-        assert!(e.is_usage() && e.to_string().contains("--host"), "{e}");
+        assert!(
+            iolab_sys::is_usage(&e) && e.to_string().contains("--host"),
+            "{e}"
+        );
         let from = ImportFrom {
             via: None,
             host_label: Some("hikey".into()),

@@ -79,15 +79,9 @@ impl Store {
     pub fn open(path: impl AsRef<Path>) -> Result<Store, StoreError> {
         let path = path.as_ref().to_path_buf();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
-                path: dir.to_path_buf(),
-                source,
-            })?;
+            std::fs::create_dir_all(dir).map_err(|e| StoreError::create_dir(dir, &e))?;
         }
-        let open_err = |source| StoreError::Open {
-            path: path.clone(),
-            source,
-        };
+        let open_err = |e| StoreError::open(&path, &e);
         // Another iolab may be creating the same database right now: the
         // switch to WAL and the first migration take locks SQLite does not
         // always wait for (it returns SQLITE_BUSY at once where waiting
@@ -103,11 +97,11 @@ impl Store {
             }
         };
         if let Migrated::TooNew(found) = migrated {
-            return Err(StoreError::NewerSchema {
-                path,
+            return Err(StoreError::newer_schema(
+                &path,
                 found,
-                known: schema::current_version(),
-            });
+                schema::current_version(),
+            ));
         }
         Ok(Store { conn, path })
     }
@@ -434,10 +428,7 @@ impl Store {
     }
 
     fn no_such(&self, id: ExperimentId) -> StoreError {
-        StoreError::NoSuchExperiment {
-            id,
-            path: self.path.clone(),
-        }
+        StoreError::no_such_experiment(id, &self.path)
     }
 }
 

@@ -127,12 +127,12 @@ fn recording_twice_or_into_nothing_fails_loudly() {
         .record_run(ExperimentId(999), &run("bfq", "idle", 0, 6.0))
         .unwrap_err();
     assert!(
-        matches!(missing, StoreError::NoSuchExperiment { .. }),
+        iolab_sys::is_usage(&missing) && missing.to_string().contains("no experiment 999"),
         "{missing}"
     );
     let err = store.experiment(ExperimentId(999)).unwrap_err();
     assert!(
-        err.is_usage() && err.to_string().contains("results list"),
+        iolab_sys::is_usage(&err) && err.to_string().contains("results list"),
         "{err}"
     );
     assert!(store.set_status(ExperimentId(999), Status::Done).is_err());
@@ -185,7 +185,7 @@ fn unusable_paths_are_usage_errors_naming_the_path() {
     let file = dir.path().join("plain-file");
     std::fs::write(&file, "not a directory").unwrap();
     let err = Store::open(file.join("results.db")).unwrap_err();
-    assert!(err.is_usage(), "{err}");
+    assert!(iolab_sys::is_usage(&err), "{err}");
     let msg = err.to_string();
     assert!(msg.contains("plain-file") && msg.contains("--db"), "{msg}");
 
@@ -193,7 +193,7 @@ fn unusable_paths_are_usage_errors_naming_the_path() {
     std::fs::write(&junk, vec![b'x'; 4096]).unwrap();
     let err = Store::open(&junk).unwrap_err();
     assert!(
-        err.is_usage() && err.to_string().contains("junk.db"),
+        iolab_sys::is_usage(&err) && err.to_string().contains("junk.db"),
         "{err}"
     );
 }
@@ -206,7 +206,7 @@ fn newer_schema_is_refused() {
     conn.pragma_update(None, "user_version", 99).unwrap();
     let err = Store::open(&path).unwrap_err();
     assert!(
-        matches!(err, StoreError::NewerSchema { found: 99, .. }),
+        iolab_sys::is_usage(&err) && err.to_string().contains("schema version 99"),
         "{err}"
     );
 }

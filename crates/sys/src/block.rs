@@ -163,22 +163,31 @@ impl BlockDev {
 
     /// Kernel names of the devices this one is stacked on (`slaves/`), e.g.
     /// the lower loop device under a lab's top device.
-    pub fn holders(&self) -> Vec<String> {
+    pub fn holders(&self) -> Result<Vec<String>, SysError> {
         list_names(&self.sysfs.join("holders"))
     }
 }
 
-/// The entries of a sysfs directory, sorted (empty when unreadable).
-pub(crate) fn list_names(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .map(|r| {
-            r.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
+/// The entries of a sysfs directory, sorted: none where it does not exist
+/// (no btrfs mounted, a device without holders/); one that cannot be read
+/// is an error, never "no holders" (a device in use would look free).
+pub(crate) fn list_names(dir: &Path) -> Result<Vec<String>, SysError> {
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(SysError::io(dir, e)),
+    };
+    let mut v = Vec::new();
+    for e in rd {
+        v.push(
+            e.map_err(|e| SysError::io(dir, e))?
+                .file_name()
+                .to_string_lossy()
+                .into_owned(),
+        );
+    }
     v.sort();
-    v
+    Ok(v)
 }
 
 /// The node of block device `name` where this system keeps it, checked by

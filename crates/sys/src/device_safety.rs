@@ -78,9 +78,11 @@ pub fn users_of(dev: &BlockDev) -> Vec<String> {
         for m in mounts.iter().filter(|m| m.devno == devno.trim()) {
             users.push(format!("{name} mounted on {}", m.target.display()));
         }
-        let holders = crate::block::list_names(&sysfs.join("holders"));
-        if !holders.is_empty() {
-            users.push(format!("{name} held by {}", holders.join(", ")));
+        // Unreadable counts as a use too (fails safe).
+        match crate::block::list_names(&sysfs.join("holders")) {
+            Ok(h) if h.is_empty() => {}
+            Ok(h) => users.push(format!("{name} held by {}", h.join(", "))),
+            Err(e) => users.push(format!("cannot tell whether {name} is held ({e})")),
         }
         // A loop's backing_file is the node it was opened by: /dev/NAME
         // or, on Android, /dev/block/NAME.

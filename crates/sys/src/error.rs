@@ -38,7 +38,7 @@ impl SysError {
 
 /// The user asked for something that cannot be done as asked: the message
 /// says what was wrong and what would be right. The binary maps any error
-/// whose chain contains a `UsageError` to exit code 2.
+/// whose chain contains a `UsageError` to exit code 2 ([`is_usage`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct UsageError(pub String);
@@ -50,9 +50,44 @@ impl UsageError {
     }
 }
 
+/// True when `err` or an error in its `source()` chain is a [`UsageError`]:
+/// the one place "the user's input was wrong" (exit code 2) is decided.
+/// Error types state it by carrying a `UsageError` as the source of their
+/// usage variants (not `#[error(transparent)]`, which would skip it), so no
+/// type keeps its own list.
+pub fn is_usage(err: &(dyn std::error::Error + 'static)) -> bool {
+    std::iter::successors(Some(err), |e| e.source()).any(|e| e.is::<UsageError>())
+}
+
 /// Reads a sysfs/procfs file and trims the trailing newline.
 pub fn read_trimmed(path: &std::path::Path) -> Result<String, SysError> {
     std::fs::read_to_string(path)
         .map(|s| s.trim_end().to_string())
         .map_err(|e| SysError::io(path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    enum Wrapper {
+        #[error("{0}")]
+        Usage(#[from] UsageError),
+        #[error(transparent)]
+        Hidden(UsageError),
+        #[error("reading: {0}")]
+        Sys(#[from] SysError),
+    }
+
+    #[test]
+    fn a_usage_error_anywhere_in_the_chain_is_usage() {
+        let u = UsageError::new("no such scheduler");
+        assert!(is_usage(&u));
+        assert!(is_usage(&Wrapper::Usage(u.clone())));
+        // `transparent` forwards `source()` past the inner error itself.
+        assert!(!is_usage(&Wrapper::Hidden(u)));
+        let io = std::io::Error::from(std::io::ErrorKind::NotFound);
+        assert!(!is_usage(&Wrapper::Sys(SysError::io("/x", io))));
+    }
 }

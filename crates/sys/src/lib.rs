@@ -32,7 +32,7 @@ pub mod units;
 pub mod writeback;
 pub mod zoned;
 
-pub use error::{SysError, UsageError};
+pub use error::{is_usage, SysError, UsageError};
 
 /// True when the current process has an effective uid of 0.
 pub fn is_root() -> bool {

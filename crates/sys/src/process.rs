@@ -20,22 +20,60 @@ pub fn is_alive(pid: i32, start: u64) -> bool {
     start_time(pid) == Some(start)
 }
 
+/// Every process's pid under `proc_root` (`/proc`), in order: the one
+/// walk of /proc. /proc unreadable is an error, never "no processes".
+pub fn pids(proc_root: &std::path::Path) -> std::io::Result<Vec<i32>> {
+    numbered(std::fs::read_dir(proc_root)?)
+}
+
+/// Every thread id of `pid` under `proc_root`, in order; a process that
+/// is gone has none (its task directory went with it), while any other
+/// failure to read the directory is an error.
+pub fn tids(proc_root: &std::path::Path, pid: i32) -> std::io::Result<Vec<i32>> {
+    let dir = proc_root.join(pid.to_string()).join("task");
+    match std::fs::read_dir(&dir) {
+        Ok(rd) => numbered(rd),
+        Err(e)
+            if e.kind() == std::io::ErrorKind::NotFound
+                || e.raw_os_error() == Some(libc::ESRCH) =>
+        {
+            Ok(Vec::new())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn numbered(rd: std::fs::ReadDir) -> std::io::Result<Vec<i32>> {
+    let mut v = Vec::new();
+    for e in rd {
+        if let Some(n) = e?.file_name().to_str().and_then(|n| n.parse().ok()) {
+            v.push(n);
+        }
+    }
+    v.sort_unstable();
+    Ok(v)
+}
+
+/// The `stat` of every process for which `keep(pid, stat)` holds: a
+/// process gone between the walk and the read is skipped (it has no stat).
+fn with_stat(keep: impl Fn(i32, &str) -> bool) -> std::io::Result<Vec<i32>> {
+    let root = std::path::Path::new("/proc");
+    Ok(pids(root)?
+        .into_iter()
+        .filter(|&pid| {
+            std::fs::read_to_string(root.join(pid.to_string()).join("stat"))
+                .is_ok_and(|stat| keep(pid, &stat))
+        })
+        .collect())
+}
+
 /// Pids of the processes in group `pgid` that still run (zombies, which
 /// have run their last instruction, excluded), from /proc/PID/stat's state
 /// (field 3) and pgrp (field 5).
-pub fn live_group_members(pgid: i32) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| {
-            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-            let (state, pgrp) = parse_state_and_pgrp(&stat)?;
-            (pgrp == pgid && state != 'Z').then_some(pid)
-        })
-        .collect()
+pub fn live_group_members(pgid: i32) -> std::io::Result<Vec<i32>> {
+    with_stat(|_, stat| {
+        parse_state_and_pgrp(stat).is_some_and(|(state, pgrp)| pgrp == pgid && state != 'Z')
+    })
 }
 
 /// A process's proportional set size (`Pss:` of /proc/PID/smaps_rollup,
@@ -63,11 +101,11 @@ pub fn parse_pss_kb(smaps_rollup: &str) -> Option<u64> {
 
 /// The memory of every live process of group `pgid` together (see
 /// [`memory_bytes`]).
-pub fn group_memory_bytes(pgid: i32) -> u64 {
-    live_group_members(pgid)
+pub fn group_memory_bytes(pgid: i32) -> std::io::Result<u64> {
+    Ok(live_group_members(pgid)?
         .into_iter()
         .filter_map(memory_bytes)
-        .sum()
+        .sum())
 }
 
 /// State letter and process group of a /proc/PID/stat line (fields are
@@ -90,18 +128,8 @@ pub fn parse_ppid(stat: &str) -> Option<i32> {
 
 /// Pids whose parent is `parent` (zombies included: a child not yet
 /// reaped is still one), from /proc/PID/stat.
-pub fn children_of(parent: i32) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| {
-            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-            (parse_ppid(&stat)? == parent).then_some(pid)
-        })
-        .collect()
+pub fn children_of(parent: i32) -> std::io::Result<Vec<i32>> {
+    with_stat(|_, stat| parse_ppid(stat) == Some(parent))
 }
 
 /// `comm` of a process, `?` once it is gone.
@@ -164,11 +192,19 @@ pub fn parse_io(text: &str) -> Option<IoCounters> {
 
 /// Threads of the listed processes (`/proc/PID/task/*`) that are waiting
 /// to go on (see [`task_waiting`]).
-pub fn threads_waiting(pids: &[i32]) -> Vec<String> {
-    pids.iter()
-        .filter_map(|pid| std::fs::read_dir(format!("/proc/{pid}/task")).ok())
-        .flat_map(|tasks| tasks.flatten().filter_map(|t| task_waiting(&t.path())))
-        .collect()
+pub fn threads_waiting(pids: &[i32]) -> std::io::Result<Vec<String>> {
+    let root = std::path::Path::new("/proc");
+    let mut out = Vec::new();
+    for &pid in pids {
+        for tid in tids(root, pid)? {
+            let dir = root
+                .join(pid.to_string())
+                .join("task")
+                .join(tid.to_string());
+            out.extend(task_waiting(&dir));
+        }
+    }
+    Ok(out)
 }
 
 /// `tid (wchan)` for a task in uninterruptible sleep ([`task_in_d`]), and
@@ -221,7 +257,7 @@ mod tests {
         assert_eq!(parse_ppid("1234 (a b) c) S 42 77 1234 0"), Some(42));
         let me = own_pid();
         let parent = parse_ppid(&std::fs::read_to_string("/proc/self/stat").unwrap()).unwrap();
-        assert!(children_of(parent).contains(&me));
+        assert!(children_of(parent).unwrap().contains(&me));
     }
 
     #[test]
@@ -230,7 +266,7 @@ mod tests {
         assert_eq!(parse_state_and_pgrp(line), Some(('Z', 77)));
         let me = own_pid();
         let pgrp = rustix::process::getpgrp().as_raw_nonzero().get();
-        assert!(live_group_members(pgrp).contains(&me));
+        assert!(live_group_members(pgrp).unwrap().contains(&me));
     }
 
     #[test]

@@ -309,7 +309,16 @@ fn node_at(dir: &Path, depth: usize) -> Result<Node, UsageError> {
             .ok()
             .map(|s| s.trim().to_string())
     };
-    let devno = read("dev").unwrap_or_default();
+    // Every block device in sysfs has one: without it the node could not
+    // be matched to the disks under it.
+    let devno = read("dev")
+        .filter(|d| parse_devno(d).is_some())
+        .ok_or_else(|| {
+            UsageError::new(format!(
+                "{}: unreadable device number (sysfs's dev file)",
+                dir.join("dev").display()
+            ))
+        })?;
     let partition = dir.join("partition").exists();
     let kind = if partition {
         Kind::Partition
@@ -372,7 +381,9 @@ fn node_at(dir: &Path, depth: usize) -> Result<Node, UsageError> {
         }
     } else {
         let mut v = Vec::new();
-        for slave in crate::block::list_names(&dir.join("slaves")) {
+        let slaves = crate::block::list_names(&dir.join("slaves"))
+            .map_err(|e| UsageError::new(format!("{name}: {e}")))?;
+        for slave in slaves {
             let real = std::fs::canonicalize(dir.join("slaves").join(&slave)).map_err(|e| {
                 UsageError::new(format!("{name}: its slave {slave} cannot be read: {e}"))
             })?;
@@ -421,9 +432,10 @@ fn dm_what(uuid: &str) -> String {
 fn btrfs_devices(sys: &Path, source: &str) -> Result<Vec<Node>, UsageError> {
     let want = source.rsplit('/').next().unwrap_or(source);
     let root = sys.join("fs/btrfs");
-    for fs in crate::block::list_names(&root) {
+    let unreadable = |e: crate::SysError| UsageError::new(format!("btrfs's devices: {e}"));
+    for fs in crate::block::list_names(&root).map_err(unreadable)? {
         let devices = root.join(&fs).join("devices");
-        let names = crate::block::list_names(&devices);
+        let names = crate::block::list_names(&devices).map_err(unreadable)?;
         if !names.iter().any(|n| n == want) {
             continue;
         }

@@ -223,10 +223,9 @@ fn parse_messages(buf: &[u8]) -> io::Result<Vec<(u16, Attrs<'_>)>> {
     let mut out = Vec::new();
     let mut at = 0;
     while at + 16 <= buf.len() {
-        // Fixed-width slices of a buffer checked to be long enough above:
-        // the conversions cannot fail.
-        let len = u32::from_ne_bytes(buf[at..at + 4].try_into().unwrap_or_default()) as usize;
-        let ty = u16::from_ne_bytes(buf[at + 4..at + 6].try_into().unwrap_or_default());
+        // Bytes of a buffer checked to be long enough above.
+        let len = u32::from_ne_bytes([buf[at], buf[at + 1], buf[at + 2], buf[at + 3]]) as usize;
+        let ty = u16::from_ne_bytes([buf[at + 4], buf[at + 5]]);
         if len < 16 || at + len > buf.len() {
             break;
         }

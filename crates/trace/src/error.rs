@@ -1,6 +1,6 @@
 //! Trace errors: each carries the path or event and what would be right.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use iolab_guard::GuardError;
 use iolab_sys::UsageError;
@@ -8,8 +8,9 @@ use iolab_sys::UsageError;
 /// Why a trace session, a format file or a trace file failed.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
-    /// The request itself was wrong (unknown event, bad filter): exit code 2.
-    #[error(transparent)]
+    /// The request itself was wrong (unknown event, a filter the kernel
+    /// refused, a file that is not an iolab trace file): exit code 2.
+    #[error("{0}")]
     Usage(#[from] UsageError),
     /// The guard could not create or remove the instance.
     #[error(transparent)]
@@ -33,24 +34,6 @@ pub enum TraceError {
         /// What was expected.
         why: String,
     },
-    /// A trace file is not one `iolab` wrote, or is damaged.
-    #[error("{path}: not a readable iolab trace file: {why}")]
-    File {
-        /// The trace file.
-        path: PathBuf,
-        /// What is wrong with it.
-        why: String,
-    },
-    /// The kernel refused an event setting (filter, trigger, pid list).
-    #[error("{path}: the kernel refused {value:?}: {why}")]
-    Refused {
-        /// The tracefs file written.
-        path: PathBuf,
-        /// What was written.
-        value: String,
-        /// The kernel's error (and its `error_log` line when there is one).
-        why: String,
-    },
 }
 
 impl TraceError {
@@ -69,19 +52,49 @@ impl TraceError {
         }
     }
 
-    pub(crate) fn file(path: impl Into<PathBuf>, why: impl Into<String>) -> Self {
-        TraceError::File {
-            path: path.into(),
-            why: why.into(),
-        }
+    /// A trace file is not one `iolab` wrote, or is damaged: the user
+    /// named the wrong file.
+    pub(crate) fn file(path: &Path, why: impl std::fmt::Display) -> Self {
+        TraceError::Usage(UsageError::new(format!(
+            "{}: not a readable iolab trace file: {why}",
+            path.display()
+        )))
     }
 
-    /// True for mistakes in the user's input (exit code 2).
-    pub fn is_usage(&self) -> bool {
-        match self {
-            TraceError::Usage(_) | TraceError::Refused { .. } => true,
-            TraceError::Guard(g) => g.is_usage(),
-            _ => false,
-        }
+    /// The kernel refused an event setting (filter, trigger, pid list)
+    /// written to `path`; `why` is its error (and its `error_log` line when
+    /// there is one).
+    pub(crate) fn refused(path: &Path, value: &str, why: impl std::fmt::Display) -> Self {
+        TraceError::Usage(UsageError::new(format!(
+            "{}: the kernel refused {value:?}: {why}",
+            path.display()
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_setting_and_a_foreign_file_are_usage_errors() {
+        let e = TraceError::refused(
+            Path::new("/t/events/sched/filter"),
+            "no_field == 1",
+            "Invalid argument",
+        );
+        assert!(iolab_sys::is_usage(&e));
+        assert_eq!(
+            e.to_string(),
+            "/t/events/sched/filter: the kernel refused \"no_field == 1\": Invalid argument"
+        );
+        let e = TraceError::file(Path::new("x.trace"), "no START section");
+        assert!(iolab_sys::is_usage(&e));
+        assert_eq!(
+            e.to_string(),
+            "x.trace: not a readable iolab trace file: no START section"
+        );
+        let io = TraceError::io("/t/trace_pipe_raw", std::io::Error::other("EIO"));
+        assert!(!iolab_sys::is_usage(&io));
     }
 }

@@ -71,11 +71,7 @@ impl Instance {
                 } else {
                     format!("{e}; error_log: {log}")
                 };
-                Err(TraceError::Refused {
-                    path,
-                    value: value.trim().to_string(),
-                    why,
-                })
+                Err(TraceError::refused(&path, value.trim(), why))
             }
             Err(e) => Err(TraceError::io(path, e)),
         }
@@ -138,31 +134,13 @@ impl Instance {
             return Ok(());
         }
         let _ = self.write("tracing_on", "0");
+        // Only this session knows which triggers it wrote.
         for t in std::mem::take(&mut self.triggers) {
             let _ = self.write(&t, "!stacktrace");
         }
-        let _ = self.write("events/enable", "0");
-        // A reader that just closed its trace_pipe_raw may still hold the
-        // buffer for a moment: retry EBUSY briefly.
-        let mut last = None;
-        for _ in 0..50 {
-            match std::fs::remove_dir(&self.path) {
-                Ok(()) => {
-                    self.removed = true;
-                    return Ok(());
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    self.removed = true;
-                    return Ok(());
-                }
-                Err(e) => last = Some(e),
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        Err(TraceError::io(
-            &self.path,
-            last.unwrap_or_else(|| std::io::Error::other("busy")),
-        ))
+        iolab_guard::remove_trace_instance(&self.path)?;
+        self.removed = true;
+        Ok(())
     }
 }
 

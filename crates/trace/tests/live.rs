@@ -164,7 +164,7 @@ fn missing_events_fail_or_are_skipped() {
     let bad = SessionConfig::new(vec![EventRequest::new("sched", "no_such_event_iolab")]);
     let err = TraceSession::start(&guard, bad).err().unwrap();
     assert!(
-        err.is_usage() && err.to_string().contains("no_such_event_iolab"),
+        iolab_sys::is_usage(&err) && err.to_string().contains("no_such_event_iolab"),
         "{err}"
     );
     let ok = SessionConfig::new(vec![
@@ -180,7 +180,7 @@ fn missing_events_fail_or_are_skipped() {
     ]);
     let err = TraceSession::start(&guard, filter).err().unwrap();
     assert!(
-        err.is_usage() && err.to_string().contains("no_field"),
+        iolab_sys::is_usage(&err) && err.to_string().contains("no_field"),
         "{err}"
     );
     assert_eq!(leftover_instances(&guard), Vec::<String>::new());

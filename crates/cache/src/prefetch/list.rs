@@ -73,12 +73,7 @@ impl PrefetchList {
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            let err = |why: String| CacheError::List {
-                origin: origin.to_string(),
-                line: i + 1,
-                text: raw.to_string(),
-                why,
-            };
+            let err = |why: String| CacheError::list(origin, i + 1, raw, &why);
             match split_ranges(line) {
                 Some((path, list)) => {
                     if path.is_empty() {
@@ -255,7 +250,7 @@ mod tests {
         let s = e.to_string();
         assert!(s.contains(":2:"), "{s}");
         assert!(s.contains("length 0"), "{s}");
-        assert!(e.is_usage());
+        assert!(iolab_sys::is_usage(&e));
     }
 
     #[test]

@@ -462,7 +462,7 @@ fn read(
         }
     });
     if let Some(e) = setup.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        return Err(CacheError::Usage(e));
+        return Err(CacheError::usage(e));
     }
     Ok(errors.into_inner().unwrap_or_else(|p| p.into_inner()))
 }

@@ -242,16 +242,9 @@ fn set_nice(tid: i32, nice: i32) -> std::io::Result<()> {
 
 /// The threads of `pid`, now.
 pub fn tids(pid: i32) -> Vec<i32> {
-    let dir = Path::new("/proc").join(pid.to_string()).join("task");
-    let mut v: Vec<i32> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort_unstable();
-    v
+    // A process gone has none; one whose task directory cannot be read is
+    // as good as gone to a watcher that must set its threads.
+    iolab_sys::process::tids(Path::new("/proc"), pid).unwrap_or_default()
 }
 
 /// Every thread of `pid` with the values the kernel gives it now.

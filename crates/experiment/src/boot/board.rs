@@ -32,8 +32,7 @@ const FILES: &[&str] = &[
 ];
 
 fn remote(e: iolab_remote::RemoteError) -> ExperimentError {
-    let usage = matches!(e, iolab_remote::RemoteError::Usage(_));
-    iolab_collect::CollectError::collector("ssh", usage, e).into()
+    iolab_collect::CollectError::collector("ssh", e).into()
 }
 
 /// Boots the board once doing `line` (see iolab-boot-start); what its

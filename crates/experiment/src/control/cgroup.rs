@@ -279,16 +279,27 @@ impl Groups {
             Version::V1 => dir.join("blkio.throttle.io_service_bytes_recursive"),
         };
         let text = std::fs::read_to_string(&file).map_err(|e| iolab_sys::SysError::io(&file, e))?;
-        Ok(match self.hier.version {
+        let bytes = match self.hier.version {
             Version::V2 => io_stat_bytes(&text, devnos),
             Version::V1 => blkio_bytes(&text, devnos),
+        };
+        // A count that does not parse is not 0 bytes of the group's cost.
+        bytes.map_err(|bad| {
+            iolab_sys::SysError::Parse {
+                path: file.clone(),
+                text: bad,
+                why: "expected a byte count".into(),
+            }
+            .into()
         })
     }
 }
 
-/// Read and write bytes of `devnos` in v2 `io.stat` text.
-pub fn io_stat_bytes(text: &str, devnos: &[String]) -> (u64, u64) {
+/// Read and write bytes of `devnos` in v2 `io.stat` text; a count that
+/// does not parse is returned as the error.
+pub fn io_stat_bytes(text: &str, devnos: &[String]) -> Result<(u64, u64), String> {
     let (mut r, mut w) = (0, 0);
+    let num = |v: &str| v.parse::<u64>().map_err(|_| v.to_string());
     for line in text.lines() {
         let mut f = line.split_whitespace();
         if !f.next().is_some_and(|d| devnos.iter().any(|x| x == d)) {
@@ -296,23 +307,24 @@ pub fn io_stat_bytes(text: &str, devnos: &[String]) -> (u64, u64) {
         }
         for kv in f {
             match kv.split_once('=') {
-                Some(("rbytes", v)) => r += v.parse::<u64>().unwrap_or(0),
-                Some(("wbytes", v)) => w += v.parse::<u64>().unwrap_or(0),
+                Some(("rbytes", v)) => r += num(v)?,
+                Some(("wbytes", v)) => w += num(v)?,
                 _ => {}
             }
         }
     }
-    (r, w)
+    Ok((r, w))
 }
 
-/// Read and write bytes of `devnos` in v1 `blkio.*io_service_bytes*` text.
-pub fn blkio_bytes(text: &str, devnos: &[String]) -> (u64, u64) {
+/// Read and write bytes of `devnos` in v1 `blkio.*io_service_bytes*`
+/// text; a count that does not parse is returned as the error.
+pub fn blkio_bytes(text: &str, devnos: &[String]) -> Result<(u64, u64), String> {
     let (mut r, mut w) = (0, 0);
     for line in text.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
         if let [dev, op, n] = f[..] {
             if devnos.iter().any(|x| x == dev) {
-                let n = n.parse::<u64>().unwrap_or(0);
+                let n = n.parse::<u64>().map_err(|_| n.to_string())?;
                 match op {
                     "Read" => r += n,
                     "Write" => w += n,
@@ -321,7 +333,7 @@ pub fn blkio_bytes(text: &str, devnos: &[String]) -> (u64, u64) {
             }
         }
     }
-    (r, w)
+    Ok((r, w))
 }
 
 #[cfg(test)]
@@ -364,9 +376,17 @@ mod tests {
     fn stats_sum_the_devices_asked_for() {
         let v2 =
             "7:0 rbytes=4096 wbytes=8192 rios=1 wios=2 dbytes=0 dios=0\n8:0 rbytes=1 wbytes=1\n";
-        assert_eq!(io_stat_bytes(v2, &["7:0".into()]), (4096, 8192));
+        assert_eq!(io_stat_bytes(v2, &["7:0".into()]), Ok((4096, 8192)));
+        assert_eq!(
+            io_stat_bytes("7:0 rbytes=x\n", &["7:0".into()]),
+            Err("x".into())
+        );
         let v1 =
             "7:0 Read 4096\n7:0 Write 512\n7:0 Sync 0\n7:0 Total 4608\n8:0 Read 9\nTotal 4617\n";
-        assert_eq!(blkio_bytes(v1, &["7:0".into()]), (4096, 512));
+        assert_eq!(blkio_bytes(v1, &["7:0".into()]), Ok((4096, 512)));
+        assert_eq!(
+            blkio_bytes("7:0 Read -1\n", &["7:0".into()]),
+            Err("-1".into())
+        );
     }
 }

@@ -5,7 +5,7 @@
 //! | name | sets |
 //! |---|---|
 //! | `iosched.NAME` | the scheduler's tunable `queue/iosched/NAME` on every disk of the place, where the cell's scheduler has it |
-//! | `read_ahead_kb`, `nr_requests`, `wbt_lat_usec`, `max_sectors_kb`, `discard_max_bytes` | `queue/NAME` on every disk (`wbt_lat_usec=-1`: the kernel's default) |
+//! | `read_ahead_kb`, `nr_requests`, `wbt_lat_usec`, `max_sectors_kb`, `discard_max_bytes`, `nomerges` | `queue/NAME` on every disk (`wbt_lat_usec=-1`: the kernel's default) |
 //! | `vm.dirty_ratio`, `vm.dirty_background_ratio`, `vm.dirty_expire_centisecs`, `vm.dirty_writeback_centisecs` | the sysctl |
 //! | `target.ioprio`, `load.ioprio` | the I/O priority (`rt:N`, `be:N`, `idle`) of the target, or of the load's threads |
 //! | `target.nice` | the target's nice value |
@@ -72,13 +72,17 @@ pub enum Knob {
 /// The queue attributes a plan may vary.
 /// max_sectors_kb bounds a request's size (a long write holds the disk
 /// less at a time); discard_max_bytes a discard's (AOSP lowers it against
-/// the long stalls of big discards on UFS/eMMC).
-const QUEUE: [&str; 5] = [
+/// the long stalls of big discards on UFS/eMMC); nomerges turns request
+/// merging off (1: the cheap one-hit cache only, 2: none), so a reader's
+/// small requests no longer join the writer's big ones in the queue
+/// (Documentation/ABI/stable/sysfs-block).
+const QUEUE: [&str; 6] = [
     "read_ahead_kb",
     "nr_requests",
     "wbt_lat_usec",
     "max_sectors_kb",
     "discard_max_bytes",
+    "nomerges",
 ];
 /// The sysctls a plan may vary. `vm.dirty_bytes` and
 /// `vm.dirty_background_bytes` are not among them: writing one zeroes its
@@ -117,18 +121,23 @@ const PRIO_CLASSES: [&str; 5] = [
     "idle",
 ];
 
+/// Every setting's name, from the tables [`Knob::parse`] reads: what the
+/// CLI's help and a refusal list.
+pub fn names() -> String {
+    format!(
+        "iosched.TUNABLE, {}, {}, target.ioprio, load.ioprio, target.nice, target.cgroup, fs.ATTR, mount.{}, cg.target.FILE or cg.load.FILE (FILE one of {}), or cg.root.FILE ({})",
+        QUEUE.join(", "),
+        SYSCTLS.join(", "),
+        super::mount::NAMES.join("|"),
+        GROUP_FILES.join(", "),
+        ROOT_FILES.join(", ")
+    )
+}
+
 impl Knob {
     /// The knob named `name`, or a one-line refusal listing the names.
     pub fn parse(name: &str) -> Result<Knob, UsageError> {
-        let bad = || {
-            UsageError::new(format!(
-                "unknown setting {name:?}: expected iosched.TUNABLE, {}, {}, target.ioprio, load.ioprio, target.nice, target.cgroup, fs.ATTR, mount.atime|lazytime|commit, cg.target.FILE or cg.load.FILE (FILE one of {}), or cg.root.FILE ({})",
-                QUEUE.join(", "),
-                SYSCTLS.join(", "),
-                GROUP_FILES.join(", "),
-                ROOT_FILES.join(", ")
-            ))
-        };
+        let bad = || UsageError::new(format!("unknown setting {name:?}: expected {}", names()));
         if let Some(t) = name.strip_prefix("iosched.") {
             if t.is_empty() || !t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
                 return Err(bad());
@@ -216,6 +225,7 @@ impl Knob {
             Knob::Iosched(_) | Knob::Fs(_) => int_in(0, i64::from(u32::MAX)),
             Knob::Mount(o) => super::mount::check(name, o, value),
             Knob::Queue(q) if q == "wbt_lat_usec" => int_in(-1, i64::from(u32::MAX)),
+            Knob::Queue(q) if q == "nomerges" => int_in(0, 2),
             Knob::Queue(_) => int_in(0, i64::from(u32::MAX)),
             Knob::Sysctl(_) => int_in(0, i64::from(i32::MAX)),
             Knob::Ioprio(_) => value

@@ -168,18 +168,20 @@ impl Background {
     /// whose request the scheduler holds) or `tid (runnable)` (state R:
     /// waiting for a CPU, as a one-vCPU guest's writer does for seconds
     /// while the flusher's kworkers write its pages out): still loading.
-    pub fn blocked(&self) -> Vec<String> {
+    pub fn blocked(&self) -> Result<Vec<String>, iolab_sys::SysError> {
         match &self.load {
-            Engine::Own(load) => load
+            Engine::Own(load) => Ok(load
                 .thread_ids()
                 .iter()
                 .filter_map(|t| {
                     iolab_sys::process::task_waiting(Path::new(&format!("/proc/self/task/{t}")))
                 })
-                .collect(),
+                .collect()),
             Engine::Fio(child, ..) => {
                 let pgid = lock(child).pid();
-                iolab_sys::process::threads_waiting(&iolab_sys::process::live_group_members(pgid))
+                let proc = |e| iolab_sys::SysError::io("/proc", e);
+                let members = iolab_sys::process::live_group_members(pgid).map_err(proc)?;
+                iolab_sys::process::threads_waiting(&members).map_err(proc)
             }
         }
     }
@@ -209,7 +211,7 @@ fn lock(m: &std::sync::Mutex<FioChild>) -> std::sync::MutexGuard<'_, FioChild> {
 
 /// The installed fio, for `--with-fio` (`iolab load`'s and startup's).
 pub fn fio_path() -> Result<std::path::PathBuf, ExperimentError> {
-    Ok(iolab_load::session::with_fio::fio_path()?)
+    Ok(iolab_load::fio_process::fio_path()?)
 }
 
 /// The job file with the overrides closing every job, written next to the

@@ -71,21 +71,23 @@ pub(super) fn run_cell(
 ) -> Result<CellEnd, ExperimentError> {
     let guard = ctx.guard;
     // Every disk under the place: a stack's I/O goes through all of them.
-    let mut tunables = Vec::new();
     for dev in &ctx.place.disks {
         guard.set_scheduler(dev, &cell.scheduler)?;
-        for (k, v) in &st.cfg.iosched_params {
-            if dev.queue_path("iosched").join(k).exists() {
-                guard.set_iosched_param(dev, k, v)?;
-                if !tunables.iter().any(|(tk, _)| tk == k) {
-                    tunables.push((k.clone(), v.clone()));
-                }
+    }
+    // The cell's point and the plan's settings, once its scheduler is in
+    // place (switching to BFQ turns writeback throttling off, so
+    // wbt_lat_usec comes after; a scheduler's tunables exist only then).
+    let applied = apply_point(st, ctx, cell)?;
+    // The scheduler's tunables as set and read back (stored per start as
+    // `iosched_params_set`, as before they were settings).
+    let mut tunables: Vec<(String, String)> = Vec::new();
+    for r in applied.iter().flat_map(|a| &a.read_back) {
+        if let Some(k) = r.name.strip_prefix("iosched.") {
+            if r.applied && !tunables.iter().any(|(tk, _)| tk == k) {
+                tunables.push((k.to_string(), r.asked.clone()));
             }
         }
     }
-    // The cell's point, once its scheduler is in place (switching to BFQ
-    // turns writeback throttling off, so wbt_lat_usec comes after).
-    let applied = apply_point(st, ctx, cell)?;
     let st: &Startup = st;
     ctx.progress.begin(&format!(
         "{} / {}{}",
@@ -264,18 +266,27 @@ impl CellIo {
     }
 }
 
-/// The cell's point applied (`None` without axes), and the starts' and
-/// the load's priorities and nice values set from it over the experiment's.
+/// The plan's settings and the cell's point applied (`None` without
+/// either), and the starts' and the load's priorities and nice values set
+/// from them.
 fn apply_point(
     st: &mut Startup,
     ctx: &mut CellContext<'_>,
     cell: &Cell,
 ) -> Result<Option<crate::control::Applied>, ExperimentError> {
-    let Some(text) = &cell.variant else {
+    // The settings that act under this scheduler, then the cell's variant
+    // (the point as this scheduler runs it).
+    let mut all = st.cfg.settings_for(&cell.scheduler).0;
+    if let Some(text) = &cell.variant {
+        all.extend(crate::control::Point::from_text(text).0);
+    }
+    if all.is_empty() {
+        (st.cfg.target_ioprio, st.cfg.target_nice, st.cfg.load_ioprio) = (None, None, None);
+        st.spec.ioprio = None;
+        st.spec.nice = None;
         return Ok(None);
-    };
-    // The cell's variant is the point as this scheduler runs it.
-    let point = crate::control::Point::from_text(text);
+    }
+    let point = crate::control::Point(all);
     let applied = crate::control::apply::apply(
         ctx.guard,
         &ctx.place.disks,
@@ -285,9 +296,9 @@ fn apply_point(
         &point,
     )?;
     let o = applied.overrides;
-    st.cfg.target_ioprio = o.target_ioprio.or(st.stored.target_ioprio);
-    st.cfg.target_nice = o.target_nice.or(st.stored.target_nice);
-    st.cfg.load_ioprio = o.load_ioprio.or(st.stored.load_ioprio);
+    st.cfg.target_ioprio = o.target_ioprio;
+    st.cfg.target_nice = o.target_nice;
+    st.cfg.load_ioprio = o.load_ioprio;
     st.spec.ioprio = st.cfg.target_ioprio;
     st.spec.nice = st.cfg.target_nice;
     Ok(Some(applied))

@@ -122,20 +122,30 @@ pub struct StartupConfig {
     pub cold: Cold,
     /// Files or directories evicted with `--cold evict`.
     pub evict: Vec<PathBuf>,
-    /// Scheduler tunables set for every cell where the tunable exists.
-    pub iosched_params: Vec<(String, String)>,
+    /// Settings the whole plan runs at (`--read-ahead-kb`,
+    /// `--iosched-param`, `--target-ioprio`, `--target-nice`,
+    /// `--load-ioprio`, and a `--vary` of one value): each is part of
+    /// every cell's point, applied with it through the guard and read back
+    /// (see [`crate::control::apply`]); where a cell's scheduler would
+    /// ignore one it is left out there and said (`inert`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settings: Vec<(String, String)>,
     /// Readiness criterion.
     pub ready: ReadyWhen,
-    /// Target I/O priority (`rt:0`, `be:4`, `idle`).
+    /// Target I/O priority (`rt:0`, `be:4`, `idle`) and nice value, and
+    /// the load's I/O priority, as the current cell runs them: taken from
+    /// `settings` and the cell's point when it is applied, never stored
+    /// (the settings are).
+    #[serde(skip)]
     pub target_ioprio: Option<IoPrio>,
-    /// Target nice value.
+    #[serde(skip)]
     pub target_nice: Option<i32>,
     /// An app someone else forks (an activity's): `target_ioprio` and
     /// `target_nice` set back whenever Android changes them during a
     /// start, each time counted; without it such a start is invalid.
     #[serde(default)]
     pub target_hold: bool,
-    /// I/O priority of the background load.
+    #[serde(skip)]
     pub load_ioprio: Option<IoPrio>,
     /// fio options applied to every background job (e.g. `size=128M`).
     #[serde(default)]
@@ -151,11 +161,6 @@ pub struct StartupConfig {
     /// --prepare --dir {dir}/app`), with the same `{dir}` substitution.
     #[serde(default)]
     pub prepare: Option<String>,
-    /// `read_ahead_kb` of the device under test (guarded), e.g. 128 as on
-    /// Android after boot; `None` keeps the device's value. It decides how
-    /// many bytes a cold start and a sequential reader pull per request.
-    #[serde(default)]
-    pub read_ahead_kb: Option<u32>,
     /// Per-lab dirty-page limit in bytes (bdi `max_bytes`), so `sync`
     /// before each start is bounded on a slow lab; `None` keeps the
     /// kernel's global limits.
@@ -259,17 +264,80 @@ impl StartupConfig {
         Duration::from_secs_f64(self.timeout_s.clamp(0.0, MAX_TIMEOUT_S))
     }
 
-    /// The rounds the repetitions are split into (bounded by
-    /// [`Self::validate`]): 1 unless `--rounds` or a plan's points set more.
     /// What decides whether a setting acts in a cell under `scheduler`
     /// (see [`crate::control::points::inert`]).
     pub fn acts(&self, scheduler: &str) -> crate::control::points::Acts {
+        let prio = |name: &str| {
+            self.settings
+                .iter()
+                .find(|(n, _)| n == name)
+                .and_then(|(_, v)| v.parse().ok())
+        };
         crate::control::points::Acts {
             scheduler: scheduler.to_string(),
             iocost: self.iocost,
-            target_ioprio: self.target_ioprio,
-            load_ioprio: self.load_ioprio,
+            target_ioprio: prio("target.ioprio"),
+            load_ioprio: prio("load.ioprio"),
         }
+    }
+
+    /// Every point as a cell applies it: the whole plan's settings first,
+    /// then the point's own (one point of the settings alone when the
+    /// plan has no axes; none without either).
+    pub fn applied_points(&self) -> Vec<crate::control::Point> {
+        if self.points.is_empty() {
+            return if self.settings.is_empty() {
+                Vec::new()
+            } else {
+                vec![crate::control::Point(self.settings.clone())]
+            };
+        }
+        self.points
+            .iter()
+            .map(|p| {
+                let mut all = self.settings.clone();
+                all.extend(p.0.iter().cloned());
+                crate::control::Point(all)
+            })
+            .collect()
+    }
+
+    /// The whole plan's settings as a cell under `scheduler` runs them,
+    /// and those that do nothing there with the kernel's reason. A
+    /// scheduler tunable the scheduler lacks is left out (its file does
+    /// not exist there); any other is applied all the same, as asked (a
+    /// target's I/O priority under `none` still travels with its requests
+    /// to every other disk), and said.
+    pub fn settings_for(
+        &self,
+        scheduler: &str,
+    ) -> (Vec<(String, String)>, Vec<crate::control::points::Inert>) {
+        let point = crate::control::Point(self.settings.clone());
+        let acts = self.acts(scheduler);
+        let mut kept = Vec::new();
+        let mut inert = Vec::new();
+        for (n, v) in &self.settings {
+            let Some(reason) = crate::control::points::inert(n, v, &point, &acts) else {
+                kept.push((n.clone(), v.clone()));
+                continue;
+            };
+            let left_out = n.starts_with("iosched.");
+            inert.push(crate::control::points::Inert {
+                scheduler: scheduler.to_string(),
+                point: if left_out {
+                    WHOLE_PLAN_LEFT_OUT
+                } else {
+                    WHOLE_PLAN_APPLIED
+                }
+                .into(),
+                setting: iolab_results::variant::setting(n, v),
+                reason,
+            });
+            if !left_out {
+                kept.push((n.clone(), v.clone()));
+            }
+        }
+        (kept, inert)
     }
 
     /// The points as a cell under `scheduler` runs them, and the settings
@@ -284,6 +352,8 @@ impl StartupConfig {
         crate::control::points::for_cell(&self.points, &self.acts(scheduler))
     }
 
+    /// The rounds the repetitions are split into (bounded by
+    /// [`Self::validate`]): 1 unless `--rounds` or a plan's points set more.
     pub fn rounds(&self) -> u32 {
         self.rounds.unwrap_or(1).clamp(1, self.reps.max(1))
     }
@@ -341,9 +411,13 @@ impl StartupConfig {
                 )));
             }
         }
+        let sets = |name: &str| {
+            self.settings.iter().any(|(n, _)| n == name)
+                || self.points.iter().any(|p| p.get(name).is_some())
+        };
         if self.target_hold
             && (!matches!(self.target, Target::Activity { .. })
-                || (self.target_nice.is_none() && self.target_ioprio.is_none()))
+                || !(sets("target.nice") || sets("target.ioprio")))
         {
             return Err(UsageError::new(
                 "--target-hold sets back --target-nice/--target-ioprio on an app Android forks and changes itself: it needs --am-start and one of them",
@@ -390,10 +464,33 @@ impl StartupConfig {
                 "--recipe makes the plan's points: drop --vary and --point, or the recipe",
             ));
         }
-        let Some(first) = self.points.first() else {
+        for (i, (n, v)) in self.settings.iter().enumerate() {
+            crate::control::setting::Knob::parse(n)?.check(n, v)?;
+            if v == crate::control::setting::UNSET {
+                return Err(UsageError::new(format!(
+                    "{n}=-: a setting of the whole plan needs a value (- leaves it alone: drop it)"
+                )));
+            }
+            if self.settings[..i].iter().any(|(m, _)| m == n) {
+                return Err(UsageError::new(format!(
+                    "{n} is set twice for the whole plan (by its flag and by --vary {n}=V): give it once"
+                )));
+            }
+            if self
+                .points
+                .first()
+                .is_some_and(|p| p.0.iter().any(|(m, _)| m == n))
+            {
+                return Err(UsageError::new(format!(
+                    "{n} is set for the whole plan and also varied (--vary/--point): give its values in --vary {n}=V1,V2 only"
+                )));
+            }
+        }
+        let applied = self.applied_points();
+        let Some(first) = applied.first() else {
             return Ok(());
         };
-        for p in &self.points {
+        for p in &applied {
             let names = |q: &crate::control::Point| -> Vec<String> {
                 q.0.iter().map(|(n, _)| n.clone()).collect()
             };
@@ -471,9 +568,46 @@ impl StartupConfig {
                     serde_json::to_value(Target::from_v5(&command, am))?,
                 );
             }
+            if !obj.contains_key("settings") {
+                let settings = legacy_settings(obj);
+                obj.insert("settings".into(), serde_json::to_value(settings)?);
+            }
         }
         Ok(stored)
     }
+}
+
+/// The `point` of an [`Inert`](crate::control::points::Inert) setting of
+/// the whole plan: left out of the scheduler's cells, or applied there
+/// all the same.
+pub const WHOLE_PLAN_LEFT_OUT: &str = "(the whole plan; left out there)";
+pub const WHOLE_PLAN_APPLIED: &str = "(the whole plan; applied all the same)";
+
+/// The setting flags of a configuration stored before they became the
+/// plan's settings (`iosched_params`, `target_ioprio`, `target_nice`,
+/// `load_ioprio`, `read_ahead_kb`), as settings, taken out of `obj`.
+fn legacy_settings(obj: &mut serde_json::Map<String, Value>) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    if let Some(Value::Array(params)) = obj.remove("iosched_params") {
+        for p in params {
+            if let (Some(k), Some(v)) = (p[0].as_str(), p[1].as_str()) {
+                out.push((format!("iosched.{k}"), v.to_string()));
+            }
+        }
+    }
+    for (field, name) in [
+        ("target_ioprio", "target.ioprio"),
+        ("target_nice", "target.nice"),
+        ("load_ioprio", "load.ioprio"),
+        ("read_ahead_kb", "read_ahead_kb"),
+    ] {
+        match obj.remove(field) {
+            Some(Value::String(v)) => out.push((name.to_string(), v)),
+            Some(Value::Number(n)) => out.push((name.to_string(), n.to_string())),
+            _ => {}
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -491,7 +625,7 @@ pub(crate) mod tests {
             warmup_s: None,
             cold: Cold::DropCaches,
             evict: vec![],
-            iosched_params: vec![],
+            settings: vec![],
             ready: ReadyWhen::Exit,
             target_ioprio: None,
             target_nice: None,
@@ -505,7 +639,6 @@ pub(crate) mod tests {
             prepare: None,
             dirty_limit_bytes: None,
             dirty_limit_preferred: false,
-            read_ahead_kb: None,
             prefetch: None,
             observe: Default::default(),
             memory_pressure: None,
@@ -560,12 +693,12 @@ pub(crate) mod tests {
                       "bw_bytes": 41943040, "iops": null, "backend": null, "model": null},
             "schedulers": ["none", "bfq"], "workloads": ["1r"], "reps": 3,
             "timeout_s": 3.0, "warmup_s": 0.5, "cold": "evict", "evict": [],
-            "iosched_params": [], "ready": {"kind": "exit"},
+            "iosched_params": [["slice_idle", "0"]], "ready": {"kind": "exit"},
             "target_ioprio": "rt:0", "target_nice": null, "load_ioprio": null,
             "load_options": [["size", "64M"]],
             "command": ["iolab", "app", "--dir", "{dir}/app"],
             "prepare": "iolab app --prepare --dir {dir}/app",
-            "read_ahead_kb": null, "dirty_limit_bytes": null,
+            "read_ahead_kb": 128, "dirty_limit_bytes": null,
             "prefetch": {"list": {"kind": "record"}, "modes": ["before"], "workloads": ["idle"]},
             "observe": {"trace_bio": true, "cpu": true, "explain": true},
             "memory_pressure": null, "am_start": null
@@ -573,7 +706,16 @@ pub(crate) mod tests {
         let c: StartupConfig = serde_json::from_value(StartupConfig::upgrade(v5).unwrap()).unwrap();
         assert_eq!(c.target.kind(), "app");
         assert_eq!(c.target.label(), "iolab app --dir {dir}/app");
-        assert_eq!(c.target_ioprio, Some(IoPrio::RealTime(0)));
+        // Its setting flags are the plan's settings now.
+        let want = [
+            ("iosched.slice_idle", "0"),
+            ("target.ioprio", "rt:0"),
+            ("read_ahead_kb", "128"),
+        ];
+        assert_eq!(
+            c.settings,
+            want.map(|(n, v)| (n.to_string(), v.to_string()))
+        );
         // Stored before rounds: one round in the fixed order.
         assert_eq!((c.rounds(), c.order_seed), (1, None));
         assert!(c.observe.has("bio") && c.observe.has("explain"));

@@ -251,17 +251,18 @@ impl Maps {
         let mut keys: std::collections::HashMap<String, Option<(u64, u64)>> =
             std::collections::HashMap::new();
         let mut out = Vec::new();
-        let Ok(entries) = std::fs::read_dir(proc) else {
-            return Maps(out);
-        };
-        for e in entries.flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<u32>().ok()) else {
+        // Unreadable: nothing known mapped, so nothing excused from the
+        // cold check (a stricter check, never a laxer one).
+        for pid in iolab_sys::process::pids(proc).unwrap_or_default() {
+            let dir = proc.join(pid.to_string());
+            let Ok(pid) = u32::try_from(pid) else {
                 continue;
             };
-            let Ok(text) = std::fs::read_to_string(e.path().join("maps")) else {
+            // Gone since the walk: it maps nothing now.
+            let Ok(text) = std::fs::read_to_string(dir.join("maps")) else {
                 continue;
             };
-            let comm = std::fs::read_to_string(e.path().join("comm"))
+            let comm = std::fs::read_to_string(dir.join("comm"))
                 .map(|c| c.trim().to_string())
                 .unwrap_or_else(|_| "?".into());
             for line in text.lines() {

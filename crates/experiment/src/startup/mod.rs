@@ -103,7 +103,10 @@ impl Body for Startup {
             // plan that sets cgroups gets the model where no backend was
             // asked (setup::check_cgroups refuses the throttle otherwise).
             throttle_unsuitable: (cfg.recipe.is_some()
-                || cfg.points.iter().any(crate::control::Point::uses_cgroups))
+                || cfg
+                    .applied_points()
+                    .iter()
+                    .any(crate::control::Point::uses_cgroups))
             .then_some(
                 "the plan sets cgroups, and cgroup v1's flat throttle would not limit iolab's groups",
             ),
@@ -134,8 +137,14 @@ impl Body for Startup {
             cfg.validate()?;
         }
         cfg.iocost = setup::iocost_on(place)?;
+        // A tunable no scheduler has is a typo, refused before anything
+        // is said of the cells it would be left out of.
+        for dev in &place.disks {
+            setup::check_iosched_params(guard, dev, &schedulers, &cfg)?;
+        }
         let mut inert = Vec::new();
         for sched in &schedulers {
+            inert.extend(cfg.settings_for(sched).1);
             inert.extend(cfg.points_for(sched).1);
         }
         // Said once per scheduler and setting; stored per point.
@@ -149,20 +158,16 @@ impl Body for Startup {
                 .iter()
                 .filter(|j| j.scheduler == i.scheduler && j.setting == i.setting)
                 .count();
+            let then = match i.point.as_str() {
+                config::WHOLE_PLAN_LEFT_OUT => "left out of its cells".to_string(),
+                config::WHOLE_PLAN_APPLIED => "set all the same, as asked".to_string(),
+                _ if points == 1 => "its point runs as the point without it".to_string(),
+                _ => format!("its {points} points run as the point without it"),
+            };
             (s.announce)(&format!(
-                "inert under {}: {} does nothing there ({}); {} as the point without it",
-                i.scheduler,
-                i.setting,
-                i.reason,
-                if points == 1 {
-                    "its point runs".to_string()
-                } else {
-                    format!("its {points} points run")
-                }
+                "inert under {}: {} does nothing there ({}); {then}",
+                i.scheduler, i.setting, i.reason,
             ));
-        }
-        for dev in &place.disks {
-            setup::check_iosched_params(guard, dev, &schedulers, &cfg)?;
         }
         setup::check_plan_size(&cfg, &schedulers, s.announce)?;
         if let Some(line) = plan::order_line(&cfg) {
@@ -173,17 +178,15 @@ impl Body for Startup {
             (Some(m), Some(d)) => crate::control::apply::fs_dir(m, d),
             _ => None,
         };
-        crate::control::apply::check_fs(&cfg.points, fs_dir.as_deref())?;
-        let mount_names: Vec<&str> = cfg
-            .points
+        let applied_points = cfg.applied_points();
+        crate::control::apply::check_fs(&applied_points, fs_dir.as_deref())?;
+        // Every point names the same settings: the first's are all.
+        let mount_names: Vec<&str> = applied_points
             .first()
-            .map(|p| {
-                p.0.iter()
-                    .map(|(n, _)| n.as_str())
-                    .filter(|n| n.starts_with("mount."))
-                    .collect()
-            })
-            .unwrap_or_default();
+            .into_iter()
+            .flat_map(|p| p.0.iter().map(|(n, _)| n.as_str()))
+            .filter(|n| n.starts_with("mount."))
+            .collect();
         crate::control::mount::check_place(&mount_names, place.mountpoint.as_deref())?;
         let dir = place.files_dir()?;
         if place.stack.is_some() && !place.made {
@@ -252,9 +255,13 @@ impl Body for Startup {
             None => Vec::new(),
         };
         setup::limit_dirty(guard, place, &cfg)?;
-        if let Some(ra) = cfg.read_ahead_kb {
-            guard.set_queue_attr(place.fs_dev()?, "read_ahead_kb", &ra.to_string())?;
-        }
+        // What the starts run at before any cell applies its point (the
+        // first start that learns the target's files, the overhead's).
+        let fixed = crate::control::Point(cfg.settings.clone());
+        let prio = |name: &str| fixed.get(name).and_then(|v| v.parse().ok());
+        cfg.target_ioprio = prio("target.ioprio");
+        cfg.load_ioprio = prio("load.ioprio");
+        cfg.target_nice = fixed.get("target.nice").and_then(|v| v.parse().ok());
         let spec = launch_spec(&cfg, &target)?;
         if cfg.observe.has("explain") {
             // Before any target is forked: the kernel accounts a task's

@@ -41,7 +41,8 @@ pub(super) fn settle(
     let mut left = Vec::new();
     if let Some(pgid) = prev {
         loop {
-            let members = iolab_sys::process::live_group_members(pgid);
+            let members = iolab_sys::process::live_group_members(pgid)
+                .map_err(|e| iolab_sys::SysError::io("/proc", e))?;
             if members.is_empty() {
                 break;
             }

@@ -150,27 +150,34 @@ pub(super) fn prepare(script: &str) -> Result<(), ExperimentError> {
     Ok(())
 }
 
-/// Every `--iosched-param` must name a tunable of at least one scheduler of
-/// the matrix, with a value it accepts: cells skip a tunable their
-/// scheduler lacks, so a typo would otherwise silently measure defaults.
-/// Checked by switching to each scheduler and setting the values (guarded,
-/// as the cells do; each cell sets its scheduler and values again).
+/// Every scheduler tunable the whole plan sets (`--iosched-param`, a
+/// one-value `--vary iosched.X=V`) must name a tunable of at least one
+/// scheduler of the matrix, with a value it accepts: cells leave a tunable
+/// out where their scheduler lacks it (said as inert), so a typo would
+/// otherwise silently measure defaults. Checked by switching to each
+/// scheduler and setting the values (guarded, as the cells do; each cell
+/// sets its scheduler and values again).
 pub(super) fn check_iosched_params(
     guard: &Guard,
     dev: &BlockDev,
     schedulers: &[String],
     cfg: &StartupConfig,
 ) -> Result<(), ExperimentError> {
-    if cfg.iosched_params.is_empty() {
+    let params: Vec<(&str, &str)> = cfg
+        .settings
+        .iter()
+        .filter_map(|(n, v)| Some((n.strip_prefix("iosched.")?, v.as_str())))
+        .collect();
+    if params.is_empty() {
         return Ok(());
     }
-    let mut used = vec![false; cfg.iosched_params.len()];
+    let mut used = vec![false; params.len()];
     let mut offered = Vec::new();
     for s in schedulers {
         guard.set_scheduler(dev, s)?;
         let have: Vec<String> = dev.iosched_tunables().into_iter().map(|(k, _)| k).collect();
-        for ((k, v), used) in cfg.iosched_params.iter().zip(used.iter_mut()) {
-            if have.contains(k) {
+        for ((k, v), used) in params.iter().zip(used.iter_mut()) {
+            if have.iter().any(|h| h == k) {
                 *used = true;
                 let path = dev.queue_path("iosched").join(k);
                 let current =
@@ -193,7 +200,7 @@ pub(super) fn check_iosched_params(
             }
         ));
     }
-    if let Some(((k, _), _)) = cfg.iosched_params.iter().zip(&used).find(|(_, u)| !**u) {
+    if let Some(((k, _), _)) = params.iter().zip(&used).find(|(_, u)| !**u) {
         return Err(UsageError::new(format!(
             "--iosched-param {k}: no scheduler of the matrix has a tunable {k:?}; they have {}",
             offered.join("; ")
@@ -315,8 +322,8 @@ pub(super) fn check_cgroups(
     cfg: &StartupConfig,
 ) -> Result<Option<crate::control::Hierarchy>, ExperimentError> {
     use crate::control::cgroup::Version;
-    if !cfg
-        .points
+    let applied = cfg.applied_points();
+    if !applied
         .first()
         .is_some_and(crate::control::Point::uses_cgroups)
     {
@@ -345,6 +352,6 @@ pub(super) fn check_cgroups(
             }
         }
     }
-    crate::control::apply::check_files(&cfg.points, &hier, &hier.group_files(guard)?)?;
+    crate::control::apply::check_files(&applied, &hier, &hier.group_files(guard)?)?;
     Ok(Some(hier))
 }

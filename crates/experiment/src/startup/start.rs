@@ -330,7 +330,10 @@ fn launch_observed(
     let after = ctx.place.diskstats()?;
     let load_after = bg.map(Background::io);
     // No load, no threads of it blocked.
-    let load_blocked = bg.map(Background::blocked).unwrap_or_default();
+    let load_blocked = match bg {
+        Some(b) => b.blocked()?,
+        None => Vec::new(),
+    };
     let end = RunEnd {
         target_cpu_ns: outcome.usage.map(|u| u.user_ns + u.sys_ns),
         window_ns: Some((

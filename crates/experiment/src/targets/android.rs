@@ -503,7 +503,7 @@ pub fn parse_dexopt(text: &str, package: &str) -> Vec<Dexopt> {
                 last.location = Some(loc.to_string());
             }
         } else if let Some((isa, rest)) = t.split_once(": [status=") {
-            let status = rest.split(']').next().unwrap_or_default().to_string();
+            let status = rest.split_once(']').map_or(rest, |(s, _)| s).to_string();
             let reason = rest
                 .split("[reason=")
                 .nth(1)
@@ -552,18 +552,21 @@ pub fn compile_mismatch(entries: &[Dexopt], mode: &str) -> Option<String> {
 /// the leading `/`, with `/classes.dex` added and every `/` made `@`
 /// (art/libartbase/base/file_utils.cc GetDalvikCacheFilename), e.g.
 /// `arm64/system@priv-app@Settings@Settings.apk@classes`.
+/// No `cache` directory: nothing compiled there. One that cannot be read
+/// is an error: the cold check would silently leave the compiled code out.
 pub fn dalvik_cache_stems(
     apks: &[std::path::PathBuf],
     cache: &std::path::Path,
-) -> Vec<std::path::PathBuf> {
-    let isas: Vec<std::path::PathBuf> = std::fs::read_dir(cache)
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| e.path())
-                .filter(|p| p.is_dir())
-                .collect()
-        })
-        .unwrap_or_default();
+) -> Result<Vec<std::path::PathBuf>, iolab_sys::SysError> {
+    let isas: Vec<std::path::PathBuf> = match std::fs::read_dir(cache) {
+        Ok(rd) => rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(iolab_sys::SysError::io(cache, e)),
+    };
     let mut out = Vec::new();
     for apk in apks {
         let rel = apk.to_string_lossy();
@@ -572,7 +575,7 @@ pub fn dalvik_cache_stems(
             out.push(isa.join(&name));
         }
     }
-    out
+    Ok(out)
 }
 
 /// The uid `cmd package list packages -U` gives `package`: its lines are
@@ -840,7 +843,8 @@ Compiler stats:
         let stems = dalvik_cache_stems(
             &[std::path::PathBuf::from("/system_ext/priv-app/Bar/Bar.apk")],
             d.path(),
-        );
+        )
+        .unwrap();
         assert_eq!(
             stems,
             [d.path()

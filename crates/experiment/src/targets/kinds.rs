@@ -372,7 +372,7 @@ impl Target {
             "dumpsys"
         };
         let stems: Vec<PathBuf> = if named.is_empty() {
-            android::dalvik_cache_stems(&apks, Path::new("/data/dalvik-cache"))
+            android::dalvik_cache_stems(&apks, Path::new("/data/dalvik-cache"))?
         } else {
             named
                 .iter()
@@ -429,7 +429,9 @@ impl Target {
             return Ok(None);
         };
         run(&argv, "--compile")?;
-        let now = self.dexopt_now()?.unwrap_or_default();
+        let Some(now) = self.dexopt_now()? else {
+            return Ok(None);
+        };
         if let Some(why) = android::compile_mismatch(&now, mode) {
             return Err(UsageError::new(format!(
                 "--compile {mode}: compiling again after a background dexopt did not take ({why})"

@@ -561,3 +561,33 @@ fn exec_init(init: &[OsString]) -> ! {
     }
     std::process::exit(1)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    /// What the registry hands the guest for a variant is a command line
+    /// boot-init itself takes: a variant added by its one line in
+    /// results/src/boot.rs needs nothing here.
+    #[test]
+    fn a_variants_init_line_is_one_boot_init_parses() {
+        for v in ["rt4", "before+rt4", "idle", "nice19+disk-order"] {
+            let line = iolab_results::boot::init_args(v).unwrap();
+            let split = line.iter().position(|a| a == "--").unwrap();
+            // line[0] is the binary, line[1] the subcommand.
+            let mut argv = vec!["boot-init".to_string()];
+            argv.extend(line[2..split].iter().cloned());
+            let a = BootInitArgs::try_parse_from(&argv).unwrap();
+            if v.contains("rt4") {
+                // Handed to the prefetch helper, which takes it as a class.
+                assert_eq!(a.ioprio.as_deref(), Some("rt:4"), "{v}");
+                let p: iolab_sys::ioprio::IoPrio = "rt:4".parse().unwrap();
+                assert_eq!(p.to_string(), "rt:4");
+            }
+        }
+        assert!(iolab_results::boot::init_args("idle+rt4").is_err());
+        assert!(iolab_results::boot::help().contains("rt4"));
+    }
+}

@@ -101,17 +101,14 @@ fn terminal_columns() -> usize {
         .unwrap_or(80)
 }
 
-/// Turns a library error into the binary's: bad input becomes a
-/// `UsageError` (exit 2) carrying the same one-line message.
+/// Turns a library error into the binary's: a path that does not exist
+/// also says what was expected (still a `UsageError`: exit 2).
 pub(crate) fn cache_error(e: CacheError) -> anyhow::Error {
-    if e.is_usage() {
-        let hint = match &e {
-            CacheError::Io { .. } => ": expected existing files or directories",
-            _ => "",
-        };
-        UsageError::new(format!("{e}{hint}")).into()
-    } else {
-        e.into()
+    match e {
+        CacheError::Missing(u) => {
+            UsageError::new(format!("{u}: expected existing files or directories")).into()
+        }
+        e => e.into(),
     }
 }
 
@@ -176,4 +173,31 @@ pub fn run(a: CacheArgs) -> anyhow::Result<()> {
         anyhow::bail!("nothing could be inspected ({why})");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::exit::{code_for, one_line};
+
+    #[test]
+    fn a_missing_path_says_what_was_expected_and_other_usage_errors_are_unchanged() {
+        let missing = CacheError::io("/no/such", std::io::ErrorKind::NotFound.into());
+        let err = cache_error(missing).context("ctx");
+        assert_eq!(code_for(&err), 2);
+        assert_eq!(
+            one_line(&err),
+            "ctx: /no/such: entity not found: expected existing files or directories"
+        );
+        let list = iolab_cache::prefetch::PrefetchList::parse("a 0:0\n")
+            .err()
+            .unwrap();
+        let text = list.to_string();
+        let err = cache_error(list).context("ctx");
+        assert_eq!(code_for(&err), 2);
+        assert_eq!(one_line(&err), format!("ctx: {text}"));
+        let denied = CacheError::io("/root/x", std::io::ErrorKind::PermissionDenied.into());
+        assert_eq!(code_for(&cache_error(denied)), 1);
+    }
 }

@@ -66,7 +66,9 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         // per start on a slow lab, and the load keeps its own cache.
         cold: Cold::Evict,
         evict: Vec::new(),
-        iosched_params: Vec::new(),
+        // Android's read-ahead after boot: how many bytes a cold start
+        // pulls per request (applied and read back in every cell).
+        settings: vec![("read_ahead_kb".into(), "128".into())],
         ready: ReadyWhen::Exit,
         target_ioprio: None,
         target_nice: None,
@@ -97,7 +99,6 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         // 2 s of it a timed-out start took ~25 s to die under mq-deadline.
         dirty_limit_bytes: Some(16 << 20),
         dirty_limit_preferred: true,
-        read_ahead_kb: Some(128),
         // Seed 001's point, measured: the app recorded once (cold, idle),
         // then each idle start also made with that list read in first.
         // Idle only, one mode: about 12 more starts, under 30 s.

@@ -5,7 +5,6 @@
 use clap::{Args, Subcommand};
 
 use iolab_lab::{LabError, LabSpec, LabStatus, SpecText};
-use iolab_sys::UsageError;
 
 /// Lab subcommands.
 // Parsed once per run: the size of `Up` (many text flags) costs nothing.
@@ -117,8 +116,8 @@ pub fn run(c: LabCommand) -> anyhow::Result<()> {
         LabCommand::Down(a) => down(a),
         LabCommand::Status(a) => {
             let mut labs = match &a.name {
-                Some(n) => vec![iolab_lab::status(n).map_err(lab_err)?],
-                None => iolab_lab::list().map_err(lab_err)?,
+                Some(n) => vec![iolab_lab::status(n)?],
+                None => iolab_lab::list()?,
             };
             kernel_depths(&mut labs)?;
             if a.json {
@@ -139,7 +138,7 @@ pub fn run(c: LabCommand) -> anyhow::Result<()> {
             Ok(())
         }
         LabCommand::List(a) => {
-            let labs = iolab_lab::list().map_err(lab_err)?;
+            let labs = iolab_lab::list()?;
             if a.json {
                 print_json(&serde_json::json!({ "labs": labs }))
             } else {
@@ -173,12 +172,12 @@ fn up(a: UpArgs) -> anyhow::Result<()> {
         model: a.model.text(),
     })?;
     let guard = iolab_guard::Guard::new();
-    let lab = iolab_lab::up(&guard, &spec).map_err(lab_err)?;
+    let lab = iolab_lab::up(&guard, &spec)?;
     if iolab_guard::stop_requested() {
-        return Err(lab_err(LabError::Interrupted)); // the guard undoes it
+        return Err(LabError::Interrupted.into()); // the guard undoes it
     }
-    lab.persist(&guard).map_err(lab_err)?;
-    let st = iolab_lab::status(&lab.name).map_err(lab_err)?;
+    lab.persist(&guard)?;
+    let st = iolab_lab::status(&lab.name)?;
     if a.json {
         return print_json(&st);
     }
@@ -247,8 +246,8 @@ fn kernel_depths(labs: &mut [LabStatus]) -> anyhow::Result<()> {
 fn down(a: DownArgs) -> anyhow::Result<()> {
     super::require_root("iolab lab down")?;
     let reports = match &a.name {
-        Some(n) => vec![iolab_lab::down(n).map_err(lab_err)?],
-        None => iolab_lab::down_all().map_err(lab_err)?,
+        Some(n) => vec![iolab_lab::down(n)?],
+        None => iolab_lab::down_all()?,
     };
     if a.json {
         print_json(&serde_json::json!({ "labs": reports }))?;
@@ -268,16 +267,6 @@ fn down(a: DownArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-/// Usage errors keep their exit code 2 through anyhow (exit.rs looks for a
-/// `UsageError` in the chain, which a transparent wrapper would hide).
-fn lab_err(e: LabError) -> anyhow::Error {
-    if e.is_usage() {
-        UsageError::new(e.to_string()).into()
-    } else {
-        e.into()
-    }
 }
 
 fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {

@@ -1,18 +1,15 @@
 //! `iolab load` — the workload engine's command line.
 //!
-//! Flags only collect what the user typed (as fio option names and text);
-//! the engine validates every value in one place, for job files and flags
-//! alike, so both give the same errors.
+//! Flags only collect what the user typed (as fio option names and text),
+//! and fio's command-line dialect is translated here (`--KEY=VALUE` for any
+//! fio option, repeated `--name` jobs, `--with-fio`'s split); the session
+//! (`iolab_experiment::load_session::command`) checks every value, runs
+//! the load and writes its report, for job files and flags alike, so both
+//! give the same errors.
 
-use std::io::{IsTerminal, Write};
-use std::time::Duration;
-
-use anyhow::Context;
 use clap::Args;
-use iolab_load::session::status::{Periodic, StatusFormat};
-use iolab_load::{named, LoadError, Override};
-use iolab_sys::ioprio::IoPrio;
-use iolab_sys::UsageError;
+use iolab_experiment::load_session::command::{self, Command, JobSource};
+use iolab_load::Override;
 
 /// `iolab load` arguments: what to run (a job file, a workload name,
 /// readers/writers or flags) and how to report it.
@@ -373,271 +370,40 @@ pub fn fio_flags(argv: Vec<std::ffi::OsString>, cmd: &clap::Command) -> Vec<std:
 
 /// Runs a load and prints its report.
 pub fn run(a: LoadArgs) -> anyhow::Result<()> {
-    if a.version {
-        // Exactly fio's line on stdout: clients parse `fio-MAJOR.MINOR`
-        // from it. A person at a terminal is told what answered.
-        println!("{}", iolab_load::json::FIO_VERSION);
-        if std::io::stderr().is_terminal() {
-            eprintln!(
-                "(iolab {}: `iolab load` follows {})",
-                env!("CARGO_PKG_VERSION"),
-                iolab_load::json::FIO_VERSION
-            );
-        }
-        return Ok(());
-    }
-    if let Some(p) = &a.inflate_log {
-        let mut out = std::io::stdout().lock();
-        iolab_load::inflate_log(p, &mut out).map_err(UsageError::new)?;
-        return Ok(());
-    }
-    // Formats and the output file are checked before anything runs, so a
-    // long run never ends with nowhere to put its report.
-    let formats = output_formats(&a)?;
-    let output = match &a.output {
-        Some(p) => Some((
-            p.clone(),
-            std::fs::File::create(p).map_err(|e| {
-                UsageError::new(format!("--output {}: cannot create it: {e}", p.display()))
-            })?,
-        )),
-        None => None,
+    let with_fio = if a.with_fio {
+        Some(super::load_with_fio::fio_args(a.fio_argv.as_deref())?)
+    } else {
+        None
     };
-    if a.with_fio {
-        return run_with_fio(&a, &formats, output);
-    }
-    let debug = match a.debug.as_deref() {
-        Some("?") => {
-            println!(
-                "Available debug options:\n{}",
-                super::load_fio::DEBUG_TYPES.join("\n")
-            );
-            return Ok(());
-        }
-        Some(d) => super::load_fio::parse_debug(d)?,
-        None => Default::default(),
-    };
-    let status_every = a
-        .status_interval
-        .as_deref()
-        .map(|t| {
-            // fio's times: a bare number is seconds.
-            t.parse::<f64>()
-                .ok()
-                .filter(|s| s.is_finite() && *s > 0.0)
-                .map(Duration::from_secs_f64)
-                .or_else(|| iolab_sys::units::parse_duration(t).ok())
-                .filter(|d| !d.is_zero())
-                .ok_or_else(|| {
-                    UsageError::new(format!(
-                        "--status-interval {t}: expected a time such as 1, 2s or 500ms"
-                    ))
-                })
-        })
-        .transpose()?;
-    let lab_dir = a.lab.as_deref().map(lab_directory).transpose()?;
-    let mut jobs = build_jobs(&a, lab_dir.as_deref()).map_err(usage_aware)?;
-    if let Some(d) = &a.aux_path {
-        if !d.is_dir() {
-            return Err(UsageError::new(format!(
-                "--aux-path {}: not a directory (give an existing directory for the verify states)",
-                d.display()
-            ))
-            .into());
-        }
-        for j in &mut jobs {
-            j.x.aux_path = Some(d.clone());
-        }
-    }
-    let json_status = formats.iter().any(|f| f.starts_with("json"));
-    let req = iolab_load::session::Request {
-        jobs,
+    let cmd = Command {
+        version: a.version,
+        inflate_log: a.inflate_log,
+        output_format: a.output_format,
+        json: a.json,
+        output: a.output,
+        with_fio,
+        debug: a.debug,
+        status_interval: a.status_interval,
+        jobs: JobSource {
+            overrides: a.job.overrides(),
+            spec: a.spec,
+            readers: a.readers,
+            writers: a.writers,
+            pattern: a.pattern,
+            lab: a.lab,
+            name: a.job.name,
+            cmdline_jobs: a.cmdline_jobs,
+        },
+        aux_path: a.aux_path,
         readonly: a.readonly,
         max_jobs: a.max_jobs,
-        ioprio: a.ioprio.as_deref().map(str::parse::<IoPrio>).transpose()?,
+        ioprio: a.ioprio,
         force: a.force,
-        progress: std::io::stderr().is_terminal(),
-        observe: a.observe.observe()?,
-        periodic: Periodic {
-            status: status_every.map(|d| {
-                let fmt = if json_status {
-                    StatusFormat::Json
-                } else {
-                    StatusFormat::Text
-                };
-                (d, fmt)
-            }),
-            bandwidth_log: a.bandwidth_log,
-        },
+        bandwidth_log: a.bandwidth_log,
+        observe: a.observe.names(),
     };
-    // Statuses go where the report goes (fio writes them to its output
-    // too).
-    let outcome = match &output {
-        Some((_, f)) => iolab_load::session::run(req, &mut &*f),
-        None => iolab_load::session::run(req, &mut std::io::stdout()),
-    }
-    .map_err(usage_aware)?;
-    let mut text = String::new();
-    if debug.random {
-        text.push_str(&super::load_fio::debug_random(&outcome.report));
-    }
-    for f in &formats {
-        text.push_str(&iolab_load::render::render(
-            f,
-            &outcome.report,
-            &outcome.observed,
-        )?);
-    }
-    // Errors (a closed pipe included) propagate; exit.rs ends quietly on
-    // BrokenPipe.
-    write_report(output, &text)?;
-    if let Some(f) = outcome.report.failures().next() {
-        anyhow::bail!("{}", f.message);
-    }
-    Ok(())
-}
-
-/// `--with-fio`: the job to the installed fio, its report written where
-/// ours would be.
-fn run_with_fio(
-    a: &LoadArgs,
-    formats: &[String],
-    output: Option<(std::path::PathBuf, std::fs::File)>,
-) -> anyhow::Result<()> {
-    // The hidden flag carries what `split` wrote; anything else is a
-    // bug to report, not an empty argument list to run fio with.
-    let fio_args: Vec<String> = serde_json::from_str(a.fio_argv.as_deref().unwrap_or("[]"))
-        .map_err(|e| {
-            UsageError::new(format!("--fio-argv: expected a JSON list of strings: {e}"))
-        })?;
-    let [format] = formats else {
-        return Err(
-            UsageError::new("--with-fio takes one --output-format: normal, json or json+").into(),
-        );
-    };
-    let run = iolab_load::session::with_fio::run(&fio_args, format).map_err(usage_aware)?;
-    // fio's own complaints go where fio puts them.
-    std::io::stderr().write_all(run.fio_stderr.as_bytes())?;
-    // The report is written first, also when fio failed: what was
-    // measured is not lost.
-    write_report(output, &run.text)?;
-    if let Some(why) = run.failed {
+    if let Some(why) = command::main(cmd)? {
         anyhow::bail!("{why}");
     }
     Ok(())
-}
-
-/// Writes the report to `--output` or stdout.
-fn write_report(
-    output: Option<(std::path::PathBuf, std::fs::File)>,
-    text: &str,
-) -> anyhow::Result<()> {
-    match output {
-        Some((path, mut f)) => f
-            .write_all(text.as_bytes())
-            .with_context(|| format!("writing the report to {}", path.display())),
-        None => Ok(std::io::stdout().lock().write_all(text.as_bytes())?),
-    }
-}
-
-/// The report formats asked for, checked before anything runs.
-fn output_formats(a: &LoadArgs) -> anyhow::Result<Vec<String>> {
-    let spec = match (&a.output_format, a.json) {
-        (Some(f), _) => f.clone(),
-        (None, true) => "json".into(),
-        (None, false) => "normal".into(),
-    };
-    let mut v = Vec::new();
-    for f in spec.split(',') {
-        let f = f.trim();
-        if !iolab_load::render::FORMATS.contains(&f) {
-            return Err(UsageError::new(format!(
-                "--output-format {f}: expected normal, terse, json, json+ or table (several separated by commas)"
-            ))
-            .into());
-        }
-        v.push(f.to_string());
-    }
-    Ok(v)
-}
-
-/// The mount point of lab `name`.
-fn lab_directory(name: &str) -> anyhow::Result<String> {
-    let lab = iolab_lab::open(name)?;
-    let mnt = lab.mountpoint.ok_or_else(|| {
-        UsageError::new(format!(
-            "lab {name} has no filesystem (--fs none): use --filename /dev/{} --force to load its device",
-            lab.top.name
-        ))
-    })?;
-    Ok(mnt.to_string_lossy().into_owned())
-}
-
-fn build_jobs(a: &LoadArgs, lab_dir: Option<&str>) -> Result<Vec<iolab_load::Job>, LoadError> {
-    let mut overrides = a.job.overrides();
-    if let Some(d) = lab_dir {
-        overrides.push(("directory".into(), d.to_string()));
-    }
-    let usage = |m: &str| LoadError::Usage(UsageError::new(m));
-    if let Some(ini) = &a.cmdline_jobs {
-        if a.spec.is_some() || a.readers.is_some() || a.writers.is_some() {
-            return Err(usage(
-                "jobs given with --name go alone: drop the job file, workload or --readers/--writers (or put the jobs in the file)",
-            ));
-        }
-        let mut jobs = iolab_load::jobfile::parse(ini, std::path::Path::new("<command line>"))?;
-        iolab_load::apply_overrides(&mut jobs, &overrides)?;
-        return Ok(jobs);
-    }
-    let shorthand = a.readers.is_some() || a.writers.is_some();
-    if a.job.name.is_some() && (a.spec.is_some() || shorthand) {
-        return Err(usage(
-            "--name names a job built from flags; a job file or workload names its own jobs",
-        ));
-    }
-    if a.pattern.is_some() && !shorthand {
-        return Err(usage("--pattern goes with --readers N and/or --writers M"));
-    }
-    match (&a.spec, shorthand) {
-        (Some(_), true) => Err(usage(
-            "give either a job file/workload name or --readers/--writers, not both",
-        )),
-        (Some(spec), false) => iolab_load::jobs_from_spec(spec, &overrides),
-        (None, true) => {
-            let pattern = match a.pattern.as_deref() {
-                None => named::Pattern::Seq,
-                Some(p) => named::Pattern::parse(p).ok_or_else(|| {
-                    usage(&format!("--pattern {p}: expected seq or rand"))
-                })?,
-            };
-            let s = named::Shorthand {
-                readers: a.readers.unwrap_or(0),
-                writers: a.writers.unwrap_or(0),
-                pattern,
-            };
-            iolab_load::jobs_from_shorthand(&s, &overrides)
-        }
-        (None, false) if overrides.is_empty() => Err(usage(&format!(
-            "nothing to run: give a job file, a workload ({}), --readers/--writers, or job flags such as --rw read --size 1g",
-            named::NAMES.join(", ")
-        ))),
-        (None, false) => {
-            let name = a.job.name.as_deref().unwrap_or("job");
-            // fio lists a command-line job's --name among its options.
-            if let Some(n) = &a.job.name {
-                overrides.insert(0, ("name".into(), n.clone()));
-            }
-            Ok(vec![iolab_load::job_from_options(name, &overrides)?])
-        }
-    }
-}
-
-/// Keeps the exit code right: the engine's usage errors become
-/// `UsageError`s in the anyhow chain (exit 2).
-fn usage_aware(e: LoadError) -> anyhow::Error {
-    if e.is_usage() {
-        anyhow::Error::new(UsageError::new(e.to_string()))
-    } else {
-        e.into()
-    }
 }

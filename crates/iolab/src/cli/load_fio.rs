@@ -1,78 +1,9 @@
-//! fio's command-line conventions that `iolab load` follows beyond single
+//! fio's command-line convention that `iolab load` follows beyond single
 //! options: jobs defined by repeated `--name` (fio's command-line job
-//! files) and `--debug=TYPE`.
+//! files). `--debug=TYPE` is `iolab_load::debug`'s.
 
 use std::ffi::OsString;
 use std::fmt::Write as _;
-
-use iolab_sys::UsageError;
-
-/// fio's `--debug` types (fio 3.33's `debug_levels`).
-pub const DEBUG_TYPES: [&str; 19] = [
-    "process",
-    "file",
-    "io",
-    "mem",
-    "blktrace",
-    "verify",
-    "random",
-    "parse",
-    "diskutil",
-    "job",
-    "mutex",
-    "profile",
-    "time",
-    "net",
-    "rate",
-    "compress",
-    "steadystate",
-    "helperthread",
-    "zbd",
-];
-
-/// What `--debug` asked for that iolab prints: `random` (each clone's
-/// seeds, as fio's `rand_seeds[]`). The other types are accepted and print
-/// nothing: their subjects are fio's internals.
-#[derive(Debug, Default, Clone, Copy, PartialEq)]
-pub struct Debug {
-    /// `random`: print the seeds.
-    pub random: bool,
-}
-
-/// Parses `--debug=TYPE[,TYPE]` (`all` for every type).
-pub fn parse_debug(spec: &str) -> Result<Debug, UsageError> {
-    let mut d = Debug::default();
-    for t in spec.split(',').map(str::trim).filter(|t| !t.is_empty()) {
-        match t {
-            "all" | "random" => d.random = true,
-            t if DEBUG_TYPES.contains(&t) => {}
-            t => {
-                return Err(UsageError::new(format!(
-                    "--debug {t}: expected one or more of {}, or all (comma separated)",
-                    DEBUG_TYPES.join(", ")
-                )))
-            }
-        }
-    }
-    Ok(d)
-}
-
-/// fio's `--debug=random` lines for every clone, as fio writes them (type,
-/// pid, message); random_seed.py and people diffing runs read them.
-pub fn debug_random(r: &iolab_load::LoadReport) -> String {
-    let pid = std::process::id();
-    let mut out = String::new();
-    for j in &r.jobs {
-        for &seed in &j.seeds {
-            let seeds = iolab_load::clone_seeds(seed);
-            let _ = writeln!(out, "random   {pid:<6} FIO_RAND_NR_OFFS={}", seeds.len());
-            for (i, s) in seeds.iter().enumerate() {
-                let _ = writeln!(out, "random   {pid:<6} rand_seeds[{i}]={s}");
-            }
-        }
-    }
-    out
-}
 
 /// fio's command-line jobs: each `--name` starts a job, the options after
 /// it are that job's, and the options before the first are global. The fio
@@ -187,13 +118,5 @@ mod tests {
         assert!(cmdline_jobs(&os(&["--rw=read", "job.fio"]), &own).is_none());
         let (_, one) = cmdline_jobs(&os(&["--name=a", "--size=1M", "--size=2M"]), &own).unwrap();
         assert_eq!(one, "[global]\n[a]\nname=a\nsize=1M\nsize=2M\n");
-    }
-
-    #[test]
-    fn debug_types_are_fios() {
-        assert!(parse_debug("random").unwrap().random);
-        assert!(parse_debug("all").unwrap().random);
-        assert!(!parse_debug("io,file").unwrap().random);
-        assert!(parse_debug("bogus").is_err());
     }
 }

@@ -1,7 +1,10 @@
 //! `iolab load --with-fio`'s command line: which flags stay with iolab
-//! and which go to fio (the run itself is `iolab_load::session::with_fio`).
+//! and which go to fio (the run itself is
+//! `iolab_experiment::load_session::with_fio`).
 
 use std::ffi::OsString;
+
+use iolab_sys::UsageError;
 
 /// Flags that stay with iolab (the rest go to fio), and whether each takes
 /// a value.
@@ -45,6 +48,14 @@ pub fn split(args: &[OsString]) -> (Vec<OsString>, String) {
     (kept, list)
 }
 
+/// fio's arguments back from the hidden `--fio-argv` that [`split`]
+/// wrote; anything else there is a bug to report, not an empty argument
+/// list to run fio with.
+pub fn fio_args(fio_argv: Option<&str>) -> Result<Vec<String>, UsageError> {
+    serde_json::from_str(fio_argv.unwrap_or("[]"))
+        .map_err(|e| UsageError::new(format!("--fio-argv: expected a JSON list of strings: {e}")))
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -73,5 +84,10 @@ mod tests {
                 .collect::<Vec<_>>()
         );
         assert_eq!(fio, r#"["job.fio","--runtime=2","--serialize_overlap=1"]"#);
+        assert_eq!(
+            fio_args(Some(&fio)).unwrap(),
+            ["job.fio", "--runtime=2", "--serialize_overlap=1"]
+        );
+        assert!(fio_args(Some("job.fio")).is_err());
     }
 }

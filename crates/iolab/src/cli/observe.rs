@@ -19,6 +19,12 @@ impl ObserveArgs {
     pub fn observe(&self) -> Result<Observe, iolab_sys::UsageError> {
         Observe::of(self.names.iter().copied())
     }
+
+    /// The names asked for, unchecked: for a command that checks them
+    /// where its other values are checked (`iolab load`'s session).
+    pub fn names(&self) -> Vec<&'static str> {
+        self.names.clone()
+    }
 }
 
 impl FromArgMatches for ObserveArgs {

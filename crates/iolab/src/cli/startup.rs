@@ -128,7 +128,10 @@ pub struct StartupArgs {
     /// and the command's executable).
     #[arg(long, value_name = "PATH")]
     pub evict: Vec<PathBuf>,
-    /// Scheduler tunable for every cell whose scheduler has it, e.g. slice_idle=0.
+    /// Scheduler tunable for every cell whose scheduler has it, e.g.
+    /// slice_idle=0: short for `--vary iosched.NAME=VALUE` (applied with
+    /// each cell's point and read back; left out, and said, where the
+    /// cell's scheduler lacks it).
     #[arg(long = "iosched-param", value_name = "NAME=VALUE")]
     pub iosched_params: Vec<String>,
     /// Count the start as done when a stdout/stderr line matches REGEX.
@@ -180,10 +183,11 @@ pub struct StartupArgs {
     #[arg(long, value_name = "SIZE[,GROWTH[,INTERVAL]]", value_parser = super::values::settle,
           conflicts_with = "ready_line")]
     pub ready_rss_stable: Option<(u64, u64, f64)>,
-    /// I/O priority of the target: rt:N, be:N or idle.
+    /// I/O priority of the target: rt:N, be:N or idle (short for `--vary
+    /// target.ioprio=PRIO`).
     #[arg(long, value_name = "PRIO", value_parser = super::values::ioprio)]
     pub target_ioprio: Option<IoPrio>,
-    /// Nice value of the target.
+    /// Nice value of the target (short for `--vary target.nice=N`).
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub target_nice: Option<i32>,
     /// With --am-start: set --target-nice/--target-ioprio back whenever
@@ -192,21 +196,16 @@ pub struct StartupArgs {
     /// start whose app did not run at what was asked is invalid.
     #[arg(long)]
     pub target_hold: bool,
-    /// I/O priority of the background load (the thesis's -noprio leaves both default).
+    /// I/O priority of the background load (short for `--vary
+    /// load.ioprio=PRIO`; the thesis's -noprio leaves both default).
     #[arg(long, value_name = "PRIO", value_parser = super::values::ioprio)]
     pub load_ioprio: Option<IoPrio>,
-    /// Vary a setting across the plan: NAME=V1,V2,... (repeatable). Axes
-    /// are crossed with each other, the schedulers and the workloads; `-`
-    /// leaves the setting as the system has it (the point with every axis
-    /// at `-` is the baseline the verdict compares with). NAME:
-    /// iosched.TUNABLE, read_ahead_kb, nr_requests, wbt_lat_usec,
-    /// vm.dirty_ratio, vm.dirty_background_ratio, vm.dirty_expire_centisecs,
-    /// vm.dirty_writeback_centisecs, target.ioprio, load.ioprio,
-    /// target.nice, cg.target.FILE and cg.load.FILE (io.weight,
-    /// io.bfq.weight, io.latency (µs), io.max, io.prio.class; v1:
-    /// blkio.bfq.weight, blkio.prio.class, blkio.throttle.*), cg.root.FILE
-    /// (io.cost.qos, io.cost.model). See docs/CONTROL.md.
-    #[arg(long, value_name = "NAME=V1,V2")]
+    /// Vary a setting across the plan: NAME=V1,V2,... (repeatable).
+    #[arg(long, value_name = "NAME=V1,V2",
+          long_help = format!(
+              "Vary a setting across the plan: NAME=V1,V2,... (repeatable). Axes are crossed with each other, the schedulers and the workloads (one value other than `-` varies nothing: the whole plan runs at it); `-` leaves the setting as the system has it (the point with every axis at `-` is the baseline the verdict compares with). NAME: {}. See docs/CONTROL.md.",
+              iolab_experiment::control::setting::names()
+          ))]
     pub vary: Vec<String>,
     /// One more plan point, given whole: 'NAME=V;NAME=V' (repeatable);
     /// settings it does not name are `-` there.
@@ -236,7 +235,9 @@ pub struct StartupArgs {
     /// running. Named workloads stay iolab's own.
     #[arg(long)]
     pub with_fio: bool,
-    /// read_ahead_kb of the device under test during the experiment (e.g. 128, Android's).
+    /// read_ahead_kb of every disk under the files during the experiment
+    /// (e.g. 128, Android's): short for `--vary read_ahead_kb=KB`, applied
+    /// in every cell and read back.
     #[arg(long, value_name = "KB")]
     pub read_ahead_kb: Option<u32>,
     /// Per-lab dirty page limit (bdi max_bytes), e.g. 64MiB; default for a
@@ -432,11 +433,7 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
         (None, Some(path)) => Target::script(path.clone(), a.command.clone())?,
         (None, None) => target_of(&a.command),
     };
-    let axes = a
-        .vary
-        .iter()
-        .map(|v| iolab_experiment::control::points::parse_vary(v))
-        .collect::<Result<Vec<_>, _>>()?;
+    let (settings, axes) = plan_settings(a)?;
     let extra = a
         .point
         .iter()
@@ -464,17 +461,16 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
         warmup_s: a.warmup,
         cold,
         evict: a.evict.clone(),
-        iosched_params: name_values("--iosched-param", &a.iosched_params, "slice_idle=0")?,
+        settings,
         ready,
-        target_ioprio: a.target_ioprio,
-        target_nice: a.target_nice,
+        target_ioprio: None,
+        target_nice: None,
         target_hold: a.target_hold,
-        load_ioprio: a.load_ioprio,
+        load_ioprio: None,
         load_options: name_values("--load-option", &a.load_options, "size=128M")?,
         with_fio: a.with_fio,
         target,
         prepare: a.prepare.clone(),
-        read_ahead_kb: a.read_ahead_kb,
         prefetch: a.prefetch.as_deref().map(|p| PrefetchConfig {
             list: PrefetchSource::parse(p),
             modes: dedup(&a.prefetch_mode),
@@ -509,6 +505,43 @@ fn config(a: &StartupArgs) -> anyhow::Result<StartupConfig> {
     cfg.validate()?;
     Ok(cfg)
 }
+
+/// The settings the whole plan runs at, and the axes it varies. A setting
+/// flag is a short form of a one-value `--vary`: `--read-ahead-kb 128` is
+/// `--vary read_ahead_kb=128`, and both are applied with every cell's
+/// point and read back (an axis of one value other than `-` varies
+/// nothing, so it adds no baseline point).
+fn plan_settings(a: &StartupArgs) -> Result<PlanSettings, UsageError> {
+    let mut settings: Vec<(String, String)> = Vec::new();
+    for (k, v) in name_values("--iosched-param", &a.iosched_params, "slice_idle=0")? {
+        settings.push((format!("iosched.{k}"), v));
+    }
+    let flags = [
+        ("target.ioprio", a.target_ioprio.map(|p| p.to_string())),
+        ("target.nice", a.target_nice.map(|n| n.to_string())),
+        ("load.ioprio", a.load_ioprio.map(|p| p.to_string())),
+        ("read_ahead_kb", a.read_ahead_kb.map(|k| k.to_string())),
+    ];
+    for (name, value) in flags {
+        if let Some(v) = value {
+            settings.push((name.to_string(), v));
+        }
+    }
+    let mut axes = Vec::new();
+    for v in &a.vary {
+        let (name, values) = iolab_experiment::control::points::parse_vary(v)?;
+        match values.as_slice() {
+            [one] if one != iolab_experiment::control::setting::UNSET => {
+                settings.push((name, one.clone()));
+            }
+            _ => axes.push((name, values)),
+        }
+    }
+    Ok((settings, axes))
+}
+
+/// The plan's whole settings and its axes.
+type PlanSettings = (Vec<(String, String)>, Vec<(String, Vec<String>)>);
 
 /// The target a command line names: the built-in app (`iolab app --dir
 /// D`, or its `--replay`), read with the app's own argument parser, or any

@@ -12,7 +12,7 @@ fn ok(text: &str) -> Vec<Job> {
 
 fn err(text: &str) -> String {
     let e = parse(text, Path::new("t.fio")).unwrap_err();
-    assert!(e.is_usage(), "{e}");
+    assert!(iolab_sys::is_usage(&e), "{e}");
     e.to_string()
 }
 
@@ -203,5 +203,8 @@ fn reads_from_disk() {
     std::fs::write(&p, "[j]\nsize=1m\n").unwrap();
     assert_eq!(read(&p).unwrap()[0].size, Some(1 << 20));
     let e = read(&dir.path().join("missing.fio")).unwrap_err();
-    assert!(e.is_usage() && e.to_string().contains("1r1w"), "{e}");
+    assert!(
+        iolab_sys::is_usage(&e) && e.to_string().contains("1r1w"),
+        "{e}"
+    );
 }

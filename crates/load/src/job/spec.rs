@@ -93,7 +93,7 @@ mod tests {
     #[test]
     fn unknown_specs_explain_both_forms() {
         let e = jobs_from_spec("2r2w", &[]).unwrap_err();
-        assert!(e.is_usage());
+        assert!(iolab_sys::is_usage(&e));
         let msg = e.to_string();
         assert!(msg.contains("2r2w") && msg.contains("5r5w-rand"), "{msg}");
     }
@@ -101,7 +101,7 @@ mod tests {
     #[test]
     fn flag_errors_read_like_flags() {
         let e = job_from_options("j", &[ov("bs", "huge")]).unwrap_err();
-        assert!(e.is_usage());
+        assert!(iolab_sys::is_usage(&e));
         assert!(
             e.to_string().starts_with("--bs huge: expected a size"),
             "{e}"

@@ -1,10 +1,9 @@
 //! One report in one of `iolab load`'s formats, with what the collectors
-//! that observed it saw: in JSON under each collector's name (`"cpu"`,
-//! `"bio"`), in text as their lines after the report. Notes go into the
-//! document, not to stderr: fio's harness and scripts take anything on
-//! stderr for a failure.
+//! that observed it saw (handed in by the session, which runs them): in
+//! JSON under each collector's name (`"cpu"`, `"bio"`), in text as their
+//! lines after the report. Notes go into the document, not to stderr:
+//! fio's harness and scripts take anything on stderr for a failure.
 
-use iolab_collect::Observed;
 use serde_json::Value;
 
 use crate::error::LoadError;
@@ -13,11 +12,18 @@ use crate::run::report::LoadReport;
 /// The formats `--output-format` takes.
 pub const FORMATS: [&str; 5] = ["normal", "terse", "json", "json+", "table"];
 
-/// `report` as `format` renders it (one of [`FORMATS`]).
-pub fn render(format: &str, report: &LoadReport, observed: &Observed) -> Result<String, LoadError> {
+/// `report` as `format` renders it (one of [`FORMATS`]), with each
+/// collector's document (`(name, document)`, JSON formats) or lines
+/// (`(name, text)`, the others).
+pub fn render(
+    format: &str,
+    report: &LoadReport,
+    documents: &[(&str, Value)],
+    lines: &[(&str, String)],
+) -> Result<String, LoadError> {
     if format.starts_with("json") {
         let mut doc = fio_document(report, format == "json+")?;
-        for (name, d) in &observed.documents {
+        for (name, d) in documents {
             doc[*name] = d.clone();
         }
         return Ok(serde_json::to_string_pretty(&doc).map_err(ser)? + "\n");
@@ -47,9 +53,9 @@ pub fn render(format: &str, report: &LoadReport, observed: &Observed) -> Result<
     } else {
         super::table::render(report)
     };
-    for (_, lines) in &observed.lines {
+    for (_, l) in lines {
         t.push('\n');
-        t.push_str(lines);
+        t.push_str(l);
     }
     Ok(t)
 }

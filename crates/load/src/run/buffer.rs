@@ -55,6 +55,12 @@ impl AlignedBuf {
         &mut self.as_mut_slice()[i * bs..(i + 1) * bs]
     }
 
+    /// Where slot `i` starts, for an engine that hands the kernel a
+    /// pointer (an iocb, an aiocb, an SQE); bounds-checked as `slot` is.
+    pub fn slot_ptr(&mut self, i: usize, bs: usize) -> *mut u8 {
+        self.slot(i, bs).as_mut_ptr()
+    }
+
     /// Start of the buffer, for io_uring registration.
     pub fn as_mut_ptr(&mut self) -> *mut u8 {
         self.ptr.as_ptr()

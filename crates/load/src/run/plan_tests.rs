@@ -48,7 +48,7 @@ fn size_comes_from_the_existing_file_or_is_required() {
     assert!(p.layout.is_empty());
     let e = plan(&[job_in(d.path(), "k", Rw::Read, None)], false).unwrap_err();
     assert!(
-        e.is_usage() && e.to_string().contains("size is not set"),
+        iolab_sys::is_usage(&e) && e.to_string().contains("size is not set"),
         "{e}"
     );
 }
@@ -57,12 +57,12 @@ fn size_comes_from_the_existing_file_or_is_required() {
 fn files_larger_than_free_space_are_refused() {
     let d = tempfile::tempdir().unwrap();
     let e = plan(&[job_in(d.path(), "huge", Rw::Read, Some(1 << 60))], false).unwrap_err();
-    assert!(e.is_usage(), "{e}");
+    assert!(iolab_sys::is_usage(&e), "{e}");
     let msg = e.to_string();
     assert!(msg.contains("free") && msg.contains("statvfs"), "{msg}");
     // Writers are counted too: they grow their files to `size`.
     let e = plan(&[job_in(d.path(), "huge", Rw::Write, Some(1 << 60))], false).unwrap_err();
-    assert!(e.is_usage());
+    assert!(iolab_sys::is_usage(&e));
 }
 
 #[test]
@@ -98,7 +98,7 @@ fn scheduler_needs_a_block_device() {
     let mut j = job_in(d.path(), "j", Rw::Write, Some(4096));
     j.ioscheduler = Some("no-such-sched".into());
     let e = plan(&[j], false).unwrap_err();
-    assert!(e.is_usage());
+    assert!(iolab_sys::is_usage(&e));
     // Either the temp dir is on a disk (then the name is refused with the
     // list of offered ones) or on tmpfs (no scheduler at all).
     let msg = e.to_string();

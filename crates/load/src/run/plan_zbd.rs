@@ -166,17 +166,27 @@ fn refuse_unzoned_writes(jobs: &[PlannedJob]) -> Result<(), LoadError> {
             }
             let from = pj.job.x.offset;
             let to = region_end(pj, pj.job.numjobs.saturating_sub(1) as usize);
-            let seq = std::fs::File::open(&t.path)
+            // Zones that cannot be read are an error of their own: taken
+            // as sequential, the refusal below would blame the job.
+            let zones = std::fs::File::open(&t.path)
                 .and_then(|f| iolab_sys::zoned::report_all(&f, to))
-                .map(|zones| {
-                    zones.iter().any(|z| {
-                        z.kind == iolab_sys::zoned::ZoneType::SeqRequired
-                            && z.start < to
-                            && z.start + z.len > from
-                    })
-                })
-                // Unreadable zones: assume the worst.
-                .unwrap_or(true);
+                .map_err(|e| {
+                    LoadError::io(
+                        &t.path,
+                        std::io::Error::new(
+                            e.kind(),
+                            format!(
+                                "reading its zones (BLKREPORTZONE) to check job {}'s writes: {e}",
+                                pj.job.name
+                            ),
+                        ),
+                    )
+                })?;
+            let seq = zones.iter().any(|z| {
+                z.kind == iolab_sys::zoned::ZoneType::SeqRequired
+                    && z.start < to
+                    && z.start + z.len > from
+            });
             if seq {
                 return Err(LoadError::usage(format!(
                     "job {}: {} is a host-managed zoned device, which fails every write not at its zone's write pointer: add zonemode=zbd (and direct=1), or keep the job in its conventional zones",

@@ -97,15 +97,7 @@ fn run_clone_inner(spec: &CloneSpec) -> CloneResult {
             run.verify_all(files);
         }
         if spec.job.end_fsync && run.failure.is_none() && !spec.ctl.stopping() {
-            for f in files.all() {
-                if let Err(e) = f.sync_all() {
-                    run.failure.get_or_insert(Failure {
-                        errno: e.raw_os_error().unwrap_or(0),
-                        message: format!("job {}: end_fsync failed: {e}", spec.job.name),
-                    });
-                }
-                run.syncs += 1;
-            }
+            run.end_fsync(files);
         }
     }
     run.finish(&mut result);

@@ -6,7 +6,9 @@
 
 mod boot;
 pub mod charts;
+mod compare;
 mod flame;
+mod machine;
 mod sections;
 pub mod svg;
 
@@ -34,7 +36,7 @@ pub fn render(input: &HtmlInput) -> Result<String, serde_json::Error> {
     let mut nav = String::new();
     if let Some(c) = input.comparison {
         nav.push_str(r##"<a href="#compare">comparison</a>"##);
-        body.push_str(&sections::comparison(c, input.views));
+        body.push_str(&compare::comparison(c, input.views));
     }
     for v in input.views {
         nav.push_str(&format!(r##"<a href="#e{0}">experiment {0}</a>"##, v.id));

@@ -390,7 +390,8 @@ fn explained(report: &ExperimentReport) -> Option<String> {
             ]);
             continue;
         }
-        let causes = e["causes"].as_array().cloned().unwrap_or_default();
+        // Absent from a report of no stall: none.
+        let causes = e["causes"].as_array().map_or(&[][..], Vec::as_slice);
         let top: Vec<String> = causes
             .iter()
             .take(3)
@@ -421,8 +422,10 @@ fn explained(report: &ExperimentReport) -> Option<String> {
         {
             let frames: Vec<&str> = c["stack"]
                 .as_array()
-                .map(|f| f.iter().filter_map(|x| x.as_str()).collect())
-                .unwrap_or_default();
+                .into_iter()
+                .flatten()
+                .filter_map(|x| x.as_str())
+                .collect();
             if !frames.is_empty() {
                 stacks.push_str(&format!(
                     "  {v}, {}: {}\n",
@@ -482,23 +485,7 @@ fn clock(report: &ExperimentReport) -> Option<String> {
 }
 
 fn not_samples(report: &ExperimentReport) -> Option<String> {
-    let bad: Vec<&RunRecord> = report
-        .runs
-        .iter()
-        .filter(|r| !r.outcome.is_sample())
-        .collect();
-    if bad.is_empty() {
-        return None;
-    }
-    let mut out = String::from("boots that are not samples (excluded from every statistic):\n");
-    for r in bad {
-        out.push_str(&format!(
-            "  {} boot {} {}: {}\n",
-            variant_of(r),
-            r.rep,
-            r.outcome.as_str(),
-            r.reason.as_deref().unwrap_or("")
-        ));
-    }
-    Some(out)
+    super::not_samples::render(report, "boots", |r| {
+        format!("{} boot {}", variant_of(r), r.rep)
+    })
 }

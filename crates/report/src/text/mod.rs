@@ -9,6 +9,7 @@ pub mod keyvalue;
 pub mod main_thread;
 pub mod matrix;
 pub mod max;
+pub mod not_samples;
 pub mod observed;
 pub mod prefetch;
 pub mod startup;

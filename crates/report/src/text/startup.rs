@@ -4,7 +4,7 @@
 //! achieved during the starts, the prefetch comparison, where the extra
 //! time went, and every start that is not a sample with its reason.
 
-use iolab_store::{CellReport, ExperimentReport, RunOutcome};
+use iolab_store::{CellReport, ExperimentReport};
 use iolab_sys::units::format_rate;
 
 use super::matrix::{render_matrix, title_for_kind, workload_grid};
@@ -176,44 +176,10 @@ pub fn render_device(report: &ExperimentReport) -> Option<String> {
     (!out.is_empty()).then_some(out)
 }
 
-/// Every failed or invalid start, grouped by cell, with its reason and the
-/// target's last output lines; flagged cells first named.
+/// Every failed or invalid start, with its reason and the target's last
+/// output lines; flagged cells first named.
 pub fn render_not_samples(report: &ExperimentReport) -> Option<String> {
-    let bad: Vec<_> = report
-        .runs
-        .iter()
-        .filter(|r| !r.outcome.is_sample())
-        .collect();
-    if bad.is_empty() {
-        return None;
-    }
-    let mut out = String::from("starts that are not samples (excluded from every statistic):\n");
-    for c in report.cells.iter().filter(|c| c.flagged) {
-        out.push_str(&format!(
-            "  ! {} {}: {} failed and {} invalid of {} starts\n",
-            c.scheduler,
-            c.workload,
-            c.failed,
-            c.invalid,
-            c.stats.n + c.failed + c.invalid
-        ));
-    }
-    for r in bad {
-        out.push_str(&format!(
-            "  {} {} rep {} {}: {}\n",
-            r.scheduler,
-            r.workload,
-            r.rep,
-            r.outcome.as_str(),
-            r.reason.as_deref().unwrap_or("")
-        ));
-        if r.outcome == RunOutcome::Failed {
-            let tail = r.extra["output_tail"].as_str().unwrap_or("");
-            let tail = iolab_sys::text::last_lines(tail, 3);
-            for line in tail.lines().filter(|l| !l.trim().is_empty()) {
-                out.push_str(&format!("      | {line}\n"));
-            }
-        }
-    }
-    Some(out)
+    super::not_samples::render(report, "starts", |r| {
+        format!("{} {} rep {}", r.scheduler, r.workload, r.rep)
+    })
 }

@@ -27,28 +27,33 @@ pub struct AppliedCell {
     pub write_bytes: Option<(u64, u64)>,
 }
 
-/// The cells of a plan with points, in run order; empty otherwise.
+/// The cells of a plan with points or settings, in run order; empty
+/// otherwise.
 pub fn applied(r: &ExperimentReport) -> Vec<AppliedCell> {
     r.artifacts
         .iter()
         .filter(|a| a.kind == ArtifactKind::CellIo)
         .filter_map(|a| {
-            let point = variant::point_of(a.variant.as_deref())?;
             let j = &a.json;
+            // A cell of no point still held the plan's settings, if any.
+            let point = match variant::point_of(a.variant.as_deref()) {
+                Some(p) => p,
+                None if j["settings"].as_array().is_some_and(|s| !s.is_empty()) => String::new(),
+                None => return None,
+            };
+            // `null` in a cell that applied nothing.
             let settings: Vec<(String, String, bool)> = j["settings"]
                 .as_array()
-                .map(|s| {
-                    s.iter()
-                        .map(|x| {
-                            (
-                                x["name"].as_str().unwrap_or("").to_string(),
-                                x["read"].as_str().unwrap_or("").to_string(),
-                                x["applied"].as_bool() == Some(true),
-                            )
-                        })
-                        .collect()
+                .into_iter()
+                .flatten()
+                .map(|x| {
+                    (
+                        x["name"].as_str().unwrap_or("?").to_string(),
+                        x["read"].as_str().unwrap_or("?").to_string(),
+                        x["applied"].as_bool() == Some(true),
+                    )
                 })
-                .unwrap_or_default();
+                .collect();
             let g = &j["groups"];
             let sum = |k: &str| -> Option<u64> {
                 Some(g["target"][k].as_u64()? + g["load"][k].as_u64()?)

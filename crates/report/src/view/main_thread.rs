@@ -93,12 +93,8 @@ pub fn main_thread(r: &ExperimentReport) -> Option<MainThreadView> {
             let other_s = mean(&|m, _| field(m, "untraced_dur_ns") + field(m, "not_alive_dur_ns"));
             let mut reasons: Vec<(String, usize)> = Vec::new();
             for (m, _, _) in &runs {
-                let list = m
-                    .get("slow_start_reasons")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default();
-                for r in list {
+                let list = m.get("slow_start_reasons").and_then(Value::as_array);
+                for r in list.into_iter().flatten() {
                     let name = r["reason"].as_str().unwrap_or("").to_string();
                     match reasons.iter_mut().find(|x| x.0 == name) {
                         Some(x) => x.1 += 1,

@@ -138,7 +138,10 @@ impl<'r> ExperimentView<'r> {
                     ),
                     rep: x.rep,
                     outcome: x.outcome.as_str().to_string(),
-                    reason: x.reason.clone().unwrap_or_default(),
+                    reason: x
+                        .reason
+                        .clone()
+                        .unwrap_or_else(|| "(no reason stored)".into()),
                 })
                 .collect(),
         }

@@ -180,31 +180,28 @@ pub fn verdict(r: &ExperimentReport) -> Option<VerdictView> {
         .map(|w| table(r, &cells, &w, &base_sched, &base_point))
         .collect();
     let cfg = &r.experiment.config;
+    // Stored only by plans that had any (absent: none).
     let inert = cfg["inert"]
         .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|i| {
-                    let f = |k: &str| i[k].as_str().unwrap_or("?");
-                    format!(
-                        "under {}: {} (point {}): {}",
-                        f("scheduler"),
-                        f("setting"),
-                        f("point"),
-                        f("reason")
-                    )
-                })
-                .collect()
+        .into_iter()
+        .flatten()
+        .map(|i| {
+            let f = |k: &str| i[k].as_str().unwrap_or("?");
+            format!(
+                "under {}: {} (point {}): {}",
+                f("scheduler"),
+                f("setting"),
+                f("point"),
+                f("reason")
+            )
         })
-        .unwrap_or_default();
+        .collect();
     let sources = cfg["recipe_sources"]
         .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
+        .into_iter()
+        .flatten()
+        .filter_map(|x| x.as_str().map(str::to_string))
+        .collect();
     Some(VerdictView {
         baseline: format!("{base_sched} @ {base_point}"),
         tables,

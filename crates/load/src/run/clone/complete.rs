@@ -1,16 +1,265 @@
-//! Where a completed I/O goes: the clone's live totals, its latency and
-//! bandwidth statistics, cmdprio's per-priority latencies, fio's log
-//! files, flow and steady state, and the `ratemin` floor.
+//! Where a completed I/O goes ([`Tally`]): the clone's live totals, its
+//! latency and bandwidth statistics, cmdprio's per-priority latencies,
+//! fio's log files and steady state; and, through the clone, flow,
+//! `latency_target` and the `ratemin` floor.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use iolab_sys::cast;
+use iolab_sys::ioprio::IoPrio;
 
-use crate::job::kinds::Dir;
-use crate::run::clone::result::Failure;
+use crate::job::kinds::{Dir, IoEngine};
+use crate::run::clone::spec::CloneSpec;
 use crate::run::clone::state::Run;
+use crate::run::shared::JobShared;
+use crate::run::sinks::fio_stats::{DepthMaps, FioExtras, Sampler};
 use crate::run::sinks::logs::{CloneLogs, Issue, Rate};
+use crate::run::sinks::stats::DirAcc;
+use crate::run::sinks::steady::Steady;
+use crate::run::sinks::timeline::Timeline;
+
+/// What completions are counted in.
+pub(crate) struct Tally {
+    /// Per direction: read, write, trim.
+    pub(super) dirs: [DirAcc; 3],
+    /// Samples, queue depths and sync latencies (fio's other per-job
+    /// statistics).
+    pub(super) fx: FioExtras,
+    sampler: Sampler,
+    /// A per-I/O bandwidth or IOPS log: samples per I/O (fio's
+    /// `add_bw_sample`).
+    per_io_samples: bool,
+    /// Bytes and I/Os completed per direction, measured or not (the live
+    /// view, the `ratemin` floor).
+    pub(super) live_totals: [(u64, u64); 3],
+    logs: Option<CloneLogs>,
+    steady: Option<Steady>,
+    /// Extra per-I/O work (flow, steadystate sharing, logs, the
+    /// `ratemin` floor, `latency_target`).
+    pub(super) slow_path: bool,
+    /// Latencies are measured (not `gtod_reduce`).
+    pub(super) timed: bool,
+    /// cmdprio: the rules per direction, the ioprio of the job's other
+    /// I/Os, and whether the per-priority latency is lat (else clat).
+    cmdprio: Option<([Vec<crate::job::cmdprio::Rule>; 2], u16, bool)>,
+    /// Syncs made (fsync, fdatasync, sync_file_range, end_fsync, replayed).
+    pub(super) syncs: u64,
+}
+
+impl Tally {
+    /// The clone's counts from `go`; its log files open. `slow` says the
+    /// clone's other parts want every completion too.
+    pub(super) fn new(spec: &CloneSpec, go: Instant, slow: bool) -> Result<Tally, String> {
+        let job = &*spec.job;
+        let io = job.ioengine != IoEngine::CpuIo;
+        // fio's priority column: with log_prio the ioprio value in hex
+        // (class << 13 | level), else 1 for the real-time class, 0 otherwise.
+        let prio = job.x.prio.or(spec.ioprio);
+        let prio_col = if job.x.logs.prio {
+            format!("0x{:04x}", prio.map_or(0, IoPrio::raw))
+        } else {
+            u32::from(matches!(prio, Some(IoPrio::RealTime(_)))).to_string()
+        };
+        let logs = CloneLogs::open(&job.x.logs.for_job(&job.name), spec.number, go, prio_col)?;
+        let steady = job.x.steadystate.clone().map(|s| Steady::new(s, go));
+        let every = job.x.logs.sample_every();
+        Ok(Tally {
+            dirs: [
+                DirAcc::new(io && job.reads()),
+                DirAcc::new(io && job.rw.offsets_as().writes()),
+                DirAcc::new(io && job.rw.trims()),
+            ],
+            fx: Default::default(),
+            sampler: Sampler::new(every),
+            per_io_samples: every.contains(&None),
+            live_totals: [(0, 0); 3],
+            slow_path: slow || logs.is_some() || steady.is_some(),
+            logs,
+            steady,
+            timed: !job.x.no_latency,
+            cmdprio: job.x.cmdprio.active().then(|| {
+                #[allow(
+                    clippy::cast_possible_truncation,
+                    reason = "IoPrio::raw is class (0..=3) << 13 | level (a u8): below 0x6100, the kernel's 16-bit ioprio"
+                )]
+                let default = job.x.prio.or(spec.ioprio).map_or(0, |p| p.raw() as u16);
+                (
+                    [job.x.cmdprio.rules(0), job.x.cmdprio.rules(1)],
+                    default,
+                    job.x.percentiles_in.1,
+                )
+            }),
+            syncs: 0,
+        })
+    }
+
+    /// Reads and writes completed (what `latency_target` counts).
+    pub(super) fn ios(&self) -> u64 {
+        self.dirs[0].ios + self.dirs[1].ios
+    }
+
+    /// cmdprio's ioprio for an I/O of `dir`, `len` bytes, drawn from
+    /// `rng`; 0 for the job's own.
+    #[inline]
+    fn cmdprio(&self, dir: Dir, len: u64, rng: &mut rand::rngs::SmallRng) -> u16 {
+        use rand::Rng;
+        let Some((rules, _, _)) = &self.cmdprio else {
+            return 0;
+        };
+        let rules = &rules[(dir as usize).min(1)];
+        if rules.is_empty() {
+            return 0;
+        }
+        let r = rng.random_range(0..100u32);
+        crate::job::cmdprio::pick(rules, len, r).unwrap_or(0)
+    }
+
+    /// Counts a completion at `now` (the clock just ticked): the live
+    /// totals always, the statistics and samples while `measuring`.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn count(
+        &mut self,
+        spec: &CloneSpec,
+        time: &Timeline,
+        dir: Dir,
+        bytes: u64,
+        lat: Duration,
+        issue: Issue,
+        now: Instant,
+        measuring: bool,
+    ) {
+        let d = dir as usize;
+        let t = &mut self.live_totals[d];
+        t.0 += bytes;
+        t.1 += 1;
+        spec.live.publish(dir, t.0, t.1);
+        if !measuring {
+            return;
+        }
+        let asked = bytes.max(1);
+        if self.sampler.next.is_none_or(|n| now >= n) {
+            self.sample(time, now);
+        }
+        if self.timed {
+            let lat_ns = cast::duration_ns(lat);
+            self.dirs[d].record(bytes, asked, lat_ns);
+            if let Some(s) = issue.slat_ns {
+                self.dirs[d].record_split(s, lat_ns - s);
+            }
+            if let Some((_, default, use_lat)) = self.cmdprio {
+                // fio's `prios`: lat with lat_percentiles, else clat.
+                let v = if use_lat {
+                    lat_ns
+                } else {
+                    lat_ns - issue.slat_ns.unwrap_or(0)
+                };
+                let key = if issue.prio == 0 { default } else { issue.prio };
+                self.dirs[d].record_prio(key, v);
+            }
+        } else {
+            self.dirs[d].record_untimed(bytes, asked);
+        }
+        if self.per_io_samples && d < 2 {
+            let clat = cast::duration_ns(lat) - issue.slat_ns.unwrap_or(0);
+            self.per_io_sample(d, bytes, clat);
+        }
+    }
+
+    /// Takes the bandwidth/IOPS samples due, before the completion at
+    /// `now` counts, and hands them to the windowed rate logs.
+    #[cold]
+    fn sample(&mut self, time: &Timeline, now: Instant) {
+        let totals = [0, 1].map(|d| (self.dirs[d].bytes, self.dirs[d].ios));
+        let epoch = time.measure_start.unwrap_or(now);
+        let logs = &mut self.logs;
+        self.sampler.tick(
+            now,
+            epoch,
+            totals,
+            time.deadline(),
+            &mut self.fx.samples,
+            &mut |(kind, d, v, at)| {
+                if let Some(l) = logs {
+                    let kind = if kind == 0 { Rate::Bw } else { Rate::Iops };
+                    l.rate(kind, d, v, at);
+                }
+            },
+        );
+    }
+
+    /// A per-I/O log's sample (fio's `add_bw_sample`/`add_iops_sample`):
+    /// the I/O's bytes over its clat, and 1.
+    #[cold]
+    fn per_io_sample(&mut self, d: usize, bytes: u64, clat_ns: u64) {
+        let s = &mut self.fx.samples[d];
+        if self.sampler.per_io(0) {
+            s.bw.add((bytes * 1_000_000).checked_div(clat_ns).unwrap_or(0));
+        }
+        if self.sampler.per_io(1) {
+            s.iops.add(1);
+        }
+    }
+
+    /// A measured completion into fio's per-I/O logs (`real`: its byte in
+    /// its file; `epoch`: when measuring began).
+    #[allow(clippy::too_many_arguments)]
+    fn log(
+        &mut self,
+        epoch: Option<Instant>,
+        d: usize,
+        lat_ns: u64,
+        issue: Issue,
+        bytes: u64,
+        real: u64,
+        now: Instant,
+    ) {
+        if let Some(l) = &mut self.logs {
+            if let Some(epoch) = epoch {
+                l.begin(epoch);
+            }
+            l.record(d, lat_ns, issue, bytes, real, now);
+        }
+    }
+
+    /// A measured completion for steadystate: the job's totals grow, and
+    /// clone 0 (`judge`) decides for the whole job whether it is steady
+    /// (then the job stops).
+    fn steady(&mut self, shared: &JobShared, judge: bool, bytes: u64, lat_ns: u64, now: Instant) {
+        if self.steady.is_none() {
+            return;
+        }
+        shared.ss[0].fetch_add(1, Ordering::Relaxed);
+        shared.ss[1].fetch_add(bytes, Ordering::Relaxed);
+        shared.ss[2].fetch_add(lat_ns, Ordering::Relaxed);
+        if judge {
+            let totals = [0, 1, 2].map(|i| shared.ss[i].load(Ordering::Relaxed));
+            if let Some(s) = &mut self.steady {
+                if s.sample(now, totals) {
+                    shared.stop.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    /// The statistics start again (latency_target's final window).
+    pub(super) fn restart(&mut self, sample_every: [Option<u64>; 2]) {
+        for d in &mut self.dirs {
+            *d = DirAcc::new(d.plat.is_some());
+        }
+        self.fx = Default::default();
+        self.sampler = Sampler::new(sample_every);
+    }
+
+    /// The log files, written out at `end`.
+    pub(super) fn finish_logs(&mut self, end: Instant) -> Result<(), String> {
+        match self.logs.take() {
+            Some(l) => l.finish(end),
+            None => Ok(()),
+        }
+    }
+}
 
 impl Run<'_> {
     /// Records a completed I/O at `offset` (for logs).
@@ -23,16 +272,7 @@ impl Run<'_> {
     /// job's own: drawn per I/O as fio draws it.
     #[inline]
     pub fn cmdprio(&mut self, dir: Dir, len: u64) -> u16 {
-        use rand::Rng;
-        let Some((rules, _, _)) = &self.cmdprio else {
-            return 0;
-        };
-        let rules = &rules[(dir as usize).min(1)];
-        if rules.is_empty() {
-            return 0;
-        }
-        let r = self.rng.random_range(0..100u32);
-        crate::job::cmdprio::pick(rules, len, r).unwrap_or(0)
+        self.tally.cmdprio(dir, len, &mut self.rng)
     }
 
     /// Records a completed I/O of a queueing engine: `lat` from its
@@ -67,72 +307,25 @@ impl Run<'_> {
         offset: u64,
     ) {
         self.time.tick(now);
-        let d = dir as usize;
-        let t = &mut self.live_totals[d];
-        t.0 += bytes;
-        t.1 += 1;
-        self.spec.live.publish(dir, t.0, t.1);
         let measuring = self.time.measuring();
-        let asked = bytes.max(1);
-        if measuring {
-            if self.sampler.next.is_none_or(|n| now >= n) {
-                self.sample(now);
-            }
-            if self.timed {
-                let lat_ns = cast::duration_ns(lat);
-                self.dirs[d].record(bytes, asked, lat_ns);
-                if let Some(s) = issue.slat_ns {
-                    self.dirs[d].record_split(s, lat_ns - s);
-                }
-                if let Some((_, default, use_lat)) = self.cmdprio {
-                    // fio's `prios`: lat with lat_percentiles, else clat.
-                    let v = if use_lat {
-                        lat_ns
-                    } else {
-                        lat_ns - issue.slat_ns.unwrap_or(0)
-                    };
-                    let key = if issue.prio == 0 { default } else { issue.prio };
-                    self.dirs[d].record_prio(key, v);
-                }
-            } else {
-                self.dirs[d].record_untimed(bytes, asked);
-            }
-            if self.per_io_samples && d < 2 {
-                let clat = cast::duration_ns(lat) - issue.slat_ns.unwrap_or(0);
-                self.per_io_sample(d, bytes, clat);
-            }
-        }
-        if self.slow_path {
-            self.slow_complete(d, bytes, lat, issue, now, offset, measuring);
+        self.tally.count(
+            self.spec, &self.time, dir, bytes, lat, issue, now, measuring,
+        );
+        if self.tally.slow_path {
+            self.slow_complete(dir as usize, bytes, lat, issue, now, offset, measuring);
         }
     }
 
-    /// Takes the bandwidth/IOPS samples due, before the completion at
-    /// `now` counts, and hands them to the windowed rate logs.
-    #[cold]
-    fn sample(&mut self, now: Instant) {
-        let totals = [0, 1].map(|d| (self.dirs[d].bytes, self.dirs[d].ios));
-        let epoch = self.time.measure_start.unwrap_or(now);
-        let logs = &mut self.logs;
-        self.sampler.tick(
-            now,
-            epoch,
-            totals,
-            self.time.deadline(),
-            &mut self.fx.samples,
-            &mut |(kind, d, v, at)| {
-                if let Some(l) = logs {
-                    let kind = if kind == 0 { Rate::Bw } else { Rate::Iops };
-                    l.rate(kind, d, v, at);
-                }
-            },
-        );
+    /// The queue depths (fio's `depth`, submit and complete maps).
+    #[inline]
+    pub fn depth(&mut self) -> &mut DepthMaps {
+        &mut self.tally.fx.depth
     }
 
     /// True when a slat log waits for submissions (see [`Run::log_slat`]).
     #[inline]
     pub fn logs_slat(&self) -> bool {
-        self.logs.as_ref().is_some_and(CloneLogs::wants_slat)
+        self.tally.logs.as_ref().is_some_and(CloneLogs::wants_slat)
     }
 
     /// A queued I/O's submission latency, logged when its submit returns
@@ -151,8 +344,8 @@ impl Run<'_> {
         let Some(epoch) = self.time.measure_start.filter(|_| self.time.measuring()) else {
             return;
         };
-        let real = self.names.real(offset);
-        if let Some(l) = &mut self.logs {
+        let real = self.place.names.real(offset);
+        if let Some(l) = &mut self.tally.logs {
             l.begin(epoch);
             l.slat(
                 dir as usize,
@@ -165,19 +358,8 @@ impl Run<'_> {
         }
     }
 
-    /// A per-I/O log's sample (fio's `add_bw_sample`/`add_iops_sample`):
-    /// the I/O's bytes over its clat, and 1.
-    #[cold]
-    fn per_io_sample(&mut self, d: usize, bytes: u64, clat_ns: u64) {
-        let s = &mut self.fx.samples[d];
-        if self.sampler.per_io(0) {
-            s.bw.add((bytes * 1_000_000).checked_div(clat_ns).unwrap_or(0));
-        }
-        if self.sampler.per_io(1) {
-            s.iops.add(1);
-        }
-    }
-
+    /// The completion's other consumers: flow, and while measuring
+    /// `latency_target`, the logs, steady state and the `ratemin` floor.
     #[cold]
     #[allow(clippy::too_many_arguments)]
     fn slow_complete(
@@ -190,88 +372,22 @@ impl Run<'_> {
         offset: u64,
         measuring: bool,
     ) {
-        let shared = self.me;
         if self.job.x.flow != 0 {
-            shared.flow_ios.fetch_add(1, Ordering::Relaxed);
+            self.me.flow_ios.fetch_add(1, Ordering::Relaxed);
         }
         if !measuring {
             return;
         }
-        if let Some(l) = &mut self.lat {
-            let ios = self.dirs[0].ios + self.dirs[1].ios;
-            let step = l.completed(lat, now, ios);
-            if step != crate::run::lat_target::Step::Go {
-                self.lat_pending.get_or_insert(step);
-            }
-        }
+        self.pace.lat_completed(lat, now, self.tally.ios());
         let lat_ns = cast::duration_ns(lat);
-        let real = self.names.real(offset);
-        if let Some(l) = &mut self.logs {
-            if let Some(epoch) = self.time.measure_start {
-                l.begin(epoch);
-            }
-            l.record(d, lat_ns, issue, bytes, real, now);
-        }
-        if self.steady.is_some() {
-            shared.ss[0].fetch_add(1, Ordering::Relaxed);
-            shared.ss[1].fetch_add(bytes, Ordering::Relaxed);
-            shared.ss[2].fetch_add(lat_ns, Ordering::Relaxed);
-            // Clone 0 judges for the whole job.
-            if self.spec.clone == 0 {
-                let totals = [0, 1, 2].map(|i| shared.ss[i].load(Ordering::Relaxed));
-                if let Some(s) = &mut self.steady {
-                    if s.sample(now, totals) {
-                        shared.stop.store(true, Ordering::Relaxed);
-                    }
-                }
-            }
-        }
-        if let Some((start, bytes0, ios0)) = self.min_window {
-            let cycle = self.job.x.ratecycle;
-            let el = now.saturating_duration_since(start);
-            if el >= cycle {
-                let totals = [self.live_totals[0], self.live_totals[1]];
-                for (i, dir) in [(0, Dir::Read), (1, Dir::Write)] {
-                    let secs = el.as_secs_f64();
-                    let bw = (totals[i].0 - bytes0[i]) as f64 / secs;
-                    let iops = (totals[i].1 - ios0[i]) as f64 / secs;
-                    let uses = if i == 0 {
-                        self.job.reads()
-                    } else {
-                        self.job.writes()
-                    };
-                    if !uses {
-                        continue;
-                    }
-                    let low_bw = self.job.x.ratemin.get(dir).filter(|m| bw < *m as f64);
-                    let low_iops = self
-                        .job
-                        .x
-                        .rate_iops_min
-                        .get(dir)
-                        .filter(|m| iops < *m as f64);
-                    if low_bw.is_some() || low_iops.is_some() {
-                        let what = match (low_bw, low_iops) {
-                            (Some(m), _) => format!("{:.0} B/s, below ratemin={m}", bw),
-                            (_, Some(m)) => format!("{iops:.0} IOPS, below rate_iops_min={m}"),
-                            _ => String::new(),
-                        };
-                        let f = Failure {
-                            errno: 0,
-                            message: format!(
-                                "job {}: {} ran at {what} over the last {} ms (ratecycle); the job stopped, results so far are kept",
-                                self.job.name,
-                                if i == 0 { "reading" } else { "writing" },
-                                el.as_millis()
-                            ),
-                        };
-                        self.fail(f);
-                        return;
-                    }
-                }
-                self.min_window =
-                    Some((now, [totals[0].0, totals[1].0], [totals[0].1, totals[1].1]));
-            }
+        let real = self.place.names.real(offset);
+        self.tally
+            .log(self.time.measure_start, d, lat_ns, issue, bytes, real, now);
+        self.tally
+            .steady(self.me, self.spec.clone == 0, bytes, lat_ns, now);
+        let totals = [self.tally.live_totals[0], self.tally.live_totals[1]];
+        if let Some(f) = self.pace.below_floor(self.job, now, totals) {
+            self.fail(f);
         }
     }
 }

@@ -1,15 +1,129 @@
-//! What a clone issues next: its offset pattern (or a replayed iolog),
-//! loops and passes, zones, trims, flow, rate limits and think time, and
-//! `write_iolog`'s record of what it issued.
+//! What a clone issues next ([`Issuer`]: its offset pattern or a replayed
+//! iolog, loops, trims, the I/O drawn but not yet due, and
+//! `write_iolog`'s record of what it issued), and the step an engine takes
+//! next, where the clone's parts meet: placement ([`super::place`]),
+//! pacing ([`super::pace`]) and verify's read-backs ([`super::data`]).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::job::kinds::Dir;
+use crate::job::model::Job;
+use crate::job::replay::{Action, Replay};
+use crate::run::clone::pace::Pace;
+use crate::run::clone::place::Zoned;
 use crate::run::clone::result::Failure;
+use crate::run::clone::spec::CloneSpec;
 use crate::run::clone::state::{Run, Step};
-use crate::run::clone::verifier::Verifier;
-use crate::run::files::file_set::{drop_cache, Files};
-use crate::run::files::pattern::Next;
+use crate::run::files::file_set::{drop_cache, virt, FilePatterns, Files};
+use crate::run::files::iolog::{Cursor, Writer};
+use crate::run::files::pattern::{Next, Shape};
+use crate::run::files::zones::Zones;
+
+/// What is drawn and issued.
+pub(crate) struct Issuer {
+    pub(super) pattern: FilePatterns,
+    /// `read_iolog`: the log replayed instead of the pattern, and where
+    /// this clone is in it.
+    replay: Option<(Arc<Replay>, Cursor)>,
+    /// `write_iolog`: the record of what this clone issues.
+    iolog: Option<Writer>,
+    /// trimwrite: the write that follows the trim just issued.
+    then_write: Option<(u64, u64)>,
+    /// An I/O drawn from the pattern but not yet due (rate limit, flow).
+    pending: Option<(Dir, u64, u64)>,
+    /// I/Os issued (`number_ios`, `thinktime_blocks`).
+    issued: u64,
+    loops_left: u32,
+}
+
+impl Issuer {
+    /// The clone's pattern over its region (or over one strided zone),
+    /// and its iologs; `write_iolog`'s file is created.
+    pub(super) fn new(
+        spec: &CloneSpec,
+        seed: u64,
+        zones: Option<&Zones>,
+        go: Instant,
+    ) -> Result<Issuer, String> {
+        let job = &*spec.job;
+        let shape = shape_of(spec, zones);
+        Ok(Issuer {
+            pattern: FilePatterns::new(&shape, spec.targets.len(), seed, job.x.file_service),
+            replay: job
+                .x
+                .read_iolog
+                .clone()
+                .map(|r| (r, Cursor::new(job.x.replay_no_stall, job.x.replay_scale))),
+            iolog: match &job.x.write_iolog {
+                Some(p) => Some(Writer::create(p, &spec.targets, go)?),
+                None => None,
+            },
+            then_write: None,
+            pending: None,
+            issued: 0,
+            loops_left: job.loops.max(1),
+        })
+    }
+
+    /// A loop ended: true when it was the last (`loops`; a time_based
+    /// job loops until its runtime ends).
+    fn last_loop(&mut self, job: &Job) -> bool {
+        if job.time_based {
+            return false;
+        }
+        self.loops_left -= 1;
+        self.loops_left == 0
+    }
+
+    /// The pattern's direction for a placed I/O: trim patterns walk their
+    /// blocks as reads (trim) or writes (trimwrite: each block trimmed,
+    /// then written at `offset`) would.
+    fn as_trim(&mut self, job: &Job, dir: Dir, offset: u64, len: u64) -> Dir {
+        match (job.rw.trims(), dir) {
+            (false, d) => d,
+            (true, Dir::Read) => Dir::Trim,
+            (true, _) => {
+                self.then_write = Some((offset, len));
+                Dir::Trim
+            }
+        }
+    }
+
+    /// The next action of a replayed log `since` the clone began: `None`
+    /// when the log is over, `Err` how long until the next is due.
+    fn replayed(&mut self, since: Duration) -> Option<Result<Action, Duration>> {
+        let (log, cursor) = self.replay.as_mut()?;
+        cursor.next(log, since)
+    }
+
+    /// `write_iolog`'s line for an I/O issued at `now`; a failure to
+    /// write it ends the record (and the clone).
+    fn record(
+        &mut self,
+        job: &Job,
+        now: Instant,
+        dir: Dir,
+        offset: u64,
+        len: u64,
+    ) -> Option<Failure> {
+        let w = self.iolog.as_mut()?;
+        let e = w.io(now, dir, offset, len).err()?;
+        self.iolog = None;
+        Some(Failure {
+            errno: e.raw_os_error().unwrap_or(0),
+            message: format!("job {}: write_iolog: {e}", job.name),
+        })
+    }
+
+    /// `write_iolog`'s record, closed at `end`.
+    pub(super) fn finish(&mut self, end: Instant) -> std::io::Result<()> {
+        match self.iolog.take() {
+            Some(w) => w.finish(end),
+            None => Ok(()),
+        }
+    }
+}
 
 impl Run<'_> {
     /// The next I/O to issue, or `None` when the clone is done. Sleeps for
@@ -40,79 +154,67 @@ impl Run<'_> {
             if self.stopped() {
                 return Step::Done;
             }
-            if self.job.x.number_ios.is_some_and(|n| self.issued >= n) {
+            if self
+                .job
+                .x
+                .number_ios
+                .is_some_and(|n| self.issue.issued >= n)
+            {
                 return Step::Done;
             }
             // One branch per I/O for jobs without zones.
-            if self.zbd.is_some() {
-                match self.zbd_pending() {
-                    Some(Ok(s)) => return s,
-                    Some(Err(())) => continue,
-                    None => {}
+            if self.place.zoned() {
+                if let Some(z) = self.place.zbd_pending(self.job, &mut self.issue.pattern) {
+                    match self.zoned(z) {
+                        Some(s) => return s,
+                        None => continue,
+                    }
                 }
             }
-            if self.replay.is_some() {
+            if self.issue.replay.is_some() {
                 match self.replay_step(file) {
                     Some(s) => return s,
                     None => continue,
                 }
             }
-            if let Some((offset, len)) = self.then_write.take() {
-                if self.iolog.is_some() {
-                    self.log_issue(Dir::Write, offset, len);
-                }
-                return Step::Io(Dir::Write, offset, len);
+            if let Some((offset, len)) = self.issue.then_write.take() {
+                return self.issue(Dir::Write, offset, len);
             }
-            if self.zones.is_some()
-                && self.pending.is_none()
-                && self.zone_bytes >= self.spec.io_size
+            if self.issue.pending.is_none()
+                && self.place.zone_pass_over(self.spec.io_size)
+                && self.issue.last_loop(self.job)
             {
-                self.zone_bytes = 0;
-                if !self.job.time_based {
-                    self.loops_left -= 1;
-                    if self.loops_left == 0 {
-                        return Step::Done;
-                    }
-                }
+                return Step::Done;
             }
-            let (dir, offset, len) = match self.pending.take() {
+            let (dir, offset, len) = match self.issue.pending.take() {
                 Some(io) => io,
-                None => match self.pattern.next() {
+                None => match self.issue.pattern.next() {
                     Next::Io(dir, offset, len) => (dir, offset, len),
                     // A zone's pass: a fresh map over the same zone.
-                    Next::PassEnd if self.zones.is_some() => {
-                        self.pattern.new_pass();
+                    Next::PassEnd if self.place.zones().is_some() => {
+                        self.issue.pattern.new_pass();
                         continue;
                     }
                     Next::PassEnd => {
-                        if self.zbd.is_some() {
-                            // A pass that found nothing to do (no zone
-                            // with data to read) would find nothing again.
-                            if self.pass_issued == 0 {
-                                return Step::Done;
-                            }
-                            self.pass_issued = 0;
-                            // Its zones are reset when the next loop
-                            // starts: after this one's verify.
-                            self.zbd_new_loop = true;
+                        // A zbd pass that found nothing to do (no zone
+                        // with data to read) would find nothing again.
+                        if self.place.zoned() && self.place.zbd_pass_end() {
+                            return Step::Done;
                         }
-                        if !self.job.time_based {
-                            self.loops_left -= 1;
-                            if self.loops_left == 0 {
-                                return Step::Done;
-                            }
-                            // fio verifies what each loop wrote before the
-                            // next (backend.c: do_verify inside the loop of
-                            // thread_main), so loops=4 reads back 4 times;
-                            // the loop's writes in flight complete first,
-                            // else a block rewritten by the next loop
-                            // would be checked once for two.
-                            if self.verify.as_ref().is_some_and(|v| v.opts.do_verify) {
-                                self.pattern.new_pass();
-                                return Step::Drain;
-                            }
+                        if self.issue.last_loop(self.job) {
+                            return Step::Done;
                         }
-                        self.pattern.new_pass();
+                        // fio verifies what each loop wrote before the
+                        // next (backend.c: do_verify inside the loop of
+                        // thread_main), so loops=4 reads back 4 times;
+                        // the loop's writes in flight complete first,
+                        // else a block rewritten by the next loop would
+                        // be checked once for two.
+                        if !self.job.time_based && self.data.verifies() {
+                            self.issue.pattern.new_pass();
+                            return Step::Drain;
+                        }
+                        self.issue.pattern.new_pass();
                         if self.job.invalidate {
                             file.all().iter().for_each(drop_cache);
                         }
@@ -120,188 +222,68 @@ impl Run<'_> {
                     }
                 },
             };
-            if self.job.x.flow != 0 {
-                let w = self
-                    .spec
-                    .shared
-                    .flow_wait(self.spec.job_idx, self.job.x.flow_sleep);
-                if !w.is_zero() {
-                    self.pending = Some((dir, offset, len));
-                    return Step::Wait(w);
-                }
+            let w = Pace::flow_wait(self.spec, self.job);
+            if !w.is_zero() {
+                self.issue.pending = Some((dir, offset, len));
+                return Step::Wait(w);
             }
-            let mut dir = match &self.zbd {
-                Some(z) => z.ddir(dir),
-                None => dir,
+            let dir = self.place.ddir(dir);
+            let dir = match self.pace.due(self.job, &mut self.time, dir, len) {
+                Ok(dir) => dir,
+                Err((dir, wait)) => {
+                    self.issue.pending = Some((dir, offset, len));
+                    return Step::Wait(wait);
+                }
             };
-            if self.pacer.is_some() {
-                self.time.tick(Instant::now());
-                let elapsed = self.time.now.saturating_duration_since(self.time.go);
-                let mixed =
-                    self.job.reads() && self.job.writes() && (1..100).contains(&self.job.rwmixread);
-                if let Some(p) = self.pacer.as_mut() {
-                    let mut wait = p.delay(dir, elapsed);
-                    // fio's rate_ddir: a mixed job ahead of its rate in the
-                    // drawn direction takes the other one if that is due,
-                    // else waits for whichever is due first. Drawing again
-                    // and waiting would leave the slower direction behind
-                    // its rate (927 of 1000 paced reads in 2 s before).
-                    if mixed && !wait.is_zero() && dir != Dir::Trim {
-                        let other = if dir == Dir::Read {
-                            Dir::Write
-                        } else {
-                            Dir::Read
-                        };
-                        let w = p.delay(other, elapsed);
-                        if w < wait {
-                            (dir, wait) = (other, w);
-                        }
-                    }
-                    if !wait.is_zero() {
-                        self.pending = Some((dir, offset, len));
-                        return Step::Wait(wait);
-                    }
-                    p.issued(dir, len);
+            self.issue.issued += 1;
+            Pace::think(self.job, self.issue.issued, &mut self.time);
+            let offset = self.place.at(offset, len, &mut self.issue.pattern);
+            let dir = self.issue.as_trim(self.job, dir, offset, len);
+            if self.place.zoned() {
+                let z = self
+                    .place
+                    .zbd_place(self.job, dir, offset, len, &mut self.issue.pattern);
+                match self.zoned(z) {
+                    Some(s) => return s,
+                    None => continue,
                 }
             }
-            self.issued += 1;
-            if !self.job.x.thinktime.is_zero()
-                && self.issued % u64::from(self.job.x.thinktime_blocks.max(1)) == 0
-            {
-                self.think();
-            }
-            let (dir, offset) = self.place(dir, offset, len);
-            if self.zbd.is_some() {
-                match self.zbd_place(dir, offset, len) {
-                    Ok((offset, len)) => return self.issue(dir, offset, len),
-                    Err(Some(s)) => return s,
-                    Err(None) => continue,
-                }
-            }
-            if self.iolog.is_some() {
-                self.log_issue(dir, offset, len);
-            }
-            return Step::Io(dir, offset, len);
+            return self.issue(dir, offset, len);
         }
     }
 
+    /// Issues an I/O: recorded by `write_iolog`, then the step.
     fn issue(&mut self, dir: Dir, offset: u64, len: u64) -> Step {
-        if self.iolog.is_some() {
+        if self.issue.iolog.is_some() {
             self.log_issue(dir, offset, len);
         }
         Step::Io(dir, offset, len)
     }
 
-    /// zonemode=zbd's placement of the I/O drawn at `offset`: where it
-    /// goes, or the step to take instead (`None`: the pass ended).
-    #[cold]
-    fn zbd_place(&mut self, dir: Dir, offset: u64, len: u64) -> Result<(u64, u64), Option<Step>> {
-        use crate::run::files::zbd::Placed;
-        let Some(z) = self.zbd.as_mut() else {
-            return Ok((offset, len));
-        };
-        match z.place(dir, offset, len) {
-            Placed::Io(o, l) => {
-                // fio's next sequential offset follows where the I/O went.
-                let next = z.next_seq(dir, o, l);
-                self.pattern.moved(dir, next, len, l);
-                self.pass_issued += 1;
-                Ok((o, l))
-            }
-            Placed::Wait => {
-                self.zbd_hold = Some((dir, offset, len));
-                Err(Some(Step::Wait(Duration::from_micros(50))))
-            }
-            Placed::Eof => {
-                self.pattern.end_pass();
-                Err(None)
-            }
-            Placed::Fail(errno, what) => {
-                let f = Failure {
-                    errno,
-                    message: format!("job {}: {}: {what}", self.job.name, self.path().display()),
-                };
+    /// The step zonemode=zbd's answer takes: the I/O issued, a wait, the
+    /// next draw (`None`), or the clone failed and done.
+    fn zoned(&mut self, z: Zoned) -> Option<Step> {
+        match z {
+            Zoned::Io(dir, offset, len) => Some(self.issue(dir, offset, len)),
+            Zoned::Step(s) => Some(s),
+            Zoned::PassEnd => None,
+            Zoned::Fail(f) => {
                 self.fail(f);
-                Err(Some(Step::Done))
+                Some(Step::Done)
             }
         }
-    }
-
-    /// A zbd clone's work before it draws an I/O: a new loop's zone
-    /// resets, then the I/O that waited for a zone. `Some(Ok)`: the step
-    /// to take; `Some(Err)`: the pass ended; `None`: draw the next I/O.
-    #[cold]
-    fn zbd_pending(&mut self) -> Option<Result<Step, ()>> {
-        if self.zbd_new_loop {
-            self.zbd_new_loop = false;
-            if let Some(f) = self.zbd_loop_start() {
-                self.fail(f);
-                return Some(Ok(Step::Done));
-            }
-        }
-        let (dir, offset, len) = self.zbd_hold.take()?;
-        Some(match self.zbd_place(dir, offset, len) {
-            Ok((offset, len)) => Ok(self.issue(dir, offset, len)),
-            Err(Some(s)) => Ok(s),
-            Err(None) => Err(()),
-        })
-    }
-
-    /// A new loop of a zbd clone (fio's zbd_file_reset).
-    fn zbd_loop_start(&mut self) -> Option<Failure> {
-        let z = self.zbd.as_mut()?;
-        let e = z.loop_start().err()?;
-        Some(Failure {
-            errno: e.raw_os_error().unwrap_or(libc::EIO),
-            message: format!(
-                "job {}: {}: resetting zones failed: {e}",
-                self.job.name,
-                self.path().display()
-            ),
-        })
     }
 
     /// An I/O placed by zonemode=zbd completed or failed.
     #[inline]
     pub fn zbd_done(&self, dir: Dir, offset: u64, len: u64) {
-        if let Some(z) = &self.zbd {
-            z.done(dir, offset, len);
-        }
+        self.place.zbd_done(dir, offset, len);
     }
 
     /// A trim with zonemode=zbd: its zone's reset (`None`: not zbd, or a
     /// conventional zone, trimmed as any block).
     pub fn zbd_trim(&mut self, offset: u64) -> Option<std::io::Result<()>> {
-        self.zbd.as_mut()?.trim(offset)
-    }
-
-    /// Where a drawn I/O goes: its offset in the file (in the current zone
-    /// with zonemode=strided, past `offset` otherwise), and a trim
-    /// pattern's direction (trimwrite: the trim now, its write next).
-    fn place(&mut self, dir: Dir, offset: u64, len: u64) -> (Dir, u64) {
-        let offset = match &mut self.zones {
-            Some(z) => {
-                let at = z.place(offset);
-                self.zone_bytes += len;
-                if z.done(len) {
-                    self.pattern.new_pass();
-                }
-                at
-            }
-            None => self.base + offset,
-        };
-        // Trim patterns walk their blocks as reads (trim) or writes
-        // (trimwrite: each block trimmed, then written) would.
-        let dir = match (self.job.rw.trims(), dir) {
-            (false, d) => d,
-            (true, Dir::Read) => Dir::Trim,
-            (true, d) => {
-                self.then_write = Some((offset, len));
-                let _ = d;
-                Dir::Trim
-            }
-        };
-        (dir, offset)
+        self.place.zbd_trim(offset)
     }
 
     /// After [`Step::Drain`], with nothing in flight: verifies the loop's
@@ -310,7 +292,7 @@ impl Run<'_> {
         if self.failure.is_some() {
             return;
         }
-        if self.verify.as_ref().is_some_and(Verifier::has_pending) {
+        if self.data.has_pending() {
             self.verify_written(files);
         }
         if self.job.invalidate {
@@ -321,10 +303,8 @@ impl Run<'_> {
     /// The next step of a replayed log; `None` after a sync it did itself.
     #[cold]
     fn replay_step(&mut self, files: &Files) -> Option<Step> {
-        use crate::job::replay::Action;
-        let (log, cursor) = self.replay.as_mut()?;
         let since = Instant::now().saturating_duration_since(self.time.go);
-        let action = match cursor.next(log, since) {
+        let action = match self.issue.replayed(since) {
             None => return Some(Step::Done),
             Some(Err(wait)) => return Some(Step::Wait(wait)),
             Some(Ok(a)) => a,
@@ -332,27 +312,18 @@ impl Run<'_> {
         let r = match action {
             Action::Io(dir, k, off, len) => {
                 // One file takes every file's I/O (replay_redirect).
-                let offset = if self.names.single() {
+                let offset = if self.place.names.single() {
                     off
                 } else {
-                    crate::run::files::file_set::virt(k, off)
+                    virt(k, off)
                 };
-                self.issued += 1;
-                if self.iolog.is_some() {
-                    self.log_issue(dir, offset, len);
-                }
-                return Some(Step::Io(dir, offset, len));
+                self.issue.issued += 1;
+                return Some(self.issue(dir, offset, len));
             }
-            Action::Sync(k) => files
-                .at(crate::run::files::file_set::virt(k, 0))
-                .0
-                .sync_all(),
-            Action::DataSync(k) => files
-                .at(crate::run::files::file_set::virt(k, 0))
-                .0
-                .sync_data(),
+            Action::Sync(k) => files.at(virt(k, 0)).0.sync_all(),
+            Action::DataSync(k) => files.at(virt(k, 0)).0.sync_data(),
         };
-        self.syncs += 1;
+        self.tally.syncs += 1;
         if let Err(e) = r {
             self.fail(Failure {
                 errno: e.raw_os_error().unwrap_or(0),
@@ -369,30 +340,34 @@ impl Run<'_> {
     #[cold]
     fn log_issue(&mut self, dir: Dir, offset: u64, len: u64) {
         let now = Instant::now();
-        if let Some(w) = &mut self.iolog {
-            if let Err(e) = w.io(now, dir, offset, len) {
-                let f = Failure {
-                    errno: e.raw_os_error().unwrap_or(0),
-                    message: format!("job {}: write_iolog: {e}", self.job.name),
-                };
-                self.iolog = None;
-                self.fail(f);
-            }
+        if let Some(f) = self.issue.record(self.job, now, dir, offset, len) {
+            self.fail(f);
         }
     }
+}
 
-    /// `thinktime`: spin for `thinktime_spin`, sleep the rest.
-    fn think(&mut self) {
-        let x = &self.job.x;
-        let spin = x.thinktime_spin.min(x.thinktime);
-        let t0 = Instant::now();
-        while t0.elapsed() < spin {
-            std::hint::spin_loop();
-        }
-        let rest = x.thinktime - spin;
-        if !rest.is_zero() {
-            std::thread::sleep(rest);
-        }
-        self.time.tick(Instant::now());
+/// The offset pattern's shape: over the clone's region, or over one zone.
+fn shape_of(spec: &CloneSpec, zones: Option<&Zones>) -> Shape {
+    let job = &*spec.job;
+    let (size, io_size) = match zones {
+        Some(z) => (z.range(), z.range()),
+        None => (spec.size, spec.io_size),
+    };
+    Shape {
+        rw: job.rw.offsets_as(),
+        rwmixread: job.rwmixread,
+        sizes: job.sizes.clone(),
+        size: size.max(job.sizes.min()),
+        // Each file's share of the pass (fio's io_size counts them all).
+        io_size: (io_size / spec.targets.len().max(1) as u64).max(job.sizes.min()),
+        seq_add: job.x.seq_add,
+        rand_every: job.x.rand_every,
+        identical: job.x.identical,
+        // fio's lfsr covers every block once per pass without a map,
+        // so norandommap does not make it draw with replacement (fio
+        // covered 256 of 256 blocks where iolab, drawing, hit 153).
+        norandommap: job.x.norandommap && !job.x.lfsr,
+        distribution: job.x.distribution.clone(),
+        round_up: job.x.zbd,
     }
 }

@@ -1,14 +1,20 @@
 //! One clone's state, as every engine's loop drives it: [`Run`]
-//! ([`state`]), made of owned parts — what to issue next ([`issue`]:
-//! passes, offsets, rate limits, think time), where completions go
-//! ([`complete`]: statistics, logs, steady state, rate floors), what is
-//! written and checked ([`data`], with its [`verifier::Verifier`]) — and
-//! what it is given ([`spec`]) and hands back ([`result`]). The thread
-//! that runs it is [`crate::run::thread`]. Engines only move bytes.
+//! ([`state`]), made of owned parts — what is drawn and issued next
+//! ([`issue`]: the pattern or a replayed log, loops, trims, the iolog),
+//! where it goes in the files ([`place`]: offsets, strided and zbd
+//! zones), when it may go ([`pace`]: rate limits and their floor, flow,
+//! think time, latency_target's depth), where completions are counted
+//! ([`complete`]: statistics, samples, logs, steady state), what is
+//! written and checked ([`data`]: buffers, syncs, verify through its
+//! [`verifier::Verifier`]) — and what it is given ([`spec`]) and hands
+//! back ([`result`]). The thread that runs it is [`crate::run::thread`].
+//! Engines only move bytes.
 
 mod complete;
 mod data;
 mod issue;
+mod pace;
+mod place;
 pub mod result;
 pub mod spec;
 pub mod state;

@@ -1,31 +1,28 @@
-//! The state an engine's loop drives (`Run`): one clone's job, clock,
-//! files and the owned parts that do the work: what to issue next
-//! ([`super::issue`]), where completions are counted
-//! ([`super::complete`]), and what is written and verified
-//! ([`super::data`], with its [`Verifier`]).
+//! The state an engine's loop drives ([`Run`]): one clone's job, clock,
+//! random stream and fate (its failure, the errors it continued past),
+//! and the parts that own the rest — what is drawn and issued
+//! ([`Issuer`]), where it goes in the files ([`Placement`]), when it may
+//! go ([`Pace`]), where completions are counted ([`Tally`]), and what is
+//! written and verified ([`Data`]). Each part's methods are in its own
+//! file; `Run`'s are where the parts meet.
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use iolab_sys::ioprio::IoPrio;
 use rand::SeedableRng;
 
-use crate::job::extra::BufferFill;
-use crate::job::kinds::{Dir, IoEngine};
+use crate::job::kinds::Dir;
 use crate::job::model::Job;
-use crate::run::clone::result::{CloneResult, Failure};
+use crate::run::clone::complete::Tally;
+use crate::run::clone::data::Data;
+use crate::run::clone::issue::Issuer;
+use crate::run::clone::pace::Pace;
+use crate::run::clone::place::Placement;
+use crate::run::clone::result::{CloneResult, Continued, Failure};
 use crate::run::clone::spec::{seed_for, CloneSpec};
-use crate::run::clone::verifier::Verifier;
-use crate::run::files::file_set::{FilePatterns, Names};
-use crate::run::files::pattern::Shape;
-use crate::run::files::zones::Zones;
-use crate::run::rate::Pacer;
 use crate::run::shared::JobShared;
 use crate::run::sinks::cpu::CpuUse;
-use crate::run::sinks::logs::CloneLogs;
-use crate::run::sinks::stats::DirAcc;
-use crate::run::sinks::steady::Steady;
 use crate::run::sinks::timeline::Timeline;
 
 /// The state an engine's loop drives.
@@ -35,73 +32,19 @@ pub struct Run<'a> {
     pub(super) me: &'a JobShared,
     /// The job.
     pub job: &'a Job,
-    pub(super) pattern: FilePatterns,
-    /// The files' names and the offset codec.
-    pub(super) names: Names,
-    pub(super) pacer: Option<Pacer>,
     /// The clock.
     pub time: Timeline,
-    pub(super) dirs: [DirAcc; 3],
-    /// `read_iolog`: the log replayed instead of the pattern, and where
-    /// this clone is in it.
-    pub(super) replay: Option<(
-        std::sync::Arc<crate::job::replay::Replay>,
-        crate::run::files::iolog::Cursor,
-    )>,
-    /// `write_iolog`: the record of what this clone issues.
-    pub(super) iolog: Option<crate::run::files::iolog::Writer>,
-    /// trimwrite: the write that follows the trim just issued.
-    pub(super) then_write: Option<(u64, u64)>,
-    /// zonemode=strided: the zone the pattern runs in, and the bytes
-    /// issued this pass (a pass ends at io_size).
-    pub(super) zones: Option<Zones>,
-    pub(super) zone_bytes: u64,
-    /// Samples, queue depths and sync latencies (fio's other per-job
-    /// statistics).
-    pub fx: crate::run::sinks::fio_stats::FioExtras,
-    pub(super) sampler: crate::run::sinks::fio_stats::Sampler,
-    /// A per-I/O bandwidth or IOPS log: samples per I/O (fio's
-    /// `add_bw_sample`).
-    pub(super) per_io_samples: bool,
-    pub(super) live_totals: [(u64, u64); 3],
-    pub(super) loops_left: u32,
-    pub(super) writes: u64,
-    pub(crate) syncs: u64,
     /// Set when the clone failed.
     pub failure: Option<Failure>,
     /// Errors continued past (`continue_on_error`).
-    pub(crate) continued: crate::run::clone::result::Continued,
-    /// An I/O drawn from the pattern but not yet due (rate limit).
-    pub(super) pending: Option<(Dir, u64, u64)>,
-    /// Where the region starts in the file.
-    pub(super) base: u64,
-    pub(super) issued: u64,
-    pub(super) verify: Option<Verifier>,
-    /// Write buffers need preparing before each write.
-    pub(super) prepare: bool,
-    /// `dedupe_percentage`: which seed each write buffer comes from.
-    pub(super) dedupe: Option<crate::run::buffer::Dedupe>,
-    /// `latency_target`: the depth search, and a step a completion asked.
-    pub(super) lat: Option<crate::run::lat_target::LatTarget>,
-    pub(super) lat_pending: Option<crate::run::lat_target::Step>,
-    /// zonemode=zbd: this clone's zones, and an I/O waiting for one.
-    pub(super) zbd: Option<crate::run::files::zbd::ZbdClone>,
-    pub(super) zbd_hold: Option<(Dir, u64, u64)>,
-    /// A new loop begins at the next step (fio's zbd_file_reset).
-    pub(super) zbd_new_loop: bool,
-    /// I/Os issued this pass (a zbd pass that issues none ends the clone).
-    pub(super) pass_issued: u64,
+    pub(super) continued: Continued,
+    /// The clone's random stream (buffer contents, cmdprio's draws).
     pub(super) rng: rand::rngs::SmallRng,
-    pub(super) logs: Option<CloneLogs>,
-    pub(super) steady: Option<Steady>,
-    /// `ratemin`/`rate_iops_min` window: start, bytes and I/Os at start.
-    pub(super) min_window: Option<(Instant, [u64; 2], [u64; 2])>,
-    /// Extra per-I/O work (flow, steadystate sharing, logs).
-    pub(super) slow_path: bool,
-    pub(super) timed: bool,
-    /// cmdprio: the rules per direction, the ioprio of the job's other
-    /// I/Os, and whether the per-priority latency is lat (else clat).
-    pub(super) cmdprio: Option<([Vec<crate::job::cmdprio::Rule>; 2], u16, bool)>,
+    pub(super) issue: Issuer,
+    pub(super) place: Placement,
+    pub(super) pace: Pace,
+    pub(super) tally: Tally,
+    pub(super) data: Data,
 }
 
 /// What an engine should do next.
@@ -122,175 +65,47 @@ pub enum Step {
 impl<'a> Run<'a> {
     pub(crate) fn new(spec: &'a CloneSpec, go: Instant) -> Result<Run<'a>, String> {
         let job = &*spec.job;
-        let io = job.ioengine != IoEngine::CpuIo;
-        let zones = zones_of(spec);
-        let shape = shape_of(spec, zones.as_ref());
         let seed = seed_for(spec);
-        let verify = Verifier::for_clone(job, spec.clone)?;
-        let dedupe = job
-            .x
-            .dedupe
-            .filter(|d| d.percent > 0 && job.writes())
-            .map(|d| {
-                let dd = crate::run::buffer::Dedupe::new(d, seed, spec.size, job.sizes.min());
-                if d.global {
-                    dd.global(spec.shared.seeds.clone(), spec.number - 1)
-                } else {
-                    dd
-                }
-            });
-        let prepare = job.writes()
-            && (verify.is_some()
-                || dedupe.is_some()
-                || job.x.refill_buffers
-                || job.x.buffer != BufferFill::Random);
-        // fio's priority column: with log_prio the ioprio value in hex
-        // (class << 13 | level), else 1 for the real-time class, 0 otherwise.
-        let prio = job.x.prio.or(spec.ioprio);
-        let prio_col = if job.x.logs.prio {
-            format!("0x{:04x}", prio.map_or(0, IoPrio::raw))
-        } else {
-            u32::from(matches!(prio, Some(IoPrio::RealTime(_)))).to_string()
-        };
-        let logs = CloneLogs::open(&job.x.logs.for_job(&job.name), spec.number, go, prio_col)?;
-        let steady = job.x.steadystate.clone().map(|s| Steady::new(s, go));
-        let min_window = (job.x.ratemin.read.is_some()
-            || job.x.ratemin.write.is_some()
-            || job.x.rate_iops_min.read.is_some()
-            || job.x.rate_iops_min.write.is_some())
-        .then_some((go, [0; 2], [0; 2]));
-        let every = job.x.logs.sample_every();
-        let lat = job.x.latency_target.map(|target| {
-            let o = crate::run::lat_target::LatTargetOpts {
-                target,
-                window: job.x.latency_window,
-                percentile: job.x.latency_percentile,
-                run: job.x.latency_run,
-            };
-            // A blocking engine has one I/O at a time, whatever iodepth
-            // says: the search cannot go deeper than that.
-            let depth = if job.ioengine.queues() {
-                job.iodepth
-            } else {
-                1
-            };
-            crate::run::lat_target::LatTarget::new(o, depth, go, 0)
-        });
-        let zbd = match (&spec.zbd, replay_free(job)) {
-            (Some(f), true) => {
-                let mut z = crate::run::files::zbd::ZbdClone::new(
-                    f.clone(),
-                    u32::try_from(spec.number).map_err(|_| {
-                        format!(
-                            "clone {}: zonemode=zbd numbers the clones in 32 bits",
-                            spec.number
-                        )
-                    })?,
-                    job,
-                    spec.base,
-                    spec.size,
-                );
-                z.loop_start()
-                    .map_err(|e| format!("{}: resetting zones failed: {e}", f.path.display()))?;
-                Some(z)
-            }
-            _ => None,
-        };
-        let slow_path = logs.is_some()
-            || steady.is_some()
-            || job.x.flow != 0
-            || min_window.is_some()
-            || lat.is_some();
+        // The parts that can fail are made in the order their files are
+        // read, opened or reset: verify's state, the logs, the zones, the
+        // iolog.
+        let data = Data::new(spec, seed)?;
+        let pace = Pace::new(job, seed, go);
+        let slow = job.x.flow != 0 || pace.watches_completions();
+        let tally = Tally::new(spec, go, slow)?;
+        let place = Placement::new(spec)?;
+        let issue = Issuer::new(spec, seed, place.zones(), go)?;
         Ok(Run {
             spec,
             me: &spec.shared.jobs[spec.job_idx],
             job,
-            pattern: FilePatterns::new(&shape, spec.targets.len(), seed, job.x.file_service),
-            names: Names::new(spec.targets.clone()),
-            pacer: Pacer::for_job(job, seed),
             time: Timeline::new(job, go),
-            dirs: [
-                DirAcc::new(io && job.reads()),
-                DirAcc::new(io && job.rw.offsets_as().writes()),
-                DirAcc::new(io && job.rw.trims()),
-            ],
-            fx: Default::default(),
-            sampler: crate::run::sinks::fio_stats::Sampler::new(every),
-            per_io_samples: every.contains(&None),
-            live_totals: [(0, 0); 3],
-            then_write: None,
-            zones,
-            zone_bytes: 0,
-            loops_left: job.loops.max(1),
-            writes: 0,
-            syncs: 0,
             failure: None,
             continued: Default::default(),
-            pending: None,
-            base: spec.base,
-            issued: 0,
-            verify,
-            prepare,
-            dedupe,
-            lat,
-            lat_pending: None,
-            zbd,
-            zbd_hold: None,
-            zbd_new_loop: false,
-            pass_issued: 0,
             rng: rand::rngs::SmallRng::seed_from_u64(seed ^ 0x5eed),
-            logs,
-            steady,
-            min_window,
-            slow_path,
-            timed: !job.x.no_latency,
-            cmdprio: job.x.cmdprio.active().then(|| {
-                #[allow(
-                    clippy::cast_possible_truncation,
-                    reason = "IoPrio::raw is class (0..=3) << 13 | level (a u8): below 0x6100, the kernel's 16-bit ioprio"
-                )]
-                let default = job.x.prio.or(spec.ioprio).map_or(0, |p| p.raw() as u16);
-                (
-                    [job.x.cmdprio.rules(0), job.x.cmdprio.rules(1)],
-                    default,
-                    job.x.percentiles_in.1,
-                )
-            }),
-            replay: job.x.read_iolog.clone().map(|r| {
-                (
-                    r,
-                    crate::run::files::iolog::Cursor::new(
-                        job.x.replay_no_stall,
-                        job.x.replay_scale,
-                    ),
-                )
-            }),
-            iolog: match &job.x.write_iolog {
-                Some(p) => Some(crate::run::files::iolog::Writer::create(
-                    p,
-                    &spec.targets,
-                    go,
-                )?),
-                None => None,
-            },
+            issue,
+            place,
+            pace,
+            tally,
+            data,
         })
     }
 
     /// The (first) target path, for messages.
     pub fn path(&self) -> &Path {
-        self.names.first()
+        self.place.path()
     }
 
     /// A failed I/O at offset `v`, naming its file and offset.
     pub fn io_failure(&self, err: &std::io::Error, dir: Dir, v: u64) -> Failure {
-        let (path, off) = self.names.locate(v);
+        let (path, off) = self.place.names.locate(v);
         Failure::io(self.job, err, dir, path, off)
     }
 
     /// True when I/O latencies are measured (not `gtod_reduce`).
     #[inline]
     pub fn timed(&self) -> bool {
-        self.timed
+        self.tally.timed
     }
 
     /// True when the clone must stop issuing I/O.
@@ -304,7 +119,7 @@ impl<'a> Run<'a> {
 
     /// True when a rate limit applies.
     pub fn paced(&self) -> bool {
-        self.pacer.is_some()
+        self.pace.paced()
     }
 
     /// Stops the clone (and its siblings) with a failure; the first one
@@ -343,9 +158,7 @@ impl<'a> Run<'a> {
     /// `latency_target` searches.
     #[inline]
     pub fn queue_depth(&self, slots: usize) -> usize {
-        self.lat
-            .as_ref()
-            .map_or(slots, |l| (l.depth() as usize).min(slots).max(1))
+        self.pace.queue_depth(slots)
     }
 
     /// Between turns: what `latency_target` asks (a step a completion
@@ -353,7 +166,7 @@ impl<'a> Run<'a> {
     /// fails the clone with ETIMEDOUT, as fio's lat_fatal does.
     #[inline]
     pub fn lat_turn(&mut self) -> crate::run::lat_target::Step {
-        if self.lat.is_none() {
+        if !self.pace.searching() {
             return crate::run::lat_target::Step::Go;
         }
         self.lat_step()
@@ -361,27 +174,14 @@ impl<'a> Run<'a> {
 
     #[cold]
     fn lat_step(&mut self) -> crate::run::lat_target::Step {
-        use crate::run::lat_target::Step;
-        let Some(l) = &mut self.lat else {
-            return Step::Go;
-        };
         if !self.time.measuring() {
-            return Step::Go;
+            return crate::run::lat_target::Step::Go;
         }
-        let ios = self.dirs[0].ios + self.dirs[1].ios;
-        let step = self
-            .lat_pending
-            .take()
-            .unwrap_or_else(|| l.check(self.time.now, ios));
-        if step == Step::Fatal {
-            let target = l.target();
-            self.fail(Failure {
-                errno: libc::ETIMEDOUT,
-                message: format!(
-                    "job {}: latency over latency_target={target:?} at queue depth 1: no depth meets it",
-                    self.job.name
-                ),
-            });
+        let (step, fatal) = self
+            .pace
+            .lat_turn(self.job, self.time.now, self.tally.ios());
+        if let Some(f) = fatal {
+            self.fail(f);
         }
         step
     }
@@ -391,15 +191,9 @@ impl<'a> Run<'a> {
     /// depth was searched is not the result.
     pub fn restart_measurement(&mut self) {
         let now = std::time::Instant::now();
-        for d in &mut self.dirs {
-            *d = DirAcc::new(d.plat.is_some());
-        }
-        self.fx = Default::default();
-        self.sampler = crate::run::sinks::fio_stats::Sampler::new(self.job.x.logs.sample_every());
+        self.tally.restart(self.job.x.logs.sample_every());
         self.time.restart(now);
-        if let Some(l) = &mut self.lat {
-            l.restart(now);
-        }
+        self.pace.restart(now);
     }
 
     /// A full disk while `fill_device` fills it: the pass is over, not an
@@ -414,89 +208,29 @@ impl<'a> Run<'a> {
             out.measured = Some((start, end));
             out.cpu = CpuUse::this_thread().since(&self.time.cpu_start);
         }
-        if let Some(v) = self.verify.as_ref().filter(|v| v.opts.state_save) {
-            if let Err(e) = v.save_state(self.job, self.spec.clone) {
-                self.failure.get_or_insert(Failure {
-                    errno: 0,
-                    message: format!("job {}: {e}", self.job.name),
-                });
-            }
+        self.save_verify_state();
+        if let Err(e) = self.issue.finish(end) {
+            self.failure.get_or_insert(Failure {
+                errno: e.raw_os_error().unwrap_or(0),
+                message: format!("job {}: write_iolog: {e}", self.job.name),
+            });
         }
-        if let Some(w) = self.iolog.take() {
-            if let Err(e) = w.finish(end) {
-                self.failure.get_or_insert(Failure {
-                    errno: e.raw_os_error().unwrap_or(0),
-                    message: format!("job {}: write_iolog: {e}", self.job.name),
-                });
-            }
+        if let Err(e) = self.tally.finish_logs(end) {
+            self.failure.get_or_insert(Failure {
+                errno: 0,
+                message: format!("job {}: {e}", self.job.name),
+            });
         }
-        if let Some(l) = self.logs.take() {
-            if let Err(e) = l.finish(end) {
-                self.failure.get_or_insert(Failure {
-                    errno: 0,
-                    message: format!("job {}: {e}", self.job.name),
-                });
-            }
-        }
-        out.dirs = self.dirs;
-        out.fx = self.fx;
-        out.syncs = self.syncs;
+        out.lat_depth = self.pace.lat_depth();
+        out.zone_resets = self.place.zone_resets();
+        out.dirs = self.tally.dirs;
+        out.fx = self.tally.fx;
+        out.syncs = self.tally.syncs;
         out.failure = self.failure;
-        out.lat_depth = self
-            .lat
-            .as_ref()
-            .map(crate::run::lat_target::LatTarget::depth);
         out.continued = self.continued;
-        out.zone_resets = self.zbd.as_ref().map(|z| z.resets);
     }
 }
 
-/// fio applies zonemode=zbd to the I/O it draws, not to a replayed log's.
-fn replay_free(job: &Job) -> bool {
-    job.x.read_iolog.is_none()
-}
-
-/// zonemode=strided: the pattern runs over one zone, a pass per zonerange
-/// bytes; [`Zones`] places it in the file.
-fn zones_of(spec: &CloneSpec) -> Option<Zones> {
-    let job = &*spec.job;
-    job.x.strided().map(|(range, size, skip)| {
-        let (range, size) = match (range, size) {
-            (0, 0) => (spec.size, spec.size),
-            (0, s) => (s, s),
-            (r, 0) => (r, r),
-            (r, s) => (r, s),
-        };
-        let first = job.x.offset;
-        Zones::new(range, size, skip, first, spec.size.max(first + range))
-    })
-}
-
-/// The offset pattern's shape: over the clone's region, or over one zone.
-fn shape_of(spec: &CloneSpec, zones: Option<&Zones>) -> Shape {
-    let job = &*spec.job;
-    let (size, io_size) = match zones {
-        Some(z) => (z.range(), z.range()),
-        None => (spec.size, spec.io_size),
-    };
-    Shape {
-        rw: job.rw.offsets_as(),
-        rwmixread: job.rwmixread,
-        sizes: job.sizes.clone(),
-        size: size.max(job.sizes.min()),
-        // Each file's share of the pass (fio's io_size counts them all).
-        io_size: (io_size / spec.targets.len().max(1) as u64).max(job.sizes.min()),
-        seq_add: job.x.seq_add,
-        rand_every: job.x.rand_every,
-        identical: job.x.identical,
-        // fio's lfsr covers every block once per pass without a map,
-        // so norandommap does not make it draw with replacement (fio
-        // covered 256 of 256 blocks where iolab, drawing, hit 153).
-        norandommap: job.x.norandommap && !job.x.lfsr,
-        distribution: job.x.distribution.clone(),
-        round_up: job.x.zbd,
-    }
-}
 /// fio's error class (td_error_type): 0 read, 1 write, 2 verify.
 fn error_class(errno: i32, dir: Dir) -> usize {
     match (errno, dir) {

@@ -180,8 +180,7 @@ impl Queue for Libaio {
     }
 
     fn prep(&mut self, slot: usize, file: Target, dir: Dir, offset: u64, len: usize, prio: u16) {
-        // SAFETY: slot < depth, inside the buffer.
-        let ptr = unsafe { self.buf.as_mut_ptr().add(slot * self.bs) };
+        let ptr = self.buf.slot_ptr(slot, self.bs);
         self.iocbs[slot] = IoCb {
             data: slot as u64,
             opcode: match dir {

@@ -47,8 +47,7 @@ impl Queue for PosixAio {
     }
 
     fn prep(&mut self, slot: usize, file: Target, dir: Dir, offset: u64, len: usize, _prio: u16) {
-        // SAFETY: slot < depth, inside the buffer.
-        let ptr = unsafe { self.buf.as_mut_ptr().add(slot * self.bs) };
+        let ptr = self.buf.slot_ptr(slot, self.bs);
         // SAFETY: as in `new`.
         let mut cb: libc::aiocb = unsafe { std::mem::zeroed() };
         cb.aio_fildes = file.fd;

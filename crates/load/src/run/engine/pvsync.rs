@@ -38,7 +38,7 @@ impl PvsyncIo {
             flags |= libc::RWF_NOWAIT;
         }
         if uncached {
-            let (maj, min) = kernel_version();
+            let (maj, min) = kernel_version()?;
             if (maj, min) < (6, 14) {
                 return Err(format!(
                     "uncached=1 needs RWF_DONTCACHE (Linux 6.14 or later); this kernel is {maj}.{min}"
@@ -50,13 +50,20 @@ impl PvsyncIo {
     }
 }
 
-fn kernel_version() -> (u32, u32) {
+/// The running kernel's MAJOR.MINOR (uname's release); a release without
+/// them is an error, not a kernel 0.0 that lacks every feature.
+fn kernel_version() -> Result<(u32, u32), String> {
     let u = rustix::system::uname();
     let r = u.release().to_string_lossy();
     let mut it = r
         .split(|c: char| !c.is_ascii_digit())
         .filter_map(|p| p.parse().ok());
-    (it.next().unwrap_or(0), it.next().unwrap_or(0))
+    match (it.next(), it.next()) {
+        (Some(maj), Some(min)) => Ok((maj, min)),
+        _ => Err(format!(
+            "uname's kernel release {r:?} has no MAJOR.MINOR to check RWF_DONTCACHE (6.14) against"
+        )),
+    }
 }
 
 impl Blocking for PvsyncIo {

@@ -277,10 +277,10 @@ impl<Q: Queue> Queued<Q> {
         } else {
             self.complete_min.clamp(1, at.inflight)
         };
-        run.fx.depth.submitted(self.fresh.len());
+        run.depth().submitted(self.fresh.len());
         let mut r = Ok(());
         if !self.fresh.is_empty() {
-            run.fx.depth.queued(at.inflight, self.fresh.len());
+            run.depth().queued(at.inflight, self.fresh.len());
             r = self.q.submit();
             let t = if how.timed {
                 Instant::now()
@@ -314,7 +314,7 @@ impl<Q: Queue> Queued<Q> {
         // fio reaps only when it waits; a look that found nothing
         // while the queue had room is not one of its reaps.
         if min > 0 || !self.done.is_empty() {
-            run.fx.depth.completed(self.done.len());
+            run.depth().completed(self.done.len());
         }
         if self.done.is_empty() {
             Reaped::Nothing

@@ -100,8 +100,7 @@ impl Uring {
         len: u32,
         prio: u16,
     ) -> squeue::Entry {
-        // SAFETY: idx < depth, so the slice lies inside the buffer.
-        let ptr = unsafe { self.buf.as_mut_ptr().add(idx * self.bs) };
+        let ptr = self.buf.slot_ptr(idx, self.bs);
         #[allow(
             clippy::cast_possible_truncation,
             reason = "idx is a slot, below depth <= 4096 (new() clamps it)"

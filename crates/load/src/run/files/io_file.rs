@@ -216,6 +216,24 @@ pub fn holding_device(path: &Path) -> Option<BlockDev> {
     }
 }
 
+/// The block devices holding what `jobs` read or write (their files or
+/// devices, or the directory their files will be created in), each once:
+/// the devices a load's collectors watch. Paths on no block device
+/// (tmpfs) add none.
+pub fn devices_of(jobs: &[Job]) -> Vec<BlockDev> {
+    let paths = jobs.iter().flat_map(|j| match &j.filename {
+        Some(_) => clone_paths(j, 0),
+        None => vec![j.directory.clone().unwrap_or_else(|| ".".into())],
+    });
+    let mut out: Vec<BlockDev> = Vec::new();
+    for d in paths.filter_map(|p| holding_device(&p)) {
+        if !out.iter().any(|o| o.name == d.name) {
+            out.push(d);
+        }
+    }
+    out
+}
+
 /// `st_dev` of the filesystem a (possibly missing) file would live on.
 pub fn fs_id(path: &Path) -> Result<u64, LoadError> {
     let dir = parent_dir(path);
@@ -278,17 +296,19 @@ mod tests {
         assert!(!missing.exists && missing.existing == 0);
         let e = inspect(&d.path().join("no/such/dir/f")).unwrap_err();
         assert!(
-            e.is_usage() && e.to_string().contains("does not exist"),
+            iolab_sys::is_usage(&e) && e.to_string().contains("does not exist"),
             "{e}"
         );
-        assert!(inspect(Path::new("/dev/full")).unwrap_err().is_usage());
+        assert!(iolab_sys::is_usage(
+            &inspect(Path::new("/dev/full")).unwrap_err()
+        ));
         assert_eq!(
             inspect(Path::new("/dev/zero")).unwrap().kind,
             IoFileKind::File
         );
-        assert!(inspect(Path::new("/dev/iolab-no-such-dev"))
-            .unwrap_err()
-            .is_usage());
+        assert!(iolab_sys::is_usage(
+            &inspect(Path::new("/dev/iolab-no-such-dev")).unwrap_err()
+        ));
     }
 
     #[test]
@@ -300,7 +320,10 @@ mod tests {
             exists: true,
         };
         let e = check_write_allowed(&t, false).unwrap_err();
-        assert!(e.is_usage() && e.to_string().contains("--force"), "{e}");
+        assert!(
+            iolab_sys::is_usage(&e) && e.to_string().contains("--force"),
+            "{e}"
+        );
         assert!(check_write_allowed(&t, true).is_ok());
         let f = IoFile {
             kind: IoFileKind::File,

@@ -3,25 +3,24 @@
 //! `ioscheduler` switch, a collector's tracing), the collectors that
 //! observe it (any of the registry's that needs no target: `--trace
 //! bio`, `--cpu`, ...), what is written while it runs ([`status`]), and
-//! `--with-fio` ([`with_fio`]). The command line only parses and prints.
+//! `--with-fio` ([`with_fio`]); [`command`] is the whole command, from
+//! what was typed to the report written. It lives here, above the load
+//! crate, because it runs the collectors: the load engine needs none.
+//! The command line only parses and translates fio's dialect.
 
+pub mod command;
 pub mod status;
 pub mod with_fio;
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use iolab_collect::{Observe, Observed, Observers, RunEnd, Scope, Tuning};
-use iolab_sys::block::BlockDev;
+use iolab_load::{start, Job, LoadError, LoadReport, StartOptions};
 use iolab_sys::ioprio::IoPrio;
 use iolab_sys::UsageError;
 
-use crate::error::LoadError;
-use crate::job::model::Job;
-use crate::run::files::io_file::{clone_paths, holding_device};
-use crate::run::report::LoadReport;
-use crate::run::runner::{start, StartOptions};
+use crate::ExperimentError;
 use status::Periodic;
 
 /// What a user asked of one load, parsed.
@@ -57,7 +56,7 @@ const CPU_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Runs `req`: statuses go to `status_out` while it runs. The guard
 /// undoes every change when this returns (or on a signal).
-pub fn run(req: Request, status_out: &mut dyn Write) -> Result<Outcome, LoadError> {
+pub fn run(req: Request, status_out: &mut dyn Write) -> Result<Outcome, ExperimentError> {
     refuse(&req)?;
     req.observe.check(false, "iolab load")?;
     // Only a scheduler switch or a collector's tracing changes system
@@ -70,7 +69,7 @@ pub fn run(req: Request, status_out: &mut dyn Write) -> Result<Outcome, LoadErro
         .into());
     }
     let guard = (switches || !req.observe.is_empty()).then(iolab_guard::Guard::new);
-    let devices = devices_holding(&job_paths(&req.jobs));
+    let devices = iolab_load::devices_of(&req.jobs);
     let observers = match &guard {
         Some(g) if !req.observe.is_empty() => Some(Observers::start(
             &Scope {
@@ -141,28 +140,4 @@ fn refuse(req: &Request) -> Result<(), UsageError> {
         }
     }
     Ok(())
-}
-
-/// What each job reads or writes (its files or devices, or the directory
-/// its files will be created in).
-fn job_paths(jobs: &[Job]) -> Vec<PathBuf> {
-    jobs.iter()
-        .flat_map(|j| match &j.filename {
-            Some(_) => clone_paths(j, 0),
-            None => vec![j.directory.clone().unwrap_or_else(|| ".".into())],
-        })
-        .collect()
-}
-
-/// The block devices holding `paths` (a device is its own; a file not
-/// made yet is on its directory's; btrfs's by its mount source), each
-/// once. Paths on no block device (tmpfs) add none.
-fn devices_holding(paths: &[PathBuf]) -> Vec<BlockDev> {
-    let mut out: Vec<BlockDev> = Vec::new();
-    for d in paths.iter().filter_map(|p| holding_device(p)) {
-        if !out.iter().any(|o| o.name == d.name) {
-            out.push(d);
-        }
-    }
-    out
 }

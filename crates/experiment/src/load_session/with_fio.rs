@@ -5,15 +5,13 @@
 //! stops moving bytes is reported, and the devices' own byte counters
 //! (/proc/diskstats) are put next to fio's byte counts at the end.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use iolab_load::fio_process::{fio_path, totals, FioChild};
+use iolab_load::LoadError;
 use iolab_sys::cast;
 use iolab_sys::UsageError;
 use serde_json::{json, Value};
-
-use crate::error::LoadError;
-use crate::fio_process::{totals, FioChild};
 
 /// What the watch saw.
 struct Watch {
@@ -37,15 +35,6 @@ pub struct FioRun {
     pub fio_stderr: String,
     /// `Some(status)` when fio exited with a failure.
     pub failed: Option<String>,
-}
-
-/// The installed fio, or why there is none.
-pub fn fio_path() -> Result<PathBuf, UsageError> {
-    iolab_spawn::resolve("fio").ok_or_else(|| {
-        UsageError::new(
-            "--with-fio: no fio in PATH; install it (apt-get install fio) or drop --with-fio",
-        )
-    })
 }
 
 /// Runs fio with the user's arguments; `format` is the report asked for
@@ -101,15 +90,19 @@ pub fn run(fio_args: &[String], format: &str) -> Result<FioRun, LoadError> {
             err.trim().lines().last().unwrap_or("no message")
         )));
     };
-    doc["iolab"] = iolab_part(&doc, &watch, &disks_before, &fio)?;
+    let mut warnings = child.warnings().to_vec();
+    doc["iolab"] = iolab_part(&doc, &watch, &disks_before, &fio, &mut warnings)?;
     let text = if format == "normal" {
-        let mut t = crate::output::normal::render(&doc);
+        let mut t = iolab_load::normal::render(&doc);
         for (a, b) in &watch.stalls {
             t.push_str(&format!(
                 "note: fio moved no bytes from {:.1} s to {:.1} s\n",
                 *a as f64 / 1000.0,
                 *b as f64 / 1000.0
             ));
+        }
+        for w in &warnings {
+            t.push_str(&format!("note: {w}\n"));
         }
         t
     } else {
@@ -133,12 +126,14 @@ fn disks() -> Result<Vec<iolab_sys::diskstats::DiskStat>, LoadError> {
 }
 
 /// The `iolab` part of the document: statuses, stalls, and for each disk
-/// fio lists, what the device itself counted.
+/// fio lists, what the device itself counted; `warnings` (fio's reports
+/// that could not be counted, the final one's added) go in when any.
 fn iolab_part(
     doc: &Value,
     w: &Watch,
     before: &[iolab_sys::diskstats::DiskStat],
     fio: &std::path::Path,
+    warnings: &mut Vec<String>,
 ) -> Result<Value, LoadError> {
     let after = disks()?;
     // fio writes no disk_util when its files are on no disk it knows
@@ -160,8 +155,15 @@ fn iolab_part(
             Some(json!({"name": n, "read_bytes": d.read_bytes(), "write_bytes": d.write_bytes()}))
         })
         .collect();
-    let (r, wr) = totals(doc);
-    Ok(json!({
+    // Counts fio's final report does not hold are unknown (null), not 0.
+    let (r, wr) = match totals(doc) {
+        Ok((r, wr)) => (json!(r), json!(wr)),
+        Err(why) => {
+            warnings.push(format!("fio's final report: {why}"));
+            (Value::Null, Value::Null)
+        }
+    };
+    let mut part = json!({
         "version": concat!("iolab-", env!("CARGO_PKG_VERSION")),
         "fio": fio.display().to_string(),
         "fio_read_bytes": r,
@@ -169,5 +171,9 @@ fn iolab_part(
         "devices": devices,
         "status": w.samples.iter().map(|(ms, r, wr)| json!({"ms": ms, "read_bytes": r, "write_bytes": wr})).collect::<Vec<_>>(),
         "stalls": w.stalls.iter().map(|(a, b)| json!({"from_ms": a, "to_ms": b})).collect::<Vec<_>>(),
-    }))
+    });
+    if !warnings.is_empty() {
+        part["warnings"] = json!(warnings);
+    }
+    Ok(part)
 }

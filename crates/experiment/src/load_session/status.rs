@@ -9,8 +9,7 @@ use std::time::{Duration, Instant};
 use iolab_sys::cast;
 use iolab_sys::UsageError;
 
-use crate::error::LoadError;
-use crate::run::runner::{LiveSnapshot, RunningLoad};
+use iolab_load::{LiveSnapshot, LoadError, RunningLoad};
 
 /// What is written while the load runs.
 pub struct Periodic {
@@ -99,7 +98,7 @@ fn status(load: &RunningLoad, fmt: StatusFormat, el: Duration) -> String {
                 })
             };
             let doc = serde_json::json!({
-                "fio version": crate::output::json::FIO_VERSION,
+                "fio version": iolab_load::json::FIO_VERSION,
                 "iolab version": concat!("iolab-", env!("CARGO_PKG_VERSION")),
                 "timestamp_ms": std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
