@@ -19,6 +19,7 @@ pub mod main_thread;
 pub use error::{to_json, CollectError};
 pub use explain::delay_accounting;
 mod sched;
+mod vmstat;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -31,7 +32,13 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 /// Every collector iolab has, in the order their flags are listed.
-pub const REGISTRY: &[Entry] = &[bio::ENTRY, cpu::ENTRY, explain::ENTRY, sched::ENTRY];
+pub const REGISTRY: &[Entry] = &[
+    bio::ENTRY,
+    cpu::ENTRY,
+    explain::ENTRY,
+    sched::ENTRY,
+    vmstat::ENTRY,
+];
 
 /// What a collector observes.
 pub struct Scope<'a> {

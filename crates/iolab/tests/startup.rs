@@ -1297,3 +1297,63 @@ fn initial_and_full_display_are_stored_per_start() {
     let show = text(&show.stdout);
     assert!(show.contains("time to initial / full display"), "{show}");
 }
+
+/// `--vmstat`, the collector issue 49 added by its own file and one
+/// registry line: each start stores /proc/vmstat's counters before and
+/// after, and what a cold start of `cat` of an 8 MiB file paged in from
+/// the disk is at least the file (the kernel counts pgpgin in KiB),
+/// checked against the file's size, not against iolab's own numbers.
+#[test]
+fn vmstat_counts_at_least_the_file_a_cold_start_read() {
+    if !iolab_testkit::root_or_skip(
+        "vmstat_counts_at_least_the_file_a_cold_start_read",
+        "it makes loop devices and mounts",
+    ) {
+        return;
+    }
+    let _m = machine();
+    let b = Bench::new("st-vmstat");
+    let out = b
+        .cmd()
+        .args(["startup", "--lab-size", "128MiB", "--reps", "2"])
+        .args(["--schedulers", "none", "--workloads", "idle", "--vmstat"])
+        .args([
+            "--prepare",
+            "dd if=/dev/urandom of={dir}/f bs=1M count=8 status=none",
+        ])
+        .arg("--db")
+        .arg(&b.db)
+        .args(["--", "cat", "{dir}/f"])
+        .timeout(Duration::from_secs(300))
+        .output()
+        .unwrap();
+    ok(&out);
+    let report = b.export(1);
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for r in runs {
+        let h = &r["extra"]["observed"]["vmstat"]["headline"];
+        let kib = h["paged_in_kib"].as_i64().unwrap();
+        assert!(kib >= 8 * 1024, "{r}");
+        assert!(h["major_faults"].as_i64().unwrap() >= 0, "{r}");
+    }
+    let docs: Vec<&Value> = report["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "vmstat")
+        .collect();
+    assert_eq!(docs.len(), 2);
+    for d in docs {
+        let j = &d["json"];
+        let (before, after) = (
+            j["before"]["pgpgin"].as_i64(),
+            j["after"]["pgpgin"].as_i64(),
+        );
+        assert_eq!(
+            j["delta"]["pgpgin"].as_i64(),
+            Some(after.unwrap() - before.unwrap()),
+            "{j}"
+        );
+    }
+}

@@ -29,8 +29,10 @@ pub enum ArtifactKind {
     /// A startup cell's background traffic by the load's own counters and
     /// by the device's, over the whole cell (stored with its last run).
     CellIo,
-    /// A kind this version does not know (written by a newer iolab): kept
-    /// as stored.
+    /// A kind named by its writer, kept as stored: a collector's own
+    /// documents under its registry name (a new collector needs no variant
+    /// here unless a view reads its documents by kind), or a kind a newer
+    /// iolab wrote.
     Other(String),
 }
 
