@@ -477,25 +477,28 @@ fn send_exit(pid: i32, at: Instant, tx: &mpsc::Sender<Event>) {
 }
 
 fn spawn_waiter(pid: i32, tx: mpsc::Sender<Event>) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        // SAFETY: waitid on our own child with WNOWAIT leaves it to be
-        // reaped by `send_exit`'s wait4; the struct is plain data.
-        let seen = unsafe {
-            let mut info: libc::siginfo_t = std::mem::zeroed();
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        let at = Instant::now();
-        if seen == 0 {
-            send_exit(pid, at, &tx);
-        } else {
-            let _ = tx.send(Event::WaitFailed);
-        }
-    })
+    std::thread::spawn(move || wait_exit(pid, &tx))
+}
+
+/// Blocks until `pid` exits, dates it, and reports it.
+fn wait_exit(pid: i32, tx: &mpsc::Sender<Event>) {
+    // SAFETY: waitid on our own child with WNOWAIT leaves it to be
+    // reaped by `send_exit`'s wait4; the struct is plain data.
+    let seen = unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOWAIT,
+        )
+    };
+    let at = Instant::now();
+    if seen == 0 {
+        send_exit(pid, at, tx);
+    } else {
+        let _ = tx.send(Event::WaitFailed);
+    }
 }
 
 /// Until both pipes are at EOF and the exit (with a pidfd) was seen.
@@ -530,6 +533,11 @@ fn poll_output(
         if n < 0 {
             if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
                 continue;
+            }
+            // poll refused: the exit is still waited for and reported
+            // (blocking, dated when seen), never left to the timeout.
+            if exit.is_some() {
+                wait_exit(pid, tx);
             }
             break;
         }

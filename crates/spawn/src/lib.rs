@@ -176,6 +176,10 @@ pub struct Held {
     /// What the child reads until it execs: dropped after `Drop::drop`
     /// has reaped a child that never exec'd (fields drop after it).
     _shared: Box<Shared>,
+    /// Not `Send`: until it execs, the child runs on the TLS of the
+    /// thread that made it (its errno), which must outlive it; the `Held`
+    /// stays on that thread until released or dropped.
+    _thread_bound: std::marker::PhantomData<*const ()>,
 }
 
 /// The memory a held child runs on, in our address space: its program
@@ -346,6 +350,7 @@ pub fn hold(spec: &Spec) -> Result<Held, SpawnError> {
         process_group: spec.process_group,
         ioprio: spec.ioprio.map(IoPrio::raw),
         nice: spec.nice,
+        rt_signals: (libc::SIGRTMIN(), libc::SIGRTMAX()),
     };
     let os = |call: &'static str| SpawnError::Os {
         program: program.clone(),
@@ -426,6 +431,7 @@ pub fn hold(spec: &Spec) -> Result<Held, SpawnError> {
         stdout: out_ours,
         stderr: err_ours,
         _shared: shared,
+        _thread_bound: std::marker::PhantomData,
     })
 }
 
@@ -451,6 +457,9 @@ struct ChildPlan {
     process_group: bool,
     ioprio: Option<i32>,
     nice: Option<i32>,
+    /// SIGRTMIN..=SIGRTMAX as libc gives them to programs (read here:
+    /// the child calls nothing that is not a plain syscall wrapper).
+    rt_signals: (libc::c_int, libc::c_int),
 }
 
 impl ChildPlan {
@@ -484,8 +493,10 @@ impl ChildPlan {
             // posix_spawn does; then what std::process does for its
             // children: no blocked signals, SIGPIPE back to default (Rust
             // ignores it).
-            // Linux's signals are 1..=64 (glibc's own two refuse: skipped).
-            for sig in 1..65 {
+            // The standard signals and the real-time ones libc leaves to
+            // programs (its own, 32 and 33 under glibc, would refuse the
+            // query and write errno, which is our caller's: see `fail`).
+            for sig in (1..32).chain(self.rt_signals.0..=self.rt_signals.1) {
                 let mut act: libc::sigaction = std::mem::zeroed();
                 if libc::sigaction(sig, std::ptr::null(), &mut act) == 0
                     && act.sa_sigaction != libc::SIG_DFL
@@ -577,6 +588,10 @@ impl Held {
                 match rustix::io::write(&go, &[1]) {
                     Ok(_) => break,
                     Err(rustix::io::Errno::INTR) => continue,
+                    // The child is gone before the release: a step before
+                    // its wait failed (a nice it may not take), and why is
+                    // in the error pipe, read below.
+                    Err(rustix::io::Errno::PIPE) => break,
                     Err(e) => return Err(os("write", e.into())),
                 }
             }

@@ -68,6 +68,27 @@ fn exec_failures_are_errors_at_release_with_the_os_reason() {
     assert!(e.to_string().contains("the command is empty"), "{e}");
 }
 
+/// The child takes its nice before it waits; refused (no CAP_SYS_NICE),
+/// it is gone before the release, whose write then meets a closed pipe:
+/// the error is still the step's, from the error pipe.
+#[test]
+fn a_step_refused_while_held_is_the_error_at_release() {
+    if !iolab_testkit::unprivileged("tests::a_step_refused_while_held_is_the_error_at_release") {
+        return;
+    }
+    let mut spec = Spec::new(&["true".into()]);
+    spec.nice = Some(-5);
+    let held = hold(&spec).unwrap();
+    // Long enough for the child to have failed and exited.
+    std::thread::sleep(Duration::from_millis(200));
+    let e = held.release().unwrap_err();
+    assert!(
+        e.to_string().contains("setpriority") && e.to_string().contains("CAP_SYS_NICE"),
+        "{e}"
+    );
+    assert!(iolab_sys::is_usage(&e));
+}
+
 #[test]
 fn the_process_group_exists_before_release() {
     let mut spec = sh("ps -o pgid= -p $$");

@@ -83,6 +83,7 @@ impl Applied {
 pub fn apply(
     guard: &Guard,
     disks: &[BlockDev],
+    fs_dev: Option<&BlockDev>,
     hier: Option<&Hierarchy>,
     fs: Option<&Path>,
     mountpoint: Option<&Path>,
@@ -131,7 +132,12 @@ pub fn apply(
                 }
             }
             Knob::Queue(q) => {
-                for dev in disks {
+                // A file's read-ahead is its filesystem's device's (the
+                // top of a stack: dm-0 over the disk), the others act at
+                // the disk's queue: read_ahead_kb goes to both.
+                let top = fs_dev
+                    .filter(|f| q == "read_ahead_kb" && !disks.iter().any(|d| d.name == f.name));
+                for dev in disks.iter().chain(top) {
                     guard.set_queue_attr(dev, q, value)?;
                     let path = dev.queue_path(q);
                     let mut r = simple(name, value, &path, value);

@@ -276,10 +276,28 @@ fn apply_point(
 ) -> Result<Option<crate::control::Applied>, ExperimentError> {
     // The settings that act under this scheduler, then the cell's variant
     // (the point as this scheduler runs it).
-    let mut all = st.cfg.settings_for(&cell.scheduler).0;
-    if let Some(text) = &cell.variant {
-        all.extend(crate::control::Point::from_text(text).0);
-    }
+    // A scheduler iolab has no table of (cfq, a vendor's) is asked
+    // whether it has a tunable by its files, now that it is set: one it
+    // lacks is left out, as for a known one.
+    let has_tunable = |t: &str| {
+        ctx.place
+            .disks
+            .iter()
+            .any(|d| d.queue_path("iosched").join(t).exists())
+    };
+    let kept: Vec<(String, String)> = st
+        .cfg
+        .settings_for(&cell.scheduler)
+        .0
+        .into_iter()
+        .filter(|(n, _)| n.strip_prefix("iosched.").is_none_or(has_tunable))
+        .collect();
+    let point = cell
+        .variant
+        .as_deref()
+        .map(crate::control::Point::from_text)
+        .unwrap_or_else(|| crate::control::Point(Vec::new()));
+    let all = super::config::with_settings(&kept, &point).0;
     if all.is_empty() {
         (st.cfg.target_ioprio, st.cfg.target_nice, st.cfg.load_ioprio) = (None, None, None);
         st.spec.ioprio = None;
@@ -290,6 +308,7 @@ fn apply_point(
     let applied = crate::control::apply::apply(
         ctx.guard,
         &ctx.place.disks,
+        ctx.place.fs_dev.as_ref(),
         st.hier.as_ref(),
         st.fs_dir.as_deref(),
         ctx.place.mountpoint.as_deref(),

@@ -294,11 +294,7 @@ impl StartupConfig {
         }
         self.points
             .iter()
-            .map(|p| {
-                let mut all = self.settings.clone();
-                all.extend(p.0.iter().cloned());
-                crate::control::Point(all)
-            })
+            .map(|p| with_settings(&self.settings, p))
             .collect()
     }
 
@@ -476,15 +472,6 @@ impl StartupConfig {
                     "{n} is set twice for the whole plan (by its flag and by --vary {n}=V): give it once"
                 )));
             }
-            if self
-                .points
-                .first()
-                .is_some_and(|p| p.0.iter().any(|(m, _)| m == n))
-            {
-                return Err(UsageError::new(format!(
-                    "{n} is set for the whole plan and also varied (--vary/--point): give its values in --vary {n}=V1,V2 only"
-                )));
-            }
         }
         let applied = self.applied_points();
         let Some(first) = applied.first() else {
@@ -575,6 +562,29 @@ impl StartupConfig {
         }
         Ok(stored)
     }
+}
+
+/// `point` as a cell applies it with the whole plan's `settings`: each
+/// setting first, where the point leaves it alone (`-`) at the setting's
+/// value and where it sets it at the point's (so `--target-ioprio be:4
+/// --vary target.ioprio=-,rt:0` runs be:4 and rt:0, as the flags always
+/// did), then the point's other settings.
+pub fn with_settings(
+    settings: &[(String, String)],
+    point: &crate::control::Point,
+) -> crate::control::Point {
+    let mut all: Vec<(String, String)> = settings
+        .iter()
+        .map(|(n, v)| (n.clone(), point.get(n).unwrap_or(v).to_string()))
+        .collect();
+    all.extend(
+        point
+            .0
+            .iter()
+            .filter(|(n, _)| !settings.iter().any(|(m, _)| m == n))
+            .cloned(),
+    );
+    crate::control::Point(all)
 }
 
 /// The `point` of an [`Inert`](crate::control::points::Inert) setting of
@@ -684,6 +694,34 @@ pub(crate) mod tests {
         c.rounds = Some(3);
         assert!(c.validate().is_ok());
         assert!(cfg().validate().is_ok());
+    }
+
+    /// A setting given as a flag and also varied: the flag's value where
+    /// the point leaves it alone, the point's where it sets it (as the
+    /// flags always behaved), so an experiment stored so resumes.
+    #[test]
+    fn a_flag_is_the_value_of_the_points_that_leave_it_alone() {
+        let settings = vec![
+            ("target.ioprio".to_string(), "be:4".to_string()),
+            ("read_ahead_kb".to_string(), "128".to_string()),
+        ];
+        let p = |text: &str| crate::control::Point::from_text(text);
+        let base = with_settings(&settings, &p("target.ioprio=-; wbt_lat_usec=-"));
+        assert_eq!(base.get("target.ioprio"), Some("be:4"));
+        assert_eq!(base.get("read_ahead_kb"), Some("128"));
+        assert_eq!(base.get("wbt_lat_usec"), None);
+        let rt = with_settings(&settings, &p("target.ioprio=rt:0; wbt_lat_usec=0"));
+        assert_eq!(rt.get("target.ioprio"), Some("rt:0"));
+        assert_eq!(rt.get("wbt_lat_usec"), Some("0"));
+        // Each name once: nothing is written twice.
+        assert_eq!(rt.0.len(), 3);
+        let mut c = cfg();
+        c.settings = settings;
+        c.points = crate::control::points::plan_points(
+            &[crate::control::points::parse_vary("target.ioprio=-,rt:0").unwrap()],
+            &[],
+        );
+        c.validate().unwrap();
     }
 
     #[test]

@@ -272,6 +272,7 @@ impl Body for Startup {
             .resumed
             .and_then(|c| c.get("prefetch_list"))
             .and_then(Value::as_str);
+        setup::early_settings(guard, place, &cfg)?;
         let prefetcher = Prefetcher::prepare(guard, &cfg, &target, place, &spec, stored_list)?;
         // Before the target ever runs: what the machine already maps.
         let maps_before = files::Maps::scan(std::path::Path::new("/proc"));

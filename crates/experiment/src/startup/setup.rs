@@ -355,3 +355,38 @@ pub(super) fn check_cgroups(
     crate::control::apply::check_files(&applied, &hier, &hier.group_files(guard)?)?;
     Ok(Some(hier))
 }
+
+/// The plan's settings of the queue and of the VM, in force from here on
+/// (through the guard, read back): what runs before the first cell (the
+/// prefetch list's recording, the first start, which learns the target's
+/// files) runs at them too, as the cells will. Each cell applies them
+/// again with its point and undoes only its own changes.
+pub(super) fn early_settings(
+    guard: &Guard,
+    place: &Resolved,
+    cfg: &StartupConfig,
+) -> Result<(), ExperimentError> {
+    use crate::control::setting::Knob;
+    let early: Vec<(String, String)> = cfg
+        .settings
+        .iter()
+        .filter(|(n, _)| matches!(Knob::parse(n), Ok(Knob::Queue(_) | Knob::Sysctl(_))))
+        .cloned()
+        .collect();
+    if early.is_empty() {
+        return Ok(());
+    }
+    let applied = crate::control::apply::apply(
+        guard,
+        &place.disks,
+        place.fs_dev.as_ref(),
+        None,
+        None,
+        None,
+        &crate::control::Point(early),
+    )?;
+    match applied.not_applied() {
+        Some(why) => Err(UsageError::new(format!("the plan's settings: {why}")).into()),
+        None => Ok(()),
+    }
+}
