@@ -112,15 +112,17 @@ fn start(scope: &Scope<'_>) -> Result<Box<dyn Collector>, CollectError> {
     }))
 }
 
-/// Every thread of `pid` now.
-fn threads_of(pid: i32) -> Vec<i32> {
-    // Unreadable (not merely gone): the pid alone, as for a gone one; the
-    // trace follows whatever it forks from then on.
-    let mut tids = iolab_sys::process::tids(std::path::Path::new("/proc"), pid).unwrap_or_default();
+/// Every thread of `pid` now: the pid alone once it is gone (the trace
+/// follows what it forks from then on); its task directory unreadable for
+/// another reason is the error, not a tree silently cut to one thread.
+fn threads_of(pid: i32) -> Result<Vec<i32>, CollectError> {
+    let proc = std::path::Path::new("/proc");
+    let mut tids = iolab_sys::process::tids(proc, pid)
+        .map_err(|e| iolab_sys::SysError::io(proc.join(pid.to_string()).join("task"), e))?;
     if tids.is_empty() {
         tids.push(pid);
     }
-    tids
+    Ok(tids)
 }
 
 /// Reads until told to stop: every event to the analyzer, and the tasks
@@ -189,7 +191,7 @@ impl Collector for Sched {
     /// so the tree already followed stays) and count as the target's;
     /// what they fork from now on follows by `event-fork`.
     fn follow(&mut self, pid: i32) -> Result<bool, CollectError> {
-        let tids = threads_of(pid);
+        let tids = threads_of(pid)?;
         self.late.add(&tids);
         use std::io::Write;
         let list: Vec<String> = tids.iter().map(i32::to_string).collect();
