@@ -68,12 +68,10 @@ echo "aarch64 smoke run: ok"
 
 if [ "${IOLAB_AARCH64_TESTS:-1}" = 1 ]; then
     # Unit tests, run by qemu-aarch64-static as the runner
-    # (directly, no binfmt registration). Five tests cannot pass under
+    # (directly, no binfmt registration). Four tests cannot pass under
     # user-mode qemu, for qemu's reasons, not iolab's:
     # - qemu answers /proc/<own pid>/stat itself with most fields 0, so the
     #   process group read from it is 0 (process::tests::state_and_group...);
-    # - without binfmt the test binary cannot exec itself as a child
-    #   (testkit's a_skip_fails_under_the_ci_variable);
     # - Debian 12's qemu (7.2) does not know cachestat(2) (Linux 6.5), so
     #   that test would skip, which CI's IOLAB_REQUIRE_ALL_TESTS=1 fails
     #   (iolab itself falls back to mincore(2) there, as on old kernels);
@@ -92,11 +90,13 @@ if [ "${IOLAB_AARCH64_TESTS:-1}" = 1 ]; then
     # pages), not the pure logic (statistics, store, report, model,
     # engine), which is the same on every target and costs most of the
     # release build of the tests (about 4 of CI's minutes).
+    # Without binfmt, a test that runs its own binary again (as nobody,
+    # or under the CI variable) goes through the same runner.
+    IOLAB_TEST_RUNNER=qemu-aarch64-static \
     /usr/bin/cargo test --release --locked --target "$T" --lib --no-fail-fast \
         -p iolab-sys -p iolab-trace -p iolab-guard -p iolab-spawn -p iolab-load \
         -p iolab-cache -p iolab-bio -p iolab-sched -p iolab-explain -p iolab-testkit -- \
         --skip process::tests::state_and_group_skip_odd_comm \
-        --skip tests::a_skip_fails_under_the_ci_variable \
         --skip cachestat::tests::counts_the_pages_of_a_freshly_written_file \
         --skip clock::tests::sleeps_to_the_due_time_on_average \
         --skip pagecache::tests::a_file_on_erofs_is_evicted

@@ -42,6 +42,14 @@ pub enum ExplainError {
     /// follow that does not exist.
     #[error("{0}")]
     Usage(#[from] UsageError),
+    /// /proc could not be read to find the tasks to follow.
+    #[error("cannot read {path}: {source} (iolab explain lists the tasks to follow there)")]
+    Proc {
+        /// The directory that could not be listed.
+        path: std::path::PathBuf,
+        /// The OS's reason.
+        source: std::io::Error,
+    },
     /// The thread reading the trace panicked.
     #[error("the trace reader thread of iolab explain panicked")]
     Thread,
@@ -162,7 +170,7 @@ impl Explainer {
             ))));
         }
         let tids = if config.tree {
-            procfs::tree_tids(&proc, root_pid)
+            procfs::tree_tids(&proc, root_pid)?
         } else {
             vec![root_pid]
         };
@@ -252,7 +260,7 @@ impl Explainer {
     /// to the start, as an Android app zygote forked after `am start`.
     /// Its time before this call is not in the attribution.
     pub fn follow_late(&mut self, pid: i32) -> Result<(), ExplainError> {
-        let tids = procfs::tree_tids(&self.proc, pid);
+        let tids = procfs::tree_tids(&self.proc, pid)?;
         let now = monotonic_ns();
         for &tid in &tids {
             let initial = match procfs::state(&self.proc, tid) {

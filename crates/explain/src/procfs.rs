@@ -9,11 +9,13 @@ use std::path::Path;
 use crate::event::Frame;
 
 /// Threads of `pid` and of all its descendants (pid order), `pid` first.
-pub fn tree_tids(proc: &Path, pid: i32) -> Vec<i32> {
+/// A directory that cannot be listed is an error: the tasks it hides would
+/// be missing from the attribution.
+pub fn tree_tids(proc: &Path, pid: i32) -> Result<Vec<i32>, crate::ExplainError> {
+    let unlisted =
+        |path: std::path::PathBuf| move |source| crate::ExplainError::Proc { path, source };
     let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
-    // Unreadable: the pid's own threads only (the trace follows what it
-    // forks from then on).
-    for p in iolab_sys::process::pids(proc).unwrap_or_default() {
+    for p in iolab_sys::process::pids(proc).map_err(unlisted(proc.to_path_buf()))? {
         if let Some(pp) = stat_field(proc, p, p, 4).and_then(|s| s.parse::<i32>().ok()) {
             children.entry(pp).or_default().push(p);
         }
@@ -30,19 +32,16 @@ pub fn tree_tids(proc: &Path, pid: i32) -> Vec<i32> {
     }
     let mut tids = Vec::new();
     for p in procs {
-        let mut t = threads(proc, p);
+        let mut t = iolab_sys::process::tids(proc, p)
+            .map_err(unlisted(proc.join(p.to_string()).join("task")))?;
+        // Gone since: the pid itself, which the trace then never sees.
         if t.is_empty() {
             t.push(p);
         }
         t.sort_unstable_by_key(|&x| (x != p, x));
         tids.extend(t);
     }
-    tids
-}
-
-/// Thread ids of process `pid`.
-pub fn threads(proc: &Path, pid: i32) -> Vec<i32> {
-    iolab_sys::process::tids(proc, pid).unwrap_or_default()
+    Ok(tids)
 }
 
 /// Field `n` (1-based, as in proc(5)) of `/proc/<pid>/task/<tid>/stat`;
@@ -119,10 +118,22 @@ mod tests {
             "11/stack",
             "[<0>] io_schedule+0x1/0x2\n[<0>] folio_wait_bit_common+0x3/0x4\n",
         );
-        assert_eq!(tree_tids(&d, 10), vec![10, 11, 13]);
+        assert_eq!(tree_tids(&d, 10).unwrap(), vec![10, 11, 13]);
         assert_eq!(state(&d, 11), Some('D'));
         assert_eq!(on_cpu_ns(&d, 11), Some(12345));
         assert_eq!(stack(&d, 11).unwrap().len(), 2);
+        // A task directory that cannot be listed (a file where the
+        // directory should be) is an error naming it, not a tree of one.
+        std::fs::remove_dir_all(d.join("11/task")).unwrap();
+        std::fs::write(d.join("11/task"), "").unwrap();
+        let e = tree_tids(&d, 10).unwrap_err().to_string();
+        assert!(
+            e.contains("11/task") && e.contains("Not a directory"),
+            "{e}"
+        );
+        // And /proc itself.
+        let e = tree_tids(&d.join("12/stat"), 10).unwrap_err().to_string();
+        assert!(e.contains("12/stat"), "{e}");
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -167,12 +167,13 @@ fn refuse_existing(name: &str) -> Result<(), LabError> {
 }
 
 fn exists(name: &str) -> LabError {
-    let dev = meta::read(name)
-        .ok()
-        .flatten()
-        .and_then(|m| m.device)
-        .map(|d| format!(" (device /dev/{d})"))
-        .unwrap_or_default();
+    let dev = match meta::read(name) {
+        Ok(Some(m)) => m
+            .device
+            .map_or(String::new(), |d| format!(" (device /dev/{d})")),
+        Ok(None) => String::new(),
+        Err(e) => format!(" (its record cannot be read: {e})"),
+    };
     LabError::usage(format!(
         "lab {name:?} already exists{dev}: use it, remove it with `iolab lab down {name}`, or pick another --name"
     ))

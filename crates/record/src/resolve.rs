@@ -389,11 +389,10 @@ fn unmounted_why(dev: DevNo, ino: u64) -> String {
     let bdev = u32::try_from(ino).ok().map(DevNo::from_kernel);
     if let Some(b) = bdev.filter(|b| dev.major == 0 && b.major != 0) {
         let sys = PathBuf::from(format!("/sys/dev/block/{b}"));
-        if let Ok(target) = std::fs::read_link(&sys) {
-            let name = target
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
+        if let Some(name) = std::fs::read_link(&sys)
+            .ok()
+            .and_then(|t| Some(t.file_name()?.to_string_lossy().into_owned()))
+        {
             return format!(
                 "the page cache of block device {b} ({name}) itself: filesystem metadata (directories, inode tables) or reads of the device node"
             );

@@ -79,12 +79,14 @@ impl BlockDev {
         } else {
             real
         };
-        let kname = disk
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default()
-            .to_string();
-        Self::from_name(&kname)
+        let kname = disk.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
+            UsageError::new(format!(
+                "{} resolves to {}, which names no block device",
+                link.display(),
+                disk.display()
+            ))
+        })?;
+        Self::from_name(kname)
     }
 
     /// Path of a file in this device's `queue/` directory.

@@ -166,6 +166,10 @@ pub struct DeviceSnapshot {
     /// off), which holds back buffered writes before any scheduler.
     #[serde(default)]
     pub wbt_lat_usec: Option<u64>,
+    /// What could not be read (the file and the OS's reason): a field
+    /// above left empty for it is unknown, not absent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreadable: Vec<String>,
 }
 
 /// The filesystem that holds a path.
@@ -251,13 +255,17 @@ impl DeviceSnapshot {
     /// Reads what sysfs says about `dev` (under whatever root it was
     /// opened with).
     pub fn read(dev: &BlockDev) -> DeviceSnapshot {
-        let schedulers = dev.schedulers().ok();
+        let mut unreadable = Vec::new();
+        let schedulers = dev
+            .schedulers()
+            .map_err(|e| unreadable.push(e.to_string()))
+            .ok();
         DeviceSnapshot {
             name: dev.name.clone(),
             model: dev.model(),
             rotational: dev.rotational().ok(),
             scheduler: schedulers.as_ref().map(|s| s.current.clone()),
-            schedulers_available: schedulers.map(|s| s.available).unwrap_or_default(),
+            schedulers_available: schedulers.map_or_else(Vec::new, |s| s.available),
             iosched_tunables: dev.iosched_tunables().into_iter().collect(),
             read_ahead_kb: read_u64(&dev.queue_path("read_ahead_kb")),
             nr_requests: read_u64(&dev.queue_path("nr_requests")),
@@ -265,6 +273,7 @@ impl DeviceSnapshot {
                 .ok()
                 .map(PathBuf::from),
             wbt_lat_usec: read_u64(&dev.queue_path("wbt_lat_usec")),
+            unreadable,
         }
     }
 }

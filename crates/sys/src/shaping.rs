@@ -28,6 +28,10 @@ pub struct QueueShaping {
     /// `scaling_governor` values of the CPUs, each once (empty where
     /// cpufreq is absent, as in most VMs).
     pub cpu_governors: Vec<String>,
+    /// What could not be read (a file or directory and the OS's reason):
+    /// the lists above are then incomplete, not empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreadable: Vec<String>,
 }
 
 /// The files read in each cgroup directory on the way to the root.
@@ -51,8 +55,12 @@ impl QueueShaping {
 
     /// Reads under `proc` (this process's `self/cgroup`) and `sys`.
     pub fn read_in(proc: &Path, sys: &Path) -> QueueShaping {
-        let cgroups =
-            std::fs::read_to_string(proc.join("self/cgroup")).unwrap_or_else(|_| String::new());
+        let mut unreadable = Vec::new();
+        let own = proc.join("self/cgroup");
+        let cgroups = std::fs::read_to_string(&own).unwrap_or_else(|e| {
+            unreadable.push(format!("{}: {e}", own.display()));
+            String::new()
+        });
         let mut io_controls = Vec::new();
         for line in cgroups.lines() {
             let mut f = line.splitn(3, ':');
@@ -89,9 +97,13 @@ impl QueueShaping {
         }
         let mut cpu_governors: Vec<String> = Vec::new();
         let cpus = sys.join("devices/system/cpu");
-        // Unreadable: no governor known, which the snapshot shows as none
-        // (it is a record of the machine, not a measurement).
-        for name in crate::block::list_names(&cpus).unwrap_or_default() {
+        // Not there (no cpufreq in most VMs) is no governor; unreadable
+        // is said.
+        let names = crate::block::list_names(&cpus).unwrap_or_else(|e| {
+            unreadable.push(e.to_string());
+            Vec::new()
+        });
+        for name in names {
             if name
                 .strip_prefix("cpu")
                 .is_none_or(|n| n.parse::<u32>().is_err())
@@ -110,6 +122,7 @@ impl QueueShaping {
         QueueShaping {
             io_controls,
             cpu_governors,
+            unreadable,
         }
     }
 }
@@ -130,6 +143,27 @@ fn push(out: &mut Vec<Control>, path: &Path) {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// What cannot be read is listed, not shown as "no controls, no
+    /// governors"; what is not there (no cpufreq) is not listed.
+    #[test]
+    fn unreadable_files_are_listed_and_absent_ones_are_not() {
+        let t = tempfile::tempdir().unwrap();
+        let (proc, sys) = (t.path().join("proc"), t.path().join("sys"));
+        std::fs::create_dir_all(&sys).unwrap();
+        assert_eq!(
+            QueueShaping::read_in(&proc, &sys).unreadable.len(),
+            1,
+            "no self/cgroup is unreadable, no cpu directory is not"
+        );
+        std::fs::create_dir_all(proc.join("self/cgroup")).unwrap();
+        std::fs::create_dir_all(sys.join("devices/system")).unwrap();
+        std::fs::write(sys.join("devices/system/cpu"), "").unwrap();
+        let s = QueueShaping::read_in(&proc, &sys);
+        assert_eq!(s.unreadable.len(), 2, "{s:?}");
+        assert!(s.unreadable[0].contains("self/cgroup"), "{s:?}");
+        assert!(s.unreadable[1].contains("devices/system/cpu"), "{s:?}");
+    }
 
     #[test]
     fn v2_controls_on_the_way_to_the_root_and_governors() {

@@ -76,6 +76,7 @@ pub fn unprivileged(test: &str) -> bool {
     };
     let out = std::process::Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .args(runner())
         .arg(&exe)
         .args([test, "--exact", "--nocapture", "--test-threads=1"])
         .current_dir("/")
@@ -96,6 +97,28 @@ pub fn unprivileged(test: &str) -> bool {
         }
     }
     false
+}
+
+/// The command that runs this test binary again: `IOLAB_TEST_RUNNER`
+/// (set by scripts/build-aarch64.sh to cargo's runner,
+/// qemu-aarch64-static) before the binary. A foreign test binary run by a
+/// runner without binfmt registration cannot be exec'd by itself: execvp
+/// then hands it to /bin/sh, which fails on its bytes.
+pub fn self_command() -> std::io::Result<std::process::Command> {
+    let exe = std::env::current_exe()?;
+    let mut argv = runner();
+    argv.push(exe.display().to_string());
+    let mut c = std::process::Command::new(&argv[0]);
+    c.args(&argv[1..]);
+    Ok(c)
+}
+
+/// The runner's words (`IOLAB_TEST_RUNNER`, split at spaces), or none.
+fn runner() -> Vec<String> {
+    match std::env::var("IOLAB_TEST_RUNNER") {
+        Ok(r) => r.split_whitespace().map(String::from).collect(),
+        Err(_) => Vec::new(),
+    }
 }
 
 /// True when skips are not allowed (CI).
@@ -209,9 +232,8 @@ mod tests {
 
     #[test]
     fn a_skip_fails_under_the_ci_variable() {
-        let exe = std::env::current_exe().unwrap();
         let run = |strict: bool| {
-            let mut c = std::process::Command::new(&exe);
+            let mut c = self_command().unwrap();
             c.args(["tests::helper_that_skips", "--exact", "--ignored"]);
             if strict {
                 c.env(REQUIRE_ALL, "1");

@@ -111,11 +111,8 @@ impl Field {
             Some(n) => &b[..n],
             None => b,
         };
-        match std::str::from_utf8(b) {
-            Ok(s) => s,
-            // The prefix up to valid_up_to() is valid by definition.
-            Err(e) => std::str::from_utf8(&b[..e.valid_up_to()]).unwrap_or_default(),
-        }
+        // The first chunk's valid part: all of it when it is valid.
+        b.utf8_chunks().next().map_or("", |c| c.valid())
     }
 
     /// Element `i` of an integer array field (e.g. `caller[i]`).

@@ -82,8 +82,14 @@ impl Instance {
         read_whole(&self.path.join(rel))
     }
 
+    /// The kernel's last error_log lines (at most 300 characters); one
+    /// that cannot be read says so (kernels before 5.6 have none).
     fn last_error_log(&self) -> String {
-        let text = std::fs::read_to_string(self.path.join("error_log")).unwrap_or_default();
+        let path = self.path.join("error_log");
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) => return format!("({} unreadable: {e})", path.display()),
+        };
         text.lines()
             .filter(|l| !l.trim().is_empty())
             .map(str::trim)

@@ -132,10 +132,10 @@ impl Kallsyms {
         }
     }
 
+    /// A span [`Self::intern`] returned: inside `names`, on character
+    /// boundaries, by construction.
     fn text(&self, (at, len): (u32, u32)) -> &str {
-        self.names
-            .get(at as usize..(at + len) as usize)
-            .unwrap_or_default()
+        &self.names[at as usize..(at + len) as usize]
     }
 
     /// Number of symbols.

@@ -138,7 +138,7 @@ impl PrefetchList {
             Ok(t) => t,
             // Cut in the middle of a character at the end of `head`: fine.
             Err(e) if e.error_len().is_none() => {
-                std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default()
+                head.utf8_chunks().next().map_or("", |c| c.valid())
             }
             Err(_) => return false,
         };

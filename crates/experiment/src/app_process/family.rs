@@ -88,14 +88,15 @@ impl Family {
     /// Processes of the USAP pool alive when watching began (`usap64`,
     /// `usap32`): forked before the launch, any of them may become one of
     /// the app's processes (a `:service` the app starts).
-    pub fn pool(&mut self, at_ns: u64) {
-        for pid in super::pids() {
+    pub fn pool(&mut self, at_ns: u64) -> std::io::Result<()> {
+        for pid in super::pids()? {
             if let Some(c) = super::comm(pid) {
                 if c == "usap64" || c == "usap32" {
                     self.birth(pid, at_ns, "zygote64".into(), Some(0));
                 }
             }
         }
+        Ok(())
     }
 
     /// Looks at every pending process: the app's when its uid is the

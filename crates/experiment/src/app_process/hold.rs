@@ -97,7 +97,8 @@ pub struct Threads {
     pub reapplied: u64,
     /// Looks at every thread.
     pub polls: u64,
-    /// Settings that failed (a thread gone meanwhile is not one).
+    /// Settings and looks that failed (a thread gone meanwhile is not
+    /// one).
     pub errors: Vec<String>,
 }
 
@@ -108,7 +109,14 @@ impl Threads {
     pub fn set_new(&mut self, pid: i32, asked: &Asked) -> usize {
         let mut total = 0;
         for _ in 0..16 {
-            let new: Vec<i32> = tids(pid)
+            let tids = match tids(pid) {
+                Ok(t) => t,
+                Err(e) => {
+                    self.error(format!("threads of {pid}: /proc/{pid}/task: {e}"), &e);
+                    break;
+                }
+            };
+            let new: Vec<i32> = tids
                 .into_iter()
                 .filter(|t| !self.seen.get(&pid).is_some_and(|s| s.contains(t)))
                 .collect();
@@ -137,6 +145,13 @@ impl Threads {
         }
     }
 
+    /// A look that failed (/proc unlistable), stored once.
+    pub fn note(&mut self, what: String) {
+        if self.errors.len() < 64 && !self.errors.contains(&what) {
+            self.errors.push(what);
+        }
+    }
+
     /// A setting that failed, once per thread and kind (a thread gone
     /// meanwhile is not one): holding retries it every look.
     fn error(&mut self, what: String, e: &std::io::Error) {
@@ -157,7 +172,14 @@ impl Threads {
         }
         self.polls += 1;
         for &pid in pids {
-            for t in read_some(pid, asked.ioprio.is_some()) {
+            let threads = match read_some(pid, asked.ioprio.is_some()) {
+                Ok(t) => t,
+                Err(e) => {
+                    self.error(format!("threads of {pid}: /proc/{pid}/task: {e}"), &e);
+                    continue;
+                }
+            };
+            for t in threads {
                 if !self.seen.get(&pid).is_some_and(|s| s.contains(&t.tid)) {
                     self.seen.entry(pid).or_default().push(t.tid);
                 }
@@ -240,23 +262,23 @@ fn set_nice(tid: i32, nice: i32) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The threads of `pid`, now.
-pub fn tids(pid: i32) -> Vec<i32> {
-    // A process gone has none; one whose task directory cannot be read is
-    // as good as gone to a watcher that must set its threads.
-    iolab_sys::process::tids(Path::new("/proc"), pid).unwrap_or_default()
+/// The threads of `pid`, now: none once it is gone; a task directory
+/// that cannot be read is the caller's error to store (the threads it
+/// hides were neither set nor checked).
+pub fn tids(pid: i32) -> std::io::Result<Vec<i32>> {
+    iolab_sys::process::tids(Path::new("/proc"), pid)
 }
 
 /// Every thread of `pid` with the values the kernel gives it now.
-pub fn read(pid: i32) -> Vec<ThreadState> {
+pub fn read(pid: i32) -> std::io::Result<Vec<ThreadState>> {
     read_some(pid, true)
 }
 
 /// As [`read`], the I/O priority only `with_ioprio`: one file read per
 /// thread (its `stat` holds the name and the nice), the look taken every
 /// [`POLL`] while a start runs.
-fn read_some(pid: i32, with_ioprio: bool) -> Vec<ThreadState> {
-    tids(pid)
+fn read_some(pid: i32, with_ioprio: bool) -> std::io::Result<Vec<ThreadState>> {
+    Ok(tids(pid)?
         .into_iter()
         .filter_map(|tid| {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
@@ -274,7 +296,7 @@ fn read_some(pid: i32, with_ioprio: bool) -> Vec<ThreadState> {
                 },
             })
         })
-        .collect()
+        .collect())
 }
 
 /// Field 19 of a `stat` file's text.
@@ -410,13 +432,13 @@ mod tests {
         };
         let mut th = Threads::default();
         assert_eq!(th.set_new(pid, &asked), 1);
-        assert_eq!(read(pid)[0].nice, Some(15));
+        assert_eq!(read(pid).unwrap()[0].nice, Some(15));
         // Raising a nice needs no privilege: the drift goes up, to 19.
         set_nice(pid, 19).unwrap();
         th.check(&[pid], &asked, 1);
         assert_eq!(th.drifts.len(), 1, "{:?}", th.drifts);
         assert_eq!((th.drifts[0].found.as_str(), th.reapplied), ("19", 0));
-        assert_eq!(read(pid)[0].nice, Some(19));
+        assert_eq!(read(pid).unwrap()[0].nice, Some(19));
         if rustix::process::geteuid().is_root() {
             // Setting it back lowers it: CAP_SYS_NICE.
             let held = Asked {
@@ -425,7 +447,7 @@ mod tests {
             };
             th.check(&[pid], &held, 2);
             assert_eq!(th.reapplied, 1);
-            assert_eq!(read(pid)[0].nice, Some(15));
+            assert_eq!(read(pid).unwrap()[0].nice, Some(15));
         }
         let _ = child.kill();
         let _ = child.wait();

@@ -232,7 +232,7 @@ impl AppWatch {
         let running = if spec.live {
             running_named(&spec.name, spec.uid)
         } else {
-            Vec::new()
+            Ok(Vec::new())
         };
         let (s, p, l) = (stop.clone(), pid.clone(), launched.clone());
         let handle = std::thread::Builder::new()

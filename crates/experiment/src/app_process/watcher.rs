@@ -95,16 +95,17 @@ impl Watcher {
                 .to_string(),
             uid,
         });
+        let mut threads = hold::Threads::default();
+        let mut family = family::Family::default();
+        if let Err(e) = family.pool(iolab_trace::monotonic_ns()) {
+            threads.note(proc_error("for the USAP pool", &e));
+        }
         Watcher {
             spec,
             asked,
             owner,
-            threads: hold::Threads::default(),
-            family: {
-                let mut f = family::Family::default();
-                f.pool(iolab_trace::monotonic_ns());
-                f
-            },
+            threads,
+            family,
             not_the_app: Vec::new(),
             forms,
             stop: s,
@@ -120,13 +121,23 @@ impl Watcher {
         }
     }
 
-    pub(super) fn run(&mut self, source: Source, running: Vec<i32>) -> AppSearch {
+    pub(super) fn run(&mut self, source: Source, running: std::io::Result<Vec<i32>>) -> AppSearch {
+        let running = running.unwrap_or_else(|e| {
+            self.threads
+                .note(proc_error("for the app running already", &e));
+            Vec::new()
+        });
         if let Some(&pid) = running.first() {
             self.take(pid, FoundBy::Running, None);
             // A warm or hot start: the app's other processes alive already
             // (its `:service`) are the app's too.
             if let Some(owner) = &self.owner {
-                let others: Vec<i32> = pids()
+                let all = pids().unwrap_or_else(|e| {
+                    self.threads
+                        .note(proc_error("for the app's other processes", &e));
+                    Vec::new()
+                });
+                let others: Vec<i32> = all
                     .into_iter()
                     .filter(|&p| p != pid && family::uid_of(p) == Some(owner.uid))
                     .collect();
@@ -182,7 +193,7 @@ impl Watcher {
         // The end of the start's window: one last look (drifts, and the
         // values held), then what every thread ran at.
         self.look();
-        let threads = std::mem::take(&mut self.threads);
+        let mut threads = std::mem::take(&mut self.threads);
         let mut members = std::mem::take(&mut self.family.members);
         let not_the_app = std::mem::take(&mut self.not_the_app);
         let held = self.asked.hold;
@@ -210,7 +221,14 @@ impl Watcher {
                 a.io.iter()
                     .chain(members.iter().filter_map(|m| m.io.as_ref())),
             );
-            a.threads_end = pids.iter().flat_map(|&p| hold::read(p)).collect();
+            for &p in &pids {
+                match hold::read(p) {
+                    Ok(t) => a.threads_end.extend(t),
+                    Err(e) => threads
+                        .errors
+                        .push(format!("threads of {p} at the end: /proc/{p}/task: {e}")),
+                }
+            }
             a.drifts = threads
                 .drifts
                 .iter()
@@ -312,8 +330,10 @@ impl Watcher {
         while !self.stop.load(Ordering::Relaxed) {
             self.wakeups += 1;
             if self.found.is_none() {
-                if let Some(pid) = scan(&self.forms, &self.spec.name, self.spec.uid) {
-                    self.take(pid, FoundBy::ProcScan, None);
+                match scan(&self.forms, &self.spec.name, self.spec.uid) {
+                    Ok(Some(pid)) => self.take(pid, FoundBy::ProcScan, None),
+                    Ok(None) => {}
+                    Err(e) => self.threads.note(proc_error("to find the app", &e)),
                 }
             }
             self.look();
@@ -499,29 +519,34 @@ pub(super) fn comm(pid: i32) -> Option<String> {
         .map(|c| c.trim_end_matches('\n').to_string())
 }
 
-pub(super) fn pids() -> Vec<i32> {
-    // The watcher polls every few ms: /proc unreadable once finds nothing
-    // this time, and the app is then said never found, not made up.
-    iolab_sys::process::pids(Path::new("/proc")).unwrap_or_default()
+/// The processes alive now. /proc that cannot be listed is an error the
+/// start stores: the app or its processes may have been missed.
+pub(super) fn pids() -> std::io::Result<Vec<i32>> {
+    iolab_sys::process::pids(Path::new("/proc"))
+}
+
+/// The error stored when /proc cannot be listed while `doing`.
+pub(super) fn proc_error(doing: &str, e: &std::io::Error) -> String {
+    format!("cannot list /proc {doing}: {e}")
 }
 
 /// Processes alive now whose argv[0] is `name` (and uid `uid`, when
 /// known), oldest (lowest pid) first.
-pub(super) fn running_named(name: &str, uid: Option<u32>) -> Vec<i32> {
-    pids()
+pub(super) fn running_named(name: &str, uid: Option<u32>) -> std::io::Result<Vec<i32>> {
+    Ok(pids()?
         .into_iter()
         .filter(|&p| argv0(p).as_deref() == Some(name))
         .filter(|&p| uid.is_none() || family::uid_of(p) == uid)
-        .collect()
+        .collect())
 }
 
 /// One scan of /proc: a process named as the app (its comm in one of the
 /// forms, or its argv[0]), of the package's uid when known.
-fn scan(forms: &[String], name: &str, uid: Option<u32>) -> Option<i32> {
-    pids().into_iter().find(|&p| {
+fn scan(forms: &[String], name: &str, uid: Option<u32>) -> std::io::Result<Option<i32>> {
+    Ok(pids()?.into_iter().find(|&p| {
         (comm(p).is_some_and(|c| forms.contains(&c)) || argv0(p).as_deref() == Some(name))
             && (uid.is_none() || family::uid_of(p) == uid)
-    })
+    }))
 }
 
 /// I/O counters summed.

@@ -367,24 +367,26 @@ pub fn check_fs(points: &[Point], dir: Option<&Path>) -> Result<(), UsageError> 
                     )));
                 }
             } else {
-                let mut have: Vec<String> = std::fs::read_dir(dir)
-                    .map(|d| {
-                        d.filter_map(Result::ok)
+                let takes = match std::fs::read_dir(dir) {
+                    Ok(d) => {
+                        let mut have: Vec<String> = d
+                            .filter_map(Result::ok)
                             .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
                             .map(|e| e.file_name().to_string_lossy().into_owned())
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                have.retain(|f| {
-                    use std::os::unix::fs::PermissionsExt;
-                    std::fs::metadata(dir.join(f))
-                        .is_ok_and(|m| m.permissions().mode() & 0o200 != 0)
-                });
-                have.sort();
+                            .filter(|f| {
+                                use std::os::unix::fs::PermissionsExt;
+                                std::fs::metadata(dir.join(f))
+                                    .is_ok_and(|m| m.permissions().mode() & 0o200 != 0)
+                            })
+                            .collect();
+                        have.sort();
+                        format!("what it takes: {}", have.join(", "))
+                    }
+                    Err(e) => format!("its files cannot be listed: {e}"),
+                };
                 return Err(UsageError::new(format!(
-                    "{n}: {} has no {attr} (what it takes: {})",
+                    "{n}: {} has no {attr} ({takes})",
                     dir.display(),
-                    have.join(", ")
                 )));
             }
         }

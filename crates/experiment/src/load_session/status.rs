@@ -112,8 +112,8 @@ fn status(load: &RunningLoad, fmt: StatusFormat, el: Duration) -> String {
                     "write": dir(s.write_bytes, s.write_ios),
                 })).collect::<Vec<_>>(),
             });
-            // A json! value of strings and numbers always serialises.
-            serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+            // serde_json's alternate form is to_string_pretty's.
+            format!("{doc:#}\n")
         }
         StatusFormat::Text => {
             let mut t = String::new();

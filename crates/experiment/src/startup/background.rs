@@ -187,19 +187,20 @@ impl Background {
     }
 
     /// Stops the load; every byte it read and wrote once its last I/O
-    /// ended.
-    pub fn stop(self) -> (u64, u64) {
+    /// ended, and what made those counts short (fio's reports that lacked
+    /// them, each naming fio's output file).
+    pub fn stop(self) -> ((u64, u64), Vec<String>) {
         match self.load {
             Engine::Own(load) => {
                 let (_, s) = load.stop_counted();
-                (s.read_bytes, s.write_bytes)
+                ((s.read_bytes, s.write_bytes), Vec::new())
             }
             Engine::Fio(child, guard, tracked) => {
                 let mut c = child.into_inner().unwrap_or_else(|e| e.into_inner());
                 c.finish(Duration::from_secs(10));
                 // Reaped: nothing is left for a later run to kill.
                 let _ = guard.forget(tracked);
-                c.totals()
+                (c.totals(), c.warnings().to_vec())
             }
         }
     }

@@ -176,7 +176,7 @@ pub(super) fn run_cell(
         let moved = b.stop();
         // Stored with the cell's last run once its writeback is flushed.
         if let (Some(run), Ok(_)) = (last_run, &end) {
-            let doc = cell_start.finish(ctx, moved, applied.as_ref())?;
+            let doc = cell_start.finish(ctx, &moved, applied.as_ref())?;
             ctx.add_artifact(run, &doc)?;
         }
     }
@@ -209,12 +209,13 @@ impl CellIo {
         })
     }
 
-    /// After the load stopped having moved `moved` bytes in all: the
-    /// filesystem is synced (its dirty pages written), then both counted.
+    /// After the load stopped having moved `moved` bytes in all (with
+    /// what made its own count short): the filesystem is synced (its
+    /// dirty pages written), then both counted.
     fn finish(
         self,
         ctx: &CellContext<'_>,
-        moved: (u64, u64),
+        (moved, short): &((u64, u64), Vec<String>),
         applied: Option<&crate::control::Applied>,
     ) -> Result<iolab_results::ArtifactDoc, ExperimentError> {
         let mount = ctx.place.mount()?;
@@ -248,7 +249,7 @@ impl CellIo {
             }
             _ => serde_json::Value::Null,
         };
-        let doc = serde_json::json!({
+        let mut doc = serde_json::json!({
             "settings": applied.map(|a| &a.read_back),
             "groups": groups,
             "seconds": self.at.elapsed().as_secs_f64(),
@@ -259,6 +260,9 @@ impl CellIo {
             "device_read_bytes": device.as_ref().map(|d| d.read_bytes()),
             "device_write_bytes": device.as_ref().map(|d| d.write_bytes()),
         });
+        if !short.is_empty() {
+            doc["load_warnings"] = serde_json::json!(short);
+        }
         Ok(iolab_results::ArtifactDoc {
             kind: iolab_results::ArtifactKind::CellIo,
             json: doc,

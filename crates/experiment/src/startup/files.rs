@@ -91,7 +91,10 @@ impl ColdCheck {
     /// Measures `files` now (missing ones, e.g. a journal deleted since,
     /// and memory-only ones, left out), against the mappings `before`
     /// the experiment.
-    pub(super) fn measure(files: &[PathBuf], before: &Maps) -> ColdCheck {
+    pub(super) fn measure(
+        files: &[PathBuf],
+        before: &Maps,
+    ) -> Result<ColdCheck, iolab_sys::SysError> {
         let page = iolab_sys::pagecache::page_size();
         let mut maps: Vec<(PathBuf, (u64, u64), Vec<u8>)> = Vec::new();
         let (mut bytes, mut cached) = (0u64, 0u64);
@@ -120,11 +123,11 @@ impl ColdCheck {
             holders: Vec::new(),
         };
         if check.cached_share <= NOT_COLD_SHARE {
-            return check;
+            return Ok(check);
         }
         // Over the limit: which of those pages were the machine's own
         // before the experiment, and who maps the files now.
-        let now = Maps::scan(Path::new("/proc"));
+        let now = Maps::scan(Path::new("/proc"))?;
         let mut held: Vec<(u32, String, u64)> = Vec::new();
         for (_, key, map) in &maps {
             let resident = |i: usize| map.get(i).copied() == Some(1);
@@ -164,7 +167,7 @@ impl ColdCheck {
                 format!("{pid} {comm} ({})", iolab_sys::units::format_bytes(bytes))
             })
             .collect();
-        check
+        Ok(check)
     }
 
     /// Cached share that the cold step should have dropped: the machine's
@@ -247,13 +250,14 @@ pub(super) struct Maps(Vec<Mapped>);
 impl Maps {
     /// Reads `proc`'s maps (iolab's own included: `iolab app` as the
     /// target maps the binary iolab runs).
-    pub(super) fn scan(proc: &Path) -> Maps {
+    /// /proc that cannot be listed is an error: what the machine maps
+    /// decides which cached pages a cold check excuses.
+    pub(super) fn scan(proc: &Path) -> Result<Maps, iolab_sys::SysError> {
         let mut keys: std::collections::HashMap<String, Option<(u64, u64)>> =
             std::collections::HashMap::new();
         let mut out = Vec::new();
-        // Unreadable: nothing known mapped, so nothing excused from the
-        // cold check (a stricter check, never a laxer one).
-        for pid in iolab_sys::process::pids(proc).unwrap_or_default() {
+        let pids = iolab_sys::process::pids(proc).map_err(|e| iolab_sys::SysError::io(proc, e))?;
+        for pid in pids {
             let dir = proc.join(pid.to_string());
             let Ok(pid) = u32::try_from(pid) else {
                 continue;
@@ -283,7 +287,7 @@ impl Maps {
                 }
             }
         }
-        Maps(out)
+        Ok(Maps(out))
     }
 
     fn of(&self, key: (u64, u64)) -> impl Iterator<Item = &Mapped> {
@@ -315,7 +319,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let f = d.path().join("lib.so");
         std::fs::write(&f, vec![7u8; 2 << 20]).unwrap();
-        let check = ColdCheck::measure(std::slice::from_ref(&f), &Maps::default());
+        let check = ColdCheck::measure(std::slice::from_ref(&f), &Maps::default()).unwrap();
         if !droppable(&f) {
             // On tmpfs nothing could be dropped: not counted at all.
             assert_eq!(check.files, 0);
@@ -327,7 +331,7 @@ mod tests {
         let why = check.problem().unwrap();
         assert!(why.starts_with("not cold: 100 %"), "{why}");
         assert!(why.contains("no process started since"), "{why}");
-        let missing = ColdCheck::measure(&[d.path().join("gone")], &Maps::default());
+        let missing = ColdCheck::measure(&[d.path().join("gone")], &Maps::default()).unwrap();
         assert_eq!((missing.files, missing.share()), (0, 0.0));
         assert!(missing.problem().is_none());
     }
@@ -383,7 +387,7 @@ mod tests {
         )
         .unwrap();
         let before = Maps::default();
-        let check = ColdCheck::measure(std::slice::from_ref(&f), &before);
+        let check = ColdCheck::measure(std::slice::from_ref(&f), &before).unwrap();
         let pid = child.id().to_string();
         // Mapped since "before": named, and not excused.
         assert!(
@@ -395,7 +399,11 @@ mod tests {
         );
         assert_eq!(check.mapped_before_bytes, 0);
         // Mapped before: the cached pages are the machine's own.
-        let excused = ColdCheck::measure(std::slice::from_ref(&f), &Maps::scan(Path::new("/proc")));
+        let excused = ColdCheck::measure(
+            std::slice::from_ref(&f),
+            &Maps::scan(Path::new("/proc")).unwrap(),
+        )
+        .unwrap();
         assert_eq!(
             excused.mapped_before_bytes, excused.cached_bytes,
             "{excused:?}"

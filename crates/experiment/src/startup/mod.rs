@@ -275,7 +275,7 @@ impl Body for Startup {
         setup::early_settings(guard, place, &cfg)?;
         let prefetcher = Prefetcher::prepare(guard, &cfg, &target, place, &spec, stored_list)?;
         // Before the target ever runs: what the machine already maps.
-        let maps_before = files::Maps::scan(std::path::Path::new("/proc"));
+        let maps_before = files::Maps::scan(std::path::Path::new("/proc"))?;
         // An activity's app is forked by zygote, not by iolab: its
         // package's files stand for what it reads.
         let learn = cfg.cold != Cold::None

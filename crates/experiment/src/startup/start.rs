@@ -199,7 +199,9 @@ fn prepare(st: &Startup, ctx: &mut CellContext<'_>) -> Result<Prepared, Experime
     // Cold is measured, not assumed: a page mapped by a live process (a
     // daemon of the target's, the same app open elsewhere) survives both
     // drop_caches and fadvise.
-    let cold = (cfg.cold != Cold::None).then(|| ColdCheck::measure(&files, &st.maps_before));
+    let cold = (cfg.cold != Cold::None)
+        .then(|| ColdCheck::measure(&files, &st.maps_before))
+        .transpose()?;
     // The experiment's first start learns the target's files (what later
     // cold checks measure); before it only the target's own executable is
     // known, which may be nothing measurable (a shell in an initramfs).
@@ -218,13 +220,12 @@ fn prepare(st: &Startup, ctx: &mut CellContext<'_>) -> Result<Prepared, Experime
     if let Some(why) = &not_cold {
         ctx.progress.note(why);
     }
-    let pressure = match cfg.memory_pressure {
-        Some(p) => Some(
-            crate::pressure::apply(guard, p, &files)
-                .map_err(|e| iolab_sys::SysError::io(Path::new("memory pressure helper"), e))?,
-        ),
-        None => None,
-    };
+    let pressure = cfg
+        .memory_pressure
+        .map(|p| crate::pressure::apply(guard, p, &files));
+    let pressure = pressure
+        .transpose()
+        .map_err(|e| iolab_sys::SysError::io(Path::new("memory pressure helper"), e))?;
     Ok(Prepared {
         settled,
         not_the_mode: not_the_mode.or(screen_problem),
@@ -628,9 +629,8 @@ fn store(
     Ok(run_id)
 }
 
-/// How long a hot start waits for the system to stop the activity after
-/// the home key (Android stops it once the launcher is idle, usually
-/// within a second).
+/// How long a hot start waits for the activity to stop after the home key
+/// (Android stops it once the launcher is idle, usually within a second).
 const HOT_STOP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Why an option asked for the app's own process (an activity's, which

@@ -285,14 +285,14 @@ impl VerifyOpts {
             }
             return Ok(());
         }
-        let magic = u32::from_le_bytes(chunk[..4].try_into().unwrap_or_default());
+        let magic = u32::from_le_bytes(le(chunk, 0));
         if magic != MAGIC {
             return Err(format!(
                 "verify: no header at offset {off} (magic {magic:#010x}, expected {MAGIC:#010x}): the block was not written by this job or was overwritten"
             ));
         }
-        let len = u32::from_le_bytes(chunk[8..12].try_into().unwrap_or_default()) as usize;
-        let at = u64::from_le_bytes(chunk[16..24].try_into().unwrap_or_default());
+        let len = u32::from_le_bytes(le(chunk, 8)) as usize;
+        let at = u64::from_le_bytes(le(chunk, 16));
         if len != chunk.len() || at != off {
             return Err(format!(
                 "verify: header at offset {off} says offset {at}, length {len} (expected {off}, {}): misplaced write",
@@ -443,6 +443,12 @@ pub fn parse_pattern(key: &str, v: &str) -> Result<Vec<u8>, String> {
         return Err(bad("empty"));
     }
     Ok(out)
+}
+
+/// `N` bytes of `chunk` from `at`, for a little-endian header field: a
+/// header is only read from a chunk at least its length.
+fn le<const N: usize>(chunk: &[u8], at: usize) -> [u8; N] {
+    std::array::from_fn(|i| chunk[at + i])
 }
 
 #[cfg(test)]

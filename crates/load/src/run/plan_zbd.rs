@@ -159,8 +159,15 @@ fn refuse_unzoned_writes(jobs: &[PlannedJob]) -> Result<(), LoadError> {
             .iter()
             .filter(|t| t.kind == IoFileKind::BlockDevice)
         {
+            // A device whose model cannot be read is not taken for a
+            // conventional one: its writes might all fail.
             let zoned = crate::run::files::io_file::holding_device(&t.path)
-                .and_then(|d| iolab_sys::zoned::Model::of(&d).ok());
+                .map(|d| iolab_sys::zoned::Model::of(&d))
+                .transpose()
+                .map_err(|e| LoadError::Setup {
+                    job: pj.job.name.clone(),
+                    why: e,
+                })?;
             if zoned != Some(iolab_sys::zoned::Model::HostManaged) {
                 continue;
             }
@@ -211,17 +218,35 @@ pub fn resolve_zone_units(job: &mut Job, files: &[IoFile]) -> Result<(), LoadErr
     } else {
         job.x.strided.map_or(0, |s| s.1)
     };
-    let device = || -> Option<u64> {
-        let t = files.iter().find(|t| t.kind == IoFileKind::BlockDevice)?;
-        let d = crate::run::files::io_file::holding_device(&t.path)?;
-        if iolab_sys::zoned::Model::of(&d).ok()? == iolab_sys::zoned::Model::None {
-            return None;
+    // The zoned device's zone size; a model or chunk_sectors that cannot
+    // be read is that error, not "no zone size".
+    let device = || -> Result<Option<u64>, LoadError> {
+        let setup = |why: String| LoadError::Setup {
+            job: job.name.clone(),
+            why,
+        };
+        let Some(t) = files.iter().find(|t| t.kind == IoFileKind::BlockDevice) else {
+            return Ok(None);
+        };
+        let Some(d) = crate::run::files::io_file::holding_device(&t.path) else {
+            return Ok(None);
+        };
+        if iolab_sys::zoned::Model::of(&d).map_err(setup)? == iolab_sys::zoned::Model::None {
+            return Ok(None);
         }
-        let sectors: u64 = d.queue_attr("chunk_sectors").ok()?.parse().ok()?;
-        Some(sectors * 512)
+        let text = d
+            .queue_attr("chunk_sectors")
+            .map_err(|e| setup(format!("{}: queue/chunk_sectors: {e}", d.name)))?;
+        let sectors: u64 = text.trim().parse().map_err(|_| {
+            setup(format!(
+                "{}: queue/chunk_sectors holds {text:?}, not a number",
+                d.name
+            ))
+        })?;
+        Ok(Some(sectors * 512))
     };
     let zone = match given {
-        0 if job.x.zbd => device(),
+        0 if job.x.zbd => device()?,
         0 => None,
         z => Some(z),
     }

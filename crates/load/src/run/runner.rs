@@ -323,9 +323,8 @@ fn extent(plan: &Plan) -> Extent {
                 plan.jobs
                     .iter()
                     .filter(|j| j.group == g)
-                    .map(|j| j.job.ramp_time + j.job.runtime.unwrap_or_default())
-                    .max()
-                    .unwrap_or_default()
+                    .filter_map(|j| Some(j.job.ramp_time + j.job.runtime?))
+                    .fold(Duration::ZERO, Duration::max)
             })
             .sum();
         return Extent::Time(total);
