@@ -12,14 +12,20 @@ reverses from round to round (ABBA-like), so drift of the machine hits all
 modes alike:
 
 - off: no tracer;
-- iolab: `iolab trace bio -d DEV --hist --json` (every request kept in
-  memory, histograms at the end);
+- iolab-bpf: `iolab trace bio -d DEV --hist --json --tracer bpf`
+  (histograms counted in the kernel by iolab's BPF programs: nothing
+  crosses to user space per request);
+- iolab: `iolab trace bio -d DEV --hist --json --tracer tracefs` (every
+  request's events read, kept in memory, histograms at the end);
 - iolab-snoop: `iolab trace bio -d DEV`, one biosnoop line per request to a
   file;
 - bpftrace: a biosnoop-equivalent script on the same tracepoints
   (block_io_start/block_rq_issue/block_rq_complete, or block_bio_queue/
   block_bio_complete on zram), matching by (dev, sector) in BPF maps and
   printing one line per request to a file;
+- bpftrace-hist: biolatency's logic as a bpftrace script on the same
+  tracepoints, `hist()` aggregated in the kernel (bcc's biolatency itself
+  cannot run on a kernel without its headers, as here);
 - perf: `perf record -a` of the same tracepoints with the same dev filter,
   to a file, 32 MiB buffer per CPU (iolab's size).
 
@@ -58,7 +64,7 @@ from benchlib import Labs, log, run
 
 REPO = Path(__file__).resolve().parent.parent
 MiB = 1 << 20
-MODES = ["off", "iolab", "iolab-snoop", "bpftrace", "perf"]
+MODES = ["off", "iolab-bpf", "iolab", "iolab-snoop", "bpftrace-hist", "bpftrace", "perf"]
 
 # name -> (lab flags, load flags, tracepoints). zram has no request queue:
 # only bio events describe its I/O.
@@ -111,6 +117,26 @@ END { clear(@start); clear(@issue); clear(@pid); clear(@comm); }
 """
 
 
+# biolatency on the same tracepoints, aggregated in the kernel by hist().
+HIST_BIO = r"""
+tracepoint:block:block_bio_queue /args->dev == $1/ { @start[args->dev, args->sector] = nsecs; }
+tracepoint:block:block_bio_complete /@start[args->dev, args->sector]/ {
+  @usecs = hist((nsecs - @start[args->dev, args->sector]) / 1000);
+  delete(@start[args->dev, args->sector]);
+}
+END { clear(@start); }
+"""
+
+HIST_RQ = r"""
+tracepoint:block:block_rq_issue /args->dev == $1/ { @start[args->dev, args->sector] = nsecs; }
+tracepoint:block:block_rq_complete /@start[args->dev, args->sector]/ {
+  @usecs = hist((nsecs - @start[args->dev, args->sector]) / 1000);
+  delete(@start[args->dev, args->sector]);
+}
+END { clear(@start); }
+"""
+
+
 def kernel_dev(dev):
     """The kernel's internal dev_t of a device node (major << 20 | minor),
     what the tracepoints' `dev` field holds."""
@@ -149,10 +175,16 @@ def start_tracer(mode, iolab, dev, devno, events, out_dir, tag):
     err = out_dir / f"{tag}.err"
     if mode == "off":
         return None, out, err
-    if mode == "iolab":
-        cmd = [iolab, "trace", "bio", "-d", dev, "--hist", "--json"]
+    if mode == "iolab-bpf":
+        cmd = [iolab, "trace", "bio", "-d", dev, "--hist", "--json", "--tracer", "bpf"]
+    elif mode == "iolab":
+        cmd = [iolab, "trace", "bio", "-d", dev, "--hist", "--json", "--tracer", "tracefs"]
     elif mode == "iolab-snoop":
         cmd = [iolab, "trace", "bio", "-d", dev]
+    elif mode == "bpftrace-hist":
+        script = out_dir / ("hist-bio.bt" if events[0] == "block_bio_queue" else "hist-rq.bt")
+        script.write_text(HIST_BIO if events[0] == "block_bio_queue" else HIST_RQ)
+        cmd = ["bpftrace", str(script), str(devno)]
     elif mode == "bpftrace":
         script = out_dir / ("bio.bt" if events[0] == "block_bio_queue" else "rq.bt")
         script.write_text(BPF_BIO if events[0] == "block_bio_queue" else BPF_RQ)
@@ -179,9 +211,14 @@ def tracer_result(mode, out, err, out_dir, tag):
     if mode == "off":
         return 0, 0
     text = err.read_text()
-    if mode == "iolab":
+    if mode in ("iolab", "iolab-bpf"):
         doc = json.loads(out.read_text())
         return doc["lost_events"], doc["requests"]
+    if mode == "bpftrace-hist":
+        lost = sum(int(n) for n in re.findall(r"Lost (\d+) events", text))
+        counted = sum(int(m) for m in re.findall(r"^[\[(][^\]]*[\])]\s+(\d+)\s*\|",
+                                                  out.read_text(), re.M))
+        return lost, counted
     if mode == "iolab-snoop":
         m = re.search(r"(\d+) requests in .* from \d+ events, (\d+) lost", text)
         out.unlink()  # a line per request: hundreds of MB; the counts are kept
@@ -309,7 +346,7 @@ def main():
     MODES[:] = modes
     if os.geteuid() != 0:
         sys.exit("error: run as root (labs, tracefs, BPF)")
-    for tool in (["bpftrace"] if "bpftrace" in modes else []) + \
+    for tool in (["bpftrace"] if {"bpftrace", "bpftrace-hist"} & set(modes) else []) + \
             (["perf"] if "perf" in modes else []):
         if not shutil.which(tool):
             sys.exit(f"error: {tool} not found: apt-get install -y bpftrace linux-perf")
@@ -363,7 +400,7 @@ def main():
     cmd = "bench/trace_overhead.py " + " ".join(sys.argv[1:])
     version = run([iolab, "--version"], stdout=subprocess.PIPE).stdout.strip()
     bpf = run(["bpftrace", "--version"], stdout=subprocess.PIPE).stdout.strip() \
-        if "bpftrace" in MODES else ""
+        if {"bpftrace", "bpftrace-hist"} & set(MODES) else ""
     perf = run(["perf", "--version"], stdout=subprocess.PIPE).stdout.strip() \
         if "perf" in MODES else ""
     header = (f"{version}, {bpf}, {perf}; {a.runtime} s loads; load average at start "

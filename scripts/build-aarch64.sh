@@ -64,6 +64,13 @@ head -c 4M /dev/urandom > "$work/f"
     --ioengine=psync --runtime=1 --time_based --output-format=json >"$work/load.json"
 python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['jobs'][0]['read']['io_bytes'] > 0" "$work/load.json"
 "${q[@]}" results list --db "$work/r.db" >/dev/null 2>&1
+# BPF under user-mode qemu (no bpf(2)): --tracer bpf exits 2 saying why.
+set +e
+why=$("${q[@]}" trace bio --hist --tracer bpf --duration 1s 2>&1 >/dev/null); rc=$?
+set -e
+[ "$rc" = 2 ] && [[ "$why" == *"--tracer bpf: loading iolab's block programs"* ]] || {
+    echo "trace bio --tracer bpf under qemu-user: exit $rc, '$why' (expected 2 and the reason)"; exit 1; }
+echo "under qemu-user: $why"
 echo "aarch64 smoke run: ok"
 
 if [ "${IOLAB_AARCH64_TESTS:-1}" = 1 ]; then

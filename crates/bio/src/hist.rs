@@ -83,10 +83,16 @@ pub fn log2_buckets(samples_ns: &[u64]) -> Vec<Bucket> {
     for &ns in samples_ns {
         counts[slot(ns / 1000)] += 1;
     }
+    buckets_of_slots(&counts)
+}
+
+/// Buckets from counts per slot (slot `i`: `[2^(i-1), 2^i - 1]` µs, 0 µs
+/// counted in slot 1), from slot 1 up to the highest non-empty.
+pub fn buckets_of_slots(counts: &[u64; 65]) -> Vec<Bucket> {
     let Some(top) = counts.iter().rposition(|&c| c > 0) else {
         return Vec::new();
     };
-    (1..=top)
+    (1..=top.max(1))
         .map(|i| {
             let high = if i == 64 { u64::MAX } else { (1u64 << i) - 1 };
             let low = if i == 1 { 0 } else { 1u64 << (i - 1) };
@@ -118,6 +124,10 @@ pub struct LatencyHist {
     pub lat: Percentiles,
     /// Queue time (insert → issue), what biolatency -Q adds.
     pub que: Percentiles,
+    /// Where the percentiles come from when not from every sample: the
+    /// BPF collector's bins, and their resolution.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percentiles_from: Option<String>,
 }
 
 /// Histograms of every disk and operation seen, in disk then R/W/D/F/N
@@ -144,6 +154,7 @@ pub fn histograms(
                 buckets: log2_buckets(&lat),
                 lat: Percentiles::of_ns(&mut lat),
                 que: Percentiles::of_ns(&mut que),
+                percentiles_from: None,
             }
         })
         .collect();
@@ -220,6 +231,9 @@ pub fn render(h: &LatencyHist) -> String {
     };
     let _ = writeln!(out, "{}", p("lat", &h.lat));
     let _ = writeln!(out, "{}", p("que", &h.que));
+    if let Some(from) = &h.percentiles_from {
+        let _ = writeln!(out, "percentiles {from}");
+    }
     out
 }
 

@@ -9,6 +9,7 @@
 //! ([`summary`]) and Chrome-JSON traces for ui.perfetto.dev ([`perfetto`]).
 #![deny(missing_docs)]
 
+pub mod bpf;
 pub mod decode;
 pub mod disks;
 pub mod event;

@@ -64,6 +64,24 @@ pub struct TraceCounts {
     pub requeues: u64,
 }
 
+impl TraceCounts {
+    /// What the trace's edges cut, for the end of a counters line: requests
+    /// issued before it started, and still in flight when it stopped.
+    fn edges(&self) -> String {
+        let mut s = String::new();
+        if self.unmatched_completions > 0 {
+            s.push_str(&format!(
+                ", {} completions of requests issued before the start",
+                self.unmatched_completions
+            ));
+        }
+        if self.in_flight_at_end > 0 {
+            s.push_str(&format!(", {} in flight at the end", self.in_flight_at_end));
+        }
+        s
+    }
+}
+
 /// The `--hist` document and the per-run `latency_hist` artifact.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BioHistograms {
@@ -72,6 +90,15 @@ pub struct BioHistograms {
     pub counts: TraceCounts,
     /// One histogram per disk and operation.
     pub histograms: Vec<LatencyHist>,
+    /// What counted them: `tracefs` (every request's events read by
+    /// iolab) or `bpf` (counted in the kernel).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tracer: String,
+    /// How BPF programs were attached: `raw_tracepoint` (the arguments
+    /// read from the kernel's structures, CO-RE) or `tracepoint` (the
+    /// trace record built first: more per event).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub attach: String,
 }
 
 /// The `--summary` document.
@@ -117,16 +144,7 @@ impl BioTrace {
         if c.lost_events > 0 {
             s.push_str(" (INCOMPLETE: the trace buffer overflowed)");
         }
-        if c.unmatched_completions > 0 {
-            s.push_str(&format!(
-                ", {} completions of requests issued before the start",
-                c.unmatched_completions
-            ));
-        }
-        if c.in_flight_at_end > 0 {
-            s.push_str(&format!(", {} in flight at the end", c.in_flight_at_end));
-        }
-        s
+        s + &c.edges()
     }
 
     /// biolatency-style histograms per disk and operation.
@@ -134,6 +152,8 @@ impl BioTrace {
         BioHistograms {
             counts: self.counts(),
             histograms: hist::histograms(&self.requests, &mut |d| self.disk_name(d)),
+            tracer: "tracefs".into(),
+            attach: String::new(),
         }
     }
 
@@ -177,6 +197,30 @@ impl BioHistograms {
             out.push_str("no requests completed\n");
         }
         out
+    }
+
+    /// One human line with the counters and who counted them.
+    pub fn counts_line(&self) -> String {
+        let c = &self.counts;
+        let mut s = format!(
+            "{} requests in {:.1} s, counted by {}",
+            c.requests,
+            c.duration_s,
+            if self.tracer == "bpf" {
+                format!("BPF in the kernel ({})", self.attach)
+            } else {
+                "tracefs".to_string()
+            }
+        );
+        if c.lost_events > 0 {
+            s.push_str(&format!(
+                ", {} lost (INCOMPLETE: a map or buffer was full)",
+                c.lost_events
+            ));
+        } else {
+            s.push_str(", 0 lost");
+        }
+        s + &c.edges()
     }
 
     /// One line per histogram: disk, op, count and percentiles (for

@@ -311,3 +311,153 @@ fn load_with_trace_bio_reports_histograms_under_bio() {
     assert!(text.contains(&format!("bio {} R:", dev.name)), "{text}");
     assert!(text.contains("0 lost"), "{text}");
 }
+
+/// iolab's block programs loaded now (bpftool's list, by their names'
+/// prefixes).
+fn iolab_programs() -> usize {
+    let out = Command::new("bpftool")
+        .args(["prog", "show", "--json"])
+        .output()
+        .expect("bpftool (Debian's bpftool package) lists the loaded programs");
+    let progs: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    progs
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter(|p| {
+                    // bpftool shows the first 15 characters of a name.
+                    let n = p["name"].as_str().unwrap_or("");
+                    ["rq_", "bio_", "raw_rq_", "raw_bio_"]
+                        .iter()
+                        .any(|pre| n.starts_with(pre))
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// `--tracer bpf`: --hist is counted in the kernel (said in --json and in
+/// the footer, with how the programs are attached), with the same counts
+/// as tracefs gives; what needs every
+/// record is refused under `--tracer bpf` with exit 2; a SIGKILLed BPF
+/// trace leaves no program attached (the kernel drops them with the last
+/// file of the process).
+#[test]
+fn hist_is_counted_in_the_kernel_and_a_kill_leaves_nothing_attached() {
+    if !iolab_testkit::root_or_skip(
+        "hist_is_counted_in_the_kernel_and_a_kill_leaves_nothing_attached",
+        "loop devices, BPF",
+    ) {
+        return;
+    }
+    let env = Env::new();
+    let guard = env.guard();
+    let dev = env.loop_dev(&guard);
+    let name = dev.name.clone();
+    let cmd = dd_read(&dev.dev_path(), 200);
+    let mut counts = Vec::new();
+    for tracer in ["bpf", "tracefs"] {
+        let out = env.iolab(&args(
+            &[
+                "trace", "bio", "--hist", "--json", "--tracer", tracer, "-d", &name,
+            ],
+            &cmd,
+        ));
+        assert!(out.status.success(), "{tracer}: {}", stderr(&out));
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["tracer"], tracer, "{doc}");
+        assert_eq!(doc["lost_events"], 0);
+        let reads = doc["histograms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["op"] == "R")
+            .unwrap()
+            .clone();
+        counts.push((
+            reads["count"].as_u64().unwrap(),
+            reads["bytes"].as_u64().unwrap(),
+        ));
+    }
+    assert_eq!(counts[0], counts[1], "bpf vs tracefs (count, bytes)");
+    assert!(counts[0].0 >= 200, "{counts:?}");
+
+    let text = env.iolab(&args(
+        &["trace", "bio", "--hist", "--tracer", "bpf", "-d", &name],
+        &cmd,
+    ));
+    assert!(text.status.success(), "{}", stderr(&text));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("counted by BPF in the kernel (raw_tracepoint), 0 lost"),
+        "{text}"
+    );
+    assert!(text.contains("percentiles counted in the kernel"), "{text}");
+
+    let refused = env.iolab(&[
+        "trace",
+        "bio",
+        "--tracer",
+        "bpf",
+        "-d",
+        &name,
+        "--duration",
+        "1s",
+    ]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("use --tracer tracefs"),
+        "{}",
+        stderr(&refused)
+    );
+
+    /// Killed when the test ends, passed or not.
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    // The runs above ended: their programs go with their last file, which
+    // the kernel frees a moment later (deferred).
+    let settled = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while iolab_programs() > 0 && std::time::Instant::now() < settled {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let before = iolab_programs();
+    let child = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .env("IOLAB_RUN_DIR", env.run.path())
+        .args([
+            "trace",
+            "bio",
+            "--hist",
+            "--tracer",
+            "bpf",
+            "-d",
+            &name,
+            "--duration",
+            "60s",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut child = Killed(child);
+    let attached = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while iolab_programs() < before + 6 && std::time::Instant::now() < attached {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(iolab_programs(), before + 6, "the six programs were loaded");
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
+    let gone = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while iolab_programs() > before && std::time::Instant::now() < gone {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(
+        iolab_programs(),
+        before,
+        "a program stayed loaded after SIGKILL"
+    );
+}

@@ -58,10 +58,30 @@ pub struct BioArgs {
     #[arg(long, value_name = "FILE")]
     pub perfetto: Option<PathBuf>,
 
+    /// Who counts the requests: tracefs (iolab reads every request's
+    /// events: the least added to the submitting thread on the machines
+    /// measured, docs/PERFORMANCE.md) or bpf (--hist counted in the
+    /// kernel: nothing crosses to user space per request, no reader
+    /// thread, memory that does not grow with the run). auto is tracefs
+    /// until the BPF path is measured cheaper. Printed and in --json.
+    #[arg(long, value_enum, default_value_t = Tracer::Auto)]
+    pub tracer: Tracer,
+
     /// Trace while COMMAND runs and stop when it exits (iolab then exits
     /// with its exit code).
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+/// `--tracer`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Tracer {
+    /// The cheapest measured: tracefs (see `--tracer`'s help).
+    Auto,
+    /// In-kernel aggregation (BPF programs on the block tracepoints).
+    Bpf,
+    /// iolab's own tracefs instance, every event read.
+    Tracefs,
 }
 
 const BIO_AFTER_HELP: &str = "\
@@ -142,7 +162,62 @@ pub fn resolve_device(spec: &str) -> Result<Disk, UsageError> {
 /// request as it completes (or the histograms/summary at the end).
 fn run_bio(a: BioArgs) -> anyhow::Result<()> {
     let plan = plan(&a)?;
+    // What only the records of every request can give.
+    let needs_records = [
+        (!a.hist, "per-request lines"),
+        (a.summary, "--summary"),
+        (a.perfetto.is_some(), "--perfetto"),
+        (plan.pid.is_some(), "-p"),
+    ]
+    .into_iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, what)| what)
+    .collect::<Vec<_>>();
+    if a.tracer == Tracer::Bpf && !needs_records.is_empty() {
+        return Err(UsageError::new(format!(
+            "--tracer bpf counts --hist in the kernel; {} need every request's record: use --tracer tracefs (or auto)",
+            needs_records.join(", ")
+        ))
+        .into());
+    }
     super::require_root("trace bio")?;
+    if a.tracer == Tracer::Bpf {
+        let bpf = iolab_bio::bpf::BioBpf::start(&plan.disks)
+            .map_err(|e| UsageError::new(format!("--tracer bpf: {e}")))?;
+        return run_bio_bpf(&a, &plan, bpf);
+    }
+    run_bio_tracefs(a, plan)
+}
+
+/// `--hist` counted in the kernel: attached until Ctrl-C, the duration or
+/// the command's exit, then read once.
+fn run_bio_bpf(a: &BioArgs, plan: &BioPlan, bpf: iolab_bio::bpf::BioBpf) -> anyhow::Result<()> {
+    let mut child = match a.command.split_first() {
+        Some((prog, args)) => Some(super::child::spawn(prog, args, a.json)?),
+        None => None,
+    };
+    let status = wait_for_end(plan.duration, child.as_mut(), &mut || Ok(()))?;
+    let h = bpf.finish()?;
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    if a.json {
+        serde_json::to_writer_pretty(&mut out, &h)?;
+        writeln!(out)?;
+    } else {
+        write!(out, "{}", h.render())?;
+        writeln!(out, "\n{}", h.counts_line())?;
+    }
+    out.flush()?;
+    match status.map(super::child::exit_code) {
+        Some(code) if code != 0 => {
+            drop(out);
+            std::process::exit(code)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Every request's events read through iolab's tracefs instance.
+fn run_bio_tracefs(a: BioArgs, plan: BioPlan) -> anyhow::Result<()> {
     let stream = !a.hist && !a.summary;
     let guard = iolab_guard::Guard::new();
     let opts = BioOptions {
@@ -167,32 +242,12 @@ fn run_bio(a: BioArgs) -> anyhow::Result<()> {
     if stream && !a.json {
         writeln!(out, "{}", snoop::header())?;
     }
-    let deadline = plan.duration.map(|d| Instant::now() + d);
-    let mut status = None;
-    let mut grace = Duration::ZERO;
-    loop {
-        std::thread::sleep(Duration::from_millis(50));
+    let status = wait_for_end(plan.duration, child.as_mut(), &mut || {
         session.poll(&mut |r, disk| printer.request(&mut out, r, disk))?;
         printer.check()?;
         out.flush()?;
-        if iolab_guard::stop_requested() {
-            // The terminal sent the command the signal too.
-            grace = Duration::from_secs(2);
-            break;
-        }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            break;
-        }
-        if let Some(c) = child.as_mut() {
-            if let Some(s) = c.try_wait().context("waiting for the command")? {
-                status = Some(s);
-                break;
-            }
-        }
-    }
-    if let (Some(c), None) = (child.as_mut(), status) {
-        status = Some(super::child::finish(c, grace)?);
-    }
+        Ok(())
+    })?;
     let trace = session.finish(&mut |r, disk| printer.request(&mut out, r, disk))?;
     printer.check()?;
     drop(guard);
@@ -209,6 +264,36 @@ fn run_bio(a: BioArgs) -> anyhow::Result<()> {
         }
         _ => Ok(()),
     }
+}
+
+/// Every 50 ms runs `each`, until Ctrl-C, the duration or the command's
+/// exit; the command's exit status (it is stopped first when it still
+/// runs).
+fn wait_for_end(
+    duration: Option<Duration>,
+    mut child: Option<&mut std::process::Child>,
+    each: &mut dyn FnMut() -> anyhow::Result<()>,
+) -> anyhow::Result<Option<std::process::ExitStatus>> {
+    let deadline = duration.map(|d| Instant::now() + d);
+    let mut grace = Duration::ZERO;
+    loop {
+        std::thread::sleep(Duration::from_millis(50));
+        each()?;
+        if iolab_guard::stop_requested() {
+            // The terminal sent the command the signal too.
+            grace = Duration::from_secs(2);
+            break;
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+        if let Some(c) = child.as_deref_mut() {
+            if let Some(s) = c.try_wait().context("waiting for the command")? {
+                return Ok(Some(s));
+            }
+        }
+    }
+    child.map(|c| super::child::finish(c, grace)).transpose()
 }
 
 /// Prints requests as they complete (stream mode).
@@ -255,6 +340,7 @@ fn report(w: &mut impl Write, a: &BioArgs, trace: &BioTrace) -> anyhow::Result<(
     }
     if a.json {
         let mut doc = serde_json::to_value(trace.counts())?;
+        doc["tracer"] = "tracefs".into();
         if a.hist {
             doc["histograms"] = serde_json::to_value(trace.histograms().histograms)?;
         }

@@ -1,0 +1,531 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * iolab's block-latency collector, aggregated in the kernel: every block
+ * request's issue → complete (device time, what biolatency shows) and
+ * insert → issue (queue time, biolatency -Q) go into log2 histograms (bcc's
+ * slots) and fio's latency bins (linear within each power of two, 1/64
+ * apart: percentiles within 1.6 %) per device × operation, so nothing crosses to user space per
+ * request. Classic tracepoints (no BTF of the kernel needed): each field
+ * is read at the offset the tracepoint's tracefs `format` file gives,
+ * which user space writes into the read-only globals below before load.
+ *
+ * Requests carry no pointer in these events, so they are matched as
+ * iolab's tracefs tracker and ftrace's iosnoop match them: by device and
+ * start sector. Bio-based devices (zram) emit only block_bio_queue →
+ * block_bio_complete; user space lists them in `bio_based`.
+ *
+ * Regenerate the committed object with scripts/bpf-build.sh.
+ */
+#include <linux/bpf.h>
+#include <linux/types.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Field offsets in each event's record, from its tracefs format file. */
+volatile const __u32 rq_dev = 8, rq_sector = 16, rq_nr_sector = 24, rq_rwbs = 28;
+volatile const __u32 cp_dev = 8, cp_sector = 16, cp_nr_sector = 24, cp_rwbs = 32;
+volatile const __u32 bio_dev = 8, bio_sector = 16, bio_nr_sector = 24, bio_rwbs = 28;
+volatile const __u32 bc_dev = 8, bc_sector = 16, bc_nr_sector = 24, bc_rwbs = 32;
+/* The devices traced (a disk and its partitions), their histogram slot
+ * (their disk's) and whether each is bio-based: read-only globals, so
+ * finding a device is a few compares, not a map lookup. */
+#define MAX_DEVS 64
+#define MAX_SLOTS 32
+volatile const __u32 ndevs = 0;
+volatile const __u32 devs[MAX_DEVS] = {};
+volatile const __u32 dev_slot[MAX_DEVS] = {};
+volatile const __u64 bio_based_mask = 0;
+
+struct key {
+	__u32 dev;
+	__u32 flush;
+	__u64 sector;
+};
+
+struct pending {
+	__u64 insert_ns;
+	__u64 issue_ns;
+	__u32 nr_sector;   /* still to complete */
+	__u32 all_sectors; /* the request's size at issue */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct key);
+	__type(value, struct pending);
+} start SEC(".maps");
+
+/* fio's latency bins (below) and bcc's log2 slots. */
+#define PLAT_BITS 6
+#define PLAT_VAL (1 << PLAT_BITS)
+#define PLAT_NR (29 * PLAT_VAL)
+#define LOG2_NR 65
+#define OPS 5 /* R W D F N */
+
+/* One device slot × operation, per CPU: what a completion adds to. */
+struct cell {
+	__u64 count;
+	__u64 bytes;
+	__u64 lat_ns;
+	__u64 que_ns;
+	__u64 lat_max_ns;
+	__u64 lat_min_ns;
+	__u64 lat_log2[LOG2_NR];
+	__u64 que_log2[LOG2_NR];
+	__u64 lat_plat[PLAT_NR];
+	__u64 que_plat[PLAT_NR]; /* 30,784 bytes in all: under the kernel's 32 KiB per-CPU value */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MAX_SLOTS * OPS);
+	__type(key, __u32);
+	__type(value, struct cell);
+} cells SEC(".maps");
+
+/* Counters: what could not be counted, never silent. */
+enum {
+	C_UNMATCHED = 0,   /* completion whose issue was not seen */
+	C_START_FULL = 1,  /* a request not tracked: `start` was full */
+	C_NO_SLOT = 2,     /* a device not in the table (none are: kept for the format) */
+	C_PARTIAL = 3,     /* partial completions (the rest stays pending) */
+	C_REQUEUE = 4,
+	C_COUNT = 5,
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, C_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+static __always_inline void count(__u32 c)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &c);
+	if (v)
+		*v += 1;
+}
+
+static __always_inline __u64 field64(void *ctx, __u32 off)
+{
+	__u64 v = 0;
+	bpf_probe_read_kernel(&v, sizeof(v), (char *)ctx + off);
+	return v;
+}
+
+static __always_inline __u32 field32(void *ctx, __u32 off)
+{
+	__u32 v = 0;
+	bpf_probe_read_kernel(&v, sizeof(v), (char *)ctx + off);
+	return v;
+}
+
+/* The operation letter of an rwbs string, as iolab_bio::Rwbs::parse
+ * reads it: a leading F (preflush) before another operation is a flag. */
+static __always_inline __u8 op_of(void *ctx, __u32 off, __u32 *flush)
+{
+	char r[2] = {};
+	bpf_probe_read_kernel(r, sizeof(r), (char *)ctx + off);
+	__u8 op = r[0];
+	if (op == 'F' && (r[1] == 'W' || r[1] == 'D' || r[1] == 'F' || r[1] == 'R' ||
+			  r[1] == 'N' || r[1] == 'Z'))
+		op = r[1];
+	if (op != 'R' && op != 'W' && op != 'D' && op != 'F')
+		op = 'N';
+	*flush = op == 'F';
+	return op;
+}
+
+/* The bit length of v (0 for 0): floor(log2 v) + 1, without a loop. */
+static __always_inline __u32 bits(__u64 v)
+{
+	__u32 r = 0;
+	if (v >> 32) { v >>= 32; r += 32; }
+	if (v >> 16) { v >>= 16; r += 16; }
+	if (v >> 8) { v >>= 8; r += 8; }
+	if (v >> 4) { v >>= 4; r += 4; }
+	if (v >> 2) { v >>= 2; r += 2; }
+	if (v >> 1) { v >>= 1; r += 1; }
+	return r + (__u32)v;
+}
+
+/* bcc's log2 slot of a latency in µs (slot i: [2^(i-1), 2^i) µs; 0 µs is
+ * slot 0, which user space counts with slot 1 as bcc prints them). */
+static __always_inline __u16 log2_slot(__u64 ns)
+{
+	return (__u16)bits(ns / 1000);
+}
+
+/* fio's latency bin of a value in ns (stat.c plat_val_to_idx, 6 bits):
+ * exact below 128 ns, within 1/64 above; 1856 bins up to ~2^34 µs. */
+static __always_inline __u16 plat_slot(__u64 ns)
+{
+	__u32 msb = ns ? bits(ns) - 1 : 0;
+	if (msb <= PLAT_BITS)
+		return (__u16)ns;
+	__u32 error_bits = msb - PLAT_BITS;
+	__u32 base = (error_bits + 1) << PLAT_BITS;
+	__u32 offset = (PLAT_VAL - 1) & (__u32)(ns >> error_bits);
+	__u32 idx = base + offset;
+	return (__u16)(idx < PLAT_NR - 1 ? idx : PLAT_NR - 1);
+}
+
+/* The index of `dev` in the device table, or -1 (not traced). */
+static __always_inline int dev_index(__u32 dev)
+{
+	for (int i = 0; i < MAX_DEVS; i++) {
+		if (i >= ndevs)
+			break;
+		if (devs[i] == dev)
+			return i;
+	}
+	return -1;
+}
+
+static __always_inline int is_bio_based(int i)
+{
+	return (bio_based_mask >> (i & 63)) & 1;
+}
+
+static __always_inline __u32 op_index(__u8 op)
+{
+	switch (op) {
+	case 'R': return 0;
+	case 'W': return 1;
+	case 'D': return 2;
+	case 'F': return 3;
+	default: return 4;
+	}
+}
+
+static __always_inline void queued(__u32 dev, __u64 sector, __u32 flush, __u32 nr, int issue)
+{
+	struct key k = { .dev = dev, .flush = flush, .sector = flush ? 0 : sector };
+	__u64 now = bpf_ktime_get_ns();
+	struct pending *p = bpf_map_lookup_elem(&start, &k);
+	if (p) {
+		if (issue) {
+			p->issue_ns = now;
+			p->nr_sector = nr;
+			p->all_sectors = nr;
+		}
+		return;
+	}
+	struct pending n = { .insert_ns = issue ? 0 : now, .issue_ns = issue ? now : 0, .nr_sector = nr, .all_sectors = nr };
+	if (bpf_map_update_elem(&start, &k, &n, BPF_NOEXIST))
+		count(C_START_FULL);
+}
+
+static __always_inline void completed(__u32 dev, __u64 sector, __u32 flush, __u8 op, __u32 nr)
+{
+	struct key k = { .dev = dev, .flush = flush, .sector = flush ? 0 : sector };
+	struct pending *p = bpf_map_lookup_elem(&start, &k);
+	if (!p || p->issue_ns == 0) {
+		count(C_UNMATCHED);
+		return;
+	}
+	__u64 now = bpf_ktime_get_ns();
+	__u64 lat = now - p->issue_ns;
+	__u64 que = p->insert_ns ? p->issue_ns - p->insert_ns : 0;
+	struct pending rest = *p;
+	bpf_map_delete_elem(&start, &k);
+	if (!flush && nr < rest.nr_sector) {
+		/* A partial completion: the rest goes on from the next sector. */
+		struct key k2 = { .dev = dev, .flush = 0, .sector = sector + nr };
+		rest.nr_sector -= nr;
+		bpf_map_update_elem(&start, &k2, &rest, BPF_ANY);
+		count(C_PARTIAL);
+		return;
+	}
+	int i = dev_index(dev);
+	if (i < 0) {
+		count(C_NO_SLOT);
+		return;
+	}
+	__u32 ci = dev_slot[i & (MAX_DEVS - 1)] * OPS + op_index(op);
+	struct cell *c = bpf_map_lookup_elem(&cells, &ci);
+	if (!c) {
+		count(C_NO_SLOT);
+		return;
+	}
+	__u64 bytes = (__u64)rest.all_sectors * 512;
+	if (c->count == 0 || lat < c->lat_min_ns)
+		c->lat_min_ns = lat;
+	if (lat > c->lat_max_ns)
+		c->lat_max_ns = lat;
+	c->count += 1;
+	c->bytes += bytes;
+	c->lat_ns += lat;
+	c->que_ns += que;
+	__u16 l2 = log2_slot(lat);
+	if (l2 < LOG2_NR)
+		c->lat_log2[l2] += 1;
+	__u16 q2 = log2_slot(que);
+	if (q2 < LOG2_NR)
+		c->que_log2[q2] += 1;
+	__u16 pl = plat_slot(lat);
+	if (pl < PLAT_NR)
+		c->lat_plat[pl] += 1;
+	__u16 pq = plat_slot(que);
+	if (pq < PLAT_NR)
+		c->que_plat[pq] += 1;
+}
+
+SEC("tracepoint/block/block_rq_insert")
+int rq_insert(void *ctx)
+{
+	__u32 dev = field32(ctx, rq_dev), flush;
+	if (dev_index(dev) < 0)
+		return 0;
+	op_of(ctx, rq_rwbs, &flush);
+	queued(dev, field64(ctx, rq_sector), flush, field32(ctx, rq_nr_sector), 0);
+	return 0;
+}
+
+SEC("tracepoint/block/block_rq_issue")
+int rq_issue(void *ctx)
+{
+	__u32 dev = field32(ctx, rq_dev), flush;
+	if (dev_index(dev) < 0)
+		return 0;
+	op_of(ctx, rq_rwbs, &flush);
+	queued(dev, field64(ctx, rq_sector), flush, field32(ctx, rq_nr_sector), 1);
+	return 0;
+}
+
+SEC("tracepoint/block/block_rq_requeue")
+int rq_requeue(void *ctx)
+{
+	__u32 dev = field32(ctx, rq_dev), flush;
+	if (dev_index(dev) < 0)
+		return 0;
+	op_of(ctx, rq_rwbs, &flush);
+	struct key k = { .dev = dev, .flush = flush, .sector = flush ? 0 : field64(ctx, rq_sector) };
+	struct pending *p = bpf_map_lookup_elem(&start, &k);
+	if (p)
+		p->issue_ns = 0;
+	count(C_REQUEUE);
+	return 0;
+}
+
+SEC("tracepoint/block/block_rq_complete")
+int rq_complete(void *ctx)
+{
+	__u32 dev = field32(ctx, cp_dev), flush;
+	if (dev_index(dev) < 0)
+		return 0;
+	__u8 op = op_of(ctx, cp_rwbs, &flush);
+	completed(dev, field64(ctx, cp_sector), flush, op, field32(ctx, cp_nr_sector));
+	return 0;
+}
+
+SEC("tracepoint/block/block_bio_queue")
+int bio_queue(void *ctx)
+{
+	__u32 dev = field32(ctx, bio_dev), flush;
+	int di = dev_index(dev);
+	if (di < 0 || !is_bio_based(di))
+		return 0;
+	op_of(ctx, bio_rwbs, &flush);
+	queued(dev, field64(ctx, bio_sector), flush, field32(ctx, bio_nr_sector), 1);
+	return 0;
+}
+
+SEC("tracepoint/block/block_bio_complete")
+int bio_complete(void *ctx)
+{
+	__u32 dev = field32(ctx, bc_dev), flush;
+	int di = dev_index(dev);
+	if (di < 0 || !is_bio_based(di))
+		return 0;
+	__u8 op = op_of(ctx, bc_rwbs, &flush);
+	completed(dev, field64(ctx, bc_sector), flush, op, field32(ctx, bc_nr_sector));
+	return 0;
+}
+
+/*
+ * The same, on raw tracepoints: the kernel hands the program the
+ * tracepoint's arguments instead of building its trace record first,
+ * which on this machine is most of a classic tracepoint program's cost.
+ * The fields are read from the kernel's structures, relocated by CO-RE
+ * against the running kernel's BTF at load (only the fields named here,
+ * as the kernel names them); a kernel whose structures lack them fails
+ * the load, and the classic programs above are used instead.
+ */
+struct block_device {
+	__u32 bd_dev;
+} __attribute__((preserve_access_index));
+
+struct bvec_iter {
+	__u64 bi_sector;
+	__u32 bi_size;
+} __attribute__((preserve_access_index));
+
+struct bio {
+	struct block_device *bi_bdev;
+	__u32 bi_opf;
+	struct bvec_iter bi_iter;
+} __attribute__((preserve_access_index));
+
+struct gendisk {
+	int major;
+	int first_minor;
+} __attribute__((preserve_access_index));
+
+struct request_queue {
+	struct gendisk *disk;
+} __attribute__((preserve_access_index));
+
+struct request {
+	struct request_queue *q;
+	__u32 cmd_flags;
+	__u32 __data_len;
+	__u64 __sector;
+} __attribute__((preserve_access_index));
+
+/* REQ_OP_* (blk_types.h) → the operation letter. */
+static __always_inline __u8 op_of_flags(__u32 opf, __u32 *flush)
+{
+	__u8 op;
+	switch (opf & 0xff) {
+	case 0: op = 'R'; break;
+	case 1: op = 'W'; break;
+	case 2: op = 'F'; break;
+	case 3: case 5: op = 'D'; break;
+	default: op = 'N';
+	}
+	*flush = op == 'F';
+	return op;
+}
+
+static __always_inline __u32 rq_dev_of(struct request *rq)
+{
+	struct gendisk *d = BPF_CORE_READ(rq, q, disk);
+	if (!d)
+		return 0;
+	int major = BPF_CORE_READ(d, major), minor = BPF_CORE_READ(d, first_minor);
+	return ((__u32)major << 20) | ((__u32)minor & 0xfffff);
+}
+
+/* A bio's fields in two reads instead of five (each read is a helper
+ * call, most of a raw program's cost): the head of the struct, from
+ * bi_bdev to the end of bi_iter, at offsets CO-RE relocates; a kernel
+ * whose layout does not fit the window reads them one by one. */
+#define BIO_HEAD 64
+struct bio_fields {
+	__u32 dev;
+	__u32 opf;
+	__u64 sector;
+	__u32 size;
+};
+
+static __always_inline int bio_read(struct bio *bio, struct bio_fields *f)
+{
+	__u32 o_bdev = bpf_core_field_offset(bio->bi_bdev);
+	__u32 o_opf = bpf_core_field_offset(bio->bi_opf);
+	__u32 o_sector = bpf_core_field_offset(bio->bi_iter.bi_sector);
+	__u32 o_size = bpf_core_field_offset(bio->bi_iter.bi_size);
+	struct block_device *bdev;
+	if (o_bdev + 8 <= BIO_HEAD && o_opf + 4 <= BIO_HEAD && o_sector + 8 <= BIO_HEAD &&
+	    o_size + 4 <= BIO_HEAD) {
+		__u8 head[BIO_HEAD];
+		if (bpf_probe_read_kernel(head, sizeof(head), bio))
+			return -1;
+		bdev = *(struct block_device **)(head + (o_bdev & (BIO_HEAD - 8)));
+		f->opf = *(__u32 *)(head + (o_opf & (BIO_HEAD - 4)));
+		f->sector = *(__u64 *)(head + (o_sector & (BIO_HEAD - 8)));
+		f->size = *(__u32 *)(head + (o_size & (BIO_HEAD - 4)));
+	} else {
+		bdev = BPF_CORE_READ(bio, bi_bdev);
+		f->opf = BPF_CORE_READ(bio, bi_opf);
+		f->sector = BPF_CORE_READ(bio, bi_iter.bi_sector);
+		f->size = BPF_CORE_READ(bio, bi_iter.bi_size);
+	}
+	f->dev = BPF_CORE_READ(bdev, bd_dev);
+	return 0;
+}
+
+SEC("raw_tracepoint/block_bio_queue")
+int raw_bio_queue(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct bio_fields f;
+	__u32 flush;
+	if (bio_read((struct bio *)ctx->args[0], &f))
+		return 0;
+	int di = dev_index(f.dev);
+	if (di < 0 || !is_bio_based(di))
+		return 0;
+	op_of_flags(f.opf, &flush);
+	queued(f.dev, f.sector, flush, f.size >> 9, 1);
+	return 0;
+}
+
+SEC("raw_tracepoint/block_bio_complete")
+int raw_bio_complete(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct bio_fields f;
+	__u32 flush;
+	if (bio_read((struct bio *)ctx->args[1], &f))
+		return 0;
+	int di = dev_index(f.dev);
+	if (di < 0 || !is_bio_based(di))
+		return 0;
+	__u8 op = op_of_flags(f.opf, &flush);
+	completed(f.dev, f.sector, flush, op, f.size >> 9);
+	return 0;
+}
+
+static __always_inline int raw_rq(struct request *rq, int issue)
+{
+	__u32 dev = rq_dev_of(rq), flush;
+	if (dev_index(dev) < 0)
+		return 0;
+	op_of_flags(BPF_CORE_READ(rq, cmd_flags), &flush);
+	queued(dev, BPF_CORE_READ(rq, __sector), flush, BPF_CORE_READ(rq, __data_len) >> 9, issue);
+	return 0;
+}
+
+SEC("raw_tracepoint/block_rq_insert")
+int raw_rq_insert(struct bpf_raw_tracepoint_args *ctx)
+{
+	return raw_rq((struct request *)ctx->args[0], 0);
+}
+
+SEC("raw_tracepoint/block_rq_issue")
+int raw_rq_issue(struct bpf_raw_tracepoint_args *ctx)
+{
+	return raw_rq((struct request *)ctx->args[0], 1);
+}
+
+SEC("raw_tracepoint/block_rq_requeue")
+int raw_rq_requeue(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct request *rq = (struct request *)ctx->args[0];
+	__u32 dev = rq_dev_of(rq), flush;
+	if (dev_index(dev) < 0)
+		return 0;
+	op_of_flags(BPF_CORE_READ(rq, cmd_flags), &flush);
+	struct key k = { .dev = dev, .flush = flush, .sector = flush ? 0 : BPF_CORE_READ(rq, __sector) };
+	struct pending *p = bpf_map_lookup_elem(&start, &k);
+	if (p)
+		p->issue_ns = 0;
+	count(C_REQUEUE);
+	return 0;
+}
+
+/* block_rq_complete(rq, error, nr_bytes): the bytes completed now. */
+SEC("raw_tracepoint/block_rq_complete")
+int raw_rq_complete(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct request *rq = (struct request *)ctx->args[0];
+	__u32 dev = rq_dev_of(rq), flush;
+	if (dev_index(dev) < 0)
+		return 0;
+	__u8 op = op_of_flags(BPF_CORE_READ(rq, cmd_flags), &flush);
+	completed(dev, BPF_CORE_READ(rq, __sector), flush, op, (__u32)(ctx->args[2] >> 9));
+	return 0;
+}
