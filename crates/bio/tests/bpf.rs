@@ -86,7 +86,14 @@ fn check(
             "{what}: bpf counted {} {op}, diskstats {n}",
             count(b, op)
         );
-        assert_eq!(count(b, op), count(t, op), "{what}: bpf vs tracefs, {op}");
+        // BPF is attached first and read last: a request in flight at
+        // the tracefs trace's edges is BPF's only.
+        assert!(
+            count(b, op).abs_diff(count(t, op)) <= edge,
+            "{what}: bpf {} vs tracefs {}, {op}",
+            count(b, op),
+            count(t, op)
+        );
     }
     for hb in &b.histograms {
         let ht = t
@@ -145,7 +152,7 @@ fn bpf_histograms_match_diskstats_and_tracefs_on_loop() {
     let dev = guard.attach_loop(&img, true).unwrap();
     for (raw, attach) in [(true, "raw_tracepoint"), (false, "tracepoint")] {
         let (b, t, rw, edge) = both(&guard, &dev, raw);
-        assert_eq!(b.attach, attach);
+        assert!(b.attach.starts_with(attach), "{}", b.attach);
         check(&dev, &b, &t, rw, edge);
     }
 }
@@ -167,7 +174,7 @@ fn bpf_histograms_match_diskstats_and_tracefs_on_zram() {
     let dev = guard.add_zram(64 << 20, None).unwrap();
     for (raw, attach) in [(true, "raw_tracepoint"), (false, "tracepoint")] {
         let (b, t, rw, edge) = both(&guard, &dev, raw);
-        assert_eq!(b.attach, attach);
+        assert!(b.attach.starts_with(attach), "{}", b.attach);
         check(&dev, &b, &t, rw, edge);
     }
 }

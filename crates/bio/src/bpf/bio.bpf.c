@@ -25,6 +25,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Field offsets in each event's record, from its tracefs format file. */
 volatile const __u32 rq_dev = 8, rq_sector = 16, rq_nr_sector = 24, rq_rwbs = 28;
+volatile const __u32 rqq_dev = 8, rqq_sector = 16, rqq_nr_sector = 24, rqq_rwbs = 28;
 volatile const __u32 cp_dev = 8, cp_sector = 16, cp_nr_sector = 24, cp_rwbs = 32;
 volatile const __u32 bio_dev = 8, bio_sector = 16, bio_nr_sector = 24, bio_rwbs = 28;
 volatile const __u32 bc_dev = 8, bc_sector = 16, bc_nr_sector = 24, bc_rwbs = 32;
@@ -161,7 +162,8 @@ static __always_inline __u16 log2_slot(__u64 ns)
 }
 
 /* fio's latency bin of a value in ns (stat.c plat_val_to_idx, 6 bits):
- * exact below 128 ns, within 1/64 above; 1856 bins up to ~2^34 µs. */
+ * exact below 128 ns, within 1/64 above; 1856 bins up to 2^34 ns (17 s),
+ * the last one holding anything longer (the max stays exact). */
 static __always_inline __u16 plat_slot(__u64 ns)
 {
 	__u32 msb = ns ? bits(ns) - 1 : 0;
@@ -207,16 +209,18 @@ static __always_inline void queued(__u32 dev, __u64 sector, __u32 flush, __u32 n
 	struct key k = { .dev = dev, .flush = flush, .sector = flush ? 0 : sector };
 	__u64 now = bpf_ktime_get_ns();
 	struct pending *p = bpf_map_lookup_elem(&start, &k);
-	if (p) {
-		if (issue) {
-			p->issue_ns = now;
-			p->nr_sector = nr;
-			p->all_sectors = nr;
-		}
+	/* An issue of a request inserted and not yet issued keeps its insert
+	 * time; anything else at this key (a request merged away, a
+	 * completion never seen) is stale and replaced, so it can neither
+	 * lend a later request its time nor fill the map. */
+	if (p && issue && p->issue_ns == 0) {
+		p->issue_ns = now;
+		p->nr_sector = nr;
+		p->all_sectors = nr;
 		return;
 	}
 	struct pending n = { .insert_ns = issue ? 0 : now, .issue_ns = issue ? now : 0, .nr_sector = nr, .all_sectors = nr };
-	if (bpf_map_update_elem(&start, &k, &n, BPF_NOEXIST))
+	if (bpf_map_update_elem(&start, &k, &n, BPF_ANY))
 		count(C_START_FULL);
 }
 
@@ -297,14 +301,15 @@ int rq_issue(void *ctx)
 	return 0;
 }
 
+/* block_rq_requeue has its own format (no `bytes`): its own offsets. */
 SEC("tracepoint/block/block_rq_requeue")
 int rq_requeue(void *ctx)
 {
-	__u32 dev = field32(ctx, rq_dev), flush;
+	__u32 dev = field32(ctx, rqq_dev), flush;
 	if (dev_index(dev) < 0)
 		return 0;
-	op_of(ctx, rq_rwbs, &flush);
-	struct key k = { .dev = dev, .flush = flush, .sector = flush ? 0 : field64(ctx, rq_sector) };
+	op_of(ctx, rqq_rwbs, &flush);
+	struct key k = { .dev = dev, .flush = flush, .sector = flush ? 0 : field64(ctx, rqq_sector) };
 	struct pending *p = bpf_map_lookup_elem(&start, &k);
 	if (p)
 		p->issue_ns = 0;
@@ -353,8 +358,9 @@ int bio_complete(void *ctx)
  * which on this machine is most of a classic tracepoint program's cost.
  * The fields are read from the kernel's structures, relocated by CO-RE
  * against the running kernel's BTF at load (only the fields named here,
- * as the kernel names them); a kernel whose structures lack them fails
- * the load, and the classic programs above are used instead.
+ * as the kernel names them). A kernel whose structures lack them fails
+ * the load, and one without BTF is not offered them (nothing would
+ * relocate the reads): the classic programs above are used instead.
  */
 struct block_device {
 	__u32 bd_dev;

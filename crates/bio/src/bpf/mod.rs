@@ -142,8 +142,9 @@ pub fn check() -> Result<(), BpfUnavailable> {
 pub struct BioBpf {
     ebpf: Ebpf,
     links: Vec<Link>,
-    /// `raw_tracepoint` or `tracepoint`: how the programs are attached.
-    attach: &'static str,
+    /// `raw_tracepoint`, or `tracepoint` and why not raw: how the
+    /// programs are attached.
+    attach: String,
     table: DevTable,
     start_ns: u64,
 }
@@ -166,6 +167,7 @@ impl BioBpf {
         let mut off: BTreeMap<String, u32> = BTreeMap::new();
         for (prefix, event) in [
             ("rq", "block_rq_issue"),
+            ("rqq", "block_rq_requeue"),
             ("cp", "block_rq_complete"),
             ("bio", "block_bio_queue"),
             ("bc", "block_bio_complete"),
@@ -202,14 +204,25 @@ impl BioBpf {
                 first_line(&e)
             ))
         })?;
-        let raw = if raw {
-            attach_raw(&mut ebpf)
-        } else {
+        // Without the kernel's BTF nothing relocates the raw programs'
+        // reads: they would load and read the wrong fields.
+        let btf = Path::new("/sys/kernel/btf/vmlinux");
+        let raw = if !raw {
             Err(BpfUnavailable("classic tracepoints asked for".into()))
+        } else if !btf.exists() {
+            Err(BpfUnavailable(format!(
+                "no kernel BTF ({}) to relocate them",
+                btf.display()
+            )))
+        } else {
+            attach_raw(&mut ebpf)
         };
         let (links, attach) = match raw {
-            Ok(links) => (links, "raw_tracepoint"),
-            Err(_) => (attach_classic(&mut ebpf)?, "tracepoint"),
+            Ok(links) => (links, "raw_tracepoint".to_string()),
+            Err(why) => (
+                attach_classic(&mut ebpf)?,
+                format!("tracepoint; raw tracepoints not used: {why}"),
+            ),
         };
         Ok(BioBpf {
             ebpf,
@@ -288,7 +301,7 @@ impl BioBpf {
             },
             histograms,
             tracer: "bpf".into(),
-            attach: self.attach.into(),
+            attach: self.attach.clone(),
         })
     }
 }
