@@ -12,18 +12,11 @@ use iolab_sys::ioprio::IoPrio;
 use regex::Regex;
 
 fn spec(script: &str, ready: Ready, timeout_s: f64) -> LaunchSpec {
-    LaunchSpec {
-        argv: vec!["sh".into(), "-c".into(), script.into()],
+    LaunchSpec::plain(
+        vec!["sh".into(), "-c".into(), script.into()],
         ready,
-        timeout: Duration::from_secs_f64(timeout_s),
-        ioprio: None,
-        nice: None,
-        app: None,
-        app_live: false,
-        app_uid: None,
-        app_hold: false,
-        full_line: None,
-    }
+        Duration::from_secs_f64(timeout_s),
+    )
 }
 
 fn run(s: &LaunchSpec) -> Outcome {
@@ -234,18 +227,11 @@ fn real_time_ioprio_needs_root_and_is_applied() {
 fn missing_program_is_a_spawn_error() {
     let dir = tempfile::tempdir().unwrap();
     let guard = Guard::in_dir(dir.path().to_path_buf());
-    let s = LaunchSpec {
-        argv: vec!["/nonexistent/iolab-no-such-program".into()],
-        ready: Ready::Exit,
-        timeout: Duration::from_secs(5),
-        ioprio: None,
-        nice: None,
-        app: None,
-        app_live: false,
-        app_uid: None,
-        app_hold: false,
-        full_line: None,
-    };
+    let s = LaunchSpec::plain(
+        vec!["/nonexistent/iolab-no-such-program".into()],
+        Ready::Exit,
+        Duration::from_secs(5),
+    );
     let err = launch(&guard, &s).unwrap_err();
     assert!(matches!(err, LaunchError::Spawn { .. }), "{err:?}");
     let msg = err.to_string();
@@ -342,18 +328,11 @@ else:
         growth_bytes: 1 << 20,
         interval,
     };
-    let s = LaunchSpec {
-        argv: vec!["python3".into(), "-c".into(), script.into()],
-        ready: Ready::Settled(settle),
-        timeout: Duration::from_secs(20),
-        ioprio: None,
-        nice: None,
-        app: None,
-        app_live: false,
-        app_uid: None,
-        app_hold: false,
-        full_line: None,
-    };
+    let s = LaunchSpec::plain(
+        vec!["python3".into(), "-c".into(), script.into()],
+        Ready::Settled(settle),
+        Duration::from_secs(20),
+    );
     let before = monotonic_s();
     let o = run(&s);
     let ended = monotonic_s() - before;

@@ -224,7 +224,8 @@ static __always_inline void queued(__u32 dev, __u64 sector, __u32 flush, __u32 n
 		count(C_START_FULL);
 }
 
-static __always_inline void completed(__u32 dev, __u64 sector, __u32 flush, __u8 op, __u32 nr)
+/* `di`: the device's index in the table, which the caller looked up. */
+static __always_inline void completed(int di, __u32 dev, __u64 sector, __u32 flush, __u8 op, __u32 nr)
 {
 	struct key k = { .dev = dev, .flush = flush, .sector = flush ? 0 : sector };
 	struct pending *p = bpf_map_lookup_elem(&start, &k);
@@ -245,12 +246,7 @@ static __always_inline void completed(__u32 dev, __u64 sector, __u32 flush, __u8
 		count(C_PARTIAL);
 		return;
 	}
-	int i = dev_index(dev);
-	if (i < 0) {
-		count(C_NO_SLOT);
-		return;
-	}
-	__u32 ci = dev_slot[i & (MAX_DEVS - 1)] * OPS + op_index(op);
+	__u32 ci = dev_slot[di & (MAX_DEVS - 1)] * OPS + op_index(op);
 	struct cell *c = bpf_map_lookup_elem(&cells, &ci);
 	if (!c) {
 		count(C_NO_SLOT);
@@ -321,10 +317,11 @@ SEC("tracepoint/block/block_rq_complete")
 int rq_complete(void *ctx)
 {
 	__u32 dev = field32(ctx, cp_dev), flush;
-	if (dev_index(dev) < 0)
+	int di = dev_index(dev);
+	if (di < 0)
 		return 0;
 	__u8 op = op_of(ctx, cp_rwbs, &flush);
-	completed(dev, field64(ctx, cp_sector), flush, op, field32(ctx, cp_nr_sector));
+	completed(di, dev, field64(ctx, cp_sector), flush, op, field32(ctx, cp_nr_sector));
 	return 0;
 }
 
@@ -348,7 +345,7 @@ int bio_complete(void *ctx)
 	if (di < 0 || !is_bio_based(di))
 		return 0;
 	__u8 op = op_of(ctx, bc_rwbs, &flush);
-	completed(dev, field64(ctx, bc_sector), flush, op, field32(ctx, bc_nr_sector));
+	completed(di, dev, field64(ctx, bc_sector), flush, op, field32(ctx, bc_nr_sector));
 	return 0;
 }
 
@@ -481,7 +478,7 @@ int raw_bio_complete(struct bpf_raw_tracepoint_args *ctx)
 	if (di < 0 || !is_bio_based(di))
 		return 0;
 	__u8 op = op_of_flags(f.opf, &flush);
-	completed(f.dev, f.sector, flush, op, f.size >> 9);
+	completed(di, f.dev, f.sector, flush, op, f.size >> 9);
 	return 0;
 }
 
@@ -529,9 +526,10 @@ int raw_rq_complete(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct request *rq = (struct request *)ctx->args[0];
 	__u32 dev = rq_dev_of(rq), flush;
-	if (dev_index(dev) < 0)
+	int di = dev_index(dev);
+	if (di < 0)
 		return 0;
 	__u8 op = op_of_flags(BPF_CORE_READ(rq, cmd_flags), &flush);
-	completed(dev, BPF_CORE_READ(rq, __sector), flush, op, (__u32)(ctx->args[2] >> 9));
+	completed(di, dev, BPF_CORE_READ(rq, __sector), flush, op, (__u32)(ctx->args[2] >> 9));
 	return 0;
 }

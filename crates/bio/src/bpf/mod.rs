@@ -215,12 +215,12 @@ impl BioBpf {
                 btf.display()
             )))
         } else {
-            attach_raw(&mut ebpf)
+            attach_all(&mut ebpf, true)
         };
         let (links, attach) = match raw {
             Ok(links) => (links, "raw_tracepoint".to_string()),
             Err(why) => (
-                attach_classic(&mut ebpf)?,
+                attach_all(&mut ebpf, false)?,
                 format!("tracepoint; raw tracepoints not used: {why}"),
             ),
         };
@@ -341,26 +341,14 @@ impl Link {
     }
 }
 
-/// Loads and attaches the raw-tracepoint programs; on any failure, what
-/// was attached is detached again and the error returned.
-fn attach_raw(ebpf: &mut Ebpf) -> Result<Vec<Link>, BpfUnavailable> {
-    let attach = |ebpf: &mut Ebpf, prog: &'static str, event: &str| {
-        let p: &mut RawTracePoint = ebpf
-            .program_mut(prog)
-            .ok_or_else(|| BpfUnavailable(format!("no program {prog}")))?
-            .try_into()
-            .map_err(|e| BpfUnavailable(format!("{prog}: {e}")))?;
-        p.load().map_err(|e| {
-            BpfUnavailable(format!("the verifier refused {prog}: {}", first_line(&e)))
-        })?;
-        let id = p
-            .attach(event)
-            .map_err(|e| BpfUnavailable(format!("attaching {prog} to {event}: {e}")))?;
-        Ok::<_, BpfUnavailable>(Link::Raw(prog, id))
-    };
+/// Loads and attaches the raw-tracepoint programs (`raw`) or the classic
+/// ones; on any failure, what was attached is detached again and the
+/// error returned.
+fn attach_all(ebpf: &mut Ebpf, raw: bool) -> Result<Vec<Link>, BpfUnavailable> {
+    let programs = if raw { RAW_PROGRAMS } else { PROGRAMS };
     let mut links = Vec::new();
-    for (prog, event) in RAW_PROGRAMS {
-        match attach(ebpf, prog, event) {
+    for (prog, event) in programs {
+        match attach_one(ebpf, prog, event, raw) {
             Ok(l) => links.push(l),
             Err(e) => {
                 for l in links {
@@ -373,24 +361,37 @@ fn attach_raw(ebpf: &mut Ebpf) -> Result<Vec<Link>, BpfUnavailable> {
     Ok(links)
 }
 
-/// Loads and attaches the classic-tracepoint programs.
-fn attach_classic(ebpf: &mut Ebpf) -> Result<Vec<Link>, BpfUnavailable> {
-    let mut links = Vec::new();
-    for (prog, event) in PROGRAMS {
-        let p: &mut TracePoint = ebpf
-            .program_mut(prog)
-            .ok_or_else(|| BpfUnavailable(format!("no program {prog}")))?
-            .try_into()
-            .map_err(|e| BpfUnavailable(format!("{prog}: {e}")))?;
-        p.load().map_err(|e| {
-            BpfUnavailable(format!("the verifier refused {prog}: {}", first_line(&e)))
-        })?;
-        let id = p
-            .attach("block", event)
-            .map_err(|e| BpfUnavailable(format!("attaching {prog} to block/{event}: {e}")))?;
-        links.push(Link::Classic(prog, id));
+fn attach_one(
+    ebpf: &mut Ebpf,
+    prog: &'static str,
+    event: &str,
+    raw: bool,
+) -> Result<Link, BpfUnavailable> {
+    let p = ebpf
+        .program_mut(prog)
+        .ok_or_else(|| BpfUnavailable(format!("no program {prog}")))?;
+    let kind = |e: &dyn std::fmt::Display| BpfUnavailable(format!("{prog}: {e}"));
+    let refused = |e: &aya::programs::ProgramError| {
+        BpfUnavailable(format!("the verifier refused {prog}: {}", first_line(e)))
+    };
+    let unattached = |e: &dyn std::fmt::Display| {
+        BpfUnavailable(format!("attaching {prog} to block/{event}: {e}"))
+    };
+    if raw {
+        let p: &mut RawTracePoint = p.try_into().map_err(|e| kind(&e))?;
+        p.load().map_err(|e| refused(&e))?;
+        Ok(Link::Raw(
+            prog,
+            p.attach(event).map_err(|e| unattached(&e))?,
+        ))
+    } else {
+        let p: &mut TracePoint = p.try_into().map_err(|e| kind(&e))?;
+        p.load().map_err(|e| refused(&e))?;
+        Ok(Link::Classic(
+            prog,
+            p.attach("block", event).map_err(|e| unattached(&e))?,
+        ))
     }
-    Ok(links)
 }
 
 /// The traced devices as the programs see them: each disk a histogram

@@ -119,6 +119,25 @@ pub struct LaunchSpec {
     pub full_line: Option<Regex>,
 }
 
+impl LaunchSpec {
+    /// `argv` run as it is: no priority, no nice, no app of its own, no
+    /// second line.
+    pub fn plain(argv: Vec<String>, ready: Ready, timeout: Duration) -> LaunchSpec {
+        LaunchSpec {
+            argv,
+            ready,
+            timeout,
+            ioprio: None,
+            nice: None,
+            app: None,
+            app_live: false,
+            app_uid: None,
+            app_hold: false,
+            full_line: None,
+        }
+    }
+}
+
 /// The measured outcome of one launch.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Outcome {
@@ -657,18 +676,7 @@ pub fn kill_group(pgid: i32) {
 /// The harness's own cost: the mean and spread of launching `/bin/true`
 /// through the same path `runs` times, in nanoseconds.
 pub fn harness_overhead(guard: &Guard, runs: usize) -> Result<Vec<u64>, LaunchError> {
-    let spec = LaunchSpec {
-        argv: vec!["true".into()],
-        ready: Ready::Exit,
-        timeout: Duration::from_secs(10),
-        ioprio: None,
-        nice: None,
-        app: None,
-        app_live: false,
-        app_uid: None,
-        app_hold: false,
-        full_line: None,
-    };
+    let spec = LaunchSpec::plain(vec!["true".into()], Ready::Exit, Duration::from_secs(10));
     (0..runs)
         .map(|_| launch(guard, &spec).map(|o| o.duration_ns))
         .collect()
