@@ -233,10 +233,12 @@ pub fn run(a: PrefetchArgs) -> anyhow::Result<()> {
     }
     let report = prefetch::run(&list, &opts).map_err(cache_error)?;
     if a.log {
+        // What a boot console keeps: how the reads ended, not only when.
         iolab_sys::say!(
-            "iolab prefetch: end {} ({:.3} s)",
+            "iolab prefetch: end {} ({:.3} s): {}",
             stamp_text(report.end),
-            report.duration_s
+            report.duration_s,
+            outcome_text(&report)
         );
     }
     drop(guard);
@@ -373,6 +375,19 @@ fn spawn_background(stdin: Option<&str>) -> anyhow::Result<()> {
         child.id()
     );
     Ok(())
+}
+
+/// The log's summary of a run: the wait's outcome, pages cached of those
+/// asked for, what the devices read, the files that failed.
+fn outcome_text(r: &iolab_cache::prefetch::PrefetchReport) -> String {
+    let wait = r.wait.map_or("not waited for", |w| w.as_str());
+    let cached = r
+        .cached_pages_after
+        .map_or_else(|| "unknown".to_string(), |c| c.to_string());
+    format!(
+        "{wait}, {cached} of {} pages cached, devices read {} bytes, {} of {} files failed",
+        r.pages_requested, r.device_read_bytes, r.files_failed, r.files
+    )
 }
 
 fn stamp_text(s: Stamp) -> String {
