@@ -105,13 +105,17 @@ fn seed_004_job_file_runs_with_iolab_load() {
 /// (recording is system-wide) are not mistaken for these. Returns the
 /// recording's JSON and the name.
 fn record_sleeps(run: &Path, out: &Path) -> (Value, String) {
-    let name = format!("slp{}", std::process::id());
+    record_sleeps_with(run, out, "tracefs")
+}
+
+fn record_sleeps_with(run: &Path, out: &Path, tracer: &str) -> (Value, String) {
+    let name = format!("slp{}{tracer}", std::process::id());
     let bin = run.join(&name);
     std::fs::copy("/bin/sleep", &bin).unwrap();
     let script = format!("for i in $(seq 40); do {} 0.01; done", bin.display());
     let v = json(
         &iolab(run)
-            .args(["sched", "record", "--json", "-o"])
+            .args(["sched", "record", "--json", "--tracer", tracer, "-o"])
             .arg(out)
             // On CPU 0: this VM's kernel does not trace switches out of
             // the idle task on CPU 1 (perf sees the same gaps).
@@ -250,6 +254,183 @@ fn record_and_report_a_known_workload() {
     ] {
         assert!(text.contains(line), "{line} missing:\n{text}");
     }
+}
+
+/// `--tracer bpf`: the same sleeps counted in the kernel give the same
+/// table (one row per sleep, each woken at fork and after its sleep), the
+/// summary and histogram pool the same delays, compare reads it beside a
+/// trace, and what only raw samples can answer is a usage error.
+#[test]
+fn record_and_report_counted_in_the_kernel() {
+    if !iolab_testkit::root_or_skip("record_and_report_counted_in_the_kernel", "BPF") {
+        return;
+    }
+    let run = tempfile::tempdir().unwrap();
+    let file = run.path().join("sleeps.json");
+    let (rec, name) = record_sleeps_with(run.path(), &file, "bpf");
+    assert_eq!(rec["command_exit"], 0, "{rec}");
+    assert_eq!(rec["lost_events"], 0, "{rec}");
+    let only = format!("^{name}$");
+    let v = json(
+        &iolab(run.path())
+            .args([
+                "sched",
+                "report",
+                "--json",
+                "--summary",
+                "--hist",
+                "--comm",
+                &only,
+            ])
+            .arg(&file)
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(v["trace"]["tracer"], "bpf", "{v}");
+    let tasks = v["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 40, "one task per sleep: {v}");
+    let mut total = 0;
+    let mut both_wakeups = 0;
+    for t in tasks {
+        let w = &t["wakeup"];
+        assert!(w["count"].as_u64().unwrap() >= 1, "{t}");
+        both_wakeups += usize::from(w["count"].as_u64().unwrap() >= 2);
+        let (min, med, avg, max) = (
+            w["min_ns"].as_u64().unwrap() as f64,
+            w["median_ns"].as_f64().unwrap(),
+            w["avg_ns"].as_f64().unwrap(),
+            w["max_ns"].as_u64().unwrap() as f64,
+        );
+        assert!(min <= avg && avg <= max && min <= med && med <= max, "{t}");
+        assert!(t["runtime_ns"].as_u64().unwrap() > 0, "{t}");
+        total += t["delay"]["count"].as_u64().unwrap();
+    }
+    assert!(both_wakeups * 10 >= tasks.len() * 9, "{both_wakeups} of 40");
+    assert_eq!(v["summary"]["samples"].as_u64().unwrap(), total);
+    let hist_total: u64 = v["hist"]["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(hist_total, total);
+    // Beside a trace of other sleeps: both read, both counted.
+    let trace = run.path().join("sleeps.trace");
+    record_sleeps(run.path(), &trace);
+    let c = json(
+        &iolab(run.path())
+            .args(["sched", "compare", "--json", "--comm", "^slp"])
+            .args([&file, &trace])
+            .output()
+            .unwrap(),
+    );
+    // At least these sleeps' delays (recording is system-wide: another
+    // test's sleeps may run meanwhile).
+    assert!(c["a"]["samples"].as_u64().unwrap() >= total, "{c}");
+    assert!(c["b"]["samples"].as_u64().unwrap() >= 40, "{c}");
+    for args in [
+        vec!["sched", "report", "--json", "--samples"],
+        vec!["sched", "report", "--work", "z_erofs"],
+        vec!["sched", "report", "--from", "waking"],
+    ] {
+        let out = iolab(run.path()).args(&args).arg(&file).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--tracer tracefs"), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+    for args in [
+        vec!["sched", "record", "--tracer", "ebpf", "--duration", "1"],
+        vec![
+            "sched",
+            "record",
+            "--tracer",
+            "bpf",
+            "--workqueue",
+            "--duration",
+            "1",
+        ],
+    ] {
+        let out = iolab(run.path()).args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}
+
+/// iolab's scheduler programs loaded now (bpftool's list, by name: the
+/// kernel keeps a name's first 15 characters, bpftool shows the whole one
+/// where the program's BTF has it).
+fn sched_programs() -> usize {
+    let out = std::process::Command::new("bpftool")
+        .args(["prog", "show", "--json"])
+        .output()
+        .expect("bpftool (Debian's bpftool package) lists the loaded programs");
+    let progs: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    progs.as_array().map_or(0, |a| {
+        a.iter()
+            .filter(|p| {
+                let n = p["name"].as_str().unwrap_or("");
+                [
+                    "sched_switch",
+                    "sched_wakeup",
+                    "sched_wakeup_ne",
+                    "sched_wakeup_new",
+                ]
+                .contains(&n)
+            })
+            .count()
+    })
+}
+
+/// The fault campaign's case for `--tracer bpf`: SIGKILLed while counting,
+/// it leaves no program loaded (each is held by a file of the process,
+/// which the kernel closes), and its output file is not half written (it
+/// is written once, at the end).
+#[test]
+fn a_killed_bpf_recording_leaves_no_program() {
+    if !iolab_testkit::root_or_skip("a_killed_bpf_recording_leaves_no_program", "BPF") {
+        return;
+    }
+    let settle = |want: &dyn Fn(usize) -> bool| {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !want(sched_programs()) && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        sched_programs()
+    };
+    // Another test's recording may still be going away.
+    let before = settle(&|n| n == 0);
+    let run = tempfile::tempdir().unwrap();
+    let file = run.path().join("killed.json");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .env("IOLAB_RUN_DIR", run.path())
+        .args([
+            "sched",
+            "record",
+            "--tracer",
+            "bpf",
+            "--duration",
+            "60",
+            "-o",
+        ])
+        .arg(&file)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let loaded = settle(&|n| n >= before + 3);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        loaded >= before + 3,
+        "the 3 programs never showed: {loaded} (before {before})"
+    );
+    let after = settle(&|n| n <= before);
+    assert!(after <= before, "{after} programs left (before {before})");
+    assert!(
+        !file.exists(),
+        "a killed recording wrote {}",
+        file.display()
+    );
 }
 
 #[test]

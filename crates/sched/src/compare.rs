@@ -29,7 +29,12 @@ pub struct SeedStats {
 impl SeedStats {
     /// Statistics of `spans` (ns).
     pub fn of(spans: impl IntoIterator<Item = Span>) -> SeedStats {
-        let s = DelaySummary::of(spans);
+        SeedStats::of_summary(&DelaySummary::of(spans))
+    }
+
+    /// The same statistics of a summary made elsewhere (the BPF
+    /// collector's, from its sums and bins).
+    pub fn of_summary(s: &DelaySummary) -> SeedStats {
         let us = |ns: f64| ns / 1000.0;
         SeedStats {
             samples: s.count,

@@ -25,12 +25,19 @@ pub struct Bucket {
 impl Log2Hist {
     /// Histogram of delays given in ns.
     pub fn of(delays_ns: impl IntoIterator<Item = u64>) -> Log2Hist {
+        Log2Hist::of_counts(delays_ns.into_iter().map(|d| (d, 1)))
+    }
+
+    /// Histogram of (delay ns, how many) pairs: the BPF collector's bins,
+    /// each at its middle (a bin lies within one power of two of ns, so
+    /// only bins straddling a µs bucket's edge can land one bucket off).
+    pub fn of_counts(delays_ns: impl IntoIterator<Item = (u64, u64)>) -> Log2Hist {
         let mut counts = [0u64; 64];
         let mut top = None;
-        for d in delays_ns {
+        for (d, n) in delays_ns {
             let us = d / 1000;
             let i = if us < 2 { 0 } else { us.ilog2() as usize };
-            counts[i] += 1;
+            counts[i] += n;
             top = top.max(Some(i));
         }
         let Some(top) = top else {

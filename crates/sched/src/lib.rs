@@ -57,6 +57,7 @@
 #![deny(missing_docs)]
 
 pub mod analyze;
+pub mod bpf;
 pub mod compare;
 pub mod decode;
 pub mod event;

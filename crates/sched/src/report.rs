@@ -247,7 +247,8 @@ pub fn rows(
     rows
 }
 
-fn sort_rows(rows: &mut [Row], keys: &[SortKey]) {
+/// Sorts rows by `keys` (ties broken by task name).
+pub(crate) fn sort_rows(rows: &mut [Row], keys: &[SortKey]) {
     use std::cmp::Ordering;
     let f = |x: Option<f64>| x.unwrap_or(-1.0);
     let u = |x: Option<u64>| x.map_or(-1.0, |v| v as f64);

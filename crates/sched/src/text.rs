@@ -243,3 +243,116 @@ fn render_works(works: &[WorkRow]) -> String {
     }
     iolab_sys::text::align_columns(&rows, 1)
 }
+
+/// `iolab sched report` of a BPF recording: the same table, summary and
+/// histogram as a trace's, from the kernel's sums; its header names the
+/// collector and its footer what could not be counted.
+pub struct BpfReport {
+    rows: Vec<Row>,
+    summary: Option<SeedStats>,
+    hist: Option<Log2Hist>,
+}
+
+impl BpfReport {
+    /// The rows of `sel` in `rec`, sorted and cut to `limit`; with
+    /// `summary` the seed's pooled statistics, with `hist` a log2
+    /// histogram of the pooled bins.
+    pub fn of(
+        rec: &crate::bpf::BpfRecording,
+        sel: &Selection,
+        sort: &[SortKey],
+        by_comm: bool,
+        limit: Option<usize>,
+        summary: bool,
+        hist: bool,
+    ) -> BpfReport {
+        let mut rows = crate::bpf::rows(rec, sel, by_comm, sort);
+        if let Some(n) = limit {
+            rows.truncate(n);
+        }
+        let pooled = rec.pooled(sel);
+        BpfReport {
+            rows,
+            summary: summary.then(|| SeedStats::of_summary(&pooled.summary())),
+            #[allow(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                reason = "a bin's middle: a non-negative ns value below 2^40"
+            )]
+            hist: hist.then(|| Log2Hist::of_counts(pooled.values().map(|(v, n)| (v as u64, n)))),
+        }
+    }
+
+    /// The JSON document: the recording's header, rows (with perf's field
+    /// names), summary, histogram.
+    pub fn json(
+        &self,
+        path: &Path,
+        rec: &crate::bpf::BpfRecording,
+        sel: &Selection,
+    ) -> serde_json::Value {
+        let ms = |v: f64| v / 1e6;
+        let json_rows: Vec<JsonRow> = self
+            .rows
+            .iter()
+            .map(|r| JsonRow {
+                row: r,
+                runtime_ms: ms(r.runtime_ns as f64),
+                avg_delay_ms: r.delay.avg_ns.map(ms),
+                max_delay_ms: r.delay.max_ns.map(|v| ms(v as f64)),
+                max_delay_start: r.delay.max_start_ns.map(|v| v as f64 / 1e9),
+                max_delay_end: r.delay.max_end_ns.map(|v| v as f64 / 1e9),
+            })
+            .collect();
+        serde_json::json!({
+            "trace": {
+                "file": path,
+                "tracer": rec.tracer,
+                "attach": rec.attach,
+                "events": rec.counters.events,
+                "lost_events": rec.counters.no_room,
+                "start_ns": rec.start_ns,
+                "end_ns": rec.end_ns,
+                "duration_s": rec.duration_s(),
+                "wake_from": WakeFrom::Wakeup,
+                "counters": rec.counters,
+                "percentiles_from": rec.percentiles_from,
+            },
+            "delay": sel.delay,
+            "tasks": json_rows,
+            "summary": self.summary,
+            "hist": self.hist,
+        })
+    }
+
+    /// The text report; `delay` names the delays pooled.
+    pub fn text(&self, path: &Path, rec: &crate::bpf::BpfRecording, delay: &str) -> String {
+        let mut out = format!(
+            "{}: counted in the kernel (bpf, {}), {} events, {:.1} s; wakeup delays from sched_wakeup\n",
+            path.display(),
+            rec.attach,
+            rec.counters.events,
+            rec.duration_s()
+        );
+        match &self.summary {
+            Some(s) => out.push_str(&seed_table(s, delay)),
+            None => out.push_str(&table::render_rows(&self.rows)),
+        }
+        if let Some(h) = &self.hist {
+            out.push_str(&format!("\n{} delays ({delay}):\n", h.total()));
+            out.push_str(&h.render());
+        }
+        let c = &rec.counters;
+        out.push_str(&format!(
+            "not measured: {} switch-ins of tasks already running or runnable at the start, {} without a seen wakeup, {} switch-ins not seen, {} inconsistent\nmedian, p99 and stddev from the kernel's bins (within 1/16); count, avg, min and max exact\n",
+            c.unknown_start, c.missing_wakeup, c.untraced_switches, c.inconsistent
+        ));
+        if c.no_room > 0 {
+            out.push_str(&format!(
+                "warning: {} events found the programs' maps full ({} tasks): those tasks' delays are missing\n",
+                c.no_room, rec.task_slots
+            ));
+        }
+        out
+    }
+}

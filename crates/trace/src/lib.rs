@@ -18,6 +18,7 @@
 //!   them later ([`Recorder`], [`TraceFile`], docs/trace-file.md).
 #![deny(missing_docs)]
 
+pub mod bpf;
 mod config;
 mod error;
 mod file;

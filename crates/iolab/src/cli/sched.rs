@@ -12,7 +12,7 @@ use regex::Regex;
 use serde::Serialize;
 
 use iolab_sched::compare::{Comparison, SeedStats};
-use iolab_sched::text::Report;
+use iolab_sched::text::{BpfReport, Report};
 use iolab_sched::{
     analyze_file, DelaySelect, Loaded, RecordOptions, SchedError, Selection, SortKey, WakeFrom,
 };
@@ -48,6 +48,18 @@ pub struct RecordArgs {
     /// Ring buffer per CPU, KiB.
     #[arg(long, default_value_t = 16384, value_name = "KIB")]
     pub buffer_size: u32,
+    /// Who counts: tracefs (the default: every event recorded, every raw
+    /// delay kept, report's --samples, --work and --from waking, compare
+    /// of anything) or bpf (the delays summed per task in the kernel,
+    /// nothing per event crossing to user space: for long or busy
+    /// recordings; the file is the sums, as JSON).
+    #[arg(
+        long,
+        default_value = "tracefs",
+        value_name = "tracefs|bpf",
+        conflicts_with = "workqueue"
+    )]
+    pub tracer: String,
     /// Write back and drop the page cache before recording, so reads
     /// during the recording start cold.
     #[arg(long)]
@@ -165,6 +177,16 @@ struct Recorded {
 
 fn record(a: RecordArgs) -> anyhow::Result<()> {
     super::require_root("iolab sched record")?;
+    match a.tracer.as_str() {
+        "tracefs" => {}
+        "bpf" => return record_bpf(a),
+        other => {
+            return Err(UsageError::new(format!(
+                "--tracer: unknown tracer {other:?}: expected tracefs or bpf"
+            ))
+            .into())
+        }
+    }
     let duration = a.duration;
     let guard = iolab_guard::Guard::new();
     let opts = RecordOptions {
@@ -288,6 +310,114 @@ fn run_command(guard: &iolab_guard::Guard, argv: &[String]) -> anyhow::Result<Op
     Ok(status.code().or(status.signal().map(|s| 128 + s)))
 }
 
+/// `sched record --tracer bpf`: the programs count while the command runs
+/// (or for --duration, or until Ctrl-C); their sums are written as JSON.
+fn record_bpf(a: RecordArgs) -> anyhow::Result<()> {
+    let guard = iolab_guard::Guard::new();
+    if let (Some(lab), Some(mode)) = (&a.lab, &a.sync_decompress) {
+        set_sync_decompress(&guard, lab, mode)?;
+    }
+    if a.drop_caches {
+        guard.drop_caches(None)?;
+    }
+    let bpf = iolab_sched::bpf::SchedBpf::start()
+        .map_err(|e| UsageError::new(format!("--tracer bpf: {e}")))?;
+    let t0 = Instant::now();
+    let command_exit = if a.command.is_empty() {
+        let until = a.duration.map(|d| t0 + d);
+        if until.is_none() && !a.json {
+            iolab_sys::say!("iolab: counting in the kernel; Ctrl-C to stop");
+        }
+        while !iolab_guard::stop_requested() && until.is_none_or(|u| Instant::now() < u) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    } else {
+        run_command(&guard, &a.command)?
+    };
+    let rec = bpf.finish()?;
+    let text = serde_json::to_vec_pretty(&rec)?;
+    std::fs::write(&a.output, &text).with_context(|| format!("writing {}", a.output.display()))?;
+    let (user, sys) = self_cpu();
+    let out = Recorded {
+        bytes: text.len() as u64,
+        file: a.output,
+        events: rec.counters.events,
+        lost_events: rec.counters.no_room,
+        duration_s: t0.elapsed().as_secs_f64(),
+        cpu_user_s: user,
+        cpu_sys_s: sys,
+        command_exit,
+    };
+    if a.json {
+        iolab_sys::show!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        iolab_sys::say!(
+            "iolab: counted {} events of {} tasks in the kernel ({} not counted) in {:.1} s to {}; iolab CPU {:.2} s",
+            out.events,
+            rec.tasks.len(),
+            out.lost_events,
+            out.duration_s,
+            out.file.display(),
+            user + sys
+        );
+    }
+    if let Some(code) = command_exit.filter(|&c| c != 0) {
+        anyhow::bail!("the recorded command exited with status {code}");
+    }
+    Ok(())
+}
+
+/// A recording made by `--tracer bpf` (JSON), or `None` for a trace file.
+fn bpf_recording(path: &Path) -> anyhow::Result<Option<iolab_sched::bpf::BpfRecording>> {
+    use std::io::Read;
+    let mut head = [0u8; 1];
+    let mut f = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    if f.read(&mut head)? == 0 || head[0] != b'{' {
+        return Ok(None);
+    }
+    let rec: iolab_sched::bpf::BpfRecording = serde_json::from_reader(std::io::BufReader::new(
+        std::fs::File::open(path)?,
+    ))
+    .map_err(|e| {
+        UsageError::new(format!(
+            "{}: not a recording of iolab sched record --tracer bpf: {e}",
+            path.display()
+        ))
+    })?;
+    if rec.format != iolab_sched::bpf::FORMAT {
+        return Err(UsageError::new(format!(
+            "{}: format {:?}, this iolab reads {}",
+            path.display(),
+            rec.format,
+            iolab_sched::bpf::FORMAT
+        ))
+        .into());
+    }
+    Ok(Some(rec))
+}
+
+/// What a BPF recording cannot answer (it holds sums, not samples).
+fn bpf_refuses(path: &Path, s: &SelectArgs, samples: bool) -> anyhow::Result<()> {
+    let why = if s.work.is_some() {
+        Some("--work (no work items are counted)")
+    } else if s.from != "wakeup" {
+        Some("--from waking (the programs start delays at sched_wakeup)")
+    } else if samples {
+        Some("--samples (the kernel kept sums, not each delay)")
+    } else {
+        None
+    };
+    match why {
+        Some(w) => Err(UsageError::new(format!(
+            "{} was counted in the kernel (--tracer bpf): it has no {w}; record with --tracer tracefs",
+            path.display()
+        ))
+        .into()),
+        None => Ok(()),
+    }
+}
+
 /// User and system CPU time of this process, s.
 fn self_cpu() -> (f64, f64) {
     // SAFETY: rusage is plain data; getrusage fills it.
@@ -347,6 +477,17 @@ fn load(path: &Path, from: WakeFrom) -> anyhow::Result<Loaded> {
 fn report(a: ReportArgs) -> anyhow::Result<()> {
     let (sel, from) = selection(&a.select)?;
     let sort = SortKey::parse_list(&a.sort).map_err(|e| UsageError::new(format!("--sort: {e}")))?;
+    if let Some(rec) = bpf_recording(&a.file)? {
+        bpf_refuses(&a.file, &a.select, a.samples)?;
+        let r = BpfReport::of(&rec, &sel, &sort, a.by_comm, a.limit, a.summary, a.hist);
+        if a.json {
+            let doc = r.json(&a.file, &rec, &sel);
+            iolab_sys::show!("{}", serde_json::to_string_pretty(&doc)?);
+        } else {
+            iolab_sys::show_part!("{}", r.text(&a.file, &rec, &a.select.delay));
+        }
+        return Ok(());
+    }
     let l = load(&a.file, from)?;
     let r = Report::of(&l, &sel, &sort, a.by_comm, a.limit, a.summary, a.hist);
     if a.json {
@@ -360,24 +501,31 @@ fn report(a: ReportArgs) -> anyhow::Result<()> {
 
 fn compare(a: CompareArgs) -> anyhow::Result<()> {
     let (sel, from) = selection(&a.select)?;
-    let la = load(&a.a, from)?;
-    let lb = load(&a.b, from)?;
-    let sa = SeedStats::of(sel.pooled(&la.analysis, &la.symbols));
-    let sb = SeedStats::of(sel.pooled(&lb.analysis, &lb.symbols));
+    // Either kind of recording: the seed's statistics of its pooled
+    // delays, and the events it lost.
+    let stats = |p: &Path| -> anyhow::Result<(SeedStats, u64)> {
+        if let Some(rec) = bpf_recording(p)? {
+            bpf_refuses(p, &a.select, false)?;
+            return Ok((
+                SeedStats::of_summary(&rec.pooled(&sel).summary()),
+                rec.counters.no_room,
+            ));
+        }
+        let l = load(p, from)?;
+        Ok((
+            SeedStats::of(sel.pooled(&l.analysis, &l.symbols)),
+            l.stats.lost,
+        ))
+    };
+    let (sa, lost_a) = stats(&a.a)?;
+    let (sb, lost_b) = stats(&a.b)?;
     let label = |p: &Path| {
         p.file_name().map_or_else(
             || p.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         )
     };
-    let c = Comparison::new(
-        &label(&a.a),
-        sa,
-        la.stats.lost,
-        &label(&a.b),
-        sb,
-        lb.stats.lost,
-    );
+    let c = Comparison::new(&label(&a.a), sa, lost_a, &label(&a.b), sb, lost_b);
     if a.json {
         iolab_sys::show!("{}", serde_json::to_string_pretty(&c)?);
     } else {

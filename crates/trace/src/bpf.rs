@@ -1,0 +1,197 @@
+//! What every BPF collector of iolab shares (bio's block latency, sched's
+//! wakeup delay): whether BPF may run here, loading an embedded object
+//! with its read-only globals set, attaching its programs (raw or
+//! classic tracepoints) all or none, and detaching them.
+//!
+//! Each attachment is a perf event or raw-tracepoint file of this process,
+//! so a SIGKILL leaves nothing attached (the kernel drops the programs
+//! with the last file) and no guard change is needed.
+
+use aya::programs::{RawTracePoint, TracePoint};
+use aya::Ebpf;
+
+/// Why BPF could not be used here: the reason `--tracer bpf` exits 2 with,
+/// and what a run that fell back to tracefs stores.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BpfUnavailable(pub String);
+
+/// Whether this process may load BPF programs here, without loading one:
+/// root (CAP_BPF and CAP_PERFMON are part of it), and no kernel lockdown
+/// in confidentiality mode (which refuses the programs' reads of the
+/// event records). A verifier's refusal is only known at load.
+pub fn check() -> Result<(), BpfUnavailable> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(BpfUnavailable(
+            "BPF needs root (CAP_BPF and CAP_PERFMON): run iolab as root, or use --tracer tracefs"
+                .into(),
+        ));
+    }
+    if let Ok(l) = std::fs::read_to_string("/sys/kernel/security/lockdown") {
+        if l.contains("[confidentiality]") {
+            return Err(BpfUnavailable(
+                "the kernel is locked down (confidentiality): BPF programs may not read kernel memory"
+                    .into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The kernel's BTF, which relocates a raw program's reads of kernel
+/// structures (CO-RE); without it they would read the wrong fields.
+pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+
+/// An attached program, detached by [`detach_all`] (or by the kernel when
+/// the process ends).
+pub enum Link {
+    /// A raw-tracepoint program.
+    Raw(
+        &'static str,
+        aya::programs::raw_trace_point::RawTracePointLinkId,
+    ),
+    /// A classic-tracepoint program.
+    Classic(&'static str, aya::programs::trace_point::TracePointLinkId),
+}
+
+impl Link {
+    /// Detaches this program.
+    pub fn detach(self, ebpf: &mut Ebpf) -> Result<(), BpfUnavailable> {
+        let gone = |prog: &str, e: &dyn std::fmt::Display| {
+            BpfUnavailable(format!("detaching {prog}: {e}"))
+        };
+        match self {
+            Link::Raw(prog, id) => {
+                let p: Option<&mut RawTracePoint> =
+                    ebpf.program_mut(prog).and_then(|p| p.try_into().ok());
+                if let Some(p) = p {
+                    p.detach(id).map_err(|e| gone(prog, &e))?;
+                }
+            }
+            Link::Classic(prog, id) => {
+                let p: Option<&mut TracePoint> =
+                    ebpf.program_mut(prog).and_then(|p| p.try_into().ok());
+                if let Some(p) = p {
+                    p.detach(id).map_err(|e| gone(prog, &e))?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Detaches every link (the first error is returned, the rest still
+/// detached).
+pub fn detach_all(ebpf: &mut Ebpf, links: Vec<Link>) -> Result<(), BpfUnavailable> {
+    let mut first = Ok(());
+    for l in links {
+        if let Err(e) = l.detach(ebpf) {
+            if first.is_ok() {
+                first = Err(e);
+            }
+        }
+    }
+    first
+}
+
+/// A program and the tracepoint it sits on: (program, category, event).
+pub type Attachment = (&'static str, &'static str, &'static str);
+
+/// Loads and attaches `programs` as raw tracepoints (`raw`) or classic
+/// ones; on any failure, what was attached is detached again and the
+/// error returned.
+pub fn attach_all(
+    ebpf: &mut Ebpf,
+    programs: &[Attachment],
+    raw: bool,
+) -> Result<Vec<Link>, BpfUnavailable> {
+    let mut links = Vec::new();
+    for &(prog, category, event) in programs {
+        match attach_one(ebpf, prog, category, event, raw) {
+            Ok(l) => links.push(l),
+            Err(e) => {
+                let _ = detach_all(ebpf, links);
+                return Err(e);
+            }
+        }
+    }
+    Ok(links)
+}
+
+fn attach_one(
+    ebpf: &mut Ebpf,
+    prog: &'static str,
+    category: &str,
+    event: &str,
+    raw: bool,
+) -> Result<Link, BpfUnavailable> {
+    let p = ebpf
+        .program_mut(prog)
+        .ok_or_else(|| BpfUnavailable(format!("no program {prog}")))?;
+    let kind = |e: &dyn std::fmt::Display| BpfUnavailable(format!("{prog}: {e}"));
+    let refused = |e: &aya::programs::ProgramError| {
+        BpfUnavailable(format!("the verifier refused {prog}: {}", first_line(e)))
+    };
+    let unattached = |e: &dyn std::fmt::Display| {
+        BpfUnavailable(format!("attaching {prog} to {category}/{event}: {e}"))
+    };
+    if raw {
+        let p: &mut RawTracePoint = p.try_into().map_err(|e| kind(&e))?;
+        p.load().map_err(|e| refused(&e))?;
+        Ok(Link::Raw(
+            prog,
+            p.attach(event).map_err(|e| unattached(&e))?,
+        ))
+    } else {
+        let p: &mut TracePoint = p.try_into().map_err(|e| kind(&e))?;
+        p.load().map_err(|e| refused(&e))?;
+        Ok(Link::Classic(
+            prog,
+            p.attach(category, event).map_err(|e| unattached(&e))?,
+        ))
+    }
+}
+
+/// An error and its causes, each cut to its first line (aya's verifier
+/// errors carry the whole log; the OS's reason is a cause).
+pub fn first_line(e: &dyn std::error::Error) -> String {
+    let mut parts = Vec::new();
+    let mut next = Some(e);
+    while let Some(err) = next {
+        let text = err.to_string();
+        let line = text.lines().next().unwrap_or("").to_string();
+        if !line.is_empty() && !parts.contains(&line) {
+            parts.push(line);
+        }
+        next = err.source();
+    }
+    parts.join(": ")
+}
+
+/// The offsets of `fields` in `category/event`'s record, from its tracefs
+/// format file, as (`{prefix}_{field}`, offset): what a classic program's
+/// read-only globals are set to.
+pub fn field_offsets(
+    category: &str,
+    event: &str,
+    prefix: &str,
+    fields: &[&str],
+) -> Result<Vec<(String, u32)>, BpfUnavailable> {
+    let events = std::path::Path::new(crate::TRACEFS).join("events");
+    let mut formats = crate::Formats::new();
+    let f = formats
+        .load(&events, category, event)
+        .map_err(|e| BpfUnavailable(format!("{category}/{event}: {e}")))?;
+    fields
+        .iter()
+        .map(|field| {
+            let fl = f.field(field).ok_or_else(|| {
+                BpfUnavailable(format!("{category}/{event} has no field {field}"))
+            })?;
+            let o = u32::try_from(fl.offset)
+                .map_err(|_| BpfUnavailable(format!("{category}/{event}: {field} offset")))?;
+            Ok((format!("{prefix}_{field}"), o))
+        })
+        .collect()
+}
