@@ -109,7 +109,9 @@ fn record_sleeps(run: &Path, out: &Path) -> (Value, String) {
 }
 
 fn record_sleeps_with(run: &Path, out: &Path, tracer: &str) -> (Value, String) {
-    let name = format!("slp{}{tracer}", std::process::id());
+    // One letter per tracer: the kernel keeps 15 characters of a name,
+    // and a pid can have 7 digits.
+    let name = format!("slp{}{}", std::process::id(), &tracer[..1]);
     let bin = run.join(&name);
     std::fs::copy("/bin/sleep", &bin).unwrap();
     let script = format!("for i in $(seq 40); do {} 0.01; done", bin.display());
@@ -356,49 +358,52 @@ fn record_and_report_counted_in_the_kernel() {
     }
 }
 
-/// iolab's scheduler programs loaded now (bpftool's list, by name: the
-/// kernel keeps a name's first 15 characters, bpftool shows the whole one
-/// where the program's BTF has it).
-fn sched_programs() -> usize {
+/// The ids of the BPF programs `pid` holds open (its fds' `prog_id` in
+/// /proc/PID/fdinfo: this bpftool cannot name a program's holders).
+fn programs_of(pid: u32) -> Vec<u64> {
+    let mut ids = Vec::new();
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
+        return ids;
+    };
+    for e in dir.flatten() {
+        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+        for line in text.lines() {
+            if let Some(v) = line.strip_prefix("prog_id:") {
+                if let Ok(id) = v.trim().parse::<u64>() {
+                    if !ids.contains(&id) {
+                        ids.push(id);
+                    }
+                }
+            }
+        }
+    }
+    ids
+}
+
+/// Every program id loaded now.
+fn loaded_ids() -> Vec<u64> {
     let out = std::process::Command::new("bpftool")
         .args(["prog", "show", "--json"])
         .output()
-        .expect("bpftool (Debian's bpftool package) lists the loaded programs");
+        .expect("bpftool lists the loaded programs");
     let progs: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    progs.as_array().map_or(0, |a| {
-        a.iter()
-            .filter(|p| {
-                let n = p["name"].as_str().unwrap_or("");
-                [
-                    "sched_switch",
-                    "sched_wakeup",
-                    "sched_wakeup_ne",
-                    "sched_wakeup_new",
-                ]
-                .contains(&n)
-            })
-            .count()
+    progs.as_array().map_or_else(Vec::new, |a| {
+        a.iter().filter_map(|p| p["id"].as_u64()).collect()
     })
 }
 
 /// The fault campaign's case for `--tracer bpf`: SIGKILLed while counting,
 /// it leaves no program loaded (each is held by a file of the process,
 /// which the kernel closes), and its output file is not half written (it
-/// is written once, at the end).
+/// is written once, at the end). The programs are the killed process's
+/// own (by its fds), so another test's recording running meanwhile cannot
+/// stand in for them; bpftool's list of every loaded program says when
+/// they are gone.
 #[test]
 fn a_killed_bpf_recording_leaves_no_program() {
     if !iolab_testkit::root_or_skip("a_killed_bpf_recording_leaves_no_program", "BPF") {
         return;
     }
-    let settle = |want: &dyn Fn(usize) -> bool| {
-        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while !want(sched_programs()) && std::time::Instant::now() < until {
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        sched_programs()
-    };
-    // Another test's recording may still be going away.
-    let before = settle(&|n| n == 0);
     let run = tempfile::tempdir().unwrap();
     let file = run.path().join("killed.json");
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_iolab"))
@@ -417,15 +422,24 @@ fn a_killed_bpf_recording_leaves_no_program() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let loaded = settle(&|n| n >= before + 3);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut ids = programs_of(child.id());
+    while ids.len() < 3 && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        ids = programs_of(child.id());
+    }
     let _ = child.kill();
     let _ = child.wait();
-    assert!(
-        loaded >= before + 3,
-        "the 3 programs never showed: {loaded} (before {before})"
-    );
-    let after = settle(&|n| n <= before);
-    assert!(after <= before, "{after} programs left (before {before})");
+    assert!(ids.len() >= 3, "the 3 programs never showed: {ids:?}");
+    // The kernel frees them a moment after the last file (deferred).
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut left: Vec<u64> = ids.clone();
+    while !left.is_empty() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let now = loaded_ids();
+        left.retain(|id| now.contains(id));
+    }
+    assert!(left.is_empty(), "programs {left:?} of {ids:?} still loaded");
     assert!(
         !file.exists(),
         "a killed recording wrote {}",

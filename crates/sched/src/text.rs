@@ -344,7 +344,7 @@ impl BpfReport {
         }
         let c = &rec.counters;
         out.push_str(&format!(
-            "not measured: {} switch-ins of tasks already running or runnable at the start, {} without a seen wakeup, {} switch-ins not seen, {} inconsistent\nmedian, p99 and stddev from the kernel's bins (within 1/16); count, avg, min and max exact\n",
+            "not measured: {} switch-ins of tasks already running or runnable at the start, {} without a seen wakeup, {} switch-ins not seen, {} inconsistent\nmedian and p99 from the kernel's bins (within 1/16), stddev from their middles; count, avg, min and max exact\n",
             c.unknown_start, c.missing_wakeup, c.untraced_switches, c.inconsistent
         ));
         if c.no_room > 0 {

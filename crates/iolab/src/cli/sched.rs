@@ -45,20 +45,15 @@ pub struct RecordArgs {
     /// item latency, and worker delays attributed to the work they ran.
     #[arg(long)]
     pub workqueue: bool,
-    /// Ring buffer per CPU, KiB.
-    #[arg(long, default_value_t = 16384, value_name = "KIB")]
-    pub buffer_size: u32,
+    /// Ring buffer per CPU, KiB (default 16384).
+    #[arg(long, value_name = "KIB")]
+    pub buffer_size: Option<u32>,
     /// Who counts: tracefs (the default: every event recorded, every raw
     /// delay kept, report's --samples, --work and --from waking, compare
     /// of anything) or bpf (the delays summed per task in the kernel,
     /// nothing per event crossing to user space: for long or busy
     /// recordings; the file is the sums, as JSON).
-    #[arg(
-        long,
-        default_value = "tracefs",
-        value_name = "tracefs|bpf",
-        conflicts_with = "workqueue"
-    )]
+    #[arg(long, default_value = "tracefs", value_name = "tracefs|bpf")]
     pub tracer: String,
     /// Write back and drop the page cache before recording, so reads
     /// during the recording start cold.
@@ -176,10 +171,26 @@ struct Recorded {
 }
 
 fn record(a: RecordArgs) -> anyhow::Result<()> {
-    super::require_root("iolab sched record")?;
     match a.tracer.as_str() {
         "tracefs" => {}
-        "bpf" => return record_bpf(a),
+        "bpf" => {
+            // What only a trace has, refused before anything starts.
+            let refused = if a.workqueue {
+                Some("--workqueue (work items are in the trace only)")
+            } else if a.buffer_size.is_some() {
+                Some("--buffer-size (the programs keep sums, not a ring buffer)")
+            } else {
+                None
+            };
+            if let Some(what) = refused {
+                return Err(UsageError::new(format!(
+                    "--tracer bpf has no {what}: use --tracer tracefs"
+                ))
+                .into());
+            }
+            super::require_root("iolab sched record")?;
+            return record_bpf(a);
+        }
         other => {
             return Err(UsageError::new(format!(
                 "--tracer: unknown tracer {other:?}: expected tracefs or bpf"
@@ -187,11 +198,12 @@ fn record(a: RecordArgs) -> anyhow::Result<()> {
             .into())
         }
     }
+    super::require_root("iolab sched record")?;
     let duration = a.duration;
     let guard = iolab_guard::Guard::new();
     let opts = RecordOptions {
         workqueue: a.workqueue,
-        buffer_kib_per_cpu: a.buffer_size,
+        buffer_kib_per_cpu: a.buffer_size.unwrap_or(16384),
     };
     if let (Some(lab), Some(mode)) = (&a.lab, &a.sync_decompress) {
         set_sync_decompress(&guard, lab, mode)?;
@@ -337,7 +349,11 @@ fn record_bpf(a: RecordArgs) -> anyhow::Result<()> {
     };
     let rec = bpf.finish()?;
     let text = serde_json::to_vec_pretty(&rec)?;
-    std::fs::write(&a.output, &text).with_context(|| format!("writing {}", a.output.display()))?;
+    // Whole or not at all: written beside it, then renamed over it.
+    let tmp = a.output.with_extension("json.part");
+    std::fs::write(&tmp, &text)
+        .and_then(|()| std::fs::rename(&tmp, &a.output))
+        .with_context(|| format!("writing {}", a.output.display()))?;
     let (user, sys) = self_cpu();
     let out = Recorded {
         bytes: text.len() as u64,
@@ -371,30 +387,37 @@ fn record_bpf(a: RecordArgs) -> anyhow::Result<()> {
 /// A recording made by `--tracer bpf` (JSON), or `None` for a trace file.
 fn bpf_recording(path: &Path) -> anyhow::Result<Option<iolab_sched::bpf::BpfRecording>> {
     use std::io::Read;
-    let mut head = [0u8; 1];
-    let mut f = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
-    if f.read(&mut head)? == 0 || head[0] != b'{' {
+    let reading = || format!("reading {}", path.display());
+    // A trace file can be large: only its head decides.
+    let mut head = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(256).read_to_end(&mut head))
+        .with_context(reading)?;
+    if head.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
         return Ok(None);
     }
-    let rec: iolab_sched::bpf::BpfRecording = serde_json::from_reader(std::io::BufReader::new(
-        std::fs::File::open(path)?,
-    ))
-    .map_err(|e| {
+    let bytes = std::fs::read(path).with_context(reading)?;
+    let not_ours = |e: &dyn std::fmt::Display| {
         UsageError::new(format!(
             "{}: not a recording of iolab sched record --tracer bpf: {e}",
             path.display()
         ))
-    })?;
-    if rec.format != iolab_sched::bpf::FORMAT {
-        return Err(UsageError::new(format!(
-            "{}: format {:?}, this iolab reads {}",
-            path.display(),
-            rec.format,
-            iolab_sched::bpf::FORMAT
-        ))
-        .into());
+    };
+    // The format first, so a newer one says so rather than "not ours".
+    let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| not_ours(&e))?;
+    match v.get("format").and_then(|f| f.as_str()) {
+        Some(iolab_sched::bpf::FORMAT) => {}
+        Some(other) => {
+            return Err(UsageError::new(format!(
+                "{}: format {other:?}, this iolab reads {}",
+                path.display(),
+                iolab_sched::bpf::FORMAT
+            ))
+            .into())
+        }
+        None => return Err(not_ours(&"no \"format\"").into()),
     }
-    Ok(Some(rec))
+    Ok(Some(serde_json::from_value(v).map_err(|e| not_ours(&e))?))
 }
 
 /// What a BPF recording cannot answer (it holds sums, not samples).

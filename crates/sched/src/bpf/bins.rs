@@ -10,7 +10,7 @@ pub const NBINS: usize = (40 - SUB_BITS as usize + 1) << SUB_BITS;
 
 /// Where the report's median, p99 and stddev come from, as stored.
 pub const BINS_SOURCE: &str =
-    "counted in the kernel: log-linear bins, 8 per power of two (median, p99 and stddev within 1/16); count, mean, min and max exact";
+    "counted in the kernel: log-linear bins, 8 per power of two (median and p99 within 1/16; stddev from the bins' middles); count, mean, min and max exact";
 
 /// The range `[low, high)` of bin `i`, ns.
 pub fn range(i: u16) -> (u64, u64) {
@@ -61,6 +61,13 @@ mod tests {
             assert!(lo <= v && v < hi, "{v} in bin {i} = [{lo}, {hi})");
             assert!((mid(i) - v as f64).abs() <= v as f64 / 16.0 + 0.5, "{v}");
             v = v * 9 / 8 + 1;
+        }
+        // Every edge: 2^k - 1, 2^k and 2^k + 1.
+        for k in 0..41 {
+            for v in [(1u64 << k) - 1, 1 << k, (1 << k) + 1] {
+                let (lo, hi) = range(bin_of(v));
+                assert!(lo <= v && (v < hi || v >= 1 << 40), "{v}: [{lo}, {hi})");
+            }
         }
         assert_eq!(usize::from(bin_of(u64::MAX)), NBINS - 1);
         assert_eq!(range(u16::try_from(NBINS - 1).unwrap_or(0)).1, 1 << 40);

@@ -7,8 +7,19 @@
 //! bins; the report's rows are built from it ([`rows`]) with the same
 //! [`Row`] type, so the table, JSON and the seed's summary do not care which
 //! collector counted. Exact: counts, sums, averages, minima, maxima and
-//! their times. From the bins: median, p99 and standard deviation (within
-//! 1/16 of the value; [`BINS_SOURCE`]).
+//! their times. From the bins: median and p99 (within 1/16 of their value)
+//! and the standard deviation (from the bins' middles: each delay within
+//! 1/16 of its value, so the error is within 1/16 of the delays' root mean
+//! square, which for a tight distribution is more than its spread);
+//! [`BINS_SOURCE`].
+//!
+//! Where it differs from the analyser: it has no `sched_process_exec`
+//! program, so when a non-leader thread execs and takes over its leader's
+//! tid, that tid's last run is lost and the old thread's tid is left
+//! Running (the analyser moves the state over); and each CPU's first event
+//! is among these three events only (the trace also has waking, fork and
+//! the rest), so a task already running at the start may count a little
+//! less run time.
 
 use std::collections::BTreeMap;
 
@@ -33,10 +44,12 @@ static OBJECT: &[u8] = include_bytes!("sched.bpf.o");
 /// The format tag of a recording written by `sched record --tracer bpf`.
 pub const FORMAT: &str = "iolab-sched-bpf/1";
 
+/// Wakeups first: a switch seen before the wakeup programs were attached
+/// would begin waits whose wakeup is missed.
 const PROGRAMS: [Attachment; 3] = [
-    ("sched_switch", "sched", "sched_switch"),
     ("sched_wakeup", "sched", "sched_wakeup"),
     ("sched_wakeup_new", "sched", "sched_wakeup_new"),
+    ("sched_switch", "sched", "sched_switch"),
 ];
 
 /// `struct task_key` of sched.bpf.c.
@@ -70,6 +83,10 @@ struct Task {
     runtime_ns: u64,
     d: [Delays; 2],
 }
+
+// The C's sizes (no padding: the u32 bins array is a multiple of 8 bytes).
+const _: () = assert!(std::mem::size_of::<Task>() == 2576);
+const _: () = assert!(std::mem::size_of::<Delays>() == 1272);
 
 // SAFETY: plain `repr(C)` integers laid out as sched.bpf.c declares them
 // (no padding: the u32 bins array is a multiple of 8 bytes).
@@ -190,8 +207,7 @@ impl DelayAgg {
             (at_rank(n / 2) + at_rank(n / 2 + 1)) / 2.0
         };
         let rank99 = (n * 99).div_ceil(100).max(1);
-        // p99 is a delay that happened: the bin's value within the range
-        // seen.
+        // The p99's bin, at its middle within the range seen.
         #[allow(
             clippy::cast_possible_truncation,
             clippy::cast_sign_loss,

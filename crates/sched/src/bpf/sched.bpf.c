@@ -13,7 +13,8 @@
  * Per task: switches, run time, and for wakeup and preemption delays the
  * count, sum, min, max (with both ends of the longest, perf's "Max delay
  * start/end") and a log-linear histogram (8 bins per power of two:
- * median, p99 and stddev within 1/16 of a bin's value). What the trace
+ * median and p99 within 1/16 of their value; stddev from the bins'
+ * middles). What the trace
  * could not tell is counted as the analyser counts it (unknown start,
  * missing wakeup, ignored wakeups, inconsistent), and a task the map had
  * no room for is counted, never dropped silently.
@@ -232,7 +233,9 @@ static __always_inline void new_life(__u32 tid)
 {
 	__u32 *life = bpf_map_lookup_elem(&lives, &tid);
 	__u32 next = life ? *life + 1 : 1;
-	bpf_map_update_elem(&lives, &tid, &next, BPF_ANY);
+	/* Without room the next life would add to the last one's entry. */
+	if (bpf_map_update_elem(&lives, &tid, &next, BPF_ANY))
+		count(C_NO_ROOM);
 	bpf_map_delete_elem(&states, &tid);
 }
 
