@@ -55,19 +55,7 @@ impl Report {
         sel: &Selection,
         samples: bool,
     ) -> serde_json::Value {
-        let ms = |v: f64| v / 1e6;
-        let json_rows: Vec<JsonRow> = self
-            .rows
-            .iter()
-            .map(|r| JsonRow {
-                row: r,
-                runtime_ms: ms(r.runtime_ns as f64),
-                avg_delay_ms: r.delay.avg_ns.map(ms),
-                max_delay_ms: r.delay.max_ns.map(|v| ms(v as f64)),
-                max_delay_start: r.delay.max_start_ns.map(|v| v as f64 / 1e9),
-                max_delay_end: r.delay.max_end_ns.map(|v| v as f64 / 1e9),
-            })
-            .collect();
+        let json_rows = json_rows(&self.rows);
         let samples = samples.then(|| {
             sel.tasks(&l.analysis, &l.symbols)
                 .map(
@@ -104,6 +92,21 @@ impl Report {
         out.push_str(&footer(l));
         out
     }
+}
+
+/// The rows with perf sched latency's field names beside iolab's.
+fn json_rows(rows: &[Row]) -> Vec<JsonRow<'_>> {
+    let ms = |v: f64| v / 1e6;
+    rows.iter()
+        .map(|r| JsonRow {
+            row: r,
+            runtime_ms: ms(r.runtime_ns as f64),
+            avg_delay_ms: r.delay.avg_ns.map(ms),
+            max_delay_ms: r.delay.max_ns.map(|v| ms(v as f64)),
+            max_delay_start: r.delay.max_start_ns.map(|v| v as f64 / 1e9),
+            max_delay_end: r.delay.max_end_ns.map(|v| v as f64 / 1e9),
+        })
+        .collect()
 }
 
 /// A row with perf sched latency's field names alongside iolab's.
@@ -291,19 +294,7 @@ impl BpfReport {
         rec: &crate::bpf::BpfRecording,
         sel: &Selection,
     ) -> serde_json::Value {
-        let ms = |v: f64| v / 1e6;
-        let json_rows: Vec<JsonRow> = self
-            .rows
-            .iter()
-            .map(|r| JsonRow {
-                row: r,
-                runtime_ms: ms(r.runtime_ns as f64),
-                avg_delay_ms: r.delay.avg_ns.map(ms),
-                max_delay_ms: r.delay.max_ns.map(|v| ms(v as f64)),
-                max_delay_start: r.delay.max_start_ns.map(|v| v as f64 / 1e9),
-                max_delay_end: r.delay.max_end_ns.map(|v| v as f64 / 1e9),
-            })
-            .collect();
+        let json_rows = json_rows(&self.rows);
         serde_json::json!({
             "trace": {
                 "file": path,

@@ -97,33 +97,7 @@ enum {
 	C_COUNT = 5,
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, C_COUNT);
-	__type(key, __u32);
-	__type(value, __u64);
-} counters SEC(".maps");
-
-static __always_inline void count(__u32 c)
-{
-	__u64 *v = bpf_map_lookup_elem(&counters, &c);
-	if (v)
-		*v += 1;
-}
-
-static __always_inline __u64 field64(void *ctx, __u32 off)
-{
-	__u64 v = 0;
-	bpf_probe_read_kernel(&v, sizeof(v), (char *)ctx + off);
-	return v;
-}
-
-static __always_inline __u32 field32(void *ctx, __u32 off)
-{
-	__u32 v = 0;
-	bpf_probe_read_kernel(&v, sizeof(v), (char *)ctx + off);
-	return v;
-}
+#include "../../../trace/src/bpf/iolab.bpf.h"
 
 /* The operation letter of an rwbs string, as iolab_bio::Rwbs::parse
  * reads it: a leading F (preflush) before another operation is a flag. */
@@ -139,19 +113,6 @@ static __always_inline __u8 op_of(void *ctx, __u32 off, __u32 *flush)
 		op = 'N';
 	*flush = op == 'F';
 	return op;
-}
-
-/* The bit length of v (0 for 0): floor(log2 v) + 1, without a loop. */
-static __always_inline __u32 bits(__u64 v)
-{
-	__u32 r = 0;
-	if (v >> 32) { v >>= 32; r += 32; }
-	if (v >> 16) { v >>= 16; r += 16; }
-	if (v >> 8) { v >>= 8; r += 8; }
-	if (v >> 4) { v >>= 4; r += 4; }
-	if (v >> 2) { v >>= 2; r += 2; }
-	if (v >> 1) { v >>= 1; r += 1; }
-	return r + (__u32)v;
 }
 
 /* bcc's log2 slot of a latency in µs (slot i: [2^(i-1), 2^i) µs; 0 µs is

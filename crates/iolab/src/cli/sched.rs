@@ -171,40 +171,33 @@ struct Recorded {
 }
 
 fn record(a: RecordArgs) -> anyhow::Result<()> {
-    match a.tracer.as_str() {
-        "tracefs" => {}
-        "bpf" => {
-            // What only a trace has, refused before anything starts.
-            let refused = if a.workqueue {
-                Some("--workqueue (work items are in the trace only)")
-            } else if a.buffer_size.is_some() {
-                Some("--buffer-size (the programs keep sums, not a ring buffer)")
-            } else {
-                None
-            };
-            if let Some(what) = refused {
-                return Err(UsageError::new(format!(
-                    "--tracer bpf has no {what}: use --tracer tracefs"
-                ))
-                .into());
-            }
-            super::require_root("iolab sched record")?;
-            return record_bpf(a);
-        }
+    let bpf = match a.tracer.as_str() {
+        "tracefs" => false,
+        "bpf" => true,
         other => {
             return Err(UsageError::new(format!(
                 "--tracer: unknown tracer {other:?}: expected tracefs or bpf"
             ))
             .into())
         }
+    };
+    // What only a trace has, refused before anything starts.
+    let refused = if !bpf {
+        None
+    } else if a.workqueue {
+        Some("--workqueue (work items are in the trace only)")
+    } else if a.buffer_size.is_some() {
+        Some("--buffer-size (the programs keep sums, not a ring buffer)")
+    } else {
+        None
+    };
+    if let Some(what) = refused {
+        return Err(
+            UsageError::new(format!("--tracer bpf has no {what}: use --tracer tracefs")).into(),
+        );
     }
     super::require_root("iolab sched record")?;
-    let duration = a.duration;
     let guard = iolab_guard::Guard::new();
-    let opts = RecordOptions {
-        workqueue: a.workqueue,
-        buffer_kib_per_cpu: a.buffer_size.unwrap_or(16384),
-    };
     if let (Some(lab), Some(mode)) = (&a.lab, &a.sync_decompress) {
         set_sync_decompress(&guard, lab, mode)?;
     }
@@ -212,11 +205,29 @@ fn record(a: RecordArgs) -> anyhow::Result<()> {
         guard.drop_caches(None)?;
     }
     let t0 = Instant::now();
-    let recorder = iolab_sched::start_recording(&guard, &opts, &a.output)?;
+    enum Started {
+        Trace(iolab_trace::Recorder),
+        Bpf(iolab_sched::bpf::SchedBpf),
+    }
+    let (started, doing) = if bpf {
+        let b = iolab_sched::bpf::SchedBpf::start()
+            .map_err(|e| UsageError::new(format!("--tracer bpf: {e}")))?;
+        (Started::Bpf(b), "counting in the kernel".to_string())
+    } else {
+        let opts = RecordOptions {
+            workqueue: a.workqueue,
+            buffer_kib_per_cpu: a.buffer_size.unwrap_or(16384),
+        };
+        let r = iolab_sched::start_recording(&guard, &opts, &a.output)?;
+        (
+            Started::Trace(r),
+            format!("recording to {}", a.output.display()),
+        )
+    };
     let command_exit = if a.command.is_empty() {
-        let until = duration.map(|d| t0 + d);
+        let until = a.duration.map(|d| t0 + d);
         if until.is_none() && !a.json {
-            iolab_sys::say!("iolab: recording to {}; Ctrl-C to stop", a.output.display());
+            iolab_sys::say!("iolab: {doing}; Ctrl-C to stop");
         }
         while !iolab_guard::stop_requested() && until.is_none_or(|u| Instant::now() < u) {
             std::thread::sleep(Duration::from_millis(20));
@@ -225,13 +236,36 @@ fn record(a: RecordArgs) -> anyhow::Result<()> {
     } else {
         run_command(&guard, &a.command)?
     };
-    let stats = recorder.finish().map_err(SchedError::from)?;
+    // (events, lost, bytes written, what the text line says was made)
+    let (events, lost, bytes, made) = match started {
+        Started::Trace(r) => {
+            let stats = r.finish().map_err(SchedError::from)?;
+            let bytes = std::fs::metadata(&a.output).map(|m| m.len()).unwrap_or(0);
+            (stats.events, stats.lost, bytes, "recorded".to_string())
+        }
+        Started::Bpf(b) => {
+            let rec = b.finish()?;
+            let text = serde_json::to_vec_pretty(&rec)?;
+            // Whole or not at all: written beside it, then renamed over it.
+            let tmp = a.output.with_extension("json.part");
+            std::fs::write(&tmp, &text)
+                .and_then(|()| std::fs::rename(&tmp, &a.output))
+                .with_context(|| format!("writing {}", a.output.display()))?;
+            let made = format!("counted in the kernel, {} tasks,", rec.tasks.len());
+            (
+                rec.counters.events,
+                rec.counters.no_room,
+                text.len() as u64,
+                made,
+            )
+        }
+    };
     let (user, sys) = self_cpu();
     let out = Recorded {
-        bytes: std::fs::metadata(&a.output).map(|m| m.len()).unwrap_or(0),
+        bytes,
         file: a.output,
-        events: stats.events,
-        lost_events: stats.lost,
+        events,
+        lost_events: lost,
         duration_s: t0.elapsed().as_secs_f64(),
         cpu_user_s: user,
         cpu_sys_s: sys,
@@ -241,7 +275,7 @@ fn record(a: RecordArgs) -> anyhow::Result<()> {
         iolab_sys::show!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         iolab_sys::say!(
-            "iolab: recorded {} events ({} lost) in {:.1} s to {} ({}); recorder CPU {:.2} s",
+            "iolab: {made} {} events ({} lost) in {:.1} s to {} ({}); recorder CPU {:.2} s",
             out.events,
             out.lost_events,
             out.duration_s,
@@ -320,68 +354,6 @@ fn run_command(guard: &iolab_guard::Guard, argv: &[String]) -> anyhow::Result<Op
     };
     guard.forget(tracked)?;
     Ok(status.code().or(status.signal().map(|s| 128 + s)))
-}
-
-/// `sched record --tracer bpf`: the programs count while the command runs
-/// (or for --duration, or until Ctrl-C); their sums are written as JSON.
-fn record_bpf(a: RecordArgs) -> anyhow::Result<()> {
-    let guard = iolab_guard::Guard::new();
-    if let (Some(lab), Some(mode)) = (&a.lab, &a.sync_decompress) {
-        set_sync_decompress(&guard, lab, mode)?;
-    }
-    if a.drop_caches {
-        guard.drop_caches(None)?;
-    }
-    let bpf = iolab_sched::bpf::SchedBpf::start()
-        .map_err(|e| UsageError::new(format!("--tracer bpf: {e}")))?;
-    let t0 = Instant::now();
-    let command_exit = if a.command.is_empty() {
-        let until = a.duration.map(|d| t0 + d);
-        if until.is_none() && !a.json {
-            iolab_sys::say!("iolab: counting in the kernel; Ctrl-C to stop");
-        }
-        while !iolab_guard::stop_requested() && until.is_none_or(|u| Instant::now() < u) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        None
-    } else {
-        run_command(&guard, &a.command)?
-    };
-    let rec = bpf.finish()?;
-    let text = serde_json::to_vec_pretty(&rec)?;
-    // Whole or not at all: written beside it, then renamed over it.
-    let tmp = a.output.with_extension("json.part");
-    std::fs::write(&tmp, &text)
-        .and_then(|()| std::fs::rename(&tmp, &a.output))
-        .with_context(|| format!("writing {}", a.output.display()))?;
-    let (user, sys) = self_cpu();
-    let out = Recorded {
-        bytes: text.len() as u64,
-        file: a.output,
-        events: rec.counters.events,
-        lost_events: rec.counters.no_room,
-        duration_s: t0.elapsed().as_secs_f64(),
-        cpu_user_s: user,
-        cpu_sys_s: sys,
-        command_exit,
-    };
-    if a.json {
-        iolab_sys::show!("{}", serde_json::to_string_pretty(&out)?);
-    } else {
-        iolab_sys::say!(
-            "iolab: counted {} events of {} tasks in the kernel ({} not counted) in {:.1} s to {}; iolab CPU {:.2} s",
-            out.events,
-            rec.tasks.len(),
-            out.lost_events,
-            out.duration_s,
-            out.file.display(),
-            user + sys
-        );
-    }
-    if let Some(code) = command_exit.filter(|&c| c != 0) {
-        anyhow::bail!("the recorded command exited with status {code}");
-    }
-    Ok(())
 }
 
 /// A recording made by `--tracer bpf` (JSON), or `None` for a trace file.

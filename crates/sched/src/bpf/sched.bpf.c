@@ -151,53 +151,13 @@ enum {
 	C_COUNT = 7,
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, C_COUNT);
-	__type(key, __u32);
-	__type(value, __u64);
-} counters SEC(".maps");
-
-static __always_inline void count(__u32 c)
-{
-	__u64 *v = bpf_map_lookup_elem(&counters, &c);
-	if (v)
-		*v += 1;
-}
-
-static __always_inline __s32 field_s32(void *ctx, __u32 off)
-{
-	__s32 v = 0;
-	bpf_probe_read_kernel(&v, sizeof(v), (char *)ctx + off);
-	return v;
-}
-
-static __always_inline __s64 field_s64(void *ctx, __u32 off)
-{
-	__s64 v = 0;
-	bpf_probe_read_kernel(&v, sizeof(v), (char *)ctx + off);
-	return v;
-}
-
-/* The highest set bit of v > 0 (BPF has no clz: clang 14 crashes on
- * __builtin_clzll), by halving. */
-static __always_inline __u32 msb_of(__u64 v)
-{
-	__u32 r = 0;
-	if (v >> 32) { v >>= 32; r += 32; }
-	if (v >> 16) { v >>= 16; r += 16; }
-	if (v >> 8) { v >>= 8; r += 8; }
-	if (v >> 4) { v >>= 4; r += 4; }
-	if (v >> 2) { v >>= 2; r += 2; }
-	if (v >> 1) r += 1;
-	return r;
-}
+#include "../../../trace/src/bpf/iolab.bpf.h"
 
 static __always_inline __u32 bin_of(__u64 v)
 {
 	if (v < SUB)
 		return v;
-	__u32 msb = msb_of(v);
+	__u32 msb = bits(v) - 1; /* v >= SUB > 0 */
 	if (msb >= 40)
 		return NBINS - 1;
 	__u32 group = msb - SUB_BITS + 1;
