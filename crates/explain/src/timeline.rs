@@ -79,6 +79,19 @@ enum Phase {
     Dead,
 }
 
+impl Phase {
+    /// When the current phase began, for phases that are timed.
+    fn since(&self) -> Option<u64> {
+        match self {
+            Phase::Unknown(s)
+            | Phase::Running(s)
+            | Phase::Runnable(s, _)
+            | Phase::Blocked(s, _) => Some(*s),
+            Phase::Held | Phase::Dead => None,
+        }
+    }
+}
+
 /// One followed task's running totals.
 #[derive(Debug, Clone)]
 pub(crate) struct Task {
@@ -675,7 +688,14 @@ impl Tracker {
             let Some(mut t) = self.tasks.remove(&tid) else {
                 continue;
             };
-            let end = t.end_ns.unwrap_or(end_ns).min(end_ns).max(t.start_ns);
+            let mut end = t.end_ns.unwrap_or(end_ns).min(end_ns).max(t.start_ns);
+            // An exit event with no dead switch-out after it (the trace
+            // lost it): the task was seen on and off a CPU after its exit
+            // event, so its life ends no earlier than its last phase began;
+            // when after that it died is not known, and is not invented.
+            if let Some(since) = t.phase.since() {
+                end = end.max(since.min(end_ns));
+            }
             match std::mem::replace(&mut t.phase, Phase::Dead) {
                 Phase::Running(since) => {
                     t.on_cpu_ns += self.span(since, end);

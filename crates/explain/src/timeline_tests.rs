@@ -129,6 +129,38 @@ fn every_nanosecond_in_one_bucket() {
 }
 
 #[test]
+fn an_exit_whose_dead_switch_was_lost_still_tiles_the_life() {
+    // A child preempted after its exit event, whose final (dead)
+    // switch-out the trace lost: its life runs to the last switch seen,
+    // not back to the exit event (CI saw 62 µs counted twice).
+    let mut t = tracker(0);
+    t.follow(10, "sh", 0, Initial::Unknown);
+    t.event(sw(0, 1, 1, 10, None));
+    t.event(SchedEvent::Fork {
+        ts_ns: MS,
+        parent_pid: 10,
+        child_pid: 11,
+        child_comm: "sleep",
+    });
+    t.event(sw(2 * MS, 10, 1, 11, None));
+    t.event(SchedEvent::Exit {
+        ts_ns: 5 * MS,
+        pid: 11,
+    });
+    t.event(sw(6 * MS, 11, 0, 1, None)); // preempted while exiting
+    t.event(sw(7 * MS, 1, 1, 11, None)); // back on; its dead switch is lost
+    let a = t.into_attribution(10, 20 * MS);
+    let child = a.tasks.iter().find(|k| k.tid == 11).unwrap();
+    assert!(child.exited);
+    assert_eq!(child.end_ns, 7 * MS);
+    assert_eq!(
+        child.on_cpu_ns + child.runnable_ns + child.blocked_ns + child.untraced_ns,
+        child.end_ns - child.start_ns,
+        "{child:?}"
+    );
+}
+
+#[test]
 fn children_are_followed_from_fork() {
     let mut t = tracker(0);
     t.follow(10, "sh", 0, Initial::Unknown);
