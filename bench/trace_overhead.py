@@ -17,8 +17,11 @@ modes alike:
   crosses to user space per request);
 - iolab: `iolab trace bio -d DEV --hist --json --tracer tracefs` (every
   request's events read, kept in memory, histograms at the end);
+- iolab-bpf-snoop: `iolab trace bio -d DEV --tracer bpf`, one biosnoop
+  line per request to a file, each request's record from iolab's BPF
+  programs through a BPF ring buffer (owner, times, flags);
 - iolab-snoop: `iolab trace bio -d DEV`, one biosnoop line per request to a
-  file;
+  file, from iolab's tracefs instance;
 - bpftrace: a biosnoop-equivalent script on the same tracepoints
   (block_io_start/block_rq_issue/block_rq_complete, or block_bio_queue/
   block_bio_complete on zram), matching by (dev, sector) in BPF maps and
@@ -64,7 +67,8 @@ from benchlib import Labs, log, run
 
 REPO = Path(__file__).resolve().parent.parent
 MiB = 1 << 20
-MODES = ["off", "iolab-bpf", "iolab", "iolab-snoop", "bpftrace-hist", "bpftrace", "perf"]
+MODES = ["off", "iolab-bpf", "iolab", "iolab-bpf-snoop", "iolab-snoop", "bpftrace-hist",
+         "bpftrace", "perf"]
 
 # name -> (lab flags, load flags, tracepoints). zram has no request queue:
 # only bio events describe its I/O.
@@ -180,7 +184,9 @@ def start_tracer(mode, iolab, dev, devno, events, out_dir, tag):
     elif mode == "iolab":
         cmd = [iolab, "trace", "bio", "-d", dev, "--hist", "--json", "--tracer", "tracefs"]
     elif mode == "iolab-snoop":
-        cmd = [iolab, "trace", "bio", "-d", dev]
+        cmd = [iolab, "trace", "bio", "-d", dev, "--tracer", "tracefs"]
+    elif mode == "iolab-bpf-snoop":
+        cmd = [iolab, "trace", "bio", "-d", dev, "--tracer", "bpf"]
     elif mode == "bpftrace-hist":
         script = out_dir / ("hist-bio.bt" if events[0] == "block_bio_queue" else "hist-rq.bt")
         script.write_text(HIST_BIO if events[0] == "block_bio_queue" else HIST_RQ)
@@ -219,7 +225,7 @@ def tracer_result(mode, out, err, out_dir, tag):
         counted = sum(int(m) for m in re.findall(r"^[\[(][^\]]*[\])]\s+(\d+)\s*\|",
                                                   out.read_text(), re.M))
         return lost, counted
-    if mode == "iolab-snoop":
+    if mode in ("iolab-snoop", "iolab-bpf-snoop"):
         m = re.search(r"(\d+) requests in .* from \d+ events, (\d+) lost", text)
         out.unlink()  # a line per request: hundreds of MB; the counts are kept
         return int(m.group(2)), int(m.group(1))
@@ -243,8 +249,9 @@ def tracer_result(mode, out, err, out_dir, tag):
     raise ValueError(mode)
 
 
-def one_run(mode, iolab, dev, devno, dev_kind, runtime, out_dir, tag):
+def one_run(mode, iolab, dev, devno, dev_kind, runtime, out_dir, tag, numjobs=1):
     _, load_flags, events = DEVICES[dev_kind]
+    load_flags = [*load_flags, "--numjobs", str(numjobs)]
     tracer, out, err = start_tracer(mode, iolab, dev, devno, events, out_dir, tag)
     load_cmd = [iolab, "load", "--filename", dev, "--rw", "randread", "--bs", "4k",
                 "--direct", "--size", str(DATA), "--runtime", str(runtime),
@@ -256,11 +263,14 @@ def one_run(mode, iolab, dev, devno, dev_kind, runtime, out_dir, tag):
         LIVE.remove(tracer)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(load_cmd)} failed: {p.stderr.strip()}")
-    job = json.loads(p.stdout)["jobs"][0]
+    jobs = json.loads(p.stdout)["jobs"]
     lost, captured = tracer_result(mode, out, err, out_dir, tag)
-    rd = job["read"]
-    runtime_s = job["job_runtime"] / 1000
-    load_cpu_s = (job["usr_cpu"] + job["sys_cpu"]) / 100 * runtime_s
+    # numjobs threads: their I/Os and CPU summed.
+    rd = {"iops": sum(j["read"]["iops"] for j in jobs),
+          "total_ios": sum(j["read"]["total_ios"] for j in jobs)}
+    runtime_s = max(j["job_runtime"] for j in jobs) / 1000
+    load_cpu_s = sum((j["usr_cpu"] + j["sys_cpu"]) / 100 * j["job_runtime"] / 1000
+                     for j in jobs)
     return {
         "iops": rd["iops"],
         "ios": rd["total_ios"],
@@ -283,13 +293,15 @@ def order(rnd):
     return o if rnd % 2 == 0 else o[::-1]
 
 
-def table(results, rounds):
+def table(results, rounds, numjobs=1):
     lines = ["| device | load | mode | IOPS | IOPS ratio to off | load CPU µs/IO | "
              "CPU ratio off/mode | tracer CPU µs/IO | lost events | captured / load I/Os |",
              "|" + "---|" * 10]
     for dev_kind, by_mode in results.items():
         off = by_mode["off"]
         load = "psync QD1" if dev_kind == "zram" else "io_uring QD32"
+        if numjobs > 1:
+            load += f" ×{numjobs} jobs"
         for mode in MODES:
             runs = by_mode[mode]
             if not runs:
@@ -332,6 +344,8 @@ def main():
     ap.add_argument("--results", type=Path, default=REPO / "bench" / "results",
                     help="where the run's directory goes (default bench/results)")
     ap.add_argument("--no-build", action="store_true", help="use the existing release binary")
+    ap.add_argument("--numjobs", type=int, default=1,
+                    help="load threads (default 1; 2 puts every core under load)")
     a = ap.parse_args()
     devices = [d for d in a.devices.split(",") if d]
     for d in devices:
@@ -380,7 +394,8 @@ def main():
             for rnd in range(a.rounds):
                 for mode in order(rnd):
                     tag = f"{dev_kind}-{rnd}-{mode}"
-                    m = one_run(mode, iolab, dev, devno, dev_kind, a.runtime, out_dir, tag)
+                    m = one_run(mode, iolab, dev, devno, dev_kind, a.runtime, out_dir, tag,
+                                a.numjobs)
                     by_mode[mode].append(m)
                     rows.append({"device": dev_kind, "dev": dev, "round": rnd,
                                  "mode": mode, **m})
@@ -405,7 +420,7 @@ def main():
         if "perf" in MODES else ""
     header = (f"{version}, {bpf}, {perf}; {a.runtime} s loads; load average at start "
               f"{load_avg[0]:.1f}; command: `{cmd.strip()}`\n\n")
-    md = table(results, a.rounds)
+    md = table(results, a.rounds, a.numjobs)
     (out_dir / "table.md").write_text(header + md + "\n")
     print(header + md)
     log(f"outputs and runs.json in {out_dir}")

@@ -30,7 +30,7 @@ for src in crates/*/src/bpf/*.bpf.c; do
     tmp=$(mktemp)
     # Relative paths and a fixed compilation directory: the object is the
     # same wherever the repository is.
-    (cd "$dir" && clang-14 -target bpf -O2 -g -Wall -Werror -I"$asm" \
+    (cd "$dir" && clang-14 -target bpf -mcpu=v3 -O2 -g -Wall -Werror -I"$asm" \
         -fdebug-compilation-dir=. -c "$base" -o "$tmp")
     if ((check)); then
         if ! cmp -s "$tmp" "$obj"; then

@@ -99,6 +99,23 @@ pub struct BioHistograms {
     /// trace record built first: more per event).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub attach: String,
+    /// BPF on a bio-based device: how its bios went through the CPUs'
+    /// slots (bio.bpf.c's `slots`) rather than the hash table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slots: Option<SlotCounts>,
+}
+
+/// The BPF programs' per-CPU bio slots: a bio spilled into the hash table
+/// (another queued on its CPU before it completed), or completed on
+/// another CPU than its slot's (its task moved). Neither is a loss.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlotCounts {
+    /// CPUs searched (0: the kernel has no per-CPU lookup, all in the table).
+    pub cpus: u32,
+    /// Bios moved from a slot into the table.
+    pub spilled: u64,
+    /// Bios taken from another CPU's slot.
+    pub from_other_cpu: u64,
 }
 
 /// The `--summary` document.
@@ -153,6 +170,7 @@ impl BioTrace {
             counts: self.counts(),
             histograms: hist::histograms(&self.requests, &mut |d| self.disk_name(d)),
             tracer: "tracefs".into(),
+            slots: None,
             attach: String::new(),
         }
     }

@@ -28,7 +28,7 @@ fn both(
 ) -> (BioHistograms, iolab_bio::BioTrace, (u64, u64), u64) {
     settle(dev);
     let disk = Disks::default().resolve(&dev.name).unwrap();
-    let bpf = BioBpf::start_with(std::slice::from_ref(&disk), raw).unwrap();
+    let bpf = BioBpf::start_with(guard, std::slice::from_ref(&disk), raw).unwrap();
     let tracefs = BioTracer::start(guard, vec![disk]).unwrap();
     let edge0 = inflight(dev);
     let before = stat(dev);
@@ -72,6 +72,7 @@ fn check(
         rw.0,
         rw.1
     );
+    eprintln!("{what}: bpf slots {:?}", b.slots);
     assert_eq!(b.tracer, "bpf");
     assert_eq!(
         b.counts.lost_events, 0,

@@ -161,14 +161,28 @@ impl Guard {
     pub fn create_trace_instance(&self, name: &str) -> Result<PathBuf, GuardError> {
         let root = Path::new("/sys/kernel/tracing");
         let _lock = crate::change::tracefs_lock();
-        if !root.join("instances").exists() {
-            self.mount("tracefs", root, "tracefs", "")?;
-        }
+        self.mount_tracefs(root)?;
         let path = root.join("instances").join(name);
         self.st()
             .record(Change::TraceInstance { path: path.clone() })?;
         std::fs::create_dir(&path).map_err(|e| GuardError::io(&path, e))?;
         Ok(path)
+    }
+
+    /// Mounts tracefs at /sys/kernel/tracing when it is not there (undone
+    /// at exit): BPF programs on classic tracepoints find their
+    /// tracepoint's id and record format in it.
+    pub fn ensure_tracefs(&self) -> Result<(), GuardError> {
+        let _lock = crate::change::tracefs_lock();
+        self.mount_tracefs(Path::new("/sys/kernel/tracing"))
+    }
+
+    /// With the tracefs lock held.
+    fn mount_tracefs(&self, root: &Path) -> Result<(), GuardError> {
+        if !root.join("instances").exists() {
+            self.mount("tracefs", root, "tracefs", "")?;
+        }
+        Ok(())
     }
 
     /// Attaches `backing` to a free loop device (with direct I/O when asked,

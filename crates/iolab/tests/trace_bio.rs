@@ -338,8 +338,8 @@ fn iolab_programs() -> usize {
 
 /// `--tracer bpf`: --hist is counted in the kernel (said in --json and in
 /// the footer, with how the programs are attached), with the same counts
-/// as tracefs gives; what needs every
-/// record is refused under `--tracer bpf` with exit 2; a SIGKILLed BPF
+/// as tracefs gives; every other output gets the programs' per-request
+/// records (dd's reads the same as tracefs's); a SIGKILLed BPF
 /// trace leaves no program attached (the kernel drops them with the last
 /// file of the process).
 #[test]
@@ -380,6 +380,16 @@ fn hist_is_counted_in_the_kernel_and_a_kill_leaves_nothing_attached() {
         ));
     }
     assert_eq!(counts[0], counts[1], "bpf vs tracefs (count, bytes)");
+    // `--tracer auto` counts --hist alone in the kernel where BPF runs (it
+    // does here: root, BTF), and says so.
+    let auto = env.iolab(&args(
+        &["trace", "bio", "--hist", "--json", "-d", &name],
+        &cmd,
+    ));
+    assert!(auto.status.success(), "{}", stderr(&auto));
+    let doc: Value = serde_json::from_slice(&auto.stdout).unwrap();
+    assert_eq!(doc["tracer"], "bpf", "{doc}");
+    assert!(doc.get("bpf_unavailable").is_none(), "{doc}");
     assert!(counts[0].0 >= 200, "{counts:?}");
 
     let text = env.iolab(&args(
@@ -394,22 +404,38 @@ fn hist_is_counted_in_the_kernel_and_a_kill_leaves_nothing_attached() {
     );
     assert!(text.contains("percentiles counted in the kernel"), "{text}");
 
-    let refused = env.iolab(&[
-        "trace",
-        "bio",
-        "--tracer",
-        "bpf",
-        "-d",
-        &name,
-        "--duration",
-        "1s",
-    ]);
-    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
-    assert!(
-        stderr(&refused).contains("use --tracer tracefs"),
-        "{}",
-        stderr(&refused)
-    );
+    // Anything but --hist alone: a record per request from the programs'
+    // ring buffer, the same requests with the same owner as tracefs.
+    let mut lines = Vec::new();
+    for tracer in ["bpf", "tracefs"] {
+        let out = env.iolab(&args(
+            &["trace", "bio", "--json", "--tracer", tracer, "-d", &name],
+            &cmd,
+        ));
+        assert!(out.status.success(), "{tracer}: {}", stderr(&out));
+        let docs: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let (end, reqs) = docs.split_last().unwrap();
+        assert_eq!(end["tracer"], tracer, "{end}");
+        assert_eq!(end["lost_events"], 0, "{end}");
+        let mut dd: Vec<(u64, u64, String)> = reqs
+            .iter()
+            .filter(|r| r["comm"] == "dd" && r["t"] == "R")
+            .map(|r| {
+                (
+                    r["sector"].as_u64().unwrap(),
+                    r["bytes"].as_u64().unwrap(),
+                    r["rwbs"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        dd.sort();
+        lines.push(dd);
+    }
+    assert!(lines[0].len() >= 200, "{}", lines[0].len());
+    assert_eq!(lines[0], lines[1], "dd's reads: bpf records vs tracefs");
 
     /// Killed when the test ends, passed or not.
     struct Killed(std::process::Child);

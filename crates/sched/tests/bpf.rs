@@ -114,7 +114,7 @@ fn bpf_and_tracefs_agree_per_task() {
     let file = dir.path().join("sched.trace");
     let guard = Guard::new();
     let rec = iolab_sched::start_recording(&guard, &Default::default(), &file).unwrap();
-    let bpf = SchedBpf::start().unwrap();
+    let bpf = SchedBpf::start(&guard).unwrap();
     std::thread::sleep(Duration::from_millis(50));
     let (sleeper, truth, spinners) = workload();
     std::thread::sleep(Duration::from_millis(50));

@@ -39,6 +39,15 @@ pub fn check() -> Result<(), BpfUnavailable> {
     Ok(())
 }
 
+/// [`check`], then tracefs mounted (through `guard`, undone at exit)
+/// where it is not: a classic tracepoint's id and format are read there.
+pub fn prepare(guard: &iolab_guard::Guard) -> Result<(), BpfUnavailable> {
+    check()?;
+    guard
+        .ensure_tracefs()
+        .map_err(|e| BpfUnavailable(format!("mounting tracefs: {e}")))
+}
+
 /// The kernel's BTF, which relocates a raw program's reads of kernel
 /// structures (CO-RE); without it they would read the wrong fields.
 pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";

@@ -38,6 +38,10 @@ volatile const __u32 ndevs = 0;
 volatile const __u32 devs[MAX_DEVS] = {};
 volatile const __u32 dev_slot[MAX_DEVS] = {};
 volatile const __u64 bio_based_mask = 0;
+/* 1: a record per completed request through `records_rb` (biosnoop's
+ * lines, --summary, --perfetto), with the task that queued it; 0: only
+ * the histograms below (--hist), nothing per request. */
+volatile const __u32 records = 0;
 
 struct key {
 	__u32 dev;
@@ -45,12 +49,77 @@ struct key {
 	__u64 sector;
 };
 
+/* How a request's queue time and owner were found (iolab_bio::Origin). */
+enum { O_BIO_QUEUE = 0, O_IO_START = 1, O_INSERT = 2, O_ISSUE = 3 };
+
 struct pending {
 	__u64 insert_ns;
 	__u64 issue_ns;
+	__u64 sector;      /* where it starts (a partial completion's is later) */
 	__u32 nr_sector;   /* still to complete */
 	__u32 all_sectors; /* the request's size at issue */
+	/* With `records`: the task that queued it, as biosnoop names it. */
+	__u32 tid;
+	__u32 pid;
+	char comm[16];
+	__u16 requeues;
+	__u8 origin;
+	__u8 pad[5];
 };
+
+/*
+ * A bio-based device (zram) completes most bios in the task that queued
+ * them, on the same CPU, before it queues the next: each CPU keeps its
+ * latest bio in a slot of its own, out of `start`, whose update and delete
+ * take a bucket lock (on this machine 0.34 µs of the programs' ~1 µs per
+ * bio; a slot costs a few ns). A second bio queued on the CPU spills the
+ * first into `start`; a completion looks in its CPU's slot, then `start`,
+ * then the other CPUs' slots (a task that moved). `gen` is odd while the
+ * slot holds a bio; whoever takes or spills it moves `gen` on with a
+ * compare-and-swap, so a bio is taken once. fast_cpus = 0 (user space,
+ * on kernels without bpf_map_lookup_percpu_elem, < 5.19) keeps every bio
+ * in `start`.
+ */
+#define MAX_CPUS 256
+volatile const __u32 fast_cpus = 0;
+
+struct rec {
+	__u64 queue_ns; /* 0: only its issue was seen */
+	__u64 issue_ns;
+	__u64 complete_ns;
+	__u64 sector;
+	__u32 dev;
+	__u32 nr_sector;
+	__u32 tid;
+	__u32 pid;
+	char comm[16];
+	__u16 requeues;
+	__u8 origin;
+	__u8 op;     /* R W D F N */
+	__u8 flags;  /* iolab_bio::RWBS_* */
+	__u8 status; /* blk_status_t */
+	__u8 pad[2];
+};
+
+struct slot {
+	__u64 gen;
+	struct key k;
+	struct pending p;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct slot);
+} slots SEC(".maps");
+
+/* Sized by user space (a power of two of pages): 4 KiB when only
+ * histograms are kept. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} records_rb SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -94,7 +163,11 @@ enum {
 	C_NO_SLOT = 2,     /* a device not in the table (none are: kept for the format) */
 	C_PARTIAL = 3,     /* partial completions (the rest stays pending) */
 	C_REQUEUE = 4,
-	C_COUNT = 5,
+	C_LOST = 5,        /* a record the ring buffer had no room for */
+	C_MERGED = 6,      /* requests merged into another before issue */
+	C_SPILLED = 7,     /* bios moved from a CPU's slot into `start` */
+	C_FROM_OTHER = 8,  /* bios completed on another CPU than their slot's */
+	C_COUNT = 9,
 };
 
 #include "../../../trace/src/bpf/iolab.bpf.h"
@@ -165,7 +238,23 @@ static __always_inline __u32 op_index(__u8 op)
 	}
 }
 
-static __always_inline void queued(__u32 dev, __u64 sector, __u32 flush, __u32 nr, int issue)
+/* The task that queued it, with `records` (biosnoop's COMM and PID). */
+static __always_inline void owned(struct pending *n, __u8 origin, __u64 now)
+{
+	if (!records)
+		return;
+	__u64 id = bpf_get_current_pid_tgid();
+	n->tid = (__u32)id;
+	n->pid = id >> 32;
+	bpf_get_current_comm(n->comm, sizeof(n->comm));
+	n->origin = origin;
+	/* A bio-based device's bio is queued and issued at once. */
+	if (origin == O_BIO_QUEUE)
+		n->insert_ns = now;
+}
+
+static __always_inline void queued(__u32 dev, __u64 sector, __u32 flush, __u32 nr, int issue,
+				   __u8 origin)
 {
 	struct key k = { .dev = dev, .flush = flush, .sector = flush ? 0 : sector };
 	__u64 now = bpf_ktime_get_ns();
@@ -180,31 +269,142 @@ static __always_inline void queued(__u32 dev, __u64 sector, __u32 flush, __u32 n
 		p->all_sectors = nr;
 		return;
 	}
-	struct pending n = { .insert_ns = issue ? 0 : now, .issue_ns = issue ? now : 0, .nr_sector = nr, .all_sectors = nr };
+	/* The insert of a request already started (block_io_start, in its
+	 * submitter), or of one the driver gave back: its start and owner
+	 * stay, as iolab's tracefs tracker keeps them. */
+	if (records && p && !issue && p->issue_ns == 0 && (p->origin == O_IO_START || p->requeues))
+		return;
+	struct pending n = { .insert_ns = issue ? 0 : now, .issue_ns = issue ? now : 0, .sector = sector,
+			     .nr_sector = nr, .all_sectors = nr };
+	owned(&n, origin, now);
 	if (bpf_map_update_elem(&start, &k, &n, BPF_ANY))
 		count(C_START_FULL);
 }
 
-/* `di`: the device's index in the table, which the caller looked up. */
-static __always_inline void completed(int di, __u32 dev, __u64 sector, __u32 flush, __u8 op, __u32 nr)
+/* A bio of a bio-based device, queued and issued at once: into this
+ * CPU's slot when there is one (see `slots`). */
+static __always_inline void bio_queued(__u32 dev, __u64 sector, __u32 flush, __u32 nr)
 {
 	struct key k = { .dev = dev, .flush = flush, .sector = flush ? 0 : sector };
-	struct pending *p = bpf_map_lookup_elem(&start, &k);
-	if (!p || p->issue_ns == 0) {
+	__u64 now = bpf_ktime_get_ns();
+	struct pending n = { .issue_ns = now, .sector = sector, .nr_sector = nr, .all_sectors = nr };
+	owned(&n, O_BIO_QUEUE, now);
+	__u32 z = 0;
+	struct slot *s = fast_cpus ? bpf_map_lookup_elem(&slots, &z) : 0;
+	if (!s) {
+		if (bpf_map_update_elem(&start, &k, &n, BPF_ANY))
+			count(C_START_FULL);
+		return;
+	}
+	/* A fully ordered read: the slot's bio is read after its gen. */
+	__u64 g = __sync_fetch_and_add(&s->gen, 0);
+	if (g & 1) {
+		struct key ok = s->k;
+		struct pending op = s->p;
+		if (__sync_val_compare_and_swap(&s->gen, g, g + 1) == g) {
+			count(C_SPILLED);
+			if (bpf_map_update_elem(&start, &ok, &op, BPF_ANY))
+				count(C_START_FULL);
+		}
+	}
+	s->k = k;
+	s->p = n;
+	__sync_fetch_and_add(&s->gen, 1);
+}
+
+/* Takes slot `s`'s bio into `out` when it is the one at `k`. */
+static __always_inline int slot_take(struct slot *s, struct key *k, struct pending *out)
+{
+	__u64 g = __sync_fetch_and_add(&s->gen, 0);
+	if (!(g & 1) || s->k.dev != k->dev || s->k.sector != k->sector || s->k.flush != k->flush)
+		return 0;
+	*out = s->p;
+	return __sync_val_compare_and_swap(&s->gen, g, g + 1) == g;
+}
+
+/* The pending request at `k`, removed: a bio-based device's from the
+ * CPUs' slots or `start`, a request's from `start`. */
+static __always_inline int take(struct key *k, int bio_based, struct pending *out)
+{
+	__u32 z = 0;
+	struct slot *s = 0;
+	if (bio_based && fast_cpus) {
+		s = bpf_map_lookup_elem(&slots, &z);
+		if (s && slot_take(s, k, out))
+			return 1;
+	}
+	struct pending *p = bpf_map_lookup_elem(&start, k);
+	if (p && p->issue_ns) {
+		*out = *p;
+		bpf_map_delete_elem(&start, k);
+		return 1;
+	}
+	if (!bio_based || !fast_cpus)
+		return 0;
+	for (__u32 cpu = 0; cpu < MAX_CPUS; cpu++) {
+		if (cpu >= fast_cpus)
+			break;
+		s = bpf_map_lookup_percpu_elem(&slots, &z, cpu);
+		if (s && slot_take(s, k, out)) {
+			count(C_FROM_OTHER);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* One completed request into the ring buffer (`records`). No wakeup:
+ * user space reads on its own clock, so a completion never pays for
+ * waking it. */
+static __always_inline void emit(struct pending *p, __u32 dev, __u8 op, __u8 flags, __u8 status,
+				 __u64 now)
+{
+	struct rec *r = bpf_ringbuf_reserve(&records_rb, sizeof(*r), 0);
+	if (!r) {
+		count(C_LOST);
+		return;
+	}
+	r->queue_ns = p->insert_ns;
+	r->issue_ns = p->issue_ns;
+	r->complete_ns = now;
+	r->sector = p->sector;
+	r->dev = dev;
+	r->nr_sector = p->all_sectors;
+	r->tid = p->tid;
+	r->pid = p->pid;
+	__builtin_memcpy(r->comm, p->comm, sizeof(r->comm));
+	r->requeues = p->requeues;
+	r->origin = p->origin;
+	r->op = op;
+	r->flags = flags;
+	r->status = status;
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+}
+
+/* `di`: the device's index in the table, which the caller looked up;
+ * `flags` and `status` are only read with `records`. */
+static __always_inline void completed(int di, __u32 dev, __u64 sector, __u32 flush, __u8 op, __u32 nr,
+				      __u8 flags, __u8 status)
+{
+	struct key k = { .dev = dev, .flush = flush, .sector = flush ? 0 : sector };
+	struct pending rest;
+	if (!take(&k, is_bio_based(di), &rest)) {
 		count(C_UNMATCHED);
 		return;
 	}
 	__u64 now = bpf_ktime_get_ns();
-	__u64 lat = now - p->issue_ns;
-	__u64 que = p->insert_ns ? p->issue_ns - p->insert_ns : 0;
-	struct pending rest = *p;
-	bpf_map_delete_elem(&start, &k);
+	__u64 lat = now - rest.issue_ns;
+	__u64 que = rest.insert_ns ? rest.issue_ns - rest.insert_ns : 0;
 	if (!flush && nr < rest.nr_sector) {
 		/* A partial completion: the rest goes on from the next sector. */
 		struct key k2 = { .dev = dev, .flush = 0, .sector = sector + nr };
 		rest.nr_sector -= nr;
 		bpf_map_update_elem(&start, &k2, &rest, BPF_ANY);
 		count(C_PARTIAL);
+		return;
+	}
+	if (records) {
+		emit(&rest, dev, op, flags, status, now);
 		return;
 	}
 	__u32 ci = dev_slot[di & (MAX_DEVS - 1)] * OPS + op_index(op);
@@ -243,7 +443,7 @@ int rq_insert(void *ctx)
 	if (dev_index(dev) < 0)
 		return 0;
 	op_of(ctx, rq_rwbs, &flush);
-	queued(dev, field64(ctx, rq_sector), flush, field32(ctx, rq_nr_sector), 0);
+	queued(dev, field64(ctx, rq_sector), flush, field32(ctx, rq_nr_sector), 0, O_INSERT);
 	return 0;
 }
 
@@ -254,7 +454,7 @@ int rq_issue(void *ctx)
 	if (dev_index(dev) < 0)
 		return 0;
 	op_of(ctx, rq_rwbs, &flush);
-	queued(dev, field64(ctx, rq_sector), flush, field32(ctx, rq_nr_sector), 1);
+	queued(dev, field64(ctx, rq_sector), flush, field32(ctx, rq_nr_sector), 1, O_ISSUE);
 	return 0;
 }
 
@@ -268,8 +468,10 @@ int rq_requeue(void *ctx)
 	op_of(ctx, rqq_rwbs, &flush);
 	struct key k = { .dev = dev, .flush = flush, .sector = flush ? 0 : field64(ctx, rqq_sector) };
 	struct pending *p = bpf_map_lookup_elem(&start, &k);
-	if (p)
+	if (p) {
 		p->issue_ns = 0;
+		p->requeues += 1;
+	}
 	count(C_REQUEUE);
 	return 0;
 }
@@ -282,7 +484,7 @@ int rq_complete(void *ctx)
 	if (di < 0)
 		return 0;
 	__u8 op = op_of(ctx, cp_rwbs, &flush);
-	completed(di, dev, field64(ctx, cp_sector), flush, op, field32(ctx, cp_nr_sector));
+	completed(di, dev, field64(ctx, cp_sector), flush, op, field32(ctx, cp_nr_sector), 0, 0);
 	return 0;
 }
 
@@ -294,7 +496,7 @@ int bio_queue(void *ctx)
 	if (di < 0 || !is_bio_based(di))
 		return 0;
 	op_of(ctx, bio_rwbs, &flush);
-	queued(dev, field64(ctx, bio_sector), flush, field32(ctx, bio_nr_sector), 1);
+	bio_queued(dev, field64(ctx, bio_sector), flush, field32(ctx, bio_nr_sector));
 	return 0;
 }
 
@@ -306,7 +508,7 @@ int bio_complete(void *ctx)
 	if (di < 0 || !is_bio_based(di))
 		return 0;
 	__u8 op = op_of(ctx, bc_rwbs, &flush);
-	completed(di, dev, field64(ctx, bc_sector), flush, op, field32(ctx, bc_nr_sector));
+	completed(di, dev, field64(ctx, bc_sector), flush, op, field32(ctx, bc_nr_sector), 0, 0);
 	return 0;
 }
 
@@ -332,8 +534,20 @@ struct bvec_iter {
 struct bio {
 	struct block_device *bi_bdev;
 	__u32 bi_opf;
+	__u8 bi_status;
 	struct bvec_iter bi_iter;
 } __attribute__((preserve_access_index));
+
+/* The request flags rwbs shows (blk_types.h): their bit numbers are
+ * relocated against the running kernel's enum, which has moved them
+ * between releases. */
+enum req_flag_bits {
+	__REQ_SYNC = 11,
+	__REQ_META = 12,
+	__REQ_FUA = 17,
+	__REQ_PREFLUSH = 18,
+	__REQ_RAHEAD = 19,
+};
 
 struct gendisk {
 	int major;
@@ -350,6 +564,26 @@ struct request {
 	__u32 __data_len;
 	__u64 __sector;
 } __attribute__((preserve_access_index));
+
+/* The RWBS_* flags (iolab_bio::event) of a request's or bio's opf, as
+ * the kernel's blk_fill_rwbs shows them. */
+static __always_inline __u8 rwbs_flags(__u32 opf)
+{
+	__u8 f = 0;
+	if (!records)
+		return 0;
+	if (opf & (1u << (bpf_core_enum_value(enum req_flag_bits, __REQ_PREFLUSH) & 31)))
+		f |= 1;
+	if (opf & (1u << (bpf_core_enum_value(enum req_flag_bits, __REQ_FUA) & 31)))
+		f |= 2;
+	if (opf & (1u << (bpf_core_enum_value(enum req_flag_bits, __REQ_RAHEAD) & 31)))
+		f |= 4;
+	if (opf & (1u << (bpf_core_enum_value(enum req_flag_bits, __REQ_SYNC) & 31)))
+		f |= 8;
+	if (opf & (1u << (bpf_core_enum_value(enum req_flag_bits, __REQ_META) & 31)))
+		f |= 16;
+	return f;
+}
 
 /* REQ_OP_* (blk_types.h) → the operation letter. */
 static __always_inline __u8 op_of_flags(__u32 opf, __u32 *flush)
@@ -385,6 +619,7 @@ struct bio_fields {
 	__u32 opf;
 	__u64 sector;
 	__u32 size;
+	__u8 status;
 };
 
 static __always_inline int bio_read(struct bio *bio, struct bio_fields *f)
@@ -393,9 +628,10 @@ static __always_inline int bio_read(struct bio *bio, struct bio_fields *f)
 	__u32 o_opf = bpf_core_field_offset(bio->bi_opf);
 	__u32 o_sector = bpf_core_field_offset(bio->bi_iter.bi_sector);
 	__u32 o_size = bpf_core_field_offset(bio->bi_iter.bi_size);
+	__u32 o_status = bpf_core_field_offset(bio->bi_status);
 	struct block_device *bdev;
 	if (o_bdev + 8 <= BIO_HEAD && o_opf + 4 <= BIO_HEAD && o_sector + 8 <= BIO_HEAD &&
-	    o_size + 4 <= BIO_HEAD) {
+	    o_size + 4 <= BIO_HEAD && o_status < BIO_HEAD) {
 		__u8 head[BIO_HEAD];
 		if (bpf_probe_read_kernel(head, sizeof(head), bio))
 			return -1;
@@ -403,11 +639,13 @@ static __always_inline int bio_read(struct bio *bio, struct bio_fields *f)
 		f->opf = *(__u32 *)(head + (o_opf & (BIO_HEAD - 4)));
 		f->sector = *(__u64 *)(head + (o_sector & (BIO_HEAD - 8)));
 		f->size = *(__u32 *)(head + (o_size & (BIO_HEAD - 4)));
+		f->status = head[o_status & (BIO_HEAD - 1)];
 	} else {
 		bdev = BPF_CORE_READ(bio, bi_bdev);
 		f->opf = BPF_CORE_READ(bio, bi_opf);
 		f->sector = BPF_CORE_READ(bio, bi_iter.bi_sector);
 		f->size = BPF_CORE_READ(bio, bi_iter.bi_size);
+		f->status = BPF_CORE_READ(bio, bi_status);
 	}
 	f->dev = BPF_CORE_READ(bdev, bd_dev);
 	return 0;
@@ -424,7 +662,7 @@ int raw_bio_queue(struct bpf_raw_tracepoint_args *ctx)
 	if (di < 0 || !is_bio_based(di))
 		return 0;
 	op_of_flags(f.opf, &flush);
-	queued(f.dev, f.sector, flush, f.size >> 9, 1);
+	bio_queued(f.dev, f.sector, flush, f.size >> 9);
 	return 0;
 }
 
@@ -439,30 +677,81 @@ int raw_bio_complete(struct bpf_raw_tracepoint_args *ctx)
 	if (di < 0 || !is_bio_based(di))
 		return 0;
 	__u8 op = op_of_flags(f.opf, &flush);
-	completed(di, f.dev, f.sector, flush, op, f.size >> 9);
+	completed(di, f.dev, f.sector, flush, op, f.size >> 9, rwbs_flags(f.opf), f.status);
 	return 0;
 }
 
-static __always_inline int raw_rq(struct request *rq, int issue)
+static __always_inline int raw_rq(struct request *rq, int issue, __u8 origin)
 {
 	__u32 dev = rq_dev_of(rq), flush;
 	if (dev_index(dev) < 0)
 		return 0;
 	op_of_flags(BPF_CORE_READ(rq, cmd_flags), &flush);
-	queued(dev, BPF_CORE_READ(rq, __sector), flush, BPF_CORE_READ(rq, __data_len) >> 9, issue);
+	queued(dev, BPF_CORE_READ(rq, __sector), flush, BPF_CORE_READ(rq, __data_len) >> 9, issue, origin);
+	return 0;
+}
+
+/* block_io_start(rq): a request made from a bio, in its submitter's
+ * context (kernels ≥ 6.5; what biosnoop takes the owner from). Attached
+ * only for records. */
+SEC("raw_tracepoint/block_io_start")
+int raw_rq_io_start(struct bpf_raw_tracepoint_args *ctx)
+{
+	return raw_rq((struct request *)ctx->args[0], 0, O_IO_START);
+}
+
+/* block_rq_merge(rq): `rq`, not yet issued, was merged into another
+ * request and is gone. */
+SEC("raw_tracepoint/block_rq_merge")
+int raw_rq_merge(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct request *rq = (struct request *)ctx->args[0];
+	__u32 dev = rq_dev_of(rq), flush;
+	if (dev_index(dev) < 0)
+		return 0;
+	op_of_flags(BPF_CORE_READ(rq, cmd_flags), &flush);
+	struct key k = { .dev = dev, .flush = flush, .sector = flush ? 0 : BPF_CORE_READ(rq, __sector) };
+	struct pending *p = bpf_map_lookup_elem(&start, &k);
+	if (p && p->issue_ns == 0) {
+		bpf_map_delete_elem(&start, &k);
+		count(C_MERGED);
+	}
+	return 0;
+}
+
+/* block_bio_frontmerge(bio): `bio` joined the front of a queued request,
+ * which now starts at the bio's sector: its entry moves there. */
+SEC("raw_tracepoint/block_bio_frontmerge")
+int raw_bio_fmerge(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct bio_fields f;
+	if (bio_read((struct bio *)ctx->args[0], &f))
+		return 0;
+	if (dev_index(f.dev) < 0)
+		return 0;
+	struct key from = { .dev = f.dev, .flush = 0, .sector = f.sector + (f.size >> 9) };
+	struct pending *p = bpf_map_lookup_elem(&start, &from);
+	if (!p || p->issue_ns)
+		return 0;
+	struct pending moved = *p;
+	moved.sector = f.sector;
+	bpf_map_delete_elem(&start, &from);
+	struct key to = { .dev = f.dev, .flush = 0, .sector = f.sector };
+	if (bpf_map_update_elem(&start, &to, &moved, BPF_ANY))
+		count(C_START_FULL);
 	return 0;
 }
 
 SEC("raw_tracepoint/block_rq_insert")
 int raw_rq_insert(struct bpf_raw_tracepoint_args *ctx)
 {
-	return raw_rq((struct request *)ctx->args[0], 0);
+	return raw_rq((struct request *)ctx->args[0], 0, O_INSERT);
 }
 
 SEC("raw_tracepoint/block_rq_issue")
 int raw_rq_issue(struct bpf_raw_tracepoint_args *ctx)
 {
-	return raw_rq((struct request *)ctx->args[0], 1);
+	return raw_rq((struct request *)ctx->args[0], 1, O_ISSUE);
 }
 
 SEC("raw_tracepoint/block_rq_requeue")
@@ -475,8 +764,10 @@ int raw_rq_requeue(struct bpf_raw_tracepoint_args *ctx)
 	op_of_flags(BPF_CORE_READ(rq, cmd_flags), &flush);
 	struct key k = { .dev = dev, .flush = flush, .sector = flush ? 0 : BPF_CORE_READ(rq, __sector) };
 	struct pending *p = bpf_map_lookup_elem(&start, &k);
-	if (p)
+	if (p) {
 		p->issue_ns = 0;
+		p->requeues += 1;
+	}
 	count(C_REQUEUE);
 	return 0;
 }
@@ -490,7 +781,9 @@ int raw_rq_complete(struct bpf_raw_tracepoint_args *ctx)
 	int di = dev_index(dev);
 	if (di < 0)
 		return 0;
-	__u8 op = op_of_flags(BPF_CORE_READ(rq, cmd_flags), &flush);
-	completed(di, dev, BPF_CORE_READ(rq, __sector), flush, op, (__u32)(ctx->args[2] >> 9));
+	__u32 opf = BPF_CORE_READ(rq, cmd_flags);
+	__u8 op = op_of_flags(opf, &flush);
+	completed(di, dev, BPF_CORE_READ(rq, __sector), flush, op, (__u32)(ctx->args[2] >> 9),
+		  rwbs_flags(opf), (__u8)ctx->args[1]);
 	return 0;
 }

@@ -210,7 +210,7 @@ fn record(a: RecordArgs) -> anyhow::Result<()> {
         Bpf(iolab_sched::bpf::SchedBpf),
     }
     let (started, doing) = if bpf {
-        let b = iolab_sched::bpf::SchedBpf::start()
+        let b = iolab_sched::bpf::SchedBpf::start(&guard)
             .map_err(|e| UsageError::new(format!("--tracer bpf: {e}")))?;
         (Started::Bpf(b), "counting in the kernel".to_string())
     } else {

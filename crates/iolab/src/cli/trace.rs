@@ -58,12 +58,14 @@ pub struct BioArgs {
     #[arg(long, value_name = "FILE")]
     pub perfetto: Option<PathBuf>,
 
-    /// Who counts the requests: tracefs (iolab reads every request's
-    /// events: the least added to the submitting thread on the machines
-    /// measured, docs/PERFORMANCE.md) or bpf (--hist counted in the
-    /// kernel: nothing crosses to user space per request, no reader
-    /// thread, memory that does not grow with the run). auto is tracefs
-    /// until the BPF path is measured cheaper. Printed and in --json.
+    /// Who follows the requests: tracefs (iolab reads every request's
+    /// events) or bpf (programs on the block tracepoints: --hist alone is
+    /// counted in the kernel, nothing crossing per request; anything else
+    /// gets one record per completed request through a BPF ring buffer,
+    /// which needs the kernel's BTF). auto: bpf for --hist alone (measured
+    /// the cheaper, docs/PERFORMANCE.md), falling back to tracefs with the
+    /// reason where BPF cannot run; tracefs for the rest (the two measured
+    /// alike). Printed and in --json.
     #[arg(long, value_enum, default_value_t = Tracer::Auto)]
     pub tracer: Tracer,
 
@@ -76,9 +78,9 @@ pub struct BioArgs {
 /// `--tracer`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Tracer {
-    /// The cheapest measured: tracefs (see `--tracer`'s help).
+    /// The cheapest measured (see `--tracer`'s help).
     Auto,
-    /// In-kernel aggregation (BPF programs on the block tracepoints).
+    /// BPF programs on the block tracepoints (see `--tracer`'s help).
     Bpf,
     /// iolab's own tracefs instance, every event read.
     Tracefs,
@@ -173,31 +175,40 @@ fn run_bio(a: BioArgs) -> anyhow::Result<()> {
     .filter(|(on, _)| *on)
     .map(|(_, what)| what)
     .collect::<Vec<_>>();
-    if a.tracer == Tracer::Bpf && !needs_records.is_empty() {
-        return Err(UsageError::new(format!(
-            "--tracer bpf counts --hist in the kernel; {} need every request's record: use --tracer tracefs (or auto)",
-            needs_records.join(", ")
-        ))
-        .into());
-    }
     super::require_root("trace bio")?;
-    if a.tracer == Tracer::Bpf {
-        let bpf = iolab_bio::bpf::BioBpf::start(&plan.disks)
-            .map_err(|e| UsageError::new(format!("--tracer bpf: {e}")))?;
-        return run_bio_bpf(&a, &plan, bpf);
+    let mut bpf_unavailable = None;
+    if a.tracer != Tracer::Tracefs && needs_records.is_empty() {
+        let guard = iolab_guard::Guard::new();
+        match iolab_bio::bpf::BioBpf::start(&guard, &plan.disks) {
+            Ok(bpf) => return run_bio_bpf(&a, &plan, bpf, guard),
+            Err(e) if a.tracer == Tracer::Bpf => {
+                return Err(UsageError::new(format!("--tracer bpf: {e}")).into())
+            }
+            Err(e) => {
+                iolab_sys::say!("iolab: tracing with tracefs: BPF cannot run here: {e}");
+                bpf_unavailable = Some(e.to_string());
+            }
+        }
     }
-    run_bio_tracefs(a, plan)
+    run_bio_records(a, plan, bpf_unavailable)
 }
 
 /// `--hist` counted in the kernel: attached until Ctrl-C, the duration or
 /// the command's exit, then read once.
-fn run_bio_bpf(a: &BioArgs, plan: &BioPlan, bpf: iolab_bio::bpf::BioBpf) -> anyhow::Result<()> {
+fn run_bio_bpf(
+    a: &BioArgs,
+    plan: &BioPlan,
+    bpf: iolab_bio::bpf::BioBpf,
+    guard: iolab_guard::Guard,
+) -> anyhow::Result<()> {
     let mut child = match a.command.split_first() {
         Some((prog, args)) => Some(super::child::spawn(prog, args, a.json)?),
         None => None,
     };
     let status = wait_for_end(plan.duration, child.as_mut(), &mut || Ok(()))?;
     let h = bpf.finish()?;
+    // Before any exit: it unmounts a tracefs it mounted.
+    drop(guard);
     let mut out = BufWriter::new(std::io::stdout().lock());
     if a.json {
         serde_json::to_writer_pretty(&mut out, &h)?;
@@ -216,17 +227,124 @@ fn run_bio_bpf(a: &BioArgs, plan: &BioPlan, bpf: iolab_bio::bpf::BioBpf) -> anyh
     }
 }
 
-/// Every request's events read through iolab's tracefs instance.
-fn run_bio_tracefs(a: BioArgs, plan: BioPlan) -> anyhow::Result<()> {
+/// Where every request's record comes from.
+enum Records {
+    /// iolab's tracefs instance (the guard removes it).
+    Tracefs(BioSession, iolab_guard::Guard),
+    /// A BPF ring buffer (the guard unmounts a tracefs it mounted).
+    Bpf(iolab_bio::bpf::BioBpfRecords, iolab_guard::Guard),
+}
+
+impl Records {
+    fn start(a: &BioArgs, plan: &BioPlan, keep_requests: bool) -> anyhow::Result<Records> {
+        let guard = iolab_guard::Guard::new();
+        if a.tracer == Tracer::Bpf {
+            let opts = iolab_bio::bpf::RecordOptions {
+                pid: plan.pid,
+                keep_requests,
+                ..Default::default()
+            };
+            let bpf = iolab_bio::bpf::BioBpfRecords::start(&guard, &plan.disks, opts)
+                .map_err(|e| UsageError::new(format!("--tracer bpf: {e}")))?;
+            return Ok(Records::Bpf(bpf, guard));
+        }
+        let opts = BioOptions {
+            disks: plan.disks.clone(),
+            pid: plan.pid,
+            keep_requests,
+            ..BioOptions::default()
+        };
+        let session = BioSession::start(&guard, opts)?;
+        Ok(Records::Tracefs(session, guard))
+    }
+
+    fn start_ns(&self) -> u64 {
+        match self {
+            Records::Tracefs(s, _) => s.start_ns(),
+            Records::Bpf(b, _) => b.start_ns(),
+        }
+    }
+
+    /// `tracefs`, or `bpf` and how its programs are attached: printed
+    /// and in --json.
+    fn tracer(&self, bpf_unavailable: Option<String>) -> Tracing {
+        match self {
+            Records::Tracefs(..) => Tracing {
+                tracer: "tracefs",
+                attach: None,
+                bpf_unavailable,
+            },
+            Records::Bpf(b, _) => Tracing {
+                tracer: "bpf",
+                attach: Some(b.attach().to_string()),
+                bpf_unavailable: None,
+            },
+        }
+    }
+
+    fn poll(&mut self, on_request: &mut dyn FnMut(&BioRequest, &str)) -> anyhow::Result<()> {
+        match self {
+            Records::Tracefs(s, _) => s.poll(on_request)?,
+            Records::Bpf(b, _) => b.poll(on_request),
+        }
+        Ok(())
+    }
+
+    fn finish(self, on_request: &mut dyn FnMut(&BioRequest, &str)) -> anyhow::Result<BioTrace> {
+        Ok(match self {
+            Records::Tracefs(s, guard) => {
+                let t = s.finish(on_request)?;
+                drop(guard);
+                t
+            }
+            Records::Bpf(b, guard) => {
+                let t = b.finish(on_request)?;
+                drop(guard);
+                t
+            }
+        })
+    }
+}
+
+/// Which tracer followed the requests.
+struct Tracing {
+    tracer: &'static str,
+    attach: Option<String>,
+    /// Why `--tracer auto` did not use BPF, where it would have.
+    bpf_unavailable: Option<String>,
+}
+
+impl Tracing {
+    fn stamp(&self, doc: &mut serde_json::Value) {
+        doc["tracer"] = self.tracer.into();
+        if let Some(a) = &self.attach {
+            doc["attach"] = a.as_str().into();
+        }
+        if let Some(why) = &self.bpf_unavailable {
+            doc["bpf_unavailable"] = why.as_str().into();
+        }
+    }
+}
+
+impl std::fmt::Display for Tracing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.attach {
+            Some(a) => write!(f, "tracer {}, {a}", self.tracer),
+            None => write!(f, "tracer {}", self.tracer),
+        }
+    }
+}
+
+/// Every request's record: read through iolab's tracefs instance, or
+/// from the BPF programs' ring buffer.
+fn run_bio_records(
+    a: BioArgs,
+    plan: BioPlan,
+    bpf_unavailable: Option<String>,
+) -> anyhow::Result<()> {
     let stream = !a.hist && !a.summary;
-    let guard = iolab_guard::Guard::new();
-    let opts = BioOptions {
-        disks: plan.disks,
-        pid: plan.pid,
-        keep_requests: !stream || a.perfetto.is_some(),
-        ..BioOptions::default()
-    };
-    let mut session = BioSession::start(&guard, opts)?;
+    let mut session = Records::start(&a, &plan, !stream || a.perfetto.is_some())?;
+    let tracer = session.tracer(bpf_unavailable);
     let t0 = session.start_ns();
     let mut child = match a.command.split_first() {
         Some((prog, args)) => Some(super::child::spawn(prog, args, a.json)?),
@@ -250,8 +368,7 @@ fn run_bio_tracefs(a: BioArgs, plan: BioPlan) -> anyhow::Result<()> {
     })?;
     let trace = session.finish(&mut |r, disk| printer.request(&mut out, r, disk))?;
     printer.check()?;
-    drop(guard);
-    report(&mut out, &a, &trace)?;
+    report(&mut out, &a, &trace, &tracer)?;
     out.flush()?;
     if let Some(path) = &a.perfetto {
         write_perfetto(path, &trace)?;
@@ -259,7 +376,8 @@ fn run_bio_tracefs(a: BioArgs, plan: BioPlan) -> anyhow::Result<()> {
     match status.map(super::child::exit_code) {
         Some(code) if code != 0 => {
             drop(out);
-            // The guard is gone (trace instance removed): nothing to undo.
+            // The guard is gone (trace instance removed) or the programs
+            // detached: nothing to undo.
             std::process::exit(code)
         }
         _ => Ok(()),
@@ -328,19 +446,26 @@ impl Printer {
 }
 
 /// The end of the output: counters, or the histograms/summary document.
-fn report(w: &mut impl Write, a: &BioArgs, trace: &BioTrace) -> anyhow::Result<()> {
+fn report(
+    w: &mut impl Write,
+    a: &BioArgs,
+    trace: &BioTrace,
+    tracer: &Tracing,
+) -> anyhow::Result<()> {
     let stream = !a.hist && !a.summary;
     if stream {
         if a.json {
-            serde_json::to_writer(&mut *w, &trace.counts())?;
+            let mut doc = serde_json::to_value(trace.counts())?;
+            tracer.stamp(&mut doc);
+            serde_json::to_writer(&mut *w, &doc)?;
             writeln!(w)?;
         }
-        iolab_sys::say!("iolab: {}", trace.counts_line());
+        iolab_sys::say!("iolab: {} ({tracer})", trace.counts_line());
         return Ok(());
     }
     if a.json {
         let mut doc = serde_json::to_value(trace.counts())?;
-        doc["tracer"] = "tracefs".into();
+        tracer.stamp(&mut doc);
         if a.hist {
             doc["histograms"] = serde_json::to_value(trace.histograms().histograms)?;
         }
@@ -364,7 +489,7 @@ fn report(w: &mut impl Write, a: &BioArgs, trace: &BioTrace) -> anyhow::Result<(
             iolab_bio::summary::render(&trace.summary().processes)
         )?;
     }
-    writeln!(w, "\n{}", trace.counts_line())?;
+    writeln!(w, "\n{} ({tracer})", trace.counts_line())?;
     Ok(())
 }
 

@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 
 use aya::maps::{HashMap as BpfHash, PerCpuArray};
 use aya::{Ebpf, EbpfLoader};
-use iolab_trace::bpf::{attach_all, check, first_line, Attachment, BpfUnavailable, Link};
+use iolab_trace::bpf::{attach_all, first_line, prepare, Attachment, BpfUnavailable, Link};
 use serde::{Deserialize, Serialize};
 
 use crate::group::normalize_comm;
@@ -399,9 +399,10 @@ fn task_slots() -> Result<u32, BpfUnavailable> {
 impl SchedBpf {
     /// Loads and attaches the programs on sched_switch, sched_wakeup and
     /// sched_wakeup_new, with each field's offset from the events' tracefs
-    /// formats (no BTF needed).
-    pub fn start() -> Result<SchedBpf, BpfUnavailable> {
-        check()?;
+    /// formats (no BTF needed); tracefs is mounted through `guard` where
+    /// it is not.
+    pub fn start(guard: &iolab_guard::Guard) -> Result<SchedBpf, BpfUnavailable> {
+        prepare(guard)?;
         let mut off = Vec::new();
         for (prefix, event, fields) in [
             (
