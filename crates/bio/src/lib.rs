@@ -30,7 +30,7 @@ mod testutil;
 pub use disks::{Disk, Disks};
 pub use event::{BlockEvent, Comm, Dev, EventKind, Op, Rwbs};
 pub use request::{BioRequest, Origin};
-pub use result::{BioHistograms, BioSummary, BioTrace, SlotCounts, TraceCounts};
+pub use result::{BioHistograms, BioSummary, BioTrace, OwnerSplit, SlotCounts, TraceCounts};
 pub use session::{BioError, BioOptions, BioSession};
 pub use tracer::BioTracer;
 pub use tracker::{Tracker, TrackerStats};

@@ -103,6 +103,26 @@ pub struct BioHistograms {
     /// slots (bio.bpf.c's `slots`) rather than the hash table.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slots: Option<SlotCounts>,
+    /// A start-up's requests apart: the app's (its processes, followed
+    /// from its first one) and the rest's (the load, the kernel's
+    /// writeback), each counted in the kernel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_owner: Option<OwnerSplit>,
+}
+
+/// The histograms split by the task that queued each request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OwnerSplit {
+    /// Requests queued by the app's processes.
+    pub app: Vec<LatencyHist>,
+    /// Requests queued by anything else.
+    pub rest: Vec<LatencyHist>,
+    /// App processes forked when the programs' set was full (their
+    /// requests counted as the rest's): 0 unless the app forked > 4096.
+    pub app_processes_not_followed: u64,
+    /// Why the split was asked for and not made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
 }
 
 /// The BPF programs' per-CPU bio slots: a bio spilled into the hash table
@@ -171,6 +191,7 @@ impl BioTrace {
             histograms: hist::histograms(&self.requests, &mut |d| self.disk_name(d)),
             tracer: "tracefs".into(),
             slots: None,
+            by_owner: None,
             attach: String::new(),
         }
     }
@@ -245,11 +266,27 @@ impl BioHistograms {
     /// appending to another command's report).
     pub fn summary_lines(&self) -> String {
         let mut out = String::new();
-        for h in &self.histograms {
+        let line = |out: &mut String, who: &str, h: &LatencyHist| {
             out.push_str(&format!(
-                "bio {} {}: {} requests, lat µs p50 {:.1} p90 {:.1} p99 {:.1} p99.9 {:.1} max {:.1}\n",
+                "bio {who}{} {}: {} requests, lat µs p50 {:.1} p90 {:.1} p99 {:.1} p99.9 {:.1} max {:.1}\n",
                 h.disk, h.op, h.count, h.lat.p50_us, h.lat.p90_us, h.lat.p99_us, h.lat.p99_9_us, h.lat.max_us
             ));
+        };
+        for h in &self.histograms {
+            line(&mut out, "", h);
+        }
+        if let Some(o) = &self.by_owner {
+            match &o.unavailable {
+                Some(why) => out.push_str(&format!("bio app/rest: not split: {why}\n")),
+                None => {
+                    for h in &o.app {
+                        line(&mut out, "app ", h);
+                    }
+                    for h in &o.rest {
+                        line(&mut out, "rest ", h);
+                    }
+                }
+            }
         }
         out.push_str(&format!(
             "bio trace: {} events, {} lost\n",

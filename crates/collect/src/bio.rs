@@ -2,7 +2,15 @@
 //! completion (biosnoop's and biolatency's view), stored as the run's
 //! latency histograms (`latency_hist`), with p50/p99/max per operation as
 //! its summary.
+//!
+//! Counted in the kernel by iolab's BPF programs where they run (the
+//! cheapest tracer measured, docs/PERFORMANCE.md), and for a run with a
+//! target (a start-up) split by owner there: the app's requests (its
+//! processes, followed from the held one) apart from the rest's (the
+//! load, the kernel's writeback). Where BPF cannot run, iolab's tracefs
+//! trace counts them, whole, and the histograms say why.
 
+use iolab_bio::bpf::BioBpf;
 use iolab_bio::{BioHistograms, BioOptions, BioTracer, Disks};
 use iolab_results::{ArtifactDoc, ArtifactKind};
 use serde_json::{json, Value};
@@ -24,7 +32,11 @@ pub const ENTRY: Entry = Entry {
     start,
 };
 
-struct Bio(BioTracer);
+enum Bio {
+    Bpf(BioBpf),
+    /// With why BPF did not run.
+    Tracefs(BioTracer, String),
+}
 
 fn start(scope: &Scope<'_>) -> Result<Box<dyn Collector>, CollectError> {
     let disks = Disks::default();
@@ -33,6 +45,14 @@ fn start(scope: &Scope<'_>) -> Result<Box<dyn Collector>, CollectError> {
         .iter()
         .map(|d| disks.resolve(&d.name))
         .collect::<Result<Vec<_>, _>>()?;
+    let bpf = match scope.target {
+        Some(app) => BioBpf::start_for_app(scope.guard, &disks, app),
+        None => BioBpf::start(scope.guard, &disks),
+    };
+    let why = match bpf {
+        Ok(b) => return Ok(Box::new(Bio::Bpf(b))),
+        Err(e) => e.to_string(),
+    };
     let tracer = BioTracer::start_with(
         scope.guard,
         BioOptions {
@@ -41,12 +61,20 @@ fn start(scope: &Scope<'_>) -> Result<Box<dyn Collector>, CollectError> {
             ..BioOptions::default()
         },
     )?;
-    Ok(Box::new(Bio(tracer)))
+    Ok(Box::new(Bio::Tracefs(tracer, why)))
 }
 
 impl Collector for Bio {
     fn stop(self: Box<Self>, _: &RunEnd) -> Result<Collected, CollectError> {
-        let h = self.0.stop()?.histograms();
+        let h = match *self {
+            Bio::Bpf(b) => b.finish().map_err(|e| CollectError::collector("bio", e))?,
+            Bio::Tracefs(t, why) => {
+                let mut h = t.stop()?.histograms();
+                h.tracer = "tracefs".into();
+                h.attach = format!("BPF unavailable: {why}");
+                h
+            }
+        };
         Ok(Collected {
             summary: Some(summary(&h)),
             docs: vec![ArtifactDoc::of(ArtifactKind::LatencyHist, &h)
@@ -64,8 +92,27 @@ fn summary(h: &BioHistograms) -> Value {
     let mut v = json!({
         "lost_events": h.counts.lost_events,
         "requests": h.counts.requests,
+        "tracer": h.tracer,
     });
-    for l in &h.histograms {
+    ops(&mut v, &h.histograms);
+    if let Some(o) = &h.by_owner {
+        match &o.unavailable {
+            Some(why) => v["by_owner_unavailable"] = why.as_str().into(),
+            None => {
+                ops(&mut v["app"], &o.app);
+                ops(&mut v["rest"], &o.rest);
+            }
+        }
+    }
+    v
+}
+
+/// One object per operation into `v`.
+fn ops(v: &mut Value, hs: &[iolab_bio::hist::LatencyHist]) {
+    if v.is_null() {
+        *v = json!({});
+    }
+    for l in hs {
         v[l.op.as_str()] = json!({
             "count": l.count,
             "bytes": l.bytes,
@@ -76,5 +123,4 @@ fn summary(h: &BioHistograms) -> Value {
             "que_p99_us": l.que.p99_us,
         });
     }
-    v
 }

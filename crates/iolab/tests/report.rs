@@ -139,18 +139,28 @@ fn report_draws_exactly_the_stored_numbers_and_is_self_contained() {
         assert!(starts.contains(&v), "dot {v} is no stored start");
     }
     // Latency series: per scheduler, the requests counted are those of
-    // the stored histograms.
+    // the stored histograms: all of them, and the app's and the rest's
+    // apart (which add up to all).
     let series = attrs(&html, "series", "count");
     assert!(!series.is_empty(), "no latency chart");
     for sched in ["none", "mq-deadline"] {
-        let stored: u64 = shown["artifacts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|a| a["kind"] == "latency_hist" && a["scheduler"] == sched)
-            .flat_map(|a| a["json"]["histograms"].as_array().unwrap().iter())
-            .map(|h| h["count"].as_u64().unwrap())
-            .sum();
+        let hists = |path: &[&str]| -> u64 {
+            shown["artifacts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|a| a["kind"] == "latency_hist" && a["scheduler"] == sched)
+                .flat_map(|a| {
+                    let v = path.iter().fold(&a["json"], |v, k| &v[*k]);
+                    v.as_array().unwrap().clone()
+                })
+                .map(|h| h["count"].as_u64().unwrap())
+                .sum()
+        };
+        let whole = hists(&["histograms"]);
+        let split = hists(&["by_owner", "app"]) + hists(&["by_owner", "rest"]);
+        assert_eq!(split, whole, "{sched}: app + rest");
+        let stored = whole + split;
         let drawn: u64 = series
             .iter()
             .filter(|(_, t)| data_of(t, "series") == sched)

@@ -1069,6 +1069,37 @@ fn trace_cpu_and_explain_are_stored_with_every_start() {
         assert_eq!(h["lost_events"], 0, "{h}");
         assert!(h["requests"].as_u64().unwrap() >= 8, "{h}");
         assert!(!h["histograms"].as_array().unwrap().is_empty(), "{h}");
+        // Counted in the kernel, the app's requests apart from the rest's:
+        // cat's cold read of the 8 MiB file is the app's (readahead is
+        // submitted in the reader's context), the load's writes the rest's,
+        // and the two add up to the whole.
+        assert_eq!(h["tracer"], "bpf", "{h}");
+        let o = &h["by_owner"];
+        assert!(o.get("unavailable").is_none(), "{o}");
+        let sum = |hs: &Value, op: &str, k: &str| -> u64 {
+            hs.as_array()
+                .unwrap()
+                .iter()
+                .filter(|x| x["op"] == op)
+                .map(|x| x[k].as_u64().unwrap())
+                .sum()
+        };
+        let app_read = sum(&o["app"], "R", "bytes");
+        assert!(
+            (8 << 20..=9 << 20).contains(&app_read),
+            "the app read {app_read} bytes of its 8 MiB file: {o}"
+        );
+        assert_eq!(sum(&o["app"], "W", "count"), 0, "cat wrote: {o}");
+        if r["workload"] == "1w" {
+            assert!(sum(&o["rest"], "W", "count") > 0, "no load writes: {o}");
+        }
+        for op in ["R", "W"] {
+            assert_eq!(
+                sum(&o["app"], op, "count") + sum(&o["rest"], op, "count"),
+                sum(&h["histograms"], op, "count"),
+                "{op}: {h}"
+            );
+        }
         // A CPU series over the start (200 ms ticks plus the end).
         let c = &of("cpu")["json"];
         assert!(c["samples"].as_array().unwrap().len() >= 2, "{c}");

@@ -42,6 +42,12 @@ volatile const __u64 bio_based_mask = 0;
  * lines, --summary, --perfetto), with the task that queued it; 0: only
  * the histograms below (--hist), nothing per request. */
 volatile const __u32 records = 0;
+/* 1: each request's histograms are its owner's: the app's (a task of the
+ * processes in `app`, which follows their forks) or the rest's (the load,
+ * the kernel's writeback), cells [nslots * OPS, 2 * nslots * OPS). */
+volatile const __u32 by_owner = 0;
+/* Disks traced (histogram slots in use). */
+volatile const __u32 nslots = 32;
 
 struct key {
 	__u32 dev;
@@ -64,7 +70,8 @@ struct pending {
 	char comm[16];
 	__u16 requeues;
 	__u8 origin;
-	__u8 pad[5];
+	__u8 app;    /* with `by_owner`: queued by the app */
+	__u8 pad[4];
 };
 
 /*
@@ -83,6 +90,16 @@ struct pending {
 #define MAX_CPUS 256
 volatile const __u32 fast_cpus = 0;
 
+/* The app's processes (tgids), seeded by user space with the app's first
+ * process; raw_app_fork adds every process they fork. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} app SEC(".maps");
+
+/* One completed request (`records`): what iolab_bio::BioRequest holds. */
 struct rec {
 	__u64 queue_ns; /* 0: only its issue was seen */
 	__u64 issue_ns;
@@ -167,7 +184,8 @@ enum {
 	C_MERGED = 6,      /* requests merged into another before issue */
 	C_SPILLED = 7,     /* bios moved from a CPU's slot into `start` */
 	C_FROM_OTHER = 8,  /* bios completed on another CPU than their slot's */
-	C_COUNT = 9,
+	C_APP_FULL = 9,    /* an app process not followed: `app` was full */
+	C_COUNT = 10,
 };
 
 #include "../../../trace/src/bpf/iolab.bpf.h"
@@ -238,9 +256,15 @@ static __always_inline __u32 op_index(__u8 op)
 	}
 }
 
-/* The task that queued it, with `records` (biosnoop's COMM and PID). */
+/* The task that queued it: with `by_owner`, whether it is the app's;
+ * with `records`, who (biosnoop's COMM and PID). */
 static __always_inline void owned(struct pending *n, __u8 origin, __u64 now)
 {
+	n->origin = origin;
+	if (by_owner) {
+		__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+		n->app = bpf_map_lookup_elem(&app, &tgid) != 0;
+	}
 	if (!records)
 		return;
 	__u64 id = bpf_get_current_pid_tgid();
@@ -272,7 +296,8 @@ static __always_inline void queued(__u32 dev, __u64 sector, __u32 flush, __u32 n
 	/* The insert of a request already started (block_io_start, in its
 	 * submitter), or of one the driver gave back: its start and owner
 	 * stay, as iolab's tracefs tracker keeps them. */
-	if (records && p && !issue && p->issue_ns == 0 && (p->origin == O_IO_START || p->requeues))
+	if ((records || by_owner) && p && !issue && p->issue_ns == 0 &&
+	    (p->origin == O_IO_START || p->requeues))
 		return;
 	struct pending n = { .insert_ns = issue ? 0 : now, .issue_ns = issue ? now : 0, .sector = sector,
 			     .nr_sector = nr, .all_sectors = nr };
@@ -408,6 +433,8 @@ static __always_inline void completed(int di, __u32 dev, __u64 sector, __u32 flu
 		return;
 	}
 	__u32 ci = dev_slot[di & (MAX_DEVS - 1)] * OPS + op_index(op);
+	if (by_owner && rest.app)
+		ci += nslots * OPS;
 	struct cell *c = bpf_map_lookup_elem(&cells, &ci);
 	if (!c) {
 		count(C_NO_SLOT);
@@ -698,6 +725,28 @@ SEC("raw_tracepoint/block_io_start")
 int raw_rq_io_start(struct bpf_raw_tracepoint_args *ctx)
 {
 	return raw_rq((struct request *)ctx->args[0], 0, O_IO_START);
+}
+
+struct task_struct {
+	int pid;
+	int tgid;
+} __attribute__((preserve_access_index));
+
+/* sched_process_fork(parent, child): a process the app forks is the
+ * app's (threads share their process's tgid). Attached with `by_owner`. */
+SEC("raw_tracepoint/sched_process_fork")
+int raw_app_fork(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *parent = (struct task_struct *)ctx->args[0];
+	struct task_struct *child = (struct task_struct *)ctx->args[1];
+	__u32 ptgid = BPF_CORE_READ(parent, tgid);
+	if (!bpf_map_lookup_elem(&app, &ptgid))
+		return 0;
+	__u32 ctgid = BPF_CORE_READ(child, tgid);
+	__u8 one = 1;
+	if (bpf_map_update_elem(&app, &ctgid, &one, BPF_ANY))
+		count(C_APP_FULL);
+	return 0;
 }
 
 /* block_rq_merge(rq): `rq`, not yet issued, was merged into another

@@ -24,7 +24,7 @@ pub use iolab_trace::bpf::{check, BpfUnavailable};
 
 use crate::disks::{Disk, Disks};
 use crate::hist::{self, LatencyHist};
-use crate::result::{BioHistograms, SlotCounts, TraceCounts};
+use crate::result::{BioHistograms, OwnerSplit, SlotCounts, TraceCounts};
 
 mod bins;
 mod records;
@@ -58,7 +58,8 @@ struct Pending {
     comm: [u8; 16],
     requeues: u16,
     origin: u8,
-    pad: [u8; 5],
+    app: u8,
+    pad: [u8; 4],
 }
 const _: () = assert!(std::mem::size_of::<Pending>() == 64);
 
@@ -103,7 +104,8 @@ const C_LOST: u32 = 5;
 const C_MERGED: u32 = 6;
 const C_SPILLED: u32 = 7;
 const C_FROM_OTHER: u32 = 8;
-const C_COUNT: usize = 9;
+const C_APP_FULL: u32 = 9;
+const C_COUNT: usize = 10;
 
 /// `struct slot`: a CPU's latest bio of a bio-based device.
 #[repr(C)]
@@ -164,17 +166,46 @@ struct Loaded {
     table: DevTable,
     /// CPUs whose bio slots the programs search (0: none used).
     fast_cpus: u32,
+    by_owner: ByOwner,
+}
+
+/// Whether the histograms are split by owner.
+#[derive(Debug, Clone)]
+enum ByOwner {
+    NotAsked,
+    Split,
+    /// Asked for, and why not.
+    Unavailable(String),
+}
+
+/// Where the app's processes are followed from.
+const APP_FORK: Attachment = ("raw_app_fork", "sched", "sched_process_fork");
+
+/// The app's first process into the programs' `app` set.
+fn seed_app(ebpf: &mut Ebpf, app: Option<i32>) -> Result<(), BpfUnavailable> {
+    let Some(pid) = app.and_then(|p| u32::try_from(p).ok()) else {
+        return Ok(());
+    };
+    let mut set: BpfHash<_, u32, u8> = BpfHash::try_from(
+        ebpf.map_mut("app")
+            .ok_or_else(|| BpfUnavailable("no app map".into()))?,
+    )
+    .map_err(|e| read_err(&e))?;
+    set.insert(pid, 1, 0)
+        .map_err(|e| BpfUnavailable(format!("seeding the app's process {pid}: {e}")))
 }
 
 impl Loaded {
     /// Loads the programs for `disks` (every disk when empty) and attaches
     /// them: raw tracepoints where they load and `raw`, else classic ones;
-    /// `records` (the ring buffer's size in bytes) needs the raw ones.
+    /// `records` (the ring buffer's size in bytes) needs the raw ones, as
+    /// does `app` (the app's first process: histograms split by owner).
     fn start(
         guard: &Guard,
         disks: &[Disk],
         raw: bool,
         records: Option<u32>,
+        app: Option<i32>,
     ) -> Result<Loaded, BpfUnavailable> {
         prepare(guard)?;
         let mut off: BTreeMap<String, u32> = BTreeMap::new();
@@ -208,6 +239,14 @@ impl Loaded {
         loader.override_global("bio_based_mask", &table.bio_based, true);
         let on: u32 = records.is_some().into();
         loader.override_global("records", &on, true);
+        let by_owner: u32 = (app.is_some() && raw).into();
+        loader.override_global("by_owner", &by_owner, true);
+        let nslots = u32::try_from(table.disks.len().max(1)).unwrap_or(1);
+        loader.override_global("nslots", &nslots, true);
+        // One cell per disk × operation (× owner): a cell is 30 KiB per
+        // CPU, so only the disks traced get one.
+        let ops = u32::try_from(OPS.len()).unwrap_or(5);
+        loader.map_max_entries("cells", nslots * ops * (1 + by_owner));
         // Classic tracepoints asked for: an older kernel's path, without
         // the per-CPU lookup either.
         let fast_cpus = if raw { fast_cpus() } else { 0 };
@@ -235,12 +274,20 @@ impl Loaded {
             let mut programs = RAW_PROGRAMS.to_vec();
             if records.is_some() {
                 programs.extend(RECORD_PROGRAMS);
-                if iolab_trace::has_event("block", "block_io_start") {
-                    programs.push(IO_START);
-                }
+            }
+            if by_owner == 1 {
+                seed_app(&mut ebpf, app)?;
+                programs.push(APP_FORK);
+            }
+            // The request's owner is its submitter, where it is made.
+            if (records.is_some() || by_owner == 1)
+                && iolab_trace::has_event("block", "block_io_start")
+            {
+                programs.push(IO_START);
             }
             attach_all(&mut ebpf, &programs, true)
         };
+        let raw_err = raw.as_ref().err().map(|e| e.0.clone());
         let (links, attach) = match raw {
             Ok(links) => (links, "raw_tracepoint".to_string()),
             Err(why) if records.is_some() => {
@@ -253,12 +300,20 @@ impl Loaded {
                 format!("tracepoint; raw tracepoints not used: {why}"),
             ),
         };
+        let by_owner = match (&raw_err, app) {
+            (None, Some(_)) => ByOwner::Split,
+            (Some(why), Some(_)) => ByOwner::Unavailable(format!(
+                "the app's requests apart from the rest need raw tracepoints: {why}"
+            )),
+            (_, None) => ByOwner::NotAsked,
+        };
         Ok(Loaded {
             ebpf,
             links,
             attach,
             table,
             fast_cpus,
+            by_owner,
         })
     }
 
@@ -337,7 +392,22 @@ impl BioBpf {
     /// kernel takes, tested here).
     pub fn start_with(guard: &Guard, disks: &[Disk], raw: bool) -> Result<BioBpf, BpfUnavailable> {
         Ok(BioBpf {
-            loaded: Loaded::start(guard, disks, raw, None)?,
+            loaded: Loaded::start(guard, disks, raw, None, None)?,
+            start_ns: iolab_trace::monotonic_ns(),
+        })
+    }
+
+    /// As [`BioBpf::start`], with each request's histograms its owner's:
+    /// the app's (process `app` and every process it forks, followed in
+    /// the kernel) or the rest's. Where that cannot be split (no raw
+    /// tracepoints), the histograms are whole and say why.
+    pub fn start_for_app(
+        guard: &Guard,
+        disks: &[Disk],
+        app: i32,
+    ) -> Result<BioBpf, BpfUnavailable> {
+        Ok(BioBpf {
+            loaded: Loaded::start(guard, disks, true, None, Some(app))?,
             start_ns: iolab_trace::monotonic_ns(),
         })
     }
@@ -358,17 +428,47 @@ impl BioBpf {
                 .ok_or_else(|| BpfUnavailable("no cells map".into()))?,
         )
         .map_err(|e| read_err(&e))?;
-        let mut histograms = Vec::new();
+        let split = matches!(self.loaded.by_owner, ByOwner::Split);
+        let nslots = self.loaded.table.disks.len().max(1);
+        let (mut histograms, mut app, mut rest) = (Vec::new(), Vec::new(), Vec::new());
         for (slot, disk) in self.loaded.table.disks.iter().enumerate() {
             for (o, op) in OPS.iter().enumerate() {
-                let i = u32::try_from(slot * OPS.len() + o).unwrap_or(u32::MAX);
-                let per_cpu = cells.get(&i, 0).map_err(|e| read_err(&e))?;
-                if let Some(h) = histogram(disk, *op, per_cpu.iter()) {
-                    histograms.push(h);
+                let cell = |owner: usize| {
+                    let i =
+                        u32::try_from((owner * nslots + slot) * OPS.len() + o).unwrap_or(u32::MAX);
+                    cells.get(&i, 0).map_err(|e| read_err(&e))
+                };
+                let others = cell(0)?;
+                if !split {
+                    histograms.extend(histogram(disk, *op, others.iter()));
+                    continue;
                 }
+                let apps = cell(1)?;
+                histograms.extend(histogram(disk, *op, others.iter().chain(apps.iter())));
+                app.extend(histogram(disk, *op, apps.iter()));
+                rest.extend(histogram(disk, *op, others.iter()));
             }
         }
+        let by_owner = match &self.loaded.by_owner {
+            ByOwner::NotAsked => None,
+            ByOwner::Split => Some(OwnerSplit {
+                app,
+                rest,
+                app_processes_not_followed: 0,
+                unavailable: None,
+            }),
+            ByOwner::Unavailable(why) => Some(OwnerSplit {
+                app: Vec::new(),
+                rest: Vec::new(),
+                app_processes_not_followed: 0,
+                unavailable: Some(why.clone()),
+            }),
+        };
         let c = self.loaded.counters()?;
+        let by_owner = by_owner.map(|mut o| {
+            o.app_processes_not_followed = c[C_APP_FULL as usize];
+            o
+        });
         let in_flight = self.loaded.in_flight()?;
         let requests: u64 = histograms.iter().map(|h| h.count).sum();
         Ok(BioHistograms {
@@ -395,6 +495,7 @@ impl BioBpf {
                 spilled: c[C_SPILLED as usize],
                 from_other_cpu: c[C_FROM_OTHER as usize],
             }),
+            by_owner,
         })
     }
 }

@@ -188,7 +188,7 @@ impl BioBpfRecords {
         disks: &[Disk],
         opts: RecordOptions,
     ) -> Result<BioBpfRecords, BpfUnavailable> {
-        let mut loaded = Loaded::start(guard, disks, true, Some(opts.ring_bytes))?;
+        let mut loaded = Loaded::start(guard, disks, true, Some(opts.ring_bytes), None)?;
         let map = loaded
             .ebpf
             .take_map("records_rb")

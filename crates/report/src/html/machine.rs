@@ -24,7 +24,10 @@ pub(super) fn latency(v: &ExperimentView) -> String {
                     .collect(),
             })
             .collect();
-        let what = format!("{} {}", l.workload, op_name(&l.op));
+        let what = match &l.owner {
+            Some(o) => format!("{} {} ({o}'s)", l.workload, op_name(&l.op)),
+            None => format!("{} {}", l.workload, op_name(&l.op)),
+        };
         let open = if i < 2 { " open" } else { "" };
         let _ = write!(
             s,

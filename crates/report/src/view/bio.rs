@@ -32,13 +32,17 @@ pub struct LatencyView {
     pub workload: String,
     /// `R`, `W`, `D`, `F`, `N` (biosnoop's T column).
     pub op: String,
+    /// Whose requests: `app` (the start's own) or `rest` (the load, the
+    /// kernel's writeback) where the traces split them; none for all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
     /// One series per scheduler, in run order.
     pub series: Vec<LatencySeries>,
 }
 
 /// Sums the traced runs' histograms.
 pub fn latency_views(r: &ExperimentReport) -> Vec<LatencyView> {
-    type Key = (String, String);
+    type Key = (String, String, Option<String>);
     /// Summed bucket counts and the number of runs summed.
     type Sum = (BTreeMap<(u64, u64), u64>, usize);
     let mut sums: BTreeMap<(Key, String), Sum> = BTreeMap::new();
@@ -54,8 +58,18 @@ pub fn latency_views(r: &ExperimentReport) -> Vec<LatencyView> {
         let Ok(doc) = serde_json::from_value::<BioHistograms>(a.json.clone()) else {
             continue;
         };
-        for h in doc.histograms {
-            let key = (workload.clone(), h.op.clone());
+        let split = doc
+            .by_owner
+            .filter(|o| o.unavailable.is_none())
+            .map(|o| {
+                let app = o.app.into_iter().map(|h| (Some("app".to_string()), h));
+                let rest = o.rest.into_iter().map(|h| (Some("rest".to_string()), h));
+                app.chain(rest).collect::<Vec<_>>()
+            })
+            .unwrap_or_default();
+        let all = doc.histograms.into_iter().map(|h| (None, h));
+        for (owner, h) in all.chain(split) {
+            let key = (workload.clone(), h.op.clone(), owner);
             if !order.contains(&key) {
                 order.push(key.clone());
             }
@@ -84,6 +98,7 @@ pub fn latency_views(r: &ExperimentReport) -> Vec<LatencyView> {
                 .collect(),
             workload: key.0,
             op: key.1,
+            owner: key.2,
         })
         .collect()
 }
