@@ -33,7 +33,7 @@ pub const ENTRY: Entry = Entry {
 };
 
 enum Bio {
-    Bpf(BioBpf),
+    Bpf(Box<BioBpf>),
     /// With why BPF did not run.
     Tracefs(BioTracer, String),
 }
@@ -50,7 +50,7 @@ fn start(scope: &Scope<'_>) -> Result<Box<dyn Collector>, CollectError> {
         None => BioBpf::start(scope.guard, &disks),
     };
     let why = match bpf {
-        Ok(b) => return Ok(Box::new(Bio::Bpf(b))),
+        Ok(b) => return Ok(Box::new(Bio::Bpf(Box::new(b)))),
         Err(e) => e.to_string(),
     };
     let tracer = BioTracer::start_with(
