@@ -26,6 +26,7 @@
 #![deny(missing_docs)]
 
 pub mod attribution;
+pub mod bpf;
 mod decode;
 pub mod event;
 mod explainer;

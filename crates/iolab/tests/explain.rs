@@ -462,3 +462,60 @@ fn attach_to_a_running_tree_with_pid() {
     );
     assert_eq!(a["on_cpu_check"]["source"], "schedstat");
 }
+
+/// `--tracer bpf`: the causes summed in the kernel. A 0.3 s sleep is that
+/// long an idle sleep by the wall clock; what needs every stall
+/// (--perfetto) is refused with exit 2 naming --tracer tracefs.
+#[test]
+fn bpf_sums_the_causes_in_the_kernel() {
+    if skip("bpf_sums_the_causes_in_the_kernel") {
+        return;
+    }
+    let env = Env::new("explainbpf");
+    let t0 = std::time::Instant::now();
+    let out = env
+        .cmd()
+        .args(["explain", "--tracer", "bpf", "--json", "--", "sleep", "0.3"])
+        .output()
+        .unwrap();
+    let wall = u64::try_from(t0.elapsed().as_nanos()).unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["tracer"], "bpf", "{v}");
+    let sleep = v["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["cause"] == "idle: sleep")
+        .unwrap_or_else(|| panic!("no sleep: {v}"));
+    let ns = sleep["blocked_ns"].as_u64().unwrap();
+    assert!(
+        (300_000_000..wall).contains(&ns),
+        "a 0.3 s sleep blocked {ns} ns (wall {wall} ns): {v}"
+    );
+    assert_eq!(v["counters"]["no_room"], 0, "{v}");
+
+    let refused = env
+        .cmd()
+        .args([
+            "explain",
+            "--tracer",
+            "bpf",
+            "--perfetto",
+            "/dev/null",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("--tracer tracefs"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+}

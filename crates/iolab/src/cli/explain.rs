@@ -59,9 +59,24 @@ pub struct ExplainArgs {
     /// stalls then show who woke them but not where).
     #[arg(long)]
     pub no_waker_stacks: bool,
+    /// tracefs (every switch, wakeup and stack read by iolab: the full
+    /// report) or bpf (blocked time summed per kernel stack in the kernel:
+    /// the causes and their stacks only, nothing crossing to user space
+    /// per sleep).
+    #[arg(long, value_enum, default_value_t = ExplainTracer::Tracefs)]
+    pub tracer: ExplainTracer,
     /// The command to run and explain.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+/// `--tracer`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExplainTracer {
+    /// iolab's tracefs instance, every event read.
+    Tracefs,
+    /// Blocked time by stack, summed in the kernel.
+    Bpf,
 }
 
 fn rules(args: &ExplainArgs) -> anyhow::Result<RuleSet> {
@@ -125,7 +140,16 @@ pub fn run(args: ExplainArgs) -> anyhow::Result<()> {
         ))
         .into());
     }
+    if args.tracer == ExplainTracer::Bpf && args.perfetto.is_some() {
+        return Err(UsageError::new(
+            "--tracer bpf sums blocked time in the kernel; --perfetto needs every stall: use --tracer tracefs",
+        )
+        .into());
+    }
     super::require_root("iolab explain")?;
+    if args.tracer == ExplainTracer::Bpf {
+        return run_bpf(&args, &rules, duration);
+    }
 
     let config = ExplainerConfig {
         rules,
@@ -236,4 +260,121 @@ fn follow_pid(
         std::thread::sleep(Duration::from_millis(50));
     }
     Ok(explainer.finish()?)
+}
+
+/// `--tracer bpf`: the causes summed in the kernel.
+fn run_bpf(args: &ExplainArgs, rules: &RuleSet, duration: Option<Duration>) -> anyhow::Result<()> {
+    use iolab_explain::bpf::OffCpuBpf;
+    let guard = iolab_guard::Guard::new();
+    let unavailable =
+        |e: iolab_trace::bpf::BpfUnavailable| UsageError::new(format!("--tracer bpf: {e}"));
+    let (off, note) = match args.pid {
+        Some(pid) => {
+            let Some(start_time) = iolab_sys::process::start_time(pid) else {
+                return Err(UsageError::new(format!(
+                    "no process {pid}: expected the pid of a running process"
+                ))
+                .into());
+            };
+            let tids = iolab_explain::procfs::tree_tids(std::path::Path::new("/proc"), pid)?;
+            let bpf = OffCpuBpf::start(&guard, &tids).map_err(unavailable)?;
+            let t0 = Instant::now();
+            while iolab_sys::process::is_alive(pid, start_time)
+                && !iolab_guard::stop_requested()
+                && duration.is_none_or(|d| t0.elapsed() < d)
+            {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            (bpf.finish(rules)?, None)
+        }
+        None => {
+            let spec = iolab_spawn::Spec {
+                stdout: if args.json || args.folded {
+                    iolab_spawn::Output::ToStderr
+                } else {
+                    iolab_spawn::Output::Inherit
+                },
+                ..iolab_spawn::Spec::new(&args.command)
+            };
+            let held = iolab_spawn::hold(&spec).map_err(|e| UsageError::new(e.to_string()))?;
+            // Dropping `held` on an error closes the gate: the command
+            // never runs.
+            let bpf = OffCpuBpf::start(&guard, &[held.pid()]).map_err(unavailable)?;
+            let done = held
+                .release()
+                .map_err(|e| UsageError::new(e.to_string()))?
+                .wait()
+                .context("waiting for the command")?;
+            let note =
+                (!done.status.success()).then(|| format!("the command ended with {}", done.status));
+            (bpf.finish(rules)?, note)
+        }
+    };
+    drop(guard);
+    let out = if args.json {
+        serde_json::to_string_pretty(&off)? + "\n"
+    } else if args.folded {
+        let mut s = String::new();
+        for st in &off.stacks {
+            let mut frames: Vec<&str> = st.frames.iter().map(String::as_str).collect();
+            frames.reverse();
+            s.push_str(&format!(
+                "{};{} {}\n",
+                st.cause,
+                frames.join(";"),
+                st.blocked_ns / 1000
+            ));
+        }
+        s
+    } else {
+        bpf_text(&off)
+    };
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout
+        .write_all(out.as_bytes())
+        .and_then(|_| stdout.flush())
+    {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            return Err(e.into());
+        }
+    }
+    if let Some(n) = note {
+        iolab_sys::say!("iolab explain: {n}");
+    }
+    if off.counters.no_room > 0 {
+        iolab_sys::say!(
+            "iolab explain: warning: {} sleeps or tasks the BPF maps had no room for: their time is missing",
+            off.counters.no_room
+        );
+    }
+    Ok(())
+}
+
+fn bpf_text(off: &iolab_explain::bpf::OffCpu) -> String {
+    let total: u64 = off.causes.iter().map(|c| c.blocked_ns).sum();
+    let mut s = format!(
+        "Blocked time by cause over {:.2} s, summed in the kernel (--tracer bpf):\n{:<36} {:<8} {:>12} {:>7} {:>8} {:>10}\n",
+        off.duration_s, "cause", "kind", "blocked ms", "share", "sleeps", "max ms"
+    );
+    for c in &off.causes {
+        s.push_str(&format!(
+            "{:<36} {:<8} {:>12.1} {:>6.1}% {:>8} {:>10.1}\n",
+            c.cause,
+            format!("{:?}", c.kind).to_lowercase(),
+            c.blocked_ns as f64 / 1e6,
+            if total > 0 {
+                100.0 * c.blocked_ns as f64 / total as f64
+            } else {
+                0.0
+            },
+            c.sleeps,
+            c.max_ns as f64 / 1e6
+        ));
+    }
+    let k = &off.counters;
+    s.push_str(&format!(
+        "{} sleeps ({} woken, {} woken while switching out, {} still asleep at the end), {} without a stack, {} with no room in the maps\n",
+        k.sleeps, k.woken, k.raced, k.open, k.no_stack, k.no_room
+    ));
+    s
 }
