@@ -77,6 +77,12 @@ set -e
 [ "$rc" = 2 ] && [[ "$why" == *"--tracer bpf: loading iolab's scheduler programs"* ]] || {
     echo "sched record --tracer bpf under qemu-user: exit $rc, '$why' (expected 2 and the reason)"; exit 1; }
 echo "under qemu-user: $why"
+set +e
+why=$("${q[@]}" explain --tracer bpf -- true 2>&1 >/dev/null); rc=$?
+set -e
+[ "$rc" = 2 ] && [[ "$why" == *"--tracer bpf: loading iolab's off-CPU programs"* ]] || {
+    echo "explain --tracer bpf under qemu-user: exit $rc, '$why' (expected 2 and the reason)"; exit 1; }
+echo "under qemu-user: $why"
 echo "aarch64 smoke run: ok"
 
 if [ "${IOLAB_AARCH64_TESTS:-1}" = 1 ]; then
