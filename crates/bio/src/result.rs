@@ -179,7 +179,7 @@ impl BioTrace {
             c.requests, c.duration_s, c.events, c.lost_events
         );
         if c.lost_events > 0 {
-            s.push_str(" (INCOMPLETE: the trace buffer overflowed)");
+            s.push_str(" (INCOMPLETE: a trace buffer or table was full)");
         }
         s + &c.edges()
     }

@@ -65,6 +65,15 @@ fn start(scope: &Scope<'_>) -> Result<Box<dyn Collector>, CollectError> {
 }
 
 impl Collector for Bio {
+    fn follow(&mut self, pid: i32) -> Result<bool, CollectError> {
+        match self {
+            Bio::Bpf(b) => b
+                .follow_app(pid)
+                .map_err(|e| CollectError::collector("bio", e)),
+            Bio::Tracefs(..) => Ok(false),
+        }
+    }
+
     fn stop(self: Box<Self>, _: &RunEnd) -> Result<Collected, CollectError> {
         let h = match *self {
             Bio::Bpf(b) => b.finish().map_err(|e| CollectError::collector("bio", e))?,

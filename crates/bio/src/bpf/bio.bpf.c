@@ -38,6 +38,9 @@ volatile const __u32 ndevs = 0;
 volatile const __u32 devs[MAX_DEVS] = {};
 volatile const __u32 dev_slot[MAX_DEVS] = {};
 volatile const __u64 bio_based_mask = 0;
+/* Each histogram slot's disk (its whole-disk device number): a bio names
+ * its partition, a request its disk. */
+volatile const __u32 slot_dev[MAX_SLOTS] = {};
 /* 1: a record per completed request through `records_rb` (biosnoop's
  * lines, --summary, --perfetto), with the task that queued it; 0: only
  * the histograms below (--hist), nothing per request. */
@@ -296,8 +299,7 @@ static __always_inline void queued(__u32 dev, __u64 sector, __u32 flush, __u32 n
 	/* The insert of a request already started (block_io_start, in its
 	 * submitter), or of one the driver gave back: its start and owner
 	 * stay, as iolab's tracefs tracker keeps them. */
-	if ((records || by_owner) && p && !issue && p->issue_ns == 0 &&
-	    (p->origin == O_IO_START || p->requeues))
+	if (p && !issue && p->issue_ns == 0 && (p->origin == O_IO_START || p->requeues))
 		return;
 	struct pending n = { .insert_ns = issue ? 0 : now, .issue_ns = issue ? now : 0, .sector = sector,
 			     .nr_sector = nr, .all_sectors = nr };
@@ -314,29 +316,39 @@ static __always_inline void bio_queued(__u32 dev, __u64 sector, __u32 flush, __u
 	__u64 now = bpf_ktime_get_ns();
 	struct pending n = { .issue_ns = now, .sector = sector, .nr_sector = nr, .all_sectors = nr };
 	owned(&n, O_BIO_QUEUE, now);
+#ifndef IOLAB_NO_SLOTS
 	__u32 z = 0;
 	struct slot *s = fast_cpus ? bpf_map_lookup_elem(&slots, &z) : 0;
-	if (!s) {
-		if (bpf_map_update_elem(&start, &k, &n, BPF_ANY))
-			count(C_START_FULL);
-		return;
-	}
-	/* A fully ordered read: the slot's bio is read after its gen. */
-	__u64 g = __sync_fetch_and_add(&s->gen, 0);
-	if (g & 1) {
-		struct key ok = s->k;
-		struct pending op = s->p;
-		if (__sync_val_compare_and_swap(&s->gen, g, g + 1) == g) {
-			count(C_SPILLED);
+	if (s) {
+		/* A fully ordered read: the slot's bio is read after its gen. */
+		__u64 g = __sync_fetch_and_add(&s->gen, 0);
+		if (g & 1) {
+			/* The spilled bio is in `start` before it leaves the
+			 * slot, so a completion always finds it in one of the
+			 * two; if another CPU took it meanwhile, the copy goes. */
+			struct key ok = s->k;
+			struct pending op = s->p;
 			if (bpf_map_update_elem(&start, &ok, &op, BPF_ANY))
 				count(C_START_FULL);
+			if (__sync_val_compare_and_swap(&s->gen, g, g + 1) == g)
+				count(C_SPILLED);
+			else
+				bpf_map_delete_elem(&start, &ok);
+			g = g + 1;
 		}
+		s->k = k;
+		s->p = n;
+		/* Published with a fully ordered compare-and-swap (only this
+		 * CPU writes an empty slot): the bio is seen whole. */
+		__sync_val_compare_and_swap(&s->gen, g, g + 1);
+		return;
 	}
-	s->k = k;
-	s->p = n;
-	__sync_fetch_and_add(&s->gen, 1);
+#endif
+	if (bpf_map_update_elem(&start, &k, &n, BPF_ANY))
+		count(C_START_FULL);
 }
 
+#ifndef IOLAB_NO_SLOTS
 /* Takes slot `s`'s bio into `out` when it is the one at `k`. */
 static __always_inline int slot_take(struct slot *s, struct key *k, struct pending *out)
 {
@@ -346,11 +358,24 @@ static __always_inline int slot_take(struct slot *s, struct key *k, struct pendi
 	*out = s->p;
 	return __sync_val_compare_and_swap(&s->gen, g, g + 1) == g;
 }
+#endif
+
+/* The pending request at `k` in `start`, removed. */
+static __always_inline int take_from_start(struct key *k, struct pending *out)
+{
+	struct pending *p = bpf_map_lookup_elem(&start, k);
+	if (!p || !p->issue_ns)
+		return 0;
+	*out = *p;
+	bpf_map_delete_elem(&start, k);
+	return 1;
+}
 
 /* The pending request at `k`, removed: a bio-based device's from the
  * CPUs' slots or `start`, a request's from `start`. */
 static __always_inline int take(struct key *k, int bio_based, struct pending *out)
 {
+#ifndef IOLAB_NO_SLOTS
 	__u32 z = 0;
 	struct slot *s = 0;
 	if (bio_based && fast_cpus) {
@@ -358,12 +383,10 @@ static __always_inline int take(struct key *k, int bio_based, struct pending *ou
 		if (s && slot_take(s, k, out))
 			return 1;
 	}
-	struct pending *p = bpf_map_lookup_elem(&start, k);
-	if (p && p->issue_ns) {
-		*out = *p;
-		bpf_map_delete_elem(&start, k);
+#endif
+	if (take_from_start(k, out))
 		return 1;
-	}
+#ifndef IOLAB_NO_SLOTS
 	if (!bio_based || !fast_cpus)
 		return 0;
 	for (__u32 cpu = 0; cpu < MAX_CPUS; cpu++) {
@@ -375,7 +398,11 @@ static __always_inline int take(struct key *k, int bio_based, struct pending *ou
 			return 1;
 		}
 	}
+	/* Spilled from its slot while this CPU looked. */
+	return take_from_start(k, out);
+#else
 	return 0;
+#endif
 }
 
 /* One completed request into the ring buffer (`records`). No wakeup:
@@ -776,16 +803,19 @@ int raw_bio_fmerge(struct bpf_raw_tracepoint_args *ctx)
 	struct bio_fields f;
 	if (bio_read((struct bio *)ctx->args[0], &f))
 		return 0;
-	if (dev_index(f.dev) < 0)
+	int di = dev_index(f.dev);
+	if (di < 0)
 		return 0;
-	struct key from = { .dev = f.dev, .flush = 0, .sector = f.sector + (f.size >> 9) };
+	/* Requests are keyed by their disk; the bio names its partition. */
+	__u32 disk = slot_dev[dev_slot[di & (MAX_DEVS - 1)] & (MAX_SLOTS - 1)];
+	struct key from = { .dev = disk, .flush = 0, .sector = f.sector + (f.size >> 9) };
 	struct pending *p = bpf_map_lookup_elem(&start, &from);
 	if (!p || p->issue_ns)
 		return 0;
 	struct pending moved = *p;
 	moved.sector = f.sector;
 	bpf_map_delete_elem(&start, &from);
-	struct key to = { .dev = f.dev, .flush = 0, .sector = f.sector };
+	struct key to = { .dev = disk, .flush = 0, .sector = f.sector };
 	if (bpf_map_update_elem(&start, &to, &moved, BPF_ANY))
 		count(C_START_FULL);
 	return 0;

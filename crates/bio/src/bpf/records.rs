@@ -100,8 +100,10 @@ impl Rec {
     }
 
     /// The request it describes, on `disk` (a partition's records name
-    /// their disk).
-    fn request(&self, disk: Dev) -> BioRequest {
+    /// their disk); `errno_status`: the status byte is the low byte of a
+    /// negative errno (block_rq_complete's argument before 5.17), not a
+    /// blk_status_t.
+    fn request(&self, disk: Dev, errno_status: bool) -> BioRequest {
         let origin = match self.origin {
             0 => Origin::BioQueue,
             1 => Origin::IoStart,
@@ -131,7 +133,11 @@ impl Rec {
             issue_ns: Some(self.issue_ns),
             complete_ns: self.complete_ns,
             requeues: self.requeues,
-            error: errno_of_status(self.status),
+            error: if errno_status {
+                i32::from(self.status.cast_signed())
+            } else {
+                errno_of_status(self.status)
+            },
             origin,
         }
     }
@@ -168,8 +174,9 @@ pub struct BioBpfRecords {
     ring: RingBuf<MapData>,
     opts: RecordOptions,
     start_ns: u64,
-    /// A traced device (disk or partition) → its disk's number and name.
-    disk_of: HashMap<u32, (Dev, String)>,
+    /// A traced device (disk or partition) → its disk's number and name,
+    /// and whether the status of its completions is an errno.
+    disk_of: HashMap<u32, (Dev, String, bool)>,
     names: BTreeMap<Dev, String>,
     requests: Vec<BioRequest>,
     completed: u64,
@@ -196,10 +203,14 @@ impl BioBpfRecords {
         let ring =
             RingBuf::try_from(map).map_err(|e| BpfUnavailable(format!("records_rb: {e}")))?;
         let t = &loaded.table;
+        // Before 5.17 block_rq_complete passed a negative errno where it
+        // now passes a blk_status_t (bio completions give the bio's status).
+        let old_rq = aya::util::KernelVersion::current()
+            .is_ok_and(|v| v < aya::util::KernelVersion::new(5, 17, 0));
         let mut disk_of = HashMap::new();
         for i in 0..t.ndevs as usize {
             if let Some(d) = t.disks.get(t.slot[i] as usize) {
-                disk_of.insert(t.devs[i], (d.dev, d.name.clone()));
+                disk_of.insert(t.devs[i], (d.dev, d.name.clone(), old_rq && !d.bio_based));
             }
         }
         Ok(BioBpfRecords {
@@ -237,11 +248,11 @@ impl BioBpfRecords {
                 continue;
             };
             drop(item);
-            let Some((disk, name)) = self.disk_of.get(&rec.dev) else {
+            let Some((disk, name, errno_status)) = self.disk_of.get(&rec.dev) else {
                 self.malformed += 1;
                 continue;
             };
-            let r = rec.request(*disk);
+            let r = rec.request(*disk, *errno_status);
             if let Some(p) = self.opts.pid {
                 if r.pid != p && r.tid != p {
                     self.filtered_out += 1;
@@ -323,7 +334,7 @@ mod tests {
         b[67] = b'W';
         b[68] = 8 | 2;
         b[69] = 10;
-        let r = Rec::parse(&b).unwrap().request(Dev::new(7, 3));
+        let r = Rec::parse(&b).unwrap().request(Dev::new(7, 3), false);
         assert_eq!(r.sector, 2048);
         assert_eq!(r.bytes(), 4096);
         assert_eq!((r.tid, r.pid), (1234, 1200));
@@ -339,6 +350,10 @@ mod tests {
         assert_eq!(r.error, -libc::EIO);
         assert_eq!(r.requeues, 1);
         assert!(Rec::parse(&b[..40]).is_none());
+        // Before 5.17: -EIO's low byte.
+        b[69] = (-libc::EIO).to_le_bytes()[0];
+        let r = Rec::parse(&b).unwrap().request(Dev::new(7, 3), true);
+        assert_eq!(r.error, -libc::EIO);
     }
 
     #[test]
@@ -347,7 +362,7 @@ mod tests {
         b[8..16].copy_from_slice(&150u64.to_ne_bytes());
         b[16..24].copy_from_slice(&400u64.to_ne_bytes());
         b[66] = 3;
-        let r = Rec::parse(&b).unwrap().request(Dev::new(7, 3));
+        let r = Rec::parse(&b).unwrap().request(Dev::new(7, 3), false);
         assert_eq!(r.queue_ns, None);
         assert_eq!(r.error, 0);
     }

@@ -107,7 +107,10 @@ static __always_inline void add(struct sleep *s, __u64 d)
 		}
 	}
 	__sync_fetch_and_add(&a->count, 1);
-	__sync_fetch_and_add(&a->blocked_ns, d);
+	/* Not for 0 (a raced sleep): clang would make it an atomic OR,
+	 * which kernels before 5.12 refuse. */
+	if (d)
+		__sync_fetch_and_add(&a->blocked_ns, d);
 	if (d > a->max_ns)
 		a->max_ns = d;
 }
