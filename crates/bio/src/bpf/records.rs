@@ -134,7 +134,7 @@ impl Rec {
             complete_ns: self.complete_ns,
             requeues: self.requeues,
             error: if errno_status {
-                i32::from(self.status.cast_signed())
+                i32::from(i8::from_ne_bytes([self.status]))
             } else {
                 errno_of_status(self.status)
             },
