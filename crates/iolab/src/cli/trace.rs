@@ -232,7 +232,7 @@ enum Records {
     /// iolab's tracefs instance (the guard removes it).
     Tracefs(BioSession, iolab_guard::Guard),
     /// A BPF ring buffer (the guard unmounts a tracefs it mounted).
-    Bpf(iolab_bio::bpf::BioBpfRecords, iolab_guard::Guard),
+    Bpf(Box<iolab_bio::bpf::BioBpfRecords>, iolab_guard::Guard),
 }
 
 impl Records {
@@ -246,7 +246,7 @@ impl Records {
             };
             let bpf = iolab_bio::bpf::BioBpfRecords::start(&guard, &plan.disks, opts)
                 .map_err(|e| UsageError::new(format!("--tracer bpf: {e}")))?;
-            return Ok(Records::Bpf(bpf, guard));
+            return Ok(Records::Bpf(Box::new(bpf), guard));
         }
         let opts = BioOptions {
             disks: plan.disks.clone(),
