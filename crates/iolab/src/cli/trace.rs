@@ -230,7 +230,7 @@ fn run_bio_bpf(
 /// Where every request's record comes from.
 enum Records {
     /// iolab's tracefs instance (the guard removes it).
-    Tracefs(BioSession, iolab_guard::Guard),
+    Tracefs(Box<BioSession>, iolab_guard::Guard),
     /// A BPF ring buffer (the guard unmounts a tracefs it mounted).
     Bpf(Box<iolab_bio::bpf::BioBpfRecords>, iolab_guard::Guard),
 }
@@ -255,7 +255,7 @@ impl Records {
             ..BioOptions::default()
         };
         let session = BioSession::start(&guard, opts)?;
-        Ok(Records::Tracefs(session, guard))
+        Ok(Records::Tracefs(Box::new(session), guard))
     }
 
     fn start_ns(&self) -> u64 {
