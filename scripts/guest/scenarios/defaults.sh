@@ -44,12 +44,16 @@ defaults_run() {
         --direct 1 --json
     ${IOLAB:-iolab} lab status v2defaults --json > "$r/lab-status-after-load.json" 2>> "$r/load-on-lab.err" || true
     defaults_one "$r" lab-down lab down v2defaults
+    # --timeout 120: in a TCG guest on a 2-vCPU host an idle start reads its
+    # 24 MiB at ~3 MiB/s (8.5-11 s) and one beside 1r took 27-28 s, at the
+    # edge of 30 (2026-11-29); the scenario asks whether the defaults work,
+    # not how fast this host emulates.
     defaults_one "$r" startup startup --bw 40MiB/s --schedulers bfq --workloads 1r --reps 2 --warmup 1 \
-        --timeout 30 --progress plain --db "${DB_DIR:-$r}/startup.db" --prepare "$prep" -- cat '{dir}/f'
+        --timeout 120 --progress plain --db "${DB_DIR:-$r}/startup.db" --prepare "$prep" -- cat '{dir}/f'
     [ "$mode" = ci ] || defaults_one "$r" recipe startup --bw 40MiB/s --recipe protect-foreground --schedulers mq-deadline \
-        --workloads 1w --reps 1 --warmup 1 --timeout 30 --progress plain --db "${DB_DIR:-$r}/recipe.db" --prepare "$prep" -- cat '{dir}/f'
+        --workloads 1w --reps 1 --warmup 1 --timeout 120 --progress plain --db "${DB_DIR:-$r}/recipe.db" --prepare "$prep" -- cat '{dir}/f'
     defaults_one "$r" in-place startup --in "$app" --schedulers bfq --workloads 1r --reps 2 --warmup 1 \
-        --timeout 30 --load-option size=64M --progress plain --db "${DB_DIR:-$r}/in-place.db" -- cat "$app/app/data"
+        --timeout 120 --load-option size=64M --progress plain --db "${DB_DIR:-$r}/in-place.db" -- cat "$app/app/data"
     defaults_one "$r" sweep sweep --schedulers bfq --patterns 1/1 --rw read,write --reps 1 --progress plain --db "${DB_DIR:-$r}/sweep.db"
     defaults_one "$r" sweep-max sweep --max --schedulers none --threads 1,2 --reps 1 --progress plain --db "${DB_DIR:-$r}/sweep-max.db"
     if [ "$mode" != ci ]; then
