@@ -62,10 +62,11 @@ pub struct BioArgs {
     /// events) or bpf (programs on the block tracepoints: --hist alone is
     /// counted in the kernel, nothing crossing per request; anything else
     /// gets one record per completed request through a BPF ring buffer,
-    /// which needs the kernel's BTF). auto: bpf for --hist alone (measured
-    /// the cheaper, docs/PERFORMANCE.md), falling back to tracefs with the
-    /// reason where BPF cannot run; tracefs for the rest (the two measured
-    /// alike). Printed and in --json.
+    /// which needs the kernel's BTF). auto: bpf for --hist alone on
+    /// bio-based disks given with -d (zram: measured the cheaper,
+    /// docs/PERFORMANCE.md), falling back to tracefs with the reason where
+    /// BPF cannot run; tracefs for the rest (request-based disks measured
+    /// cheaper with tracefs, records alike). Printed and in --json.
     #[arg(long, value_enum, default_value_t = Tracer::Auto)]
     pub tracer: Tracer,
 
@@ -177,7 +178,10 @@ fn run_bio(a: BioArgs) -> anyhow::Result<()> {
     .collect::<Vec<_>>();
     super::require_root("trace bio")?;
     let mut bpf_unavailable = None;
-    if a.tracer != Tracer::Tracefs && needs_records.is_empty() {
+    let auto_bpf = a.tracer == Tracer::Auto
+        && !plan.disks.is_empty()
+        && plan.disks.iter().all(|d| d.bio_based);
+    if (a.tracer == Tracer::Bpf || auto_bpf) && needs_records.is_empty() {
         let guard = iolab_guard::Guard::new();
         match iolab_bio::bpf::BioBpf::start(&guard, &plan.disks) {
             Ok(bpf) => return run_bio_bpf(&a, &plan, bpf, guard),
