@@ -3,12 +3,14 @@
 //! latency histograms (`latency_hist`), with p50/p99/max per operation as
 //! its summary.
 //!
-//! Counted in the kernel by iolab's BPF programs where they run (the
-//! cheapest tracer measured, docs/PERFORMANCE.md), and for a run with a
-//! target (a start-up) split by owner there: the app's requests (its
-//! processes, followed from the held one) apart from the rest's (the
+//! For a run with a target (a start-up), counted in the kernel by iolab's
+//! BPF programs where they run, split by owner there: the app's requests
+//! (its processes, followed from the held one) apart from the rest's (the
 //! load, the kernel's writeback). Where BPF cannot run, iolab's tracefs
-//! trace counts them, whole, and the histograms say why.
+//! trace counts them, whole, and the histograms say why. A run without a
+//! target (a sweep, a load) takes the tracer measured the cheaper for its
+//! disks (docs/PERFORMANCE.md): BPF on bio-based ones (zram), tracefs on
+//! request-based ones.
 
 use iolab_bio::bpf::BioBpf;
 use iolab_bio::{BioHistograms, BioOptions, BioTracer, Disks};
@@ -34,8 +36,8 @@ pub const ENTRY: Entry = Entry {
 
 enum Bio {
     Bpf(Box<BioBpf>),
-    /// With why BPF did not run.
-    Tracefs(BioTracer, String),
+    /// With why BPF did not run, where it was wanted.
+    Tracefs(BioTracer, Option<String>),
 }
 
 fn start(scope: &Scope<'_>) -> Result<Box<dyn Collector>, CollectError> {
@@ -45,13 +47,16 @@ fn start(scope: &Scope<'_>) -> Result<Box<dyn Collector>, CollectError> {
         .iter()
         .map(|d| disks.resolve(&d.name))
         .collect::<Result<Vec<_>, _>>()?;
+    let bio_based = !disks.is_empty() && disks.iter().all(|d| d.bio_based);
     let bpf = match scope.target {
-        Some(app) => BioBpf::start_for_app(scope.guard, &disks, app),
-        None => BioBpf::start(scope.guard, &disks),
+        Some(app) => Some(BioBpf::start_for_app(scope.guard, &disks, app)),
+        None if bio_based => Some(BioBpf::start(scope.guard, &disks)),
+        None => None,
     };
     let why = match bpf {
-        Ok(b) => return Ok(Box::new(Bio::Bpf(Box::new(b)))),
-        Err(e) => e.to_string(),
+        Some(Ok(b)) => return Ok(Box::new(Bio::Bpf(Box::new(b)))),
+        Some(Err(e)) => Some(e.to_string()),
+        None => None,
     };
     let tracer = BioTracer::start_with(
         scope.guard,
@@ -80,7 +85,9 @@ impl Collector for Bio {
             Bio::Tracefs(t, why) => {
                 let mut h = t.stop()?.histograms();
                 h.tracer = "tracefs".into();
-                h.attach = format!("BPF unavailable: {why}");
+                if let Some(why) = why {
+                    h.attach = format!("BPF unavailable: {why}");
+                }
                 h
             }
         };
