@@ -178,6 +178,38 @@ pub fn first_line(e: &dyn std::error::Error) -> String {
     parts.join(": ")
 }
 
+/// Each counter of the `counters` map every program shares (iolab.bpf.h),
+/// summed over the CPUs, by index.
+pub fn counters<const N: usize>(ebpf: &aya::Ebpf) -> Result<[u64; N], BpfUnavailable> {
+    let read = |e: &dyn std::fmt::Display| BpfUnavailable(format!("reading the counters: {e}"));
+    let map: aya::maps::PerCpuArray<_, u64> = aya::maps::PerCpuArray::try_from(
+        ebpf.map("counters")
+            .ok_or_else(|| BpfUnavailable("no counters map".into()))?,
+    )
+    .map_err(|e| read(&e))?;
+    let mut out = [0u64; N];
+    for (i, v) in (0u32..).zip(out.iter_mut()) {
+        *v = map.get(&i, 0).map_err(|e| read(&e))?.iter().sum();
+    }
+    Ok(out)
+}
+
+/// A classic tracepoint's fields a program reads: (global prefix, event,
+/// fields).
+pub type EventFields<'a> = (&'a str, &'a str, &'a [&'a str]);
+
+/// [`field_offsets`] of several events of one category.
+pub fn event_offsets(
+    category: &str,
+    events: &[EventFields<'_>],
+) -> Result<Vec<(String, u32)>, BpfUnavailable> {
+    let mut off = Vec::new();
+    for (prefix, event, fields) in events {
+        off.extend(field_offsets(category, event, prefix, fields)?);
+    }
+    Ok(off)
+}
+
 /// The offsets of `fields` in `category/event`'s record, from its tracefs
 /// format file, as (`{prefix}_{field}`, offset): what a classic program's
 /// read-only globals are set to.

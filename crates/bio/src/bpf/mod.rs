@@ -218,21 +218,17 @@ impl Loaded {
         app: Option<i32>,
     ) -> Result<Loaded, BpfUnavailable> {
         prepare(guard)?;
-        let mut off: BTreeMap<String, u32> = BTreeMap::new();
-        for (prefix, event) in [
-            ("rq", "block_rq_issue"),
-            ("rqq", "block_rq_requeue"),
-            ("cp", "block_rq_complete"),
-            ("bio", "block_bio_queue"),
-            ("bc", "block_bio_complete"),
-        ] {
-            off.extend(iolab_trace::bpf::field_offsets(
-                "block",
-                event,
-                prefix,
-                &["dev", "sector", "nr_sector", "rwbs"],
-            )?);
-        }
+        const FIELDS: &[&str] = &["dev", "sector", "nr_sector", "rwbs"];
+        let off = iolab_trace::bpf::event_offsets(
+            "block",
+            &[
+                ("rq", "block_rq_issue", FIELDS),
+                ("rqq", "block_rq_requeue", FIELDS),
+                ("cp", "block_rq_complete", FIELDS),
+                ("bio", "block_bio_queue", FIELDS),
+                ("bc", "block_bio_complete", FIELDS),
+            ],
+        )?;
         let sysfs = Disks::default();
         let table = DevTable::of(if disks.is_empty() {
             sysfs.all()
@@ -339,18 +335,7 @@ impl Loaded {
 
     /// The sum over CPUs of each counter, by index.
     fn counters(&self) -> Result<[u64; C_COUNT], BpfUnavailable> {
-        let counters: PerCpuArray<_, u64> = PerCpuArray::try_from(
-            self.ebpf
-                .map("counters")
-                .ok_or_else(|| BpfUnavailable("no counters map".into()))?,
-        )
-        .map_err(|e| read_err(&e))?;
-        let mut out = [0u64; C_COUNT];
-        for (i, v) in out.iter_mut().enumerate() {
-            let i = u32::try_from(i).unwrap_or(u32::MAX);
-            *v = counters.get(&i, 0).map_err(|e| read_err(&e))?.iter().sum();
-        }
-        Ok(out)
+        iolab_trace::bpf::counters(&self.ebpf)
     }
 
     /// Requests still pending in the programs' table and the CPUs' slots.

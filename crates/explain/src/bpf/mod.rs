@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use aya::maps::{HashMap as BpfHash, PerCpuArray, StackTraceMap};
+use aya::maps::{HashMap as BpfHash, StackTraceMap};
 use aya::{Ebpf, EbpfLoader};
 use iolab_guard::Guard;
 use iolab_trace::bpf::{attach_all, first_line, prepare, Attachment, BpfUnavailable, Link};
@@ -142,20 +142,18 @@ impl OffCpuBpf {
     /// they create; tracefs is mounted through `guard` where it is not.
     pub fn start(guard: &Guard, tids: &[i32]) -> Result<OffCpuBpf, BpfUnavailable> {
         prepare(guard)?;
-        let mut off = Vec::new();
-        for (prefix, event, fields) in [
-            (
-                "sw",
-                "sched_switch",
-                &["prev_pid", "prev_state", "next_pid"][..],
-            ),
-            ("wk", "sched_waking", &["pid"][..]),
-            ("fk", "sched_process_fork", &["parent_pid", "child_pid"][..]),
-        ] {
-            off.extend(iolab_trace::bpf::field_offsets(
-                "sched", event, prefix, fields,
-            )?);
-        }
+        let off = iolab_trace::bpf::event_offsets(
+            "sched",
+            &[
+                (
+                    "sw",
+                    "sched_switch",
+                    &["prev_pid", "prev_state", "next_pid"],
+                ),
+                ("wk", "sched_waking", &["pid"]),
+                ("fk", "sched_process_fork", &["parent_pid", "child_pid"]),
+            ],
+        )?;
         let mut loader = EbpfLoader::new();
         for (name, value) in &off {
             loader.override_global(name, value, true);
@@ -193,15 +191,8 @@ impl OffCpuBpf {
         iolab_trace::bpf::detach_all(&mut self.ebpf, std::mem::take(&mut self.links))?;
         let end_ns = iolab_trace::monotonic_ns();
         let read = |e: &dyn std::fmt::Display| BpfUnavailable(format!("reading a map: {e}"));
-        let counters: PerCpuArray<_, u64> = PerCpuArray::try_from(
-            self.ebpf
-                .map("counters")
-                .ok_or_else(|| BpfUnavailable("no counters map".into()))?,
-        )
-        .map_err(|e| read(&e))?;
-        let c = |i: u32| -> Result<u64, BpfUnavailable> {
-            Ok(counters.get(&i, 0).map_err(|e| read(&e))?.iter().sum())
-        };
+        let [sleeps, no_stack, no_room, woken, raced] =
+            iolab_trace::bpf::counters::<5>(&self.ebpf)?;
         let mut sums: BTreeMap<AggKey, Agg> = BTreeMap::new();
         let by_stack: BpfHash<_, AggKey, Agg> = BpfHash::try_from(
             self.ebpf
@@ -284,12 +275,12 @@ impl OffCpuBpf {
             causes,
             stacks,
             counters: OffCpuCounters {
-                sleeps: c(0)?,
-                woken: c(3)?,
-                raced: c(4)?,
+                sleeps,
+                woken,
+                raced,
                 open,
-                no_stack: c(1)?,
-                no_room: c(2)?,
+                no_stack,
+                no_room,
             },
         })
     }

@@ -179,18 +179,7 @@ pub fn run(args: ExplainArgs) -> anyhow::Result<()> {
         };
         text::render(&attribution, &opts)
     };
-    let mut stdout = std::io::stdout().lock();
-    if let Err(e) = stdout
-        .write_all(out.as_bytes())
-        .and_then(|_| stdout.flush())
-    {
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
-            return Err(e.into());
-        }
-    }
-    if let Some(n) = note {
-        iolab_sys::say!("iolab explain: {n}");
-    }
+    print(&out, note)?;
     if attribution.trace.lost > 0 {
         iolab_sys::say!(
             "iolab explain: warning: the kernel lost {} events (trace buffer full): totals around them are untraced",
@@ -206,15 +195,7 @@ fn run_command(
     quiet_stdout: bool,
     config: ExplainerConfig,
 ) -> anyhow::Result<(Attribution, Option<String>)> {
-    let spec = iolab_spawn::Spec {
-        stdout: if quiet_stdout {
-            iolab_spawn::Output::ToStderr
-        } else {
-            iolab_spawn::Output::Inherit
-        },
-        ..iolab_spawn::Spec::new(argv)
-    };
-    let held = iolab_spawn::hold(&spec).map_err(|e| UsageError::new(e.to_string()))?;
+    let held = hold(argv, quiet_stdout)?;
     let pid = held.pid();
     // If tracing cannot start, dropping `held` closes the gate: the child
     // exits without running the command.
@@ -223,20 +204,8 @@ fn run_command(
         ..config
     };
     let explainer = Explainer::start_with(guard, pid, config).context("cannot start tracing")?;
-    let done = held
-        .release()
-        .map_err(|e| UsageError::new(e.to_string()))?
-        .wait()
-        .context("waiting for the command")?;
-    let a = explainer.finish_with_cpu(Some(done.cpu_ns()))?;
-    use std::os::unix::process::ExitStatusExt;
-    let note = match (done.status.code(), done.status.signal()) {
-        (Some(0), _) => None,
-        (Some(c), _) => Some(format!("the command exited with status {c}")),
-        (None, Some(s)) => Some(format!("the command was killed by signal {s}")),
-        _ => None,
-    };
-    Ok((a, note))
+    let (cpu_ns, note) = release(held)?;
+    Ok((explainer.finish_with_cpu(Some(cpu_ns))?, note))
 }
 
 fn follow_pid(
@@ -245,20 +214,9 @@ fn follow_pid(
     duration: Option<Duration>,
     config: ExplainerConfig,
 ) -> anyhow::Result<Attribution> {
-    let Some(start_time) = iolab_sys::process::start_time(pid) else {
-        return Err(UsageError::new(format!(
-            "no process {pid}: expected the pid of a running process"
-        ))
-        .into());
-    };
+    let start_time = start_time(pid)?;
     let explainer = Explainer::start_with(guard, pid, config).context("cannot start tracing")?;
-    let t0 = Instant::now();
-    while iolab_sys::process::is_alive(pid, start_time)
-        && !iolab_guard::stop_requested()
-        && duration.is_none_or(|d| t0.elapsed() < d)
-    {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_alive(pid, start_time, duration);
     Ok(explainer.finish()?)
 }
 
@@ -270,43 +228,18 @@ fn run_bpf(args: &ExplainArgs, rules: &RuleSet, duration: Option<Duration>) -> a
         |e: iolab_trace::bpf::BpfUnavailable| UsageError::new(format!("--tracer bpf: {e}"));
     let (off, note) = match args.pid {
         Some(pid) => {
-            let Some(start_time) = iolab_sys::process::start_time(pid) else {
-                return Err(UsageError::new(format!(
-                    "no process {pid}: expected the pid of a running process"
-                ))
-                .into());
-            };
+            let start_time = start_time(pid)?;
             let tids = iolab_explain::procfs::tree_tids(std::path::Path::new("/proc"), pid)?;
             let bpf = OffCpuBpf::start(&guard, &tids).map_err(unavailable)?;
-            let t0 = Instant::now();
-            while iolab_sys::process::is_alive(pid, start_time)
-                && !iolab_guard::stop_requested()
-                && duration.is_none_or(|d| t0.elapsed() < d)
-            {
-                std::thread::sleep(Duration::from_millis(50));
-            }
+            wait_alive(pid, start_time, duration);
             (bpf.finish(rules)?, None)
         }
         None => {
-            let spec = iolab_spawn::Spec {
-                stdout: if args.json || args.folded {
-                    iolab_spawn::Output::ToStderr
-                } else {
-                    iolab_spawn::Output::Inherit
-                },
-                ..iolab_spawn::Spec::new(&args.command)
-            };
-            let held = iolab_spawn::hold(&spec).map_err(|e| UsageError::new(e.to_string()))?;
+            let held = hold(&args.command, args.json || args.folded)?;
             // Dropping `held` on an error closes the gate: the command
             // never runs.
             let bpf = OffCpuBpf::start(&guard, &[held.pid()]).map_err(unavailable)?;
-            let done = held
-                .release()
-                .map_err(|e| UsageError::new(e.to_string()))?
-                .wait()
-                .context("waiting for the command")?;
-            let note =
-                (!done.status.success()).then(|| format!("the command ended with {}", done.status));
+            let (_, note) = release(held)?;
             (bpf.finish(rules)?, note)
         }
     };
@@ -329,18 +262,7 @@ fn run_bpf(args: &ExplainArgs, rules: &RuleSet, duration: Option<Duration>) -> a
     } else {
         bpf_text(&off)
     };
-    let mut stdout = std::io::stdout().lock();
-    if let Err(e) = stdout
-        .write_all(out.as_bytes())
-        .and_then(|_| stdout.flush())
-    {
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
-            return Err(e.into());
-        }
-    }
-    if let Some(n) = note {
-        iolab_sys::say!("iolab explain: {n}");
-    }
+    print(&out, note)?;
     if off.counters.no_room > 0 {
         iolab_sys::say!(
             "iolab explain: warning: {} sleeps or tasks the BPF maps had no room for: their time is missing",
@@ -377,4 +299,75 @@ fn bpf_text(off: &iolab_explain::bpf::OffCpu) -> String {
         k.sleeps, k.woken, k.raced, k.open, k.no_stack, k.no_room
     ));
     s
+}
+
+/// The command, held before exec; its output to stderr when stdout
+/// carries the JSON or the folded stacks.
+fn hold(argv: &[String], quiet_stdout: bool) -> anyhow::Result<iolab_spawn::Held> {
+    let spec = iolab_spawn::Spec {
+        stdout: if quiet_stdout {
+            iolab_spawn::Output::ToStderr
+        } else {
+            iolab_spawn::Output::Inherit
+        },
+        ..iolab_spawn::Spec::new(argv)
+    };
+    Ok(iolab_spawn::hold(&spec).map_err(|e| UsageError::new(e.to_string()))?)
+}
+
+/// Lets the held command run and waits for it: its CPU time (ns), and a
+/// note when it did not exit 0.
+fn release(held: iolab_spawn::Held) -> anyhow::Result<(u64, Option<String>)> {
+    use std::os::unix::process::ExitStatusExt;
+    let done = held
+        .release()
+        .map_err(|e| UsageError::new(e.to_string()))?
+        .wait()
+        .context("waiting for the command")?;
+    let note = match (done.status.code(), done.status.signal()) {
+        (Some(0), _) => None,
+        (Some(c), _) => Some(format!("the command exited with status {c}")),
+        (None, Some(s)) => Some(format!("the command was killed by signal {s}")),
+        _ => None,
+    };
+    Ok((done.cpu_ns(), note))
+}
+
+/// `pid`'s start time, which tells it from a later process of that pid.
+fn start_time(pid: i32) -> anyhow::Result<u64> {
+    iolab_sys::process::start_time(pid).ok_or_else(|| {
+        UsageError::new(format!(
+            "no process {pid}: expected the pid of a running process"
+        ))
+        .into()
+    })
+}
+
+/// Until `pid` exits, Ctrl-C, or `duration` passes.
+fn wait_alive(pid: i32, start_time: u64, duration: Option<Duration>) {
+    let t0 = Instant::now();
+    while iolab_sys::process::is_alive(pid, start_time)
+        && !iolab_guard::stop_requested()
+        && duration.is_none_or(|d| t0.elapsed() < d)
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Writes the report to stdout (a closed pipe ends it quietly), then the
+/// note about the command on stderr.
+fn print(out: &str, note: Option<String>) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout
+        .write_all(out.as_bytes())
+        .and_then(|_| stdout.flush())
+    {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            return Err(e.into());
+        }
+    }
+    if let Some(n) = note {
+        iolab_sys::say!("iolab explain: {n}");
+    }
+    Ok(())
 }

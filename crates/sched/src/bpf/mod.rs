@@ -23,7 +23,7 @@
 
 use std::collections::BTreeMap;
 
-use aya::maps::{HashMap as BpfHash, PerCpuArray};
+use aya::maps::HashMap as BpfHash;
 use aya::{Ebpf, EbpfLoader};
 use iolab_trace::bpf::{attach_all, first_line, prepare, Attachment, BpfUnavailable, Link};
 use serde::{Deserialize, Serialize};
@@ -403,26 +403,24 @@ impl SchedBpf {
     /// it is not.
     pub fn start(guard: &iolab_guard::Guard) -> Result<SchedBpf, BpfUnavailable> {
         prepare(guard)?;
-        let mut off = Vec::new();
-        for (prefix, event, fields) in [
-            (
-                "sw",
-                "sched_switch",
-                &[
-                    "prev_comm",
-                    "prev_pid",
-                    "prev_state",
-                    "next_comm",
-                    "next_pid",
-                ][..],
-            ),
-            ("wk", "sched_wakeup", &["comm", "pid"][..]),
-            ("wn", "sched_wakeup_new", &["comm", "pid"][..]),
-        ] {
-            off.extend(iolab_trace::bpf::field_offsets(
-                "sched", event, prefix, fields,
-            )?);
-        }
+        let off = iolab_trace::bpf::event_offsets(
+            "sched",
+            &[
+                (
+                    "sw",
+                    "sched_switch",
+                    &[
+                        "prev_comm",
+                        "prev_pid",
+                        "prev_state",
+                        "next_comm",
+                        "next_pid",
+                    ],
+                ),
+                ("wk", "sched_wakeup", &["comm", "pid"]),
+                ("wn", "sched_wakeup_new", &["comm", "pid"]),
+            ],
+        )?;
         let slots = task_slots()?;
         let mut loader = EbpfLoader::new();
         for (name, value) in &off {
@@ -451,23 +449,15 @@ impl SchedBpf {
         let end_ns = iolab_trace::monotonic_ns();
         iolab_trace::bpf::detach_all(&mut self.ebpf, std::mem::take(&mut self.links))?;
         let read = |e: &dyn std::fmt::Display| BpfUnavailable(format!("reading a map: {e}"));
-        let counters: PerCpuArray<_, u64> = PerCpuArray::try_from(
-            self.ebpf
-                .map("counters")
-                .ok_or_else(|| BpfUnavailable("no counters map".into()))?,
-        )
-        .map_err(|e| read(&e))?;
-        let c = |i: u32| -> Result<u64, BpfUnavailable> {
-            Ok(counters.get(&i, 0).map_err(|e| read(&e))?.iter().sum())
-        };
+        let c: [u64; 7] = iolab_trace::bpf::counters(&self.ebpf)?;
         let counters = BpfCounters {
-            events: c(0)?,
-            unknown_start: c(1)?,
-            missing_wakeup: c(2)?,
-            wakeups_ignored: c(3)?,
-            inconsistent: c(4)?,
-            untraced_switches: c(5)?,
-            no_room: c(6)?,
+            events: c[0],
+            unknown_start: c[1],
+            missing_wakeup: c[2],
+            wakeups_ignored: c[3],
+            inconsistent: c[4],
+            untraced_switches: c[5],
+            no_room: c[6],
         };
         let map: BpfHash<_, TaskKey, Task> = BpfHash::try_from(
             self.ebpf
