@@ -735,6 +735,19 @@ int raw_bio_complete(struct bpf_raw_tracepoint_args *ctx)
 	return 0;
 }
 
+/* A traced request's key in `start`; non-zero when its disk is not traced. */
+static __always_inline int rq_key(struct request *rq, struct key *k)
+{
+	__u32 dev = rq_dev_of(rq), flush;
+	if (dev_index(dev) < 0)
+		return -1;
+	op_of_flags(BPF_CORE_READ(rq, cmd_flags), &flush);
+	k->dev = dev;
+	k->flush = flush;
+	k->sector = flush ? 0 : BPF_CORE_READ(rq, __sector);
+	return 0;
+}
+
 static __always_inline int raw_rq(struct request *rq, int issue, __u8 origin)
 {
 	__u32 dev = rq_dev_of(rq), flush;
@@ -781,12 +794,9 @@ int raw_app_fork(struct bpf_raw_tracepoint_args *ctx)
 SEC("raw_tracepoint/block_rq_merge")
 int raw_rq_merge(struct bpf_raw_tracepoint_args *ctx)
 {
-	struct request *rq = (struct request *)ctx->args[0];
-	__u32 dev = rq_dev_of(rq), flush;
-	if (dev_index(dev) < 0)
+	struct key k;
+	if (rq_key((struct request *)ctx->args[0], &k))
 		return 0;
-	op_of_flags(BPF_CORE_READ(rq, cmd_flags), &flush);
-	struct key k = { .dev = dev, .flush = flush, .sector = flush ? 0 : BPF_CORE_READ(rq, __sector) };
 	struct pending *p = bpf_map_lookup_elem(&start, &k);
 	if (p && p->issue_ns == 0) {
 		bpf_map_delete_elem(&start, &k);
@@ -836,12 +846,9 @@ int raw_rq_issue(struct bpf_raw_tracepoint_args *ctx)
 SEC("raw_tracepoint/block_rq_requeue")
 int raw_rq_requeue(struct bpf_raw_tracepoint_args *ctx)
 {
-	struct request *rq = (struct request *)ctx->args[0];
-	__u32 dev = rq_dev_of(rq), flush;
-	if (dev_index(dev) < 0)
+	struct key k;
+	if (rq_key((struct request *)ctx->args[0], &k))
 		return 0;
-	op_of_flags(BPF_CORE_READ(rq, cmd_flags), &flush);
-	struct key k = { .dev = dev, .flush = flush, .sector = flush ? 0 : BPF_CORE_READ(rq, __sector) };
 	struct pending *p = bpf_map_lookup_elem(&start, &k);
 	if (p) {
 		p->issue_ns = 0;
