@@ -302,6 +302,16 @@ fn io_wait(res: &dyn Fn(&str) -> Option<String>, seen: &guest::BootSeen, extra: 
             }
         }
     }
+    // An explained boot's PSI over the traced workload alone (explain's
+    // own start and end wait for I/O too, in a process it does not
+    // follow): what its D-state account is compared with.
+    if let (Some(a), Some(b)) = (res("psi-io-traced-start"), res("psi-io-traced-end")) {
+        for kind in ["some", "full"] {
+            if let (Some(x), Some(y)) = (psi_total(&a, kind), psi_total(&b, kind)) {
+                extra[format!("psi_io_{kind}_traced_s")] = json!((y - x) / 1e6);
+            }
+        }
+    }
     let ticks = |t: &str| -> Vec<f64> {
         t.split_whitespace()
             .skip(1)
