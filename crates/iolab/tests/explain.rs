@@ -464,8 +464,9 @@ fn attach_to_a_running_tree_with_pid() {
 }
 
 /// `--tracer bpf`: the causes summed in the kernel. A 0.3 s sleep is that
-/// long an idle sleep by the wall clock; what needs every stall
-/// (--perfetto) is refused with exit 2 naming --tracer tracefs.
+/// long an idle sleep by the wall clock; SIGKILLed, it leaves no program
+/// loaded; what needs every stall (--perfetto) is refused with exit 2
+/// naming --tracer tracefs.
 #[test]
 fn bpf_sums_the_causes_in_the_kernel() {
     if skip("bpf_sums_the_causes_in_the_kernel") {
@@ -498,6 +499,19 @@ fn bpf_sums_the_causes_in_the_kernel() {
         "a 0.3 s sleep blocked {ns} ns (wall {wall} ns): {v}"
     );
     assert_eq!(v["counters"]["no_room"], 0, "{v}");
+
+    // The fault campaign's case: SIGKILLed while counting, it leaves none
+    // of its three programs loaded.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .env("IOLAB_RUN_DIR", env.run.path())
+        .args(["explain", "--tracer", "bpf", "--json", "--", "sleep", "5"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    if let Err(why) = iolab_testkit::kill_leaves_no_bpf_program(&mut child, 3) {
+        panic!("{why}");
+    }
 
     let refused = env
         .cmd()

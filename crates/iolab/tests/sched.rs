@@ -358,40 +358,6 @@ fn record_and_report_counted_in_the_kernel() {
     }
 }
 
-/// The ids of the BPF programs `pid` holds open (its fds' `prog_id` in
-/// /proc/PID/fdinfo: this bpftool cannot name a program's holders).
-fn programs_of(pid: u32) -> Vec<u64> {
-    let mut ids = Vec::new();
-    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
-        return ids;
-    };
-    for e in dir.flatten() {
-        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
-        for line in text.lines() {
-            if let Some(v) = line.strip_prefix("prog_id:") {
-                if let Ok(id) = v.trim().parse::<u64>() {
-                    if !ids.contains(&id) {
-                        ids.push(id);
-                    }
-                }
-            }
-        }
-    }
-    ids
-}
-
-/// Every program id loaded now.
-fn loaded_ids() -> Vec<u64> {
-    let out = std::process::Command::new("bpftool")
-        .args(["prog", "show", "--json"])
-        .output()
-        .expect("bpftool lists the loaded programs");
-    let progs: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    progs.as_array().map_or_else(Vec::new, |a| {
-        a.iter().filter_map(|p| p["id"].as_u64()).collect()
-    })
-}
-
 /// The fault campaign's case for `--tracer bpf`: SIGKILLed while counting,
 /// it leaves no program loaded (each is held by a file of the process,
 /// which the kernel closes), and its output file is not half written (it
@@ -422,24 +388,9 @@ fn a_killed_bpf_recording_leaves_no_program() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    let mut ids = programs_of(child.id());
-    while ids.len() < 3 && std::time::Instant::now() < until {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        ids = programs_of(child.id());
+    if let Err(why) = iolab_testkit::kill_leaves_no_bpf_program(&mut child, 3) {
+        panic!("{why}");
     }
-    let _ = child.kill();
-    let _ = child.wait();
-    assert!(ids.len() >= 3, "the 3 programs never showed: {ids:?}");
-    // The kernel frees them a moment after the last file (deferred).
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    let mut left: Vec<u64> = ids.clone();
-    while !left.is_empty() && std::time::Instant::now() < until {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        let now = loaded_ids();
-        left.retain(|id| now.contains(id));
-    }
-    assert!(left.is_empty(), "programs {left:?} of {ids:?} still loaded");
     assert!(
         !file.exists(),
         "a killed recording wrote {}",

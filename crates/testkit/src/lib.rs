@@ -203,6 +203,79 @@ pub fn mutated(input: Vec<u8>) -> impl Strategy<Value = Vec<u8>> {
     proptest::collection::vec(damage, 1..8).prop_map(move |d| apply(&input, &d))
 }
 
+/// The ids of the BPF programs `pid` holds open (its fds' `prog_id` in
+/// /proc/PID/fdinfo: Debian's bpftool cannot name a program's holders).
+pub fn bpf_programs_of(pid: u32) -> Vec<u64> {
+    let mut ids = Vec::new();
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
+        return ids;
+    };
+    for e in dir.flatten() {
+        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+        for line in text.lines() {
+            if let Some(v) = line.strip_prefix("prog_id:") {
+                if let Ok(id) = v.trim().parse::<u64>() {
+                    if !ids.contains(&id) {
+                        ids.push(id);
+                    }
+                }
+            }
+        }
+    }
+    ids
+}
+
+/// Every BPF program id loaded now, as bpftool lists them.
+pub fn loaded_bpf_programs() -> Vec<u64> {
+    let out = std::process::Command::new("bpftool")
+        .args(["prog", "show", "--json"])
+        .output()
+        .expect("bpftool (Debian's bpftool package) lists the loaded programs");
+    let progs: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    progs.as_array().map_or_else(Vec::new, |a| {
+        a.iter().filter_map(|p| p["id"].as_u64()).collect()
+    })
+}
+
+/// The fault campaign's BPF case: once `child` holds at least `at_least`
+/// programs (within 10 s), SIGKILL it; every program it held must be gone
+/// within 5 s (the kernel frees them a moment after their last file).
+/// The programs are the killed process's own (by its fds), so another
+/// test's tracer running meanwhile cannot stand in for them. Returns the
+/// ids it held.
+pub fn kill_leaves_no_bpf_program(
+    child: &mut std::process::Child,
+    at_least: usize,
+) -> Result<Vec<u64>, String> {
+    use std::time::{Duration, Instant};
+    let until = Instant::now() + Duration::from_secs(10);
+    let mut ids = bpf_programs_of(child.id());
+    while ids.len() < at_least && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+        ids = bpf_programs_of(child.id());
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    if ids.len() < at_least {
+        return Err(format!("the {at_least} programs never showed: {ids:?}"));
+    }
+    let until = Instant::now() + Duration::from_secs(5);
+    let mut left = ids.clone();
+    while !left.is_empty() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = loaded_bpf_programs();
+        left.retain(|id| now.contains(id));
+    }
+    if left.is_empty() {
+        Ok(ids)
+    } else {
+        Err(format!(
+            "programs {left:?} of {ids:?} still loaded after SIGKILL"
+        ))
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

@@ -654,13 +654,74 @@ static __always_inline __u8 op_of_flags(__u32 opf, __u32 *flush)
 	return op;
 }
 
-static __always_inline __u32 rq_dev_of(struct request *rq)
+static __always_inline __u32 rq_dev_of(struct request_queue *q)
 {
-	struct gendisk *d = BPF_CORE_READ(rq, q, disk);
+	struct gendisk *d = BPF_CORE_READ(q, disk);
 	if (!d)
 		return 0;
 	int major = BPF_CORE_READ(d, major), minor = BPF_CORE_READ(d, first_minor);
 	return ((__u32)major << 20) | ((__u32)minor & 0xfffff);
+}
+
+/* Each request queue's disk, found once: rq->q->disk->{major,first_minor}
+ * is three reads (~50 ns each here) in every program of every request; a
+ * queue's disk does not change while it lives, so the first request on a
+ * queue looks it up and the rest find it in one lookup. A disk not
+ * traced is remembered too (0), so its requests cost one lookup. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64);
+	__type(value, __u32);
+} queues SEC(".maps");
+
+static __always_inline __u32 queue_dev(struct request_queue *q)
+{
+	__u64 key = (__u64)q;
+	__u32 *d = bpf_map_lookup_elem(&queues, &key);
+	if (d)
+		return *d;
+	__u32 dev = rq_dev_of(q);
+	__u32 keep = dev_index(dev) < 0 ? 0 : dev;
+	bpf_map_update_elem(&queues, &key, &keep, BPF_ANY);
+	return keep;
+}
+
+/* A request's fields in one read of its head (q to __sector) at offsets
+ * CO-RE relocates, as bio_read does for a bio; a layout that does not fit
+ * reads them one by one. `dev` is 0 for a disk not traced. */
+#define RQ_HEAD 64
+struct rq_fields {
+	__u32 dev;
+	__u32 opf;
+	__u64 sector;
+	__u32 len;
+};
+
+static __always_inline int rq_read(struct request *rq, struct rq_fields *f)
+{
+	__u32 o_q = bpf_core_field_offset(rq->q);
+	__u32 o_opf = bpf_core_field_offset(rq->cmd_flags);
+	__u32 o_len = bpf_core_field_offset(rq->__data_len);
+	__u32 o_sector = bpf_core_field_offset(rq->__sector);
+	struct request_queue *q;
+	if (o_q + 8 <= RQ_HEAD && o_opf + 4 <= RQ_HEAD && o_len + 4 <= RQ_HEAD &&
+	    o_sector + 8 <= RQ_HEAD) {
+		__u8 head[RQ_HEAD];
+		if (bpf_probe_read_kernel(head, sizeof(head), rq))
+			return -1;
+		q = *(struct request_queue **)(head + (o_q & (RQ_HEAD - 8)));
+		f->opf = *(__u32 *)(head + (o_opf & (RQ_HEAD - 4)));
+		f->len = *(__u32 *)(head + (o_len & (RQ_HEAD - 4)));
+		f->sector = *(__u64 *)(head + (o_sector & (RQ_HEAD - 8)));
+	} else {
+		q = BPF_CORE_READ(rq, q);
+		f->opf = BPF_CORE_READ(rq, cmd_flags);
+		f->len = BPF_CORE_READ(rq, __data_len);
+		f->sector = BPF_CORE_READ(rq, __sector);
+	}
+	f->dev = q ? queue_dev(q) : 0;
+	return 0;
 }
 
 /* A bio's fields in two reads instead of five (each read is a helper
@@ -738,23 +799,25 @@ int raw_bio_complete(struct bpf_raw_tracepoint_args *ctx)
 /* A traced request's key in `start`; non-zero when its disk is not traced. */
 static __always_inline int rq_key(struct request *rq, struct key *k)
 {
-	__u32 dev = rq_dev_of(rq), flush;
-	if (dev_index(dev) < 0)
+	struct rq_fields f;
+	__u32 flush;
+	if (rq_read(rq, &f) || !f.dev)
 		return -1;
-	op_of_flags(BPF_CORE_READ(rq, cmd_flags), &flush);
-	k->dev = dev;
+	op_of_flags(f.opf, &flush);
+	k->dev = f.dev;
 	k->flush = flush;
-	k->sector = flush ? 0 : BPF_CORE_READ(rq, __sector);
+	k->sector = flush ? 0 : f.sector;
 	return 0;
 }
 
 static __always_inline int raw_rq(struct request *rq, int issue, __u8 origin)
 {
-	__u32 dev = rq_dev_of(rq), flush;
-	if (dev_index(dev) < 0)
+	struct rq_fields f;
+	__u32 flush;
+	if (rq_read(rq, &f) || !f.dev)
 		return 0;
-	op_of_flags(BPF_CORE_READ(rq, cmd_flags), &flush);
-	queued(dev, BPF_CORE_READ(rq, __sector), flush, BPF_CORE_READ(rq, __data_len) >> 9, issue, origin);
+	op_of_flags(f.opf, &flush);
+	queued(f.dev, f.sector, flush, f.len >> 9, issue, origin);
 	return 0;
 }
 
@@ -862,14 +925,15 @@ int raw_rq_requeue(struct bpf_raw_tracepoint_args *ctx)
 SEC("raw_tracepoint/block_rq_complete")
 int raw_rq_complete(struct bpf_raw_tracepoint_args *ctx)
 {
-	struct request *rq = (struct request *)ctx->args[0];
-	__u32 dev = rq_dev_of(rq), flush;
-	int di = dev_index(dev);
+	struct rq_fields f;
+	__u32 flush;
+	if (rq_read((struct request *)ctx->args[0], &f) || !f.dev)
+		return 0;
+	int di = dev_index(f.dev);
 	if (di < 0)
 		return 0;
-	__u32 opf = BPF_CORE_READ(rq, cmd_flags);
-	__u8 op = op_of_flags(opf, &flush);
-	completed(di, dev, BPF_CORE_READ(rq, __sector), flush, op, (__u32)(ctx->args[2] >> 9),
-		  rwbs_flags(opf), (__u8)ctx->args[1]);
+	__u8 op = op_of_flags(f.opf, &flush);
+	completed(di, f.dev, f.sector, flush, op, (__u32)(ctx->args[2] >> 9), rwbs_flags(f.opf),
+		  (__u8)ctx->args[1]);
 	return 0;
 }

@@ -295,6 +295,7 @@ impl Loaded {
                 programs.push(IO_START);
                 programs.extend(RECORD_PROGRAMS);
             }
+            programs.retain(|a| table.needs(a.2));
             attach_all(&mut ebpf, &programs, true)
         };
         let raw_err = raw.as_ref().err().map(|e| e.0.clone());
@@ -306,7 +307,14 @@ impl Loaded {
                 )))
             }
             Err(why) => (
-                attach_all(&mut ebpf, &PROGRAMS, false)?,
+                attach_all(
+                    &mut ebpf,
+                    &PROGRAMS
+                        .into_iter()
+                        .filter(|a| table.needs(a.2))
+                        .collect::<Vec<_>>(),
+                    false,
+                )?,
                 format!("tracepoint; raw tracepoints not used: {why}"),
             ),
         };
@@ -574,6 +582,24 @@ impl DevTable {
         }
         t.disks = disks;
         Ok(t)
+    }
+}
+
+impl DevTable {
+    /// Whether a program on `event` has a traced disk to see: the bio
+    /// programs only bio-based disks', the request programs (and the
+    /// front merges of bios into requests) only request-based disks'. A
+    /// program attached for nothing still runs, up to its device check,
+    /// for every I/O of every disk (here ~200 ns per bio on a loop
+    /// device's trace, twice per I/O).
+    fn needs(&self, event: &str) -> bool {
+        let bio_based = (0..self.ndevs).any(|i| self.bio_based >> i & 1 == 1);
+        let request_based = (0..self.ndevs).any(|i| self.bio_based >> i & 1 == 0);
+        match event {
+            "block_bio_queue" | "block_bio_complete" => bio_based,
+            "sched_process_fork" => true,
+            _ => request_based,
+        }
     }
 }
 
