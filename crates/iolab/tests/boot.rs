@@ -347,8 +347,9 @@ fn boots_record_then_prefetch_and_every_boot_is_checked() {
     // explain in the guest, stored apart. Without a prefetch the boot's
     // faults wait for their own reads; the time its processes spent in
     // D-state waiting for I/O (explain's sum over tasks, from switch-out
-    // stacks) covers the guest kernel's own PSI io `some` time (the union
-    // of those waits) over the traced workload of the same boot.
+    // stacks) covers the guest kernel's own PSI io `some` time (at most
+    // the union of those waits: PSI weighs each CPU's stall by its busy
+    // time) over the traced workload of the same boot.
     for v in ["none@bfq", "idle@bfq"] {
         let r = runs
             .iter()

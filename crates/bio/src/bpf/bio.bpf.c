@@ -654,20 +654,14 @@ static __always_inline __u8 op_of_flags(__u32 opf, __u32 *flush)
 	return op;
 }
 
-static __always_inline __u32 rq_dev_of(struct request_queue *q)
-{
-	struct gendisk *d = BPF_CORE_READ(q, disk);
-	if (!d)
-		return 0;
-	int major = BPF_CORE_READ(d, major), minor = BPF_CORE_READ(d, first_minor);
-	return ((__u32)major << 20) | ((__u32)minor & 0xfffff);
-}
-
 /* Each request queue's disk, found once: rq->q->disk->{major,first_minor}
  * is three reads (~50 ns each here) in every program of every request; a
- * queue's disk does not change while it lives, so the first request on a
- * queue looks it up and the rest find it in one lookup. A disk not
- * traced is remembered too (0), so its requests cost one lookup. */
+ * queue keeps its disk while the disk is attached, so the first request
+ * on a queue looks it up and the rest find it in one lookup. A disk not
+ * traced is remembered too (0), so its requests cost one lookup. A queue
+ * with no disk yet (a SCSI scan's commands) is not remembered. Not
+ * covered: a traced disk removed during the trace whose queue's memory
+ * a new disk's queue then reuses (counted as the old disk). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
@@ -681,7 +675,11 @@ static __always_inline __u32 queue_dev(struct request_queue *q)
 	__u32 *d = bpf_map_lookup_elem(&queues, &key);
 	if (d)
 		return *d;
-	__u32 dev = rq_dev_of(q);
+	struct gendisk *disk = BPF_CORE_READ(q, disk);
+	if (!disk)
+		return 0;
+	int major = BPF_CORE_READ(disk, major), minor = BPF_CORE_READ(disk, first_minor);
+	__u32 dev = ((__u32)major << 20) | ((__u32)minor & 0xfffff);
 	__u32 keep = dev_index(dev) < 0 ? 0 : dev;
 	bpf_map_update_elem(&queues, &key, &keep, BPF_ANY);
 	return keep;

@@ -1,6 +1,7 @@
 //! `iolab boot --explain`: one more boot of each variant with the boot's
 //! processes under `iolab explain` inside the guest (the root's init runs
-//! its workload as `iolab explain --json -- /sbin/boot-workload`), so the
+//! its workload under `iolab explain --json -- sh -c '...'`, the
+//! workload between two reads of PSI), so the
 //! kernel paths the boot waited in come from the guest kernel's own
 //! switch-out stacks, per variant. Such a boot carries the tracer's cost
 //! (its start and every context switch recorded), so it is stored apart
