@@ -211,7 +211,10 @@ pub fn bpf_programs_of(pid: u32) -> Vec<u64> {
         return ids;
     };
     for e in dir.flatten() {
-        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+        // An fd closed since the listing holds no program.
+        let Ok(text) = std::fs::read_to_string(e.path()) else {
+            continue;
+        };
         for line in text.lines() {
             if let Some(v) = line.strip_prefix("prog_id:") {
                 if let Ok(id) = v.trim().parse::<u64>() {
@@ -225,17 +228,27 @@ pub fn bpf_programs_of(pid: u32) -> Vec<u64> {
     ids
 }
 
-/// Every BPF program id loaded now, as bpftool lists them.
+/// Every BPF program id loaded now, as bpftool lists them. A list that
+/// cannot be had panics: read as empty, it would pass any check that
+/// programs are gone.
 pub fn loaded_bpf_programs() -> Vec<u64> {
     let out = std::process::Command::new("bpftool")
         .args(["prog", "show", "--json"])
         .output()
         .expect("bpftool (Debian's bpftool package) lists the loaded programs");
+    assert!(
+        out.status.success(),
+        "bpftool prog show: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let progs: serde_json::Value =
-        serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
-    progs.as_array().map_or_else(Vec::new, |a| {
-        a.iter().filter_map(|p| p["id"].as_u64()).collect()
-    })
+        serde_json::from_slice(&out.stdout).expect("bpftool's --json is JSON");
+    progs
+        .as_array()
+        .expect("bpftool lists programs as an array")
+        .iter()
+        .filter_map(|p| p["id"].as_u64())
+        .collect()
 }
 
 /// The fault campaign's BPF case: once `child` holds at least `at_least`

@@ -583,9 +583,7 @@ impl DevTable {
         t.disks = disks;
         Ok(t)
     }
-}
 
-impl DevTable {
     /// Whether a program on `event` has a traced disk to see: the bio
     /// programs only bio-based disks', the request programs (and the
     /// front merges of bios into requests) only request-based disks'. A
