@@ -47,10 +47,9 @@ fn start(scope: &Scope<'_>) -> Result<Box<dyn Collector>, CollectError> {
         .iter()
         .map(|d| disks.resolve(&d.name))
         .collect::<Result<Vec<_>, _>>()?;
-    let bio_based = !disks.is_empty() && disks.iter().all(|d| d.bio_based);
     let bpf = match scope.target {
         Some(app) => Some(BioBpf::start_for_app(scope.guard, &disks, app)),
-        None if bio_based => Some(BioBpf::start(scope.guard, &disks)),
+        None if iolab_bio::bpf::cheaper_for(&disks) => Some(BioBpf::start(scope.guard, &disks)),
         None => None,
     };
     let why = match bpf {

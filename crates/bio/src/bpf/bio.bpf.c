@@ -820,8 +820,9 @@ static __always_inline int raw_rq(struct request *rq, int issue, __u8 origin)
 }
 
 /* block_io_start(rq): a request made from a bio, in its submitter's
- * context (kernels ≥ 6.5; what biosnoop takes the owner from). Attached
- * only for records. */
+ * context (kernels ≥ 6.5; what biosnoop takes the owner from): its queue
+ * time starts here, as the tracefs tracker's does. Attached on raw
+ * tracepoints wherever the kernel has it. */
 SEC("raw_tracepoint/block_io_start")
 int raw_rq_io_start(struct bpf_raw_tracepoint_args *ctx)
 {

@@ -268,7 +268,6 @@ impl OffCpuBpf {
         let mut causes: Vec<OffCpuCause> = causes.into_values().collect();
         causes.sort_by_key(|c| std::cmp::Reverse(c.blocked_ns));
         stacks.sort_by_key(|s| std::cmp::Reverse(s.blocked_ns));
-        stacks.truncate(50);
         Ok(OffCpu {
             tracer: "bpf".into(),
             duration_s: end_ns.saturating_sub(self.start_ns) as f64 / 1e9,

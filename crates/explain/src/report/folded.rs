@@ -7,17 +7,28 @@ use crate::attribution::Attribution;
 
 /// The folded lines, largest first.
 pub fn render(a: &Attribution) -> String {
+    lines(
+        a.stacks
+            .iter()
+            .map(|s| (s.cause.as_str(), s.frames.as_slice(), s.blocked_ns)),
+    )
+}
+
+/// The folded lines of (cause, frames innermost first, blocked ns) rows:
+/// what both tracers' stacks print as, so a flame graph of one matches
+/// the other's.
+pub fn lines<'a>(rows: impl Iterator<Item = (&'a str, &'a [String], u64)>) -> String {
     let mut out = String::new();
-    for s in &a.stacks {
-        let us = s.blocked_ns / 1000;
+    for (cause, frames, ns) in rows {
+        let us = ns / 1000;
         if us == 0 {
             continue;
         }
-        let mut line = sanitize(&s.cause);
-        if s.frames.is_empty() {
+        let mut line = sanitize(cause);
+        if frames.is_empty() {
             line.push_str(";[no stack]");
         }
-        for f in s.frames.iter().rev() {
+        for f in frames.iter().rev() {
             line.push(';');
             line.push_str(&sanitize(f));
         }

@@ -247,18 +247,11 @@ fn run_bpf(args: &ExplainArgs, rules: &RuleSet, duration: Option<Duration>) -> a
     let out = if args.json {
         serde_json::to_string_pretty(&off)? + "\n"
     } else if args.folded {
-        let mut s = String::new();
-        for st in &off.stacks {
-            let mut frames: Vec<&str> = st.frames.iter().map(String::as_str).collect();
-            frames.reverse();
-            s.push_str(&format!(
-                "{};{} {}\n",
-                st.cause,
-                frames.join(";"),
-                st.blocked_ns / 1000
-            ));
-        }
-        s
+        iolab_explain::report::folded::lines(
+            off.stacks
+                .iter()
+                .map(|s| (s.cause.as_str(), s.frames.as_slice(), s.blocked_ns)),
+        )
     } else {
         bpf_text(&off)
     };

@@ -178,9 +178,7 @@ fn run_bio(a: BioArgs) -> anyhow::Result<()> {
     .collect::<Vec<_>>();
     super::require_root("trace bio")?;
     let mut bpf_unavailable = None;
-    let auto_bpf = a.tracer == Tracer::Auto
-        && !plan.disks.is_empty()
-        && plan.disks.iter().all(|d| d.bio_based);
+    let auto_bpf = a.tracer == Tracer::Auto && iolab_bio::bpf::cheaper_for(&plan.disks);
     if (a.tracer == Tracer::Bpf || auto_bpf) && needs_records.is_empty() {
         let guard = iolab_guard::Guard::new();
         match iolab_bio::bpf::BioBpf::start(&guard, &plan.disks) {
