@@ -32,6 +32,14 @@ pub struct BioTrace {
     /// Events the kernel dropped (full buffer): the trace is incomplete
     /// when this is not 0.
     pub lost_events: u64,
+    /// BPF: runs of iolab's programs the kernel skipped because another
+    /// BPF program was running on that CPU (their `recursion_misses`),
+    /// each an event never seen and counted in `lost_events` too. `None`:
+    /// tracefs, or a kernel that does not count them.
+    pub skipped_program_runs: Option<u64>,
+    /// BPF: the traced disks' own counters beside what the programs
+    /// counted (completions they were never run for). `None`: tracefs.
+    pub diskstats_check: Option<crate::bpf::DiskstatsCheck>,
     /// Events delivered out of time order by the merge (0 in practice).
     pub out_of_order: u64,
     /// What the tracker counted besides completions.
@@ -47,6 +55,18 @@ pub struct BioTrace {
 pub struct TraceCounts {
     /// Events the kernel dropped: anything but 0 means missing requests.
     pub lost_events: u64,
+    /// BPF: runs of iolab's programs the kernel skipped because another
+    /// BPF program was running on that CPU (their `recursion_misses`),
+    /// each an event never seen and counted in `lost_events` too. `None`:
+    /// tracefs, or a kernel that does not count them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped_program_runs: Option<u64>,
+    /// BPF: completions /proc/diskstats counted while the programs were
+    /// attached that they never counted (and were not told they missed),
+    /// counted in `lost_events` too. `None`: tracefs (its buffer counts
+    /// what it drops).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missed_completions: Option<u64>,
     /// Events decoded.
     pub events: u64,
     /// Completed requests reported.
@@ -65,6 +85,31 @@ pub struct TraceCounts {
 }
 
 impl TraceCounts {
+    /// Why events were lost, for after the count: the kernel's skipped
+    /// program runs apart from `full` (a buffer or table with no room).
+    fn incomplete(&self, full: &str) -> String {
+        if self.lost_events == 0 {
+            return String::new();
+        }
+        let skipped = self.skipped_program_runs.unwrap_or(0);
+        let missed = self.missed_completions.unwrap_or(0);
+        let mut why = Vec::new();
+        if skipped > 0 {
+            why.push(format!(
+                "{skipped} program runs skipped by the kernel while another BPF program ran on the CPU"
+            ));
+        }
+        if missed > 0 {
+            why.push(format!(
+                "{missed} completions /proc/diskstats counted that the programs were never run for"
+            ));
+        }
+        if self.lost_events > skipped + missed {
+            why.push(full.to_string());
+        }
+        format!(" (INCOMPLETE: {})", why.join("; "))
+    }
+
     /// What the trace's edges cut, for the end of a counters line: requests
     /// issued before it started, and still in flight when it stopped.
     fn edges(&self) -> String {
@@ -108,6 +153,10 @@ pub struct BioHistograms {
     /// writeback), each counted in the kernel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by_owner: Option<OwnerSplit>,
+    /// BPF: the traced disks' own counters (/proc/diskstats) beside what
+    /// the programs counted, read while they were attached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diskstats_check: Option<crate::bpf::DiskstatsCheck>,
 }
 
 /// The histograms split by the task that queued each request.
@@ -161,6 +210,8 @@ impl BioTrace {
     pub fn counts(&self) -> TraceCounts {
         TraceCounts {
             lost_events: self.lost_events,
+            skipped_program_runs: self.skipped_program_runs,
+            missed_completions: self.diskstats_check.as_ref().map(|c| c.missed),
             events: self.events,
             requests: self.completed,
             duration_s: self.end_ns.saturating_sub(self.start_ns) as f64 / 1e9,
@@ -178,9 +229,7 @@ impl BioTrace {
             "{} requests in {:.1} s from {} events, {} lost",
             c.requests, c.duration_s, c.events, c.lost_events
         );
-        if c.lost_events > 0 {
-            s.push_str(" (INCOMPLETE: a trace buffer or table was full)");
-        }
+        s.push_str(&c.incomplete("a trace buffer or table was full"));
         s + &c.edges()
     }
 
@@ -193,6 +242,7 @@ impl BioTrace {
             slots: None,
             by_owner: None,
             attach: String::new(),
+            diskstats_check: None,
         }
     }
 
@@ -251,14 +301,8 @@ impl BioHistograms {
                 "tracefs".to_string()
             }
         );
-        if c.lost_events > 0 {
-            s.push_str(&format!(
-                ", {} lost (INCOMPLETE: a map or buffer was full)",
-                c.lost_events
-            ));
-        } else {
-            s.push_str(", 0 lost");
-        }
+        s.push_str(&format!(", {} lost", c.lost_events));
+        s.push_str(&c.incomplete("a map or buffer was full"));
         s + &c.edges()
     }
 
@@ -330,6 +374,29 @@ mod tests {
             lost_events: 3,
             ..BioTrace::default()
         }
+    }
+
+    #[test]
+    fn skipped_program_runs_are_named_as_the_loss() {
+        let mut t = trace();
+        t.skipped_program_runs = Some(2);
+        let line = t.counts_line();
+        assert!(
+            line.contains("3 lost (INCOMPLETE: 2 program runs skipped by the kernel"),
+            "{line}"
+        );
+        assert!(
+            line.contains("; a trace buffer or table was full)"),
+            "{line}"
+        );
+        let h = serde_json::to_value(t.histograms()).unwrap();
+        assert_eq!(h["skipped_program_runs"], 2);
+        t.skipped_program_runs = Some(3);
+        assert!(!t.counts_line().contains("was full"));
+        // tracefs: no such field in the documents.
+        t.skipped_program_runs = None;
+        let h = serde_json::to_value(t.histograms()).unwrap();
+        assert!(h.get("skipped_program_runs").is_none());
     }
 
     #[test]

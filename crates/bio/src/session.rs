@@ -233,6 +233,8 @@ impl BioSession {
             end_ns,
             events: state.events,
             lost_events: stats.lost,
+            skipped_program_runs: None,
+            diskstats_check: None,
             out_of_order: stats.out_of_order,
             tracker: state.tracker.stats(),
             in_flight_at_end: state.tracker.in_flight() as u64,

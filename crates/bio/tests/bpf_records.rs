@@ -19,7 +19,9 @@ use iolab_guard::Guard;
 use iolab_sys::block::BlockDev;
 
 mod common;
-use common::{inflight, root_and_tracefs_or_skip, settle, stat, workload};
+use common::{
+    elsewhere, inflight, one_at_a_time, root_and_tracefs_or_skip, settle, stat, workload,
+};
 
 /// A request as both collectors must see it.
 type Id = (u64, u32, char, u8, i32, String);
@@ -48,6 +50,7 @@ fn both(guard: &Guard, dev: &BlockDev) -> (BioTrace, BioTrace, (u64, u64), u64) 
     let edge0 = inflight(dev);
     let before = stat(dev);
     workload(dev);
+    elsewhere();
     bpf.poll(&mut |_, _| {});
     settle(dev);
     let after = stat(dev);
@@ -77,12 +80,28 @@ fn check(dev: &BlockDev, b: &BioTrace, t: &BioTrace, rw: (u64, u64), edge: u64) 
         rw.0,
         rw.1
     );
-    assert_eq!(b.lost_events, 0, "{what}: records lost");
+    // Records need raw tracepoints, whose programs the kernel skips only
+    // when one interrupts itself (a completion's program, run in a task,
+    // interrupted by another completion): counted since 5.12, each a
+    // request missing and said. Nothing else may be lost.
+    eprintln!(
+        "{what}: program runs the kernel skipped {:?}",
+        b.skipped_program_runs
+    );
+    let skipped = common::skipped("raw_tracepoint", b.skipped_program_runs);
+    let missed = common::missed_as_said(
+        what,
+        b.diskstats_check.as_ref(),
+        rw,
+        (n(b, 'R'), n(b, 'W') + n(b, 'N')),
+        edge,
+    );
+    assert_eq!(b.lost_events, skipped + missed, "{what}: records lost");
     assert_eq!(b.completed, b.requests.len() as u64);
     assert!(rw.0 + rw.1 > 100, "{what}: too little I/O");
     for (op, k) in [('R', rw.0), ('W', rw.1)] {
         assert!(
-            n(b, op).abs_diff(k) <= edge,
+            n(b, op) <= k + edge && n(b, op) + edge + skipped + missed >= k,
             "{what}: bpf recorded {} {op}, diskstats {k}",
             n(b, op)
         );
@@ -106,7 +125,7 @@ fn check(dev: &BlockDev, b: &BioTrace, t: &BioTrace, rw: (u64, u64), edge: u64) 
         }
     }
     assert!(
-        missing.len() as u64 <= edge,
+        missing.len() as u64 <= edge + skipped + missed,
         "{what}: {} tracefs requests have no BPF record with the same owner and flags, e.g. {:?}",
         missing.len(),
         missing.first()
@@ -124,6 +143,7 @@ fn bpf_records_match_diskstats_and_tracefs_on_loop() {
     if !root_and_tracefs_or_skip("bpf_records_match_diskstats_and_tracefs_on_loop") {
         return;
     }
+    let _one = one_at_a_time();
     let run = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir_in("/var/tmp").unwrap();
     let guard = Guard::in_dir(run.path().to_path_buf());
@@ -142,6 +162,7 @@ fn bpf_records_match_diskstats_and_tracefs_on_zram() {
     if !root_and_tracefs_or_skip("bpf_records_match_diskstats_and_tracefs_on_zram") {
         return;
     }
+    let _one = one_at_a_time();
     if !Path::new("/sys/class/zram-control/hot_add").exists() {
         iolab_testkit::skip_line(
             "skip bpf_records_match_diskstats_and_tracefs_on_zram: zram not loaded (modprobe zram)"

@@ -301,7 +301,7 @@ impl BpfReport {
                 "tracer": rec.tracer,
                 "attach": rec.attach,
                 "events": rec.counters.events,
-                "lost_events": rec.counters.no_room,
+                "lost_events": rec.counters.no_room + rec.counters.skipped_program_runs.unwrap_or(0),
                 "start_ns": rec.start_ns,
                 "end_ns": rec.end_ns,
                 "duration_s": rec.duration_s(),
@@ -342,6 +342,11 @@ impl BpfReport {
             out.push_str(&format!(
                 "warning: {} events found the programs' maps full ({} tasks): those tasks' delays are missing\n",
                 c.no_room, rec.task_slots
+            ));
+        }
+        if let Some(n) = c.skipped_program_runs.filter(|&n| n > 0) {
+            out.push_str(&format!(
+                "warning: the kernel skipped {n} runs of the programs (another BPF program was running on that CPU): those events' delays are missing\n"
             ));
         }
         out

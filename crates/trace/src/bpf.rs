@@ -91,8 +91,16 @@ impl Link {
 }
 
 /// Detaches every link (the first error is returned, the rest still
-/// detached).
-pub fn detach_all(ebpf: &mut Ebpf, links: Vec<Link>) -> Result<(), BpfUnavailable> {
+/// detached), then reads how many runs of their programs the kernel
+/// skipped ([`skipped_runs`]).
+pub fn detach_all(ebpf: &mut Ebpf, links: Vec<Link>) -> Result<Option<u64>, BpfUnavailable> {
+    let progs: Vec<(&'static str, bool)> = links
+        .iter()
+        .map(|l| match l {
+            Link::Raw(p, _) => (*p, false),
+            Link::Classic(p, _) => (*p, true),
+        })
+        .collect();
     let mut first = Ok(());
     for l in links {
         if let Err(e) = l.detach(ebpf) {
@@ -101,7 +109,72 @@ pub fn detach_all(ebpf: &mut Ebpf, links: Vec<Link>) -> Result<(), BpfUnavailabl
             }
         }
     }
-    first
+    first?;
+    skipped_runs(ebpf, &progs)
+}
+
+/// Runs of `progs` (name, classic) the kernel skipped while they were
+/// attached: an event each program never saw. The kernel runs one classic
+/// tracepoint (or kprobe) program per CPU at a time, so an event that
+/// fires in an interrupt while any of them runs on that CPU (a completion
+/// during an issue's program) is skipped; a raw tracepoint's program is
+/// skipped only when it interrupts itself. The kernel counts both as the
+/// program's `recursion_misses` (its fdinfo, what `bpftool prog` shows):
+/// raw tracepoints since 5.12, classic ones since 6.7. `None`: this
+/// kernel does not count what these programs may miss.
+pub fn skipped_runs(ebpf: &Ebpf, progs: &[(&str, bool)]) -> Result<Option<u64>, BpfUnavailable> {
+    use aya::util::KernelVersion;
+    let counted_since = |classic: bool| {
+        if classic {
+            KernelVersion::new(6, 7, 0)
+        } else {
+            KernelVersion::new(5, 12, 0)
+        }
+    };
+    let kernel = KernelVersion::current()
+        .map_err(|e| BpfUnavailable(format!("reading the kernel's version: {e}")))?;
+    let mut sum = 0;
+    for &(prog, classic) in progs {
+        if kernel < counted_since(classic) {
+            return Ok(None);
+        }
+        match misses(ebpf, prog)? {
+            Some(n) => sum += n,
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(sum))
+}
+
+/// `prog`'s `recursion_misses` from its fdinfo; `None` where the line is
+/// absent (a kernel before 5.12).
+fn misses(ebpf: &Ebpf, prog: &str) -> Result<Option<u64>, BpfUnavailable> {
+    use std::os::fd::{AsFd, AsRawFd};
+    let fd = ebpf
+        .program(prog)
+        .ok_or_else(|| BpfUnavailable(format!("no program {prog}")))?
+        .fd()
+        .map_err(|e| BpfUnavailable(format!("{prog}'s file: {e}")))?
+        .as_fd()
+        .as_raw_fd();
+    let path = format!("/proc/self/fdinfo/{fd}");
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| BpfUnavailable(format!("reading {path} ({prog}): {e}")))?;
+    parse_misses(&text).map_err(|why| BpfUnavailable(format!("{path} ({prog}): {why}")))
+}
+
+/// The `recursion_misses:` value of a BPF program's fdinfo.
+fn parse_misses(fdinfo: &str) -> Result<Option<u64>, String> {
+    for line in fdinfo.lines() {
+        if let Some(v) = line.strip_prefix("recursion_misses:") {
+            return v
+                .trim()
+                .parse()
+                .map(Some)
+                .map_err(|e| format!("recursion_misses {:?}: {e}", v.trim()));
+        }
+    }
+    Ok(None)
 }
 
 /// A program and the tracepoint it sits on: (program, category, event).
@@ -120,7 +193,9 @@ pub fn attach_all(
         match attach_one(ebpf, prog, category, event, raw) {
             Ok(l) => links.push(l),
             Err(e) => {
-                let _ = detach_all(ebpf, links);
+                for l in links {
+                    let _ = l.detach(ebpf);
+                }
                 return Err(e);
             }
         }
@@ -235,4 +310,24 @@ pub fn field_offsets(
             Ok((format!("{prefix}_{field}"), o))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_misses;
+
+    #[test]
+    fn recursion_misses_read_from_a_programs_fdinfo() {
+        // A raw-tracepoint program's fdinfo as 6.x prints it
+        // (kernel/bpf/syscall.c bpf_prog_show_fdinfo).
+        let fdinfo = "pos:\t0\nflags:\t02000002\nmnt_id:\t16\nino:\t2063\n\
+                      prog_type:\t17\nprog_jited:\t1\nprog_tag:\t3b185187f1855c4c\n\
+                      memlock:\t4096\nprog_id:\t91\nrun_time_ns:\t0\nrun_cnt:\t0\n\
+                      recursion_misses:\t3\nverified_insns:\t412\n";
+        assert_eq!(parse_misses(fdinfo), Ok(Some(3)));
+        // Before 5.12 the line is absent: not counted, not 0.
+        let old = "prog_type:\t5\nprog_jited:\t1\nrun_time_ns:\t0\nrun_cnt:\t0\n";
+        assert_eq!(parse_misses(old), Ok(None));
+        assert!(parse_misses("recursion_misses:\tx\n").is_err());
+    }
 }

@@ -184,6 +184,10 @@ pub struct BioBpfRecords {
     /// Records read, and records of a size this side does not know.
     read: u64,
     malformed: u64,
+    /// Each disk's reads and writes (every operation the kernel counts
+    /// as one) recorded, before the pid filter: what /proc/diskstats is
+    /// checked against.
+    seen: HashMap<String, (u64, u64)>,
 }
 
 impl BioBpfRecords {
@@ -225,6 +229,7 @@ impl BioBpfRecords {
             filtered_out: 0,
             read: 0,
             malformed: 0,
+            seen: HashMap::new(),
         })
     }
 
@@ -253,6 +258,16 @@ impl BioBpfRecords {
                 continue;
             };
             let r = rec.request(*disk, *errno_status);
+            // Looked up before inserted: no name copied per record.
+            let seen = match self.seen.get_mut(name.as_str()) {
+                Some(s) => s,
+                None => self.seen.entry(name.clone()).or_default(),
+            };
+            match r.op().letter() {
+                'R' => seen.0 += 1,
+                'D' | 'F' => {}
+                _ => seen.1 += 1,
+            }
             if let Some(p) = self.opts.pid {
                 if r.pid != p && r.tid != p {
                     self.filtered_out += 1;
@@ -273,7 +288,7 @@ impl BioBpfRecords {
         mut self,
         on_request: &mut dyn FnMut(&BioRequest, &str),
     ) -> Result<BioTrace, BpfUnavailable> {
-        self.loaded.detach()?;
+        let (skipped, at_end) = self.loaded.detach()?;
         let end_ns = iolab_trace::monotonic_ns();
         self.poll(on_request);
         let c = self.loaded.counters()?;
@@ -285,6 +300,11 @@ impl BioBpfRecords {
                 self.malformed, self.read
             )));
         }
+        let seen = &self.seen;
+        let kernel = self
+            .loaded
+            .kernel
+            .check(at_end, &|disk| seen.get(disk).copied().unwrap_or((0, 0)));
         // The CPUs' records interleave in the ring buffer by reservation,
         // not completion: put them in completion order, as the tracefs
         // merge delivers them.
@@ -297,8 +317,15 @@ impl BioBpfRecords {
             end_ns,
             events: self.read + at(C_UNMATCHED) + at(C_PARTIAL) + at(C_REQUEUE) + at(C_MERGED),
             // A record with no room, a request the table could not hold,
-            // a device without a slot: each a request missing.
-            lost_events: at(C_LOST) + at(C_START_FULL) + at(C_NO_SLOT),
+            // a device without a slot, an event the kernel did not give
+            // the programs: each a request missing.
+            lost_events: at(C_LOST)
+                + at(C_START_FULL)
+                + at(C_NO_SLOT)
+                + skipped.unwrap_or(0)
+                + kernel.missed,
+            skipped_program_runs: skipped,
+            diskstats_check: Some(kernel),
             out_of_order: 0,
             tracker: TrackerStats {
                 unmatched_completions: at(C_UNMATCHED),

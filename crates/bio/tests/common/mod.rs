@@ -92,3 +92,69 @@ pub fn workload(dev: &BlockDev) {
     ]);
     dd(&[&iff, "of=/dev/null", "bs=1M", "count=4", "iflag=direct"]);
 }
+
+/// The program runs the kernel skipped, which it counts wherever it can
+/// (programs attached as `attach` says).
+pub fn skipped(attach: &str, skipped: Option<u64>) -> u64 {
+    if skipped_counted(attach) {
+        skipped.expect("this kernel counts skipped program runs")
+    } else {
+        skipped.unwrap_or(0)
+    }
+}
+
+/// Whether this kernel counts the runs it skips of programs attached as
+/// `attach` says (raw tracepoints since 5.12, classic ones since 6.7).
+fn skipped_counted(attach: &str) -> bool {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let mut v = release
+        .trim()
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|x| x.parse::<u32>().unwrap_or(0));
+    let version = (v.next().unwrap_or(0), v.next().unwrap_or(0));
+    if attach.starts_with("raw_tracepoint") {
+        version >= (5, 12)
+    } else {
+        version >= (6, 7)
+    }
+}
+
+/// One BPF test at a time in this binary: while another loads or unloads
+/// BPF programs, this kernel sometimes does not run an attached program
+/// for an event and counts nothing (the collector finds and reports it
+/// against /proc/diskstats); the tests compare whole traces.
+pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static M: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    M.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// I/O on another disk than the traced one (the host's, under /var/tmp):
+/// what a check of the traced disk must not count.
+pub fn elsewhere() {
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let of = format!("of={}", dir.path().join("elsewhere").display());
+    dd(&["if=/dev/zero", &of, "bs=1M", "count=4", "conv=fsync"]);
+}
+
+/// The collector's own check against the disk's counters: whatever the
+/// test sees missing (diskstats' `rw` beyond what was `counted`, reads and
+/// writes, and the `edge`), the collector said it missed; its count.
+pub fn missed_as_said(
+    what: &str,
+    check: Option<&iolab_bio::bpf::DiskstatsCheck>,
+    rw: (u64, u64),
+    counted: (u64, u64),
+    edge: u64,
+) -> u64 {
+    let kc = check.expect("a BPF trace checks diskstats");
+    assert!(kc.unavailable.is_none(), "{kc:?}");
+    let short =
+        (rw.0.saturating_sub(counted.0) + rw.1.saturating_sub(counted.1)).saturating_sub(edge);
+    eprintln!("{what}: diskstats check {kc:?}; the test sees {short} missing");
+    assert!(
+        kc.missed >= short && kc.missed <= short + edge + 1,
+        "{what}: the collector says {} completions missed, the test sees {short}",
+        kc.missed
+    );
+    kc.missed
+}

@@ -128,6 +128,11 @@ pub struct OffCpuCounters {
     pub no_stack: u64,
     /// A sleep, sum or task the maps had no room for: missing time.
     pub no_room: u64,
+    /// Runs of the programs the kernel skipped because another BPF
+    /// program was running on that CPU (their `recursion_misses`): events
+    /// never seen. `None`: a kernel that does not count them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped_program_runs: Option<u64>,
 }
 
 /// The off-CPU collector, attached.
@@ -188,7 +193,8 @@ impl OffCpuBpf {
 
     /// Detaches, reads the sums and names each stack's cause with `rules`.
     pub fn finish(mut self, rules: &RuleSet) -> Result<OffCpu, BpfUnavailable> {
-        iolab_trace::bpf::detach_all(&mut self.ebpf, std::mem::take(&mut self.links))?;
+        let skipped =
+            iolab_trace::bpf::detach_all(&mut self.ebpf, std::mem::take(&mut self.links))?;
         let end_ns = iolab_trace::monotonic_ns();
         let read = |e: &dyn std::fmt::Display| BpfUnavailable(format!("reading a map: {e}"));
         let [sleeps, no_stack, no_room, woken, raced] =
@@ -280,6 +286,7 @@ impl OffCpuBpf {
                 open,
                 no_stack,
                 no_room,
+                skipped_program_runs: skipped,
             },
         })
     }

@@ -262,6 +262,11 @@ fn run_bpf(args: &ExplainArgs, rules: &RuleSet, duration: Option<Duration>) -> a
             off.counters.no_room
         );
     }
+    if let Some(n) = off.counters.skipped_program_runs.filter(|&n| n > 0) {
+        iolab_sys::say!(
+            "iolab explain: warning: the kernel skipped {n} runs of the BPF programs (another BPF program was running on that CPU): those sleeps or wakeups are missing"
+        );
+    }
     Ok(())
 }
 

@@ -111,6 +111,11 @@ pub struct BpfCounters {
     pub untraced_switches: u64,
     /// A task or state the maps had no room for: its events not counted.
     pub no_room: u64,
+    /// Runs of the programs the kernel skipped because another BPF
+    /// program was running on that CPU (their `recursion_misses`): events
+    /// never seen. `None`: a kernel that does not count them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped_program_runs: Option<u64>,
 }
 
 /// One delay kind of one task, as the kernel summed it.
@@ -447,7 +452,8 @@ impl SchedBpf {
     /// Detaches and reads what the programs counted.
     pub fn finish(mut self) -> Result<BpfRecording, BpfUnavailable> {
         let end_ns = iolab_trace::monotonic_ns();
-        iolab_trace::bpf::detach_all(&mut self.ebpf, std::mem::take(&mut self.links))?;
+        let skipped =
+            iolab_trace::bpf::detach_all(&mut self.ebpf, std::mem::take(&mut self.links))?;
         let read = |e: &dyn std::fmt::Display| BpfUnavailable(format!("reading a map: {e}"));
         let c: [u64; 7] = iolab_trace::bpf::counters(&self.ebpf)?;
         let counters = BpfCounters {
@@ -458,6 +464,7 @@ impl SchedBpf {
             inconsistent: c[4],
             untraced_switches: c[5],
             no_room: c[6],
+            skipped_program_runs: skipped,
         };
         let map: BpfHash<_, TaskKey, Task> = BpfHash::try_from(
             self.ebpf
