@@ -211,7 +211,11 @@ impl BioTrace {
         TraceCounts {
             lost_events: self.lost_events,
             skipped_program_runs: self.skipped_program_runs,
-            missed_completions: self.diskstats_check.as_ref().map(|c| c.missed),
+            missed_completions: self
+                .diskstats_check
+                .as_ref()
+                .filter(|c| !c.disks.is_empty())
+                .map(|c| c.missed),
             events: self.events,
             requests: self.completed,
             duration_s: self.end_ns.saturating_sub(self.start_ns) as f64 / 1e9,
@@ -242,7 +246,7 @@ impl BioTrace {
             slots: None,
             by_owner: None,
             attach: String::new(),
-            diskstats_check: None,
+            diskstats_check: self.diskstats_check.clone(),
         }
     }
 

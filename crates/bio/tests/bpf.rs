@@ -85,8 +85,12 @@ fn check(
         what,
         b.diskstats_check.as_ref(),
         rw,
-        (count(b, "R"), count(b, "W") + count(b, "N")),
+        (
+            count(b, "R") + count(b, "N"),
+            count(b, "W") + count(b, "D") + count(b, "N"),
+        ),
         edge,
+        skipped,
     );
     assert_eq!(
         b.counts.lost_events,

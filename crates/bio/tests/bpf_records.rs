@@ -93,8 +93,9 @@ fn check(dev: &BlockDev, b: &BioTrace, t: &BioTrace, rw: (u64, u64), edge: u64) 
         what,
         b.diskstats_check.as_ref(),
         rw,
-        (n(b, 'R'), n(b, 'W') + n(b, 'N')),
+        (n(b, 'R') + n(b, 'N'), n(b, 'W') + n(b, 'D') + n(b, 'N')),
         edge,
+        skipped,
     );
     assert_eq!(b.lost_events, skipped + missed, "{what}: records lost");
     assert_eq!(b.completed, b.requests.len() as u64);

@@ -92,7 +92,8 @@ impl Link {
 
 /// Detaches every link (the first error is returned, the rest still
 /// detached), then reads how many runs of their programs the kernel
-/// skipped ([`skipped_runs`]).
+/// skipped ([`skipped_runs`]): a count that cannot be read is a warning
+/// and `None`, so the recording is not lost over it.
 pub fn detach_all(ebpf: &mut Ebpf, links: Vec<Link>) -> Result<Option<u64>, BpfUnavailable> {
     let progs: Vec<(&'static str, bool)> = links
         .iter()
@@ -110,7 +111,10 @@ pub fn detach_all(ebpf: &mut Ebpf, links: Vec<Link>) -> Result<Option<u64>, BpfU
         }
     }
     first?;
-    skipped_runs(ebpf, &progs)
+    Ok(skipped_runs(ebpf, &progs).unwrap_or_else(|e| {
+        iolab_sys::say!("iolab: warning: {e}: the program runs the kernel skipped are not known");
+        None
+    }))
 }
 
 /// Runs of `progs` (name, classic) the kernel skipped while they were
@@ -118,9 +122,10 @@ pub fn detach_all(ebpf: &mut Ebpf, links: Vec<Link>) -> Result<Option<u64>, BpfU
 /// tracepoint (or kprobe) program per CPU at a time, so an event that
 /// fires in an interrupt while any of them runs on that CPU (a completion
 /// during an issue's program) is skipped; a raw tracepoint's program is
-/// skipped only when it interrupts itself. The kernel counts both as the
-/// program's `recursion_misses` (its fdinfo, what `bpftool prog` shows):
-/// raw tracepoints since 5.12, classic ones since 6.7. `None`: this
+/// skipped only when it interrupts itself (since 6.1; before, it nested
+/// and ran). The kernel counts both as the program's `recursion_misses`
+/// (its fdinfo, what `bpftool prog` shows): the line is there since
+/// 5.12, classic tracepoints' skips counted since 6.7. `None`: this
 /// kernel does not count what these programs may miss.
 pub fn skipped_runs(ebpf: &Ebpf, progs: &[(&str, bool)]) -> Result<Option<u64>, BpfUnavailable> {
     use aya::util::KernelVersion;

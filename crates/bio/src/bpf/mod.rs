@@ -526,18 +526,21 @@ impl BioBpf {
         });
         let in_flight = self.loaded.in_flight()?;
         let requests: u64 = histograms.iter().map(|h| h.count).sum();
-        let kernel = self.loaded.kernel.check(at_end, &|disk| {
-            let of = |read: bool| {
-                histograms
-                    .iter()
-                    .filter(|h| {
-                        h.disk == disk && (h.op == "R") == read && h.op != "D" && h.op != "F"
-                    })
-                    .map(|h| h.count)
-                    .sum()
-            };
-            (of(true), of(false))
-        });
+        let counted = |disk: &str| {
+            let mut rw = (0, 0);
+            for h in histograms.iter().filter(|h| h.disk == disk) {
+                let (r, w) = kernel_count::groups(&h.op);
+                rw.0 += if r { h.count } else { 0 };
+                rw.1 += if w { h.count } else { 0 };
+            }
+            rw
+        };
+        // Losses the counters already hold, not to be counted twice.
+        let explained = c[C_UNMATCHED as usize]
+            + c[C_START_FULL as usize]
+            + c[C_NO_SLOT as usize]
+            + skipped.unwrap_or(0);
+        let kernel = self.loaded.kernel.check(at_end, &counted, explained);
         Ok(BioHistograms {
             counts: TraceCounts {
                 // A request the programs could not track, a slot they
@@ -548,7 +551,7 @@ impl BioBpf {
                     + skipped.unwrap_or(0)
                     + kernel.missed,
                 skipped_program_runs: skipped,
-                missed_completions: Some(kernel.missed),
+                missed_completions: (!kernel.disks.is_empty()).then_some(kernel.missed),
                 events: requests
                     + c[C_UNMATCHED as usize]
                     + c[C_PARTIAL as usize]

@@ -263,11 +263,9 @@ impl BioBpfRecords {
                 Some(s) => s,
                 None => self.seen.entry(name.clone()).or_default(),
             };
-            match r.op().letter() {
-                'R' => seen.0 += 1,
-                'D' | 'F' => {}
-                _ => seen.1 += 1,
-            }
+            let (rd, wr) = super::kernel_count::groups(r.op().letter().encode_utf8(&mut [0; 4]));
+            seen.0 += u64::from(rd);
+            seen.1 += u64::from(wr);
             if let Some(p) = self.opts.pid {
                 if r.pid != p && r.tid != p {
                     self.filtered_out += 1;
@@ -301,10 +299,14 @@ impl BioBpfRecords {
             )));
         }
         let seen = &self.seen;
-        let kernel = self
-            .loaded
-            .kernel
-            .check(at_end, &|disk| seen.get(disk).copied().unwrap_or((0, 0)));
+        // Losses the counters already hold, not to be counted twice.
+        let explained =
+            at(C_UNMATCHED) + at(C_LOST) + at(C_START_FULL) + at(C_NO_SLOT) + skipped.unwrap_or(0);
+        let kernel = self.loaded.kernel.check(
+            at_end,
+            &|disk| seen.get(disk).copied().unwrap_or((0, 0)),
+            explained,
+        );
         // The CPUs' records interleave in the ring buffer by reservation,
         // not completion: put them in completion order, as the tracefs
         // merge delivers them.

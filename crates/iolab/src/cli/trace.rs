@@ -91,8 +91,10 @@ const BIO_AFTER_HELP: &str = "\
 Columns (biosnoop -Q): TIME(s) completion time since the start, COMM/PID the
 task that queued the request, DISK, T the operation (R read, W write, D discard,
 F flush, N other), SECTOR, BYTES, QUE(ms) queued → issued to the driver,
-LAT(ms) issued → completed. Every output ends with the number of events the
-kernel lost (0 unless the trace buffer overflowed). Runs until Ctrl-C unless
+LAT(ms) issued → completed. Every output ends with the number of events lost
+(tracefs: the trace buffer overflowed; BPF: a map was full, the kernel skipped
+a program's run, or /proc/diskstats counted completions the programs never
+saw) and why. Runs until Ctrl-C unless
 --duration or a COMMAND is given. Needs root.
 
 Examples:
