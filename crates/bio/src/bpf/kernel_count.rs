@@ -83,12 +83,21 @@ pub(crate) struct KernelCount {
 /// The disks' counters before the programs were detached.
 pub(crate) struct AtEnd(Vec<Result<DiskStat, String>>);
 
-fn read(disk: &str) -> Result<DiskStat, String> {
-    match diskstats::read_device(std::path::Path::new("/proc"), disk) {
-        Ok(Some(s)) => Ok(s),
-        Ok(None) => Err(format!("{disk}: not in /proc/diskstats")),
-        Err(e) => Err(format!("{disk}: reading /proc/diskstats: {e}")),
-    }
+/// `disks`' lines of one read of /proc/diskstats.
+fn read<'a>(disks: impl Iterator<Item = &'a str>) -> Vec<Result<DiskStat, String>> {
+    let all = std::fs::read_to_string("/proc/diskstats")
+        .map(|t| diskstats::parse(&t))
+        .map_err(|e| format!("reading /proc/diskstats: {e}"));
+    disks
+        .map(|disk| match &all {
+            Ok(all) => all
+                .iter()
+                .find(|s| s.name == disk)
+                .cloned()
+                .ok_or_else(|| format!("{disk}: not in /proc/diskstats")),
+            Err(why) => Err(format!("{disk}: {why}")),
+        })
+        .collect()
 }
 
 /// Whether /proc/diskstats counts `disk`'s requests as the programs see
@@ -108,21 +117,25 @@ fn countable(disk: &Disk) -> Result<(), String> {
 impl KernelCount {
     /// Reads the disks' counters (call after the programs are attached).
     pub(crate) fn start(disks: &[Disk]) -> KernelCount {
+        let stats = read(disks.iter().map(|d| d.name.as_str()));
         KernelCount {
             at_start: disks
                 .iter()
-                .map(|d| (d.name.clone(), countable(d).and_then(|()| read(&d.name))))
+                .zip(stats)
+                .map(|(d, s)| (d.name.clone(), countable(d).and(s)))
                 .collect(),
         }
     }
 
     /// Reads them again: call before the programs are detached.
     pub(crate) fn end(&self) -> AtEnd {
+        let stats = read(self.at_start.iter().map(|(name, _)| name.as_str()));
         AtEnd(
             self.at_start
                 .iter()
-                .map(|(name, s)| match s {
-                    Ok(_) => read(name),
+                .zip(stats)
+                .map(|((_, s), e)| match s {
+                    Ok(_) => e,
                     Err(why) => Err(why.clone()),
                 })
                 .collect(),
@@ -177,11 +190,11 @@ impl KernelCount {
 
 /// A completed request's place in the kernel's stat groups (blk_types.h
 /// op_stat_group), by the programs' operation letter: (read, write).
-pub(crate) fn groups(op: &str) -> (bool, bool) {
+pub(crate) fn groups(op: char) -> (bool, bool) {
     match op {
-        "R" => (true, false),
-        "W" | "D" => (false, true),
-        "F" => (false, false),
+        'R' => (true, false),
+        'W' | 'D' => (false, true),
+        'F' => (false, false),
         _ => (true, true),
     }
 }
@@ -212,12 +225,12 @@ mod tests {
 
     #[test]
     fn an_operation_of_an_unknown_group_counts_on_both_sides() {
-        assert_eq!(groups("R"), (true, false));
-        assert_eq!(groups("W"), (false, true));
+        assert_eq!(groups('R'), (true, false));
+        assert_eq!(groups('W'), (false, true));
         // A secure erase is a write to the kernel; a discard is neither,
         // so counting it as one can only hide a shortfall, never make one.
-        assert_eq!(groups("D"), (false, true));
-        assert_eq!(groups("F"), (false, false));
-        assert_eq!(groups("N"), (true, true));
+        assert_eq!(groups('D'), (false, true));
+        assert_eq!(groups('F'), (false, false));
+        assert_eq!(groups('N'), (true, true));
     }
 }

@@ -529,7 +529,7 @@ impl BioBpf {
         let counted = |disk: &str| {
             let mut rw = (0, 0);
             for h in histograms.iter().filter(|h| h.disk == disk) {
-                let (r, w) = kernel_count::groups(&h.op);
+                let (r, w) = kernel_count::groups(h.op.chars().next().unwrap_or('N'));
                 rw.0 += if r { h.count } else { 0 };
                 rw.1 += if w { h.count } else { 0 };
             }

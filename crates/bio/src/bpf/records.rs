@@ -175,8 +175,10 @@ pub struct BioBpfRecords {
     opts: RecordOptions,
     start_ns: u64,
     /// A traced device (disk or partition) → its disk's number and name,
-    /// and whether the status of its completions is an errno.
-    disk_of: HashMap<u32, (Dev, String, bool)>,
+    /// whether the status of its completions is an errno, and the reads
+    /// and writes (by the kernel's stat groups) recorded on it before the
+    /// pid filter: what /proc/diskstats is checked against.
+    disk_of: HashMap<u32, (Dev, String, bool, [u64; 2])>,
     names: BTreeMap<Dev, String>,
     requests: Vec<BioRequest>,
     completed: u64,
@@ -184,10 +186,6 @@ pub struct BioBpfRecords {
     /// Records read, and records of a size this side does not know.
     read: u64,
     malformed: u64,
-    /// Each disk's reads and writes (every operation the kernel counts
-    /// as one) recorded, before the pid filter: what /proc/diskstats is
-    /// checked against.
-    seen: HashMap<String, (u64, u64)>,
 }
 
 impl BioBpfRecords {
@@ -214,7 +212,10 @@ impl BioBpfRecords {
         let mut disk_of = HashMap::new();
         for i in 0..t.ndevs as usize {
             if let Some(d) = t.disks.get(t.slot[i] as usize) {
-                disk_of.insert(t.devs[i], (d.dev, d.name.clone(), old_rq && !d.bio_based));
+                disk_of.insert(
+                    t.devs[i],
+                    (d.dev, d.name.clone(), old_rq && !d.bio_based, [0; 2]),
+                );
             }
         }
         Ok(BioBpfRecords {
@@ -229,7 +230,6 @@ impl BioBpfRecords {
             filtered_out: 0,
             read: 0,
             malformed: 0,
-            seen: HashMap::new(),
         })
     }
 
@@ -253,19 +253,14 @@ impl BioBpfRecords {
                 continue;
             };
             drop(item);
-            let Some((disk, name, errno_status)) = self.disk_of.get(&rec.dev) else {
+            let Some((disk, name, errno_status, seen)) = self.disk_of.get_mut(&rec.dev) else {
                 self.malformed += 1;
                 continue;
             };
             let r = rec.request(*disk, *errno_status);
-            // Looked up before inserted: no name copied per record.
-            let seen = match self.seen.get_mut(name.as_str()) {
-                Some(s) => s,
-                None => self.seen.entry(name.clone()).or_default(),
-            };
-            let (rd, wr) = super::kernel_count::groups(r.op().letter().encode_utf8(&mut [0; 4]));
-            seen.0 += u64::from(rd);
-            seen.1 += u64::from(wr);
+            let (rd, wr) = super::kernel_count::groups(r.op().letter());
+            seen[0] += u64::from(rd);
+            seen[1] += u64::from(wr);
             if let Some(p) = self.opts.pid {
                 if r.pid != p && r.tid != p {
                     self.filtered_out += 1;
@@ -298,15 +293,18 @@ impl BioBpfRecords {
                 self.malformed, self.read
             )));
         }
-        let seen = &self.seen;
+        let disk_of = &self.disk_of;
+        // A disk's devices (it and its partitions), summed.
+        let seen = |disk: &str| {
+            disk_of
+                .values()
+                .filter(|d| d.1 == disk)
+                .fold((0, 0), |(r, w), d| (r + d.3[0], w + d.3[1]))
+        };
         // Losses the counters already hold, not to be counted twice.
         let explained =
             at(C_UNMATCHED) + at(C_LOST) + at(C_START_FULL) + at(C_NO_SLOT) + skipped.unwrap_or(0);
-        let kernel = self.loaded.kernel.check(
-            at_end,
-            &|disk| seen.get(disk).copied().unwrap_or((0, 0)),
-            explained,
-        );
+        let kernel = self.loaded.kernel.check(at_end, &seen, explained);
         // The CPUs' records interleave in the ring buffer by reservation,
         // not completion: put them in completion order, as the tracefs
         // merge delivers them.
