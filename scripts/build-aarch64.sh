@@ -6,8 +6,9 @@
 #
 #   bash scripts/build-aarch64.sh           # build, smoke run, unit tests
 #   IOLAB_AARCH64_TESTS=0 bash scripts/...  # without the unit tests
+#   IOLAB_AARCH64_PROFILE=ci-cross bash ...  # CI's quicker profile (Cargo.toml)
 #
-# The binary: target/aarch64/aarch64-unknown-linux-gnu/release/iolab (its
+# The binary: target/aarch64/aarch64-unknown-linux-gnu/<profile>/iolab (its
 # own target dir: Debian's rustc 1.96 and rustup's would otherwise keep
 # invalidating each other's host artifacts); beside it iolab-device, the
 # same stripped (what `iolab remote` pushes), and iolab.debug, its symbols.
@@ -37,16 +38,17 @@ export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
 export AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
 
 /usr/bin/cargo --version
-/usr/bin/cargo build --release --locked --target "$T" -p iolab --bin iolab
-bin="$CARGO_TARGET_DIR/$T/release/iolab"
+profile=${IOLAB_AARCH64_PROFILE:-release}
+/usr/bin/cargo build --profile "$profile" --locked --target "$T" -p iolab --bin iolab
+bin="$CARGO_TARGET_DIR/$T/$profile/iolab"
 file "$bin"
 file "$bin" | grep -q "ARM aarch64" || { echo "not an aarch64 binary"; exit 1; }
 file "$bin" | grep -q "statically linked" || { echo "not statically linked"; exit 1; }
 # What a device gets: the binary without its symbols and line tables,
 # which stay on the host in iolab.debug (linked by name, for gdb and
 # addr2line; a panic on the device prints the load address to subtract).
-dbg="$CARGO_TARGET_DIR/$T/release/iolab.debug"
-dev="$CARGO_TARGET_DIR/$T/release/iolab-device"
+dbg="$CARGO_TARGET_DIR/$T/$profile/iolab.debug"
+dev="$CARGO_TARGET_DIR/$T/$profile/iolab-device"
 aarch64-linux-gnu-objcopy --only-keep-debug "$bin" "$dbg"
 aarch64-linux-gnu-objcopy --strip-all --add-gnu-debuglink="$dbg" "$bin" "$dev"
 echo "size: $(stat -c %s "$bin") bytes built; $(stat -c %s "$dev") bytes for a device (iolab-device); $(stat -c %s "$dbg") bytes of symbols (iolab.debug)"
@@ -112,7 +114,7 @@ if [ "${IOLAB_AARCH64_TESTS:-1}" = 1 ]; then
     # Without binfmt, a test that runs its own binary again (as nobody,
     # or under the CI variable) goes through the same runner.
     IOLAB_TEST_RUNNER=qemu-aarch64-static \
-    /usr/bin/cargo test --release --locked --target "$T" --lib --no-fail-fast \
+    /usr/bin/cargo test --profile "$profile" --locked --target "$T" --lib --no-fail-fast \
         -p iolab-sys -p iolab-trace -p iolab-guard -p iolab-spawn -p iolab-load \
         -p iolab-cache -p iolab-bio -p iolab-sched -p iolab-explain -p iolab-testkit -- \
         --skip process::tests::state_and_group_skip_odd_comm \

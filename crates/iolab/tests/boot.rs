@@ -119,10 +119,12 @@ fn boots_record_then_prefetch_and_every_boot_is_checked() {
     build_guest(&guest, &[]);
     let db = work.path().join("results.db");
 
-    // none, a prefetch held before init reading in disk order, and one
-    // in the background on the image rewritten in the list's order; one
-    // boot each (the statistics are the stats crate's, tested there), on
-    // a disk limited in bytes and requests per second.
+    // none, a prefetch held before init reading in disk order, one in the
+    // background on the image rewritten in the list's order, and boots
+    // whose prefetch goes wrong (its list missing, corrupt, or the helper
+    // killed); one boot each (the statistics are the stats crate's, tested
+    // there), on a disk limited in bytes and requests per second. One
+    // invocation: one recording boot serves them all.
     let (e, wall) = boot(
         &guest,
         &db,
@@ -134,14 +136,14 @@ fn boots_record_then_prefetch_and_every_boot_is_checked() {
             "--iops",
             "2000",
             "--variants",
-            "none,before+disk-order,relayout",
+            "none,before+disk-order,relayout,safety-missing,safety-corrupt,safety-kill",
         ],
     );
     let runs = e["runs"].as_array().unwrap();
     assert_eq!(
         runs.len(),
-        5,
-        "recording, relayout and 3 variants: {runs:?}"
+        8,
+        "recording, relayout and 6 variants: {runs:?}"
     );
     let mut guest_total = 0.0;
     for r in runs {
@@ -172,7 +174,7 @@ fn boots_record_then_prefetch_and_every_boot_is_checked() {
         assert!(s > 1.0, "{r}");
         guest_total += s;
     }
-    // Five boots, each timed from its own kernel's start, fit in the time
+    // Eight boots, each timed from its own kernel's start, fit in the time
     // the test measured around the command.
     assert!(
         guest_total < wall.as_secs_f64(),
@@ -204,19 +206,6 @@ fn boots_record_then_prefetch_and_every_boot_is_checked() {
     }
 
     // Boots whose prefetch goes wrong still reach the marker.
-    let (e, _) = boot(
-        &guest,
-        &db,
-        &[
-            "--boots",
-            "1",
-            "--warmup-boots",
-            "0",
-            "--variants",
-            "safety-missing,safety-corrupt,safety-kill",
-        ],
-    );
-    let runs = e["runs"].as_array().unwrap();
     for v in ["safety-missing", "safety-corrupt", "safety-kill"] {
         let r = runs.iter().find(|r| variant(r) == v).unwrap();
         assert_eq!(r["outcome"], "ok", "{r}");
@@ -256,8 +245,8 @@ fn boots_record_then_prefetch_and_every_boot_is_checked() {
     assert_eq!(rows.len(), 4, "{cal}");
     for r in rows {
         // fio in the guest against the profile: the table's ratio is what
-        // fio measured, not a number the model printed (within 25 %: TCG's
-        // path varies from boot to boot; docs/boot.md has the table).
+        // fio measured, not a number the model printed (docs/boot.md has
+        // the table).
         let (model, path, measured) = (
             r["model"].as_f64().unwrap(),
             r["path_only"].as_f64().unwrap(),
@@ -265,27 +254,30 @@ fn boots_record_then_prefetch_and_every_boot_is_checked() {
         );
         let ratio = measured / model;
         assert!((ratio - r["ratio"].as_f64().unwrap()).abs() < 1e-9, "{r}");
-        // On a slow host the guest's path alone (fio on the instant disk)
-        // can cost more than the profile's service time: nothing is left
-        // to take off, and a request costs between the path and the path
-        // plus the profile (TCG's path varies from boot to boot, the
-        // instant boot's and the modelled one's are two boots). The table
-        // must then say so rather than pass it as modelled. As times per
+        // The model must act, and the table must say how well: a request
+        // costs at least most of the profile's service time (a model that
+        // delayed nothing would measure the path alone) and at most the
+        // path plus the profile (the whole path left on). Nearer than that
+        // is TCG's to give: the path varies from boot to boot (here a 4 KiB
+        // read's from 332 to 470 us, docs/boot.md), and CI's host, whose
+        // path took half the profile's 128 KiB read, ended its calibration
+        // 40 % slow. Within 5 % is what `ok` says, and a row that is not is
+        // named in `not_modelled` (both asserted below). As times per
         // request (a rate's is its inverse):
         let latency = r["unit"] == "us";
         let time = |v: f64| if latency { v } else { 1.0 / v };
         let (t_model, t_path, t_meas) = (time(model), time(path), time(measured));
-        if t_path > t_model {
-            assert!(
-                t_meas >= 0.75 * t_path && t_meas <= 1.25 * (t_path + t_model),
-                "{r}"
-            );
-        } else {
-            assert!((0.75..1.25).contains(&(t_meas / t_model)), "{r}");
-        }
+        assert!(
+            t_meas >= 0.75 * t_model.max(t_path) && t_meas <= 1.25 * (t_path + t_model),
+            "{r}"
+        );
         assert_eq!(r["ok"], (ratio - 1.0).abs() <= 0.05, "{r}");
         if r["ok"] == false {
-            assert!(!cal["not_modelled"].as_array().unwrap().is_empty(), "{cal}");
+            let named = cal["not_modelled"].as_array().unwrap().iter().any(|n| {
+                n.as_str()
+                    .is_some_and(|n| n.starts_with(r["measure"].as_str().unwrap()))
+            });
+            assert!(named, "{cal}");
         }
     }
     let runs = e["runs"].as_array().unwrap();
