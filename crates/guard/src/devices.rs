@@ -330,12 +330,21 @@ impl Guard {
     /// every cold start. Not journaled: there is nothing to undo.
     pub fn drop_caches(&self, fs: Option<&Path>) -> Result<(), GuardError> {
         match fs {
-            Some(p) => {
-                let f = File::open(p).map_err(|e| GuardError::io(p, e))?;
-                rustix::fs::syncfs(&f).map_err(|e| GuardError::io(p, e.into()))?;
-            }
+            Some(p) => self.sync_fs(p)?,
             None => rustix::fs::sync(),
         }
+        self.drop_clean_caches()
+    }
+
+    /// Writes back the filesystem holding `fs` (`syncfs`).
+    pub fn sync_fs(&self, fs: &Path) -> Result<(), GuardError> {
+        let f = File::open(fs).map_err(|e| GuardError::io(fs, e))?;
+        rustix::fs::syncfs(&f).map_err(|e| GuardError::io(fs, e.into()))
+    }
+
+    /// Drops the clean page cache, dentries and inodes (`vm/drop_caches`
+    /// = 3), writing back nothing first.
+    pub fn drop_clean_caches(&self) -> Result<(), GuardError> {
         write_attr(Path::new("/proc/sys/vm/drop_caches"), "3")
     }
 }

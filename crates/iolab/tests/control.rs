@@ -712,6 +712,7 @@ fn group_weights_and_wbt_on_cgroup_v2_in_a_guest() {
         read(&out, "startup.err")
     );
     assert!(read(&out, "controllers").contains("io"));
+    eprintln!("{}", read(&out, "show.txt"));
     let show: Value = serde_json::from_str(&read(&out, "show.json")).unwrap();
     let runs = show["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 4, "2 points × (idle + 1r1w) × 1 rep");

@@ -18,7 +18,7 @@
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -91,6 +91,8 @@ pub struct Recorder {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<Result<Raw, RecordError>>>,
     start_ns: u64,
+    /// The reader's thread id once it runs under SCHED_IDLE (0 before).
+    idle_tid: Arc<AtomicI32>,
 }
 
 impl Recorder {
@@ -143,14 +145,23 @@ impl Recorder {
         };
         let flag = stop.clone();
         let idle = opts.idle_reader;
+        let idle_tid = Arc::new(AtomicI32::new(0));
+        let published = idle_tid.clone();
         let thread = std::thread::Builder::new()
             .name("iolab-record".into())
             .spawn(move || {
                 if idle {
-                    let param = libc::sched_param { sched_priority: 0 };
-                    // SAFETY: this thread's own policy (pid 0), a valid
-                    // parameter; failure leaves it as it was.
-                    unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+                    set_policy(0, libc::SCHED_IDLE);
+                    // finish() puts the reader back to SCHED_OTHER; if it
+                    // came before the tid was published, the reader does
+                    // (SeqCst both ways: one of the two sees the other).
+                    published.store(
+                        rustix::thread::gettid().as_raw_nonzero().get(),
+                        Ordering::SeqCst,
+                    );
+                    if flag.load(Ordering::SeqCst) {
+                        set_policy(0, libc::SCHED_OTHER);
+                    }
                 }
                 worker.run(session, &flag, start_ns)
             })
@@ -162,6 +173,7 @@ impl Recorder {
             stop,
             thread: Some(thread),
             start_ns,
+            idle_tid,
         })
     }
 
@@ -172,7 +184,15 @@ impl Recorder {
 
     /// Stops tracing and returns what was gathered.
     pub fn finish(mut self) -> Result<Raw, RecordError> {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.store(true, Ordering::SeqCst);
+        // The start is over: what the ring buffer still holds is drained
+        // at the normal policy. Under SCHED_IDLE, beside a load that keeps
+        // the CPU busy (the guest's one vCPU under 1r1w), the drain got a
+        // few ms of CPU a second and took minutes (seen: 530 s).
+        let tid = self.idle_tid.load(Ordering::SeqCst);
+        if tid > 0 {
+            set_policy(tid, libc::SCHED_OTHER);
+        }
         match self.thread.take().map(JoinHandle::join) {
             Some(Ok(r)) => r,
             _ => Err(RecordError::Unsupported(
@@ -257,4 +277,13 @@ impl Worker {
             self.candidates.sample(&self.proc_root, pid);
         }
     }
+}
+
+/// Sets thread `tid`'s policy (0: the calling thread), priority 0. A
+/// failure leaves it as it was: the reader is then only slower.
+fn set_policy(tid: i32, policy: libc::c_int) {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: a thread id of this process and a valid parameter; no
+    // memory is handed over.
+    unsafe { libc::sched_setscheduler(tid, policy, &param) };
 }

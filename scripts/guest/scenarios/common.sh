@@ -1,6 +1,13 @@
 # Sourced by the scenarios: the stacks, built the way users have them on
 # /dev/vda (partitioned by run.sh), and a snapshot of what iolab may change.
 
+# A phase's end, in seconds since the guest's kernel started, to
+# /results/phases: the host's test prints them, so a guest run that grows
+# says which phase grew.
+mark() {
+    echo "$(cut -d' ' -f1 /proc/uptime) $1" >> /results/phases
+}
+
 # The app under test: a 24 MiB data file on the filesystem, read whole.
 make_app() {
     mkdir -p "$1/app"

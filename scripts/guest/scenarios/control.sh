@@ -19,9 +19,11 @@ workloads=$(echo "$args" | cut -d'|' -f3)
 flags=$(echo "$args" | cut -d'|' -f4- | tr '~' ';' | tr '+' ' ')
 cat /sys/fs/cgroup/cgroup.controllers > $R/controllers
 uname -r > $R/kernel
+mark boot
 mkfs.ext4 -q /dev/vda1
 mkdir -p /home && mount /dev/vda1 /home
 mkdir -p /home/user && make_app /home/user
+mark mkfs+app
 state > $R/state-before
 { ls /sys/fs/cgroup; echo "subtree_control: $(cat /sys/fs/cgroup/cgroup.subtree_control)"; cat /sys/fs/cgroup/io.cost.qos /sys/fs/cgroup/io.cost.model 2>/dev/null; } > $R/groups-before
 # $flags splits into words here (no eval: a `;` stays inside its word).
@@ -30,9 +32,11 @@ iolab startup --in /home/user --schedulers "$scheds" --workloads "$workloads" \
     --reps "$reps" --warmup 2 --load-option size=64M --timeout 60 --db /root/r.db \
     $flags -- cat /home/user/app/data > $R/startup.out 2> $R/startup.err
 echo $? > $R/startup.rc
+mark startup
 iolab results show 1 --db /root/r.db --json > $R/show.json 2>> $R/startup.err
 iolab results show 1 --db /root/r.db > $R/show.txt 2>> $R/startup.err
 cp /root/r.db $R/r.db
+mark show
 state > $R/state-after
 { ls /sys/fs/cgroup; echo "subtree_control: $(cat /sys/fs/cgroup/cgroup.subtree_control)"; cat /sys/fs/cgroup/io.cost.qos /sys/fs/cgroup/io.cost.model 2>/dev/null; } > $R/groups-after
 umount /home

@@ -66,7 +66,9 @@ pub struct Drift {
     pub pid: i32,
     /// The thread.
     pub tid: i32,
-    /// Its name then.
+    /// Its name when last seen: a new thread has its creator's name
+    /// until it gives itself its own (HWUI's RenderThread, a Java
+    /// thread), and may drift before it does.
     pub comm: String,
     /// `nice` or `ioprio`.
     pub what: &'static str,
@@ -183,6 +185,7 @@ impl Threads {
                 if !self.seen.get(&pid).is_some_and(|s| s.contains(&t.tid)) {
                     self.seen.entry(pid).or_default().push(t.tid);
                 }
+                self.rename(&t);
                 let mut drifted = false;
                 if let (Some(want), Some(found)) = (asked.nice, t.nice) {
                     if want != found {
@@ -214,6 +217,15 @@ impl Threads {
                     self.reapplied += 1;
                     self.set(t.tid, asked);
                 }
+            }
+        }
+    }
+
+    /// A drifted thread that renamed itself since is named as it is now.
+    fn rename(&mut self, t: &ThreadState) {
+        for d in self.drifts.iter_mut() {
+            if d.tid == t.tid && d.comm != t.comm {
+                d.comm.clone_from(&t.comm);
             }
         }
     }
@@ -390,6 +402,13 @@ mod tests {
         }
     }
 
+    /// What the tests on a child process ask: nice 15, not held.
+    const NICE_15: Asked = Asked {
+        ioprio: None,
+        nice: Some(15),
+        hold: false,
+    };
+
     #[test]
     fn drifts_are_named_as_android_names_them() {
         let s = describe(&[
@@ -425,11 +444,7 @@ mod tests {
             .spawn()
             .unwrap();
         let pid = child.id() as i32;
-        let asked = Asked {
-            ioprio: None,
-            nice: Some(15),
-            hold: false,
-        };
+        let asked = NICE_15;
         let mut th = Threads::default();
         assert_eq!(th.set_new(pid, &asked), 1);
         assert_eq!(read(pid).unwrap()[0].nice, Some(15));
@@ -449,6 +464,38 @@ mod tests {
             assert_eq!(th.reapplied, 1);
             assert_eq!(read(pid).unwrap()[0].nice, Some(15));
         }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    /// A thread that drifts before it names itself (a RenderThread born
+    /// with its creator's name and nice) is named as /proc names it now.
+    #[test]
+    fn a_drifted_thread_that_renames_itself_is_named_as_it_is_now() {
+        use std::io::Write;
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "read _; exec sleep 5"])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let asked = NICE_15;
+        let mut th = Threads::default();
+        th.set_new(pid, &asked);
+        set_nice(pid, 19).unwrap();
+        th.check(&[pid], &asked, 1);
+        assert_eq!(th.drifts[0].comm, "sh", "{:?}", th.drifts);
+        // The exec renames it: /proc's comm is the outside truth.
+        writeln!(child.stdin.as_mut().unwrap()).unwrap();
+        let comm = format!("/proc/{pid}/comm");
+        let t0 = std::time::Instant::now();
+        while std::fs::read_to_string(&comm).unwrap().trim() != "sleep" {
+            assert!(t0.elapsed().as_secs() < 10, "sh never ran sleep");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        th.check(&[pid], &asked, 2);
+        assert_eq!(th.drifts.len(), 1, "{:?}", th.drifts);
+        assert_eq!(th.drifts[0].comm, "sleep");
         let _ = child.kill();
         let _ = child.wait();
     }

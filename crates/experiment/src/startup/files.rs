@@ -85,6 +85,20 @@ pub(super) struct ColdCheck {
     /// the cached bytes they map, biggest first: `pid comm (16.0MiB)`;
     /// named when the cached share is over the limit.
     pub holders: Vec<String>,
+    /// What the cold step took, s: the filesystem's writeback, then the
+    /// drop (drop_caches, or each file's eviction). Under a writing load
+    /// both can take long, and that time is the machine's, not the
+    /// start's.
+    pub step: ColdStep,
+}
+
+/// The cold step's two parts, timed.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub(super) struct ColdStep {
+    /// syncfs of the place's filesystem (0 when evicting files).
+    pub writeback_s: f64,
+    /// Writing drop_caches, or evicting the target's files.
+    pub drop_s: f64,
 }
 
 impl ColdCheck {
@@ -121,6 +135,7 @@ impl ColdCheck {
             cached_share: share(cached, bytes),
             mapped_before_bytes: 0,
             holders: Vec::new(),
+            step: ColdStep::default(),
         };
         if check.cached_share <= NOT_COLD_SHARE {
             return Ok(check);

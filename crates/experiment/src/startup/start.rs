@@ -195,13 +195,14 @@ fn prepare(st: &Startup, ctx: &mut CellContext<'_>) -> Result<Prepared, Experime
         (Cold::None, None) => Vec::new(),
         _ => st.files(),
     };
-    make_cold(guard, cfg.cold, &files, ctx.place.mount()?)?;
+    let step = make_cold(guard, cfg.cold, &files, ctx.place.mount()?)?;
     // Cold is measured, not assumed: a page mapped by a live process (a
     // daemon of the target's, the same app open elsewhere) survives both
     // drop_caches and fadvise.
     let cold = (cfg.cold != Cold::None)
         .then(|| ColdCheck::measure(&files, &st.maps_before))
-        .transpose()?;
+        .transpose()?
+        .map(|c| ColdCheck { step, ..c });
     // The experiment's first start learns the target's files (what later
     // cold checks measure); before it only the target's own executable is
     // known, which may be nothing measurable (a shell in an initramfs).

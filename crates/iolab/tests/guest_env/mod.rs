@@ -27,6 +27,7 @@ pub fn run_scenario_with(
 ) -> PathBuf {
     let guest = work.join("guest");
     let out = work.join("out");
+    let t0 = std::time::Instant::now();
     let build = Command::new("bash")
         .arg(repo().join("scripts/guest/build.sh"))
         .env("IOLAB_BIN", assert_cmd::cargo::cargo_bin("iolab"))
@@ -40,6 +41,7 @@ pub fn run_scenario_with(
         "{}",
         String::from_utf8_lossy(&build.stderr)
     );
+    let t1 = std::time::Instant::now();
     let run = Command::new("bash")
         .arg(repo().join("scripts/guest/run.sh"))
         .arg(scenario)
@@ -48,6 +50,16 @@ pub fn run_scenario_with(
         .envs(run_env.iter().copied())
         .output()
         .unwrap();
+    // Where a guest test's time went (the scenario's own phases, if it
+    // marks them): shown with --nocapture, and beside a failure.
+    eprintln!(
+        "guest {scenario}: build {:.0} s, boot and scenario {:.0} s; phases (guest uptime): {}",
+        (t1 - t0).as_secs_f64(),
+        t1.elapsed().as_secs_f64(),
+        std::fs::read_to_string(out.join("phases"))
+            .unwrap_or_default()
+            .replace('\n', "; ")
+    );
     let console = std::fs::read_to_string(out.join("console.log")).unwrap_or_default();
     assert!(
         run.status.success(),
