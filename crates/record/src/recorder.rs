@@ -163,7 +163,10 @@ impl Recorder {
                         set_policy(0, libc::SCHED_OTHER);
                     }
                 }
-                worker.run(session, &flag, start_ns)
+                let raw = worker.run(session, &flag, start_ns);
+                // Gone soon: its tid may be another task's later.
+                published.store(0, Ordering::SeqCst);
+                raw
             })
             .map_err(|e| RecordError::Io {
                 path: PathBuf::from("(thread)"),
@@ -177,6 +180,19 @@ impl Recorder {
         })
     }
 
+    /// Tells the reader to stop, at the normal policy: what the ring
+    /// buffer still holds is drained once the start is over. Under
+    /// SCHED_IDLE, beside a load that keeps every CPU busy (the guest's
+    /// one vCPU under 1r1w), the drain got a few ms of CPU a second and
+    /// took minutes (seen: 530 s).
+    fn stop_reader(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let tid = self.idle_tid.load(Ordering::SeqCst);
+        if tid > 0 {
+            set_policy(tid, libc::SCHED_OTHER);
+        }
+    }
+
     /// CLOCK_MONOTONIC ns when tracing started.
     pub fn start_ns(&self) -> u64 {
         self.start_ns
@@ -184,15 +200,7 @@ impl Recorder {
 
     /// Stops tracing and returns what was gathered.
     pub fn finish(mut self) -> Result<Raw, RecordError> {
-        self.stop.store(true, Ordering::SeqCst);
-        // The start is over: what the ring buffer still holds is drained
-        // at the normal policy. Under SCHED_IDLE, beside a load that keeps
-        // the CPU busy (the guest's one vCPU under 1r1w), the drain got a
-        // few ms of CPU a second and took minutes (seen: 530 s).
-        let tid = self.idle_tid.load(Ordering::SeqCst);
-        if tid > 0 {
-            set_policy(tid, libc::SCHED_OTHER);
-        }
+        self.stop_reader();
         match self.thread.take().map(JoinHandle::join) {
             Some(Ok(r)) => r,
             _ => Err(RecordError::Unsupported(
@@ -204,10 +212,10 @@ impl Recorder {
 
 impl Drop for Recorder {
     fn drop(&mut self) {
-        // Dropped without finish (an error elsewhere): stop the thread so
-        // the session (and its tracefs instance) goes away now.
-        self.stop.store(true, Ordering::Relaxed);
+        // Dropped without finish (an error elsewhere, Ctrl-C): stop the
+        // thread so the session (and its tracefs instance) goes away now.
         if let Some(t) = self.thread.take() {
+            self.stop_reader();
             let _ = t.join();
         }
     }

@@ -97,7 +97,8 @@ pub(super) struct ColdCheck {
 pub(super) struct ColdStep {
     /// syncfs of the place's filesystem (0 when evicting files).
     pub writeback_s: f64,
-    /// Writing drop_caches, or evicting the target's files.
+    /// Writing drop_caches; or, with `--cold evict`, each file's
+    /// fdatasync and fadvise, its writeback included.
     pub drop_s: f64,
 }
 
