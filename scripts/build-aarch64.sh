@@ -7,6 +7,10 @@
 #   bash scripts/build-aarch64.sh           # build, smoke run, unit tests
 #   IOLAB_AARCH64_TESTS=0 bash scripts/...  # without the unit tests
 #   IOLAB_AARCH64_PROFILE=ci-cross bash ...  # CI's quicker profile (Cargo.toml)
+#   IOLAB_AARCH64_STEP=install bash ...     # only the Debian packages
+#   IOLAB_AARCH64_STEP=build bash ...       # only compile: the binary and
+#                                           # the unit tests (CI compiles
+#                                           # them while its tests run)
 #
 # The binary: target/aarch64/aarch64-unknown-linux-gnu/<profile>/iolab (its
 # own target dir: Debian's rustc 1.96 and rustup's would otherwise keep
@@ -25,6 +29,8 @@ if ((${#need[@]})); then
     apt-get update -qq
     apt-get install -y -qq "${need[@]}" >/dev/null
 fi
+step=${IOLAB_AARCH64_STEP:-all}
+[ "$step" = install ] && exit 0
 
 T=aarch64-unknown-linux-gnu
 # Debian's toolchain, not rustup's (which has no arm64 std here).
@@ -40,6 +46,21 @@ export AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
 /usr/bin/cargo --version
 profile=${IOLAB_AARCH64_PROFILE:-release}
 /usr/bin/cargo build --profile "$profile" --locked --target "$T" -p iolab --bin iolab
+# The unit tests' command (run at the end), its arguments shared with the
+# build-only step so that both compile the same units. The crates whose code depends on
+# the architecture (syscall numbers and struct layouts: ioctls,
+# taskstats, io_uring/libaio, mincore and cachestat, signals, fork/exec;
+# raw trace records and ring-buffer pages), not the pure logic
+# (statistics, store, report, model, engine), which is the same on every
+# target and costs most of the release build of the tests (about 4 of
+# CI's minutes).
+unit_tests=(/usr/bin/cargo test --profile "$profile" --locked --target "$T" --lib --no-fail-fast
+    -p iolab-sys -p iolab-trace -p iolab-guard -p iolab-spawn -p iolab-load
+    -p iolab-cache -p iolab-bio -p iolab-sched -p iolab-explain -p iolab-testkit)
+if [ "$step" = build ]; then
+    [ "${IOLAB_AARCH64_TESTS:-1}" = 1 ] && "${unit_tests[@]}" --no-run
+    exit 0
+fi
 bin="$CARGO_TARGET_DIR/$T/$profile/iolab"
 file "$bin"
 file "$bin" | grep -q "ARM aarch64" || { echo "not an aarch64 binary"; exit 1; }
@@ -104,19 +125,9 @@ if [ "${IOLAB_AARCH64_TESTS:-1}" = 1 ]; then
     #   natively it passes, and under qemu the aarch64 binary's own loop
     #   attach and ext4 mount pass in scripts/android/smoke-aarch64.sh, as
     #   does eviction on the rig's EROFS).
-    #
-    # The crates whose code depends on the architecture (syscall numbers
-    # and struct layouts: ioctls, taskstats, io_uring/libaio, mincore and
-    # cachestat, signals, fork/exec; raw trace records and ring-buffer
-    # pages), not the pure logic (statistics, store, report, model,
-    # engine), which is the same on every target and costs most of the
-    # release build of the tests (about 4 of CI's minutes).
     # Without binfmt, a test that runs its own binary again (as nobody,
     # or under the CI variable) goes through the same runner.
-    IOLAB_TEST_RUNNER=qemu-aarch64-static \
-    /usr/bin/cargo test --profile "$profile" --locked --target "$T" --lib --no-fail-fast \
-        -p iolab-sys -p iolab-trace -p iolab-guard -p iolab-spawn -p iolab-load \
-        -p iolab-cache -p iolab-bio -p iolab-sched -p iolab-explain -p iolab-testkit -- \
+    IOLAB_TEST_RUNNER=qemu-aarch64-static "${unit_tests[@]}" -- \
         --skip process::tests::state_and_group_skip_odd_comm \
         --skip cachestat::tests::counts_the_pages_of_a_freshly_written_file \
         --skip clock::tests::sleeps_to_the_due_time_on_average \

@@ -9,6 +9,7 @@
 #
 #   bash scripts/build-static-x86_64.sh            # debug build
 #   IOLAB_STATIC_PROFILE=release bash scripts/...   # release build
+#   IOLAB_STATIC_STEP=build bash scripts/...        # only compile
 #
 # The binary: target/static/x86_64-unknown-linux-gnu/<profile>/iolab.
 set -euo pipefail
@@ -22,6 +23,7 @@ for p in libc6-dev busybox-static file; do
     dpkg -s "$p" >/dev/null 2>&1 || { apt-get update -qq; apt-get install -y -qq "$p" >/dev/null; }
 done
 cargo build --profile "$profile" --locked --target "$T" -p iolab --bin iolab
+[ "${IOLAB_STATIC_STEP:-all}" = build ] && exit 0
 bin="$CARGO_TARGET_DIR/$T/$dir/iolab"
 file "$bin"
 file "$bin" | grep -Eq "statically linked|static-pie linked" || { echo "not statically linked: $bin"; exit 1; }

@@ -7,15 +7,11 @@
 //! by the scenario) and restored after, the scratch directory gone; a
 //! SIGKILL mid-run is restored by the next run with nothing stored lost;
 //! tmpfs and overlay are refused with exit 2.
-#![allow(clippy::unwrap_used)]
-
-mod guest_env;
-mod lab_env;
 
 use std::path::Path;
 
-use guest_env::read;
-use lab_env::have;
+use crate::guest_env::read;
+use crate::lab_env::have;
 use serde_json::Value;
 
 fn json(dir: &Path, f: &str) -> Value {
@@ -80,7 +76,7 @@ fn in_place_on_dm_crypt_and_f2fs_stacks_in_a_guest() {
         return;
     }
     let work = tempfile::tempdir_in("/var/tmp").unwrap();
-    let out = guest_env::run_scenario(work.path(), "stacks", &[]);
+    let out = crate::guest_env::run_scenario(work.path(), "stacks", &[]);
 
     check_in_place(
         &out,

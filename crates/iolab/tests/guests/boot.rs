@@ -5,15 +5,12 @@
 //! a boot must read at least), the test's own clock around the command,
 //! and, for the safety boots, that init ran although the prefetch went
 //! wrong. Timings are compared in docs/boot.md, not here.
-#![allow(clippy::unwrap_used)]
-
-mod lab_env;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use lab_env::have;
+use crate::lab_env::have;
 use serde_json::Value;
 
 /// What the guest's boot reads at least (scripts/guest/boot/init): 120
@@ -422,16 +419,16 @@ impl Drop for Board {
 /// board's uptime when read is no longer than the host's clock ran since
 /// the reboot was asked), recorded first and then prefetched.
 #[test]
-fn boots_a_board_over_ssh_through_its_reboots() {
+fn over_ssh_a_board_boots_through_its_reboots() {
     if !iolab_testkit::root_or_skip(
-        "boots_a_board_over_ssh_through_its_reboots",
+        "over_ssh_a_board_boots_through_its_reboots",
         "it makes loop devices and mounts",
     ) {
         return;
     }
     if !have("qemu-system-x86_64") || !have("apt-get") || !have("ssh") {
         iolab_testkit::skip(
-            "boots_a_board_over_ssh_through_its_reboots",
+            "over_ssh_a_board_boots_through_its_reboots",
             "needs qemu-system-x86_64, ssh and Debian's archive (apt-get install qemu-system-x86 openssh-client)",
         );
         return;

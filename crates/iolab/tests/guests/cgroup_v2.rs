@@ -9,15 +9,11 @@
 //! once could not serve: issue 45), every command exits 0, and what the
 //! experiments stored is checked against the model's and the kernel's own
 //! counters; nothing is left behind.
-#![allow(clippy::unwrap_used)]
-
-mod guest_env;
-mod lab_env;
 
 use std::path::Path;
 
-use guest_env::read;
-use lab_env::have;
+use crate::guest_env::read;
+use crate::lab_env::have;
 use serde_json::Value;
 
 fn json(dir: &Path, f: &str) -> Value {
@@ -49,7 +45,7 @@ fn a_cgroup_v2_only_host_runs_every_command_on_its_defaults() {
     let work = tempfile::tempdir_in("/var/tmp").unwrap();
     // 6 GiB (sparse) for /var/tmp's 4 GiB lab image; 4 GiB of RAM, as a
     // desktop has at least (sweep --max's 1 GiB tmpfs lab needs twice it).
-    let out = guest_env::run_scenario_with(
+    let out = crate::guest_env::run_scenario_with(
         work.path(),
         "v2host",
         &[],
