@@ -21,7 +21,7 @@ guest_kernel() {
     local out=$1 debs=$2 pkg deb
     pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
     # One download at a time into DEBS: the guest tests build their guests
-    # concurrently (tests/guests/), and a second build must not find the
+    # concurrently (tests/vm/), and a second build must not find the
     # first one's half-written package.
     deb=$(flock "$debs/.lock" sh -c '
         cd "$1" && { ls "$2"_*.deb 2>/dev/null | head -1 | grep . || { apt-get download "$2" >&2 2>/dev/null && ls "$2"_*.deb | head -1; }; }' \

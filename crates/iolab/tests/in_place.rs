@@ -4,7 +4,7 @@
 //! loop devices (both disks switched). The scheduler of each disk is read
 //! from sysfs while the experiment runs and after; the scratch directory
 //! is gone afterwards. tmpfs and overlay are refused with exit 2. (The
-//! dm-crypt and f2fs stacks this kernel lacks: tests/guests/stacks.rs.)
+//! dm-crypt and f2fs stacks this kernel lacks: tests/vm/stacks.rs.)
 #![allow(clippy::unwrap_used)]
 
 mod lab_env;

@@ -1134,7 +1134,7 @@ fn trace_cpu_and_explain_are_stored_with_every_start() {
         // cold 8 MiB read at 20 MiB/s waits 100s of ms. This host's 6.18
         // kernel inflates blkio (by 18 % to several times here, once by
         // its whole uptime), so agreement is checked on Debian's kernel
-        // (tests/guests/stacks.rs: within 0.4 %); here the kernel's figure
+        // (tests/vm/stacks.rs: within 0.4 %); here the kernel's figure
         // must be there, and flagged not credible exactly when it is
         // longer than the thread lived.
         let d = &m["delayacct"];

@@ -53,7 +53,7 @@ pub(crate) fn configure(
         Some(d) => {
             // nr_requests sizes the driver tags only under `none`.
             guard.set_scheduler(top, "none")?;
-            let max: u32 = top.queue_attr("nr_requests")?.parse().unwrap_or(u32::MAX);
+            let max = driver_depth(top)?;
             if d > max {
                 return Err(LabError::usage(format!(
                     "--queue-depth {d} is deeper than {}'s driver allows ({max}): use {max} or less",
@@ -68,6 +68,46 @@ pub(crate) fn configure(
         guard.set_scheduler(top, s)?;
     }
     Ok(depth)
+}
+
+/// The deepest queue `dev`'s driver allows: its tag set's depth per
+/// hardware queue (`mq/N/nr_tags`, the smallest), which bounds
+/// nr_requests under `none`. Not `queue/nr_requests`: that reads what the
+/// last writer left under `none` (switching from none to none resets
+/// nothing), and a loop device keeps its queue when detached, so one cut
+/// to 4 by a throttled lab and reused after a kill, or cut by another
+/// tool, refused every deeper `--queue-depth` after (CI on this machine:
+/// loop1 left at 4, `--queue-depth 128` refused with "allows (4)").
+/// A bio-based device has no `mq/`: its nr_requests is all there is.
+pub(crate) fn driver_depth(dev: &BlockDev) -> Result<u32, LabError> {
+    let mq = dev.sysfs.join("mq");
+    let parse = |path: &Path, text: &str| -> Result<u32, LabError> {
+        text.trim().parse().map_err(|_| {
+            LabError::io(
+                path,
+                std::io::Error::other(format!("{:?} is not a number", text.trim())),
+            )
+        })
+    };
+    let mut least: Option<u32> = None;
+    if let Ok(entries) = std::fs::read_dir(&mq) {
+        for e in entries {
+            let tags = e
+                .map_err(|err| LabError::io(&mq, err))?
+                .path()
+                .join("nr_tags");
+            let text = std::fs::read_to_string(&tags).map_err(|err| LabError::io(&tags, err))?;
+            let n = parse(&tags, &text)?;
+            least = Some(least.map_or(n, |l| l.min(n)));
+        }
+    }
+    match least {
+        Some(n) => Ok(n),
+        None => {
+            let nr = dev.queue_path("nr_requests");
+            parse(&nr, &dev.queue_attr("nr_requests")?)
+        }
+    }
 }
 
 /// Checks a scheduler name against what loop devices offer, before any
@@ -158,6 +198,36 @@ fn blkio_cgroup(text: &str) -> Option<String> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// A loop device left cut to 4 under `none` (as a lab's top is while
+    /// it lives, and was after a reuse): the driver's depth is still what
+    /// the kernel accepts for nr_requests, to the request, and not 4.
+    #[test]
+    fn the_driver_depth_is_what_the_kernel_accepts_not_what_was_left() {
+        if !iolab_sys::is_root() {
+            return iolab_testkit::skip(
+                "the_driver_depth_is_what_the_kernel_accepts_not_what_was_left",
+                "it attaches a loop device (needs root)",
+            );
+        }
+        let run = tempfile::tempdir().unwrap();
+        let img = tempfile::NamedTempFile::new_in("/var/tmp").unwrap();
+        img.as_file().set_len(16 << 20).unwrap();
+        let guard = Guard::in_dir(run.path().to_path_buf());
+        let dev = guard.attach_loop(img.path(), false).unwrap();
+        guard.set_scheduler(&dev, "none").unwrap();
+        assert_eq!(guard.set_queue_depth(&dev, 4).unwrap(), 4);
+        let depth = driver_depth(&dev).unwrap();
+        assert!(depth > 4, "{depth}");
+        // The kernel's own bound: nr_requests takes the depth, not one more.
+        let nr = dev.queue_path("nr_requests");
+        std::fs::write(&nr, depth.to_string()).unwrap();
+        assert_eq!(dev.queue_attr("nr_requests").unwrap(), depth.to_string());
+        let over = std::fs::write(&nr, (depth + 1).to_string()).unwrap_err();
+        assert_eq!(over.raw_os_error(), Some(libc::EINVAL), "{over}");
+        let report = guard.restore();
+        assert!(report.iter().all(Result::is_ok), "{report:?}");
+    }
 
     #[test]
     fn finds_the_blkio_cgroup() {

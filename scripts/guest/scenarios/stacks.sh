@@ -5,7 +5,7 @@
 # - fault: the laptop experiment SIGKILLed mid-load, then the next iolab
 #   run restores the disk's scheduler and removes the scratch directory;
 # - refused: tmpfs and overlay, exit 2.
-# What the host-side test (crates/iolab/tests/guests/stacks.rs) checks is
+# What the host-side test (crates/iolab/tests/vm/stacks.rs) checks is
 # left in /results.
 set -u
 R=/results

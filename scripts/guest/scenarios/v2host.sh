@@ -12,7 +12,7 @@
 # -- APP` with every other option at its default too). For each command
 # NAME: NAME.rc, NAME.out, NAME.err (and NAME.json, its experiment) in
 # /results, and `table` with a line per command: NAME, exit code, seconds,
-# the last line it printed. crates/iolab/tests/guests/cgroup_v2.rs reads them;
+# the last line it printed. crates/iolab/tests/vm/cgroup_v2.rs reads them;
 # bench/defaults_table.sh puts them beside the same commands on the host.
 set -u
 R=/results

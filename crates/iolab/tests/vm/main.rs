@@ -13,6 +13,13 @@
 //! - cgroup_v2: a cgroup-v2-only host's defaults (~265 s);
 //! - stacks: `startup --in` on dm-crypt and f2fs stacks (~130 s).
 //!
+//! Named `vm` so that cargo runs this binary after every other test of
+//! the crate (it runs them in name order): CI compiles its static
+//! binaries in the background at SCHED_IDLE during the tests (.ci/run),
+//! and beside that build the four guest tests took 836 s where alone
+//! they took 671. TCG, memory-bound, loses more to a neighbour than the
+//! host tests do; by the end of the others, the builds are done.
+//!
 //! libtest starts them in the order of their names, so the names put the
 //! longest first: the boot guest beside the board, then the defaults
 //! beside the rest of the boots, then the stacks. With the board first
