@@ -390,7 +390,7 @@ fn artifact<'a>(export: &'a Value, r: &Value, kind: &str) -> &'a Value {
 /// collectors on its own task.
 fn assert_app_runs(export: &Value, state: &str, found_by: &str) -> i64 {
     let runs = export["runs"].as_array().unwrap();
-    let mut last = 0;
+    let (mut last, mut reapplied) = (0, 0);
     for r in runs {
         assert_eq!(r["outcome"], "ok", "{r}");
         let am = &r["extra"]["am_start"]["result"];
@@ -404,10 +404,13 @@ fn assert_app_runs(export: &Value, state: &str, found_by: &str) -> i64 {
         assert_eq!(app["ioprio"], "idle", "{r}");
         // The package's uid: the rig's zygote specialises it so.
         assert_eq!(app["uid"], 10123, "{r}");
-        // Held: what Android set again was set back, and at the window's
-        // end every thread ran at what was asked.
+        // Held: at the window's end every thread ran at what was asked.
+        // What Android set again was set back; in a start where iolab
+        // first found the app after Android's last reset (520 ms after
+        // the launch, in a CI run on a busy host) there was nothing to set
+        // back, so that is asserted over the starts (below).
         assert_eq!(app["held"], true, "{r}");
-        assert!(app["reapplied"].as_u64().unwrap() >= 1, "{r}");
+        reapplied += app["reapplied"].as_u64().unwrap();
         for t in app["threads_end"].as_array().unwrap() {
             assert_eq!(
                 (&t["nice"], &t["ioprio"]),
@@ -431,6 +434,11 @@ fn assert_app_runs(export: &Value, state: &str, found_by: &str) -> i64 {
         );
         last = pid;
     }
+    assert!(
+        reapplied >= 1,
+        "Android's resets were never set back in {} starts: {runs:?}",
+        runs.len()
+    );
     last
 }
 
