@@ -356,6 +356,9 @@ mod tests {
         if !iolab_testkit::is_root() {
             return iolab_testkit::skip(test, "mounting an EROFS image needs root");
         }
+        let _one = crate::loopdev::TEST_ATTACH
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let dir = tempfile::tempdir_in("/var/tmp").unwrap();
         let src = dir.path().join("src");
         std::fs::create_dir(&src).unwrap();
