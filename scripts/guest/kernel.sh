@@ -23,10 +23,14 @@ guest_kernel() {
     # One download at a time into DEBS: the guest tests build their guests
     # concurrently (tests/vm/), and a second build must not find the
     # first one's half-written package.
-    deb=$(flock "$debs/.lock" sh -c '
-        cd "$1" && { ls "$2"_*.deb 2>/dev/null | head -1 | grep . || { apt-get download "$2" >&2 2>/dev/null && ls "$2"_*.deb | head -1; }; }' \
-        sh "$debs" "$pkg")
-    deb="$debs/$deb"
+    exec 9>"$debs/.lock"
+    flock 9
+    deb=$(ls "$debs/${pkg}"_*.deb 2>/dev/null | head -1 || true)
+    if [ -z "$deb" ]; then
+        (cd "$debs" && apt-get download "$pkg" 2>/dev/null)
+        deb=$(ls "$debs/${pkg}"_*.deb | head -1)
+    fi
+    exec 9>&-
     kdir="$out/kernel"
     if [ ! -d "$kdir/boot" ] || [ "$deb" -nt "$kdir/boot" ]; then
         rm -rf "$kdir"; mkdir -p "$kdir"
