@@ -253,23 +253,26 @@ fn boots_record_then_prefetch_and_every_boot_is_checked() {
         assert!((ratio - r["ratio"].as_f64().unwrap()).abs() < 1e-9, "{r}");
         // The model must act, and the table must say how well: a request
         // costs at least most of the profile's service time (a model that
-        // delayed nothing would measure the path alone) and no more than
-        // the path and the profile with TCG's spread on both (a model
-        // delaying in the wrong unit, or every request many times, is
-        // beyond it). Nearer than that is TCG's to give: the path is
-        // measured on one boot and varies on the next (a 4 KiB read's from
-        // 332 to 470 us here, docs/boot.md; on a fresh clone's run the path
-        // boot gave 734 us and the calibration boot 1422 us less the
-        // profile's 401: 1021, 39 % more; CI's host, whose path took half
-        // the profile's 128 KiB read, ended its calibration 40 % slow).
-        // Within 5 % is what `ok` says, and a row that is not is named in
-        // `not_modelled` (both asserted below). As times per request (a
-        // rate's is its inverse):
+        // delayed nothing would measure the path alone, which is below it
+        // wherever the model has work to do) and no more than the path and
+        // the profile with TCG's spread on both (a model delaying in the
+        // wrong unit, or every request many times, is beyond it). The
+        // lower bound is the profile's alone, not the path's too: the path
+        // is measured on one boot and the row on another, and TCG's path
+        // varies between them (a 4 KiB read's from 332 to 470 us here,
+        // docs/boot.md; a fresh clone's path boot 734 us and its
+        // calibration boot's path 1021; CI's host, beside the board's
+        // guest, 945 us on the path boot and 541 on the next, where the
+        // model, with a path slower than its 401 us to take off, delayed
+        // nothing and rightly named the row not modelled). Nearer than
+        // that is TCG's to give: within 5 % is what `ok` says, and a row
+        // that is not is named in `not_modelled` (both asserted below).
+        // As times per request (a rate's is its inverse):
         let latency = r["unit"] == "us";
         let time = |v: f64| if latency { v } else { 1.0 / v };
         let (t_model, t_path, t_meas) = (time(model), time(path), time(measured));
         assert!(
-            t_meas >= 0.75 * t_model.max(t_path) && t_meas <= 2.0 * (t_path + t_model),
+            t_meas >= 0.75 * t_model && t_meas <= 2.0 * (t_path + t_model),
             "{r}"
         );
         assert_eq!(r["ok"], (ratio - 1.0).abs() <= 0.05, "{r}");
