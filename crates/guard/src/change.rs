@@ -557,8 +557,21 @@ fn detach_loops_of(backing: &Path, dev: Option<&str>) -> Result<String, GuardErr
         ));
     }
     devs.sort();
-    for d in &devs {
-        detach_loop(d)?;
+    // A device detached and taken by another image since the listing is
+    // not ours to detach, nor to name.
+    let mut mine = Vec::new();
+    for d in devs {
+        if detach_loop(&d, backing)? {
+            mine.push(d);
+        }
+    }
+    let devs = mine;
+    if devs.is_empty() {
+        return Ok(format!(
+            "loop device {} over {} already detached",
+            dev.unwrap_or("?"),
+            backing.display()
+        ));
     }
     // The kernel defers a detach while the device is still open (the
     // device stacked above it may be closing this very moment): wait for
@@ -583,10 +596,13 @@ fn detach_loops_of(backing: &Path, dev: Option<&str>) -> Result<String, GuardErr
     ))
 }
 
-/// LOOP_CLR_FD by ioctl. The kernel defers the detach while the device is
-/// open ("autoclear"), which is what we want for a busy device.
-fn detach_loop(dev: &str) -> Result<(), GuardError> {
-    iolab_sys::loopdev::detach(dev).map_err(|e| GuardError::Command {
+/// LOOP_CLR_FD by ioctl, only while `dev` is still bound to `backing`
+/// (true: it was): a number detached since the listing may already be
+/// another process's image. The kernel defers the
+/// detach while the device is open ("autoclear"), which is what we want
+/// for a busy device.
+fn detach_loop(dev: &str, backing: &Path) -> Result<bool, GuardError> {
+    iolab_sys::loopdev::detach_if_backed_by(dev, backing).map_err(|e| GuardError::Command {
         command: format!("detach loop device {dev}"),
         stderr: e.to_string(),
     })

@@ -215,14 +215,43 @@ fn configure_old(dev: &File, file: &File, cfg: &ld::loop_config) -> std::io::Res
     Ok(true)
 }
 
-/// Detaches loop device `name` (LOOP_CLR_FD). The kernel defers it while
-/// the device is open (a mount on it closing this moment), which is what a
-/// busy device wants. Already detached is not an error.
-pub fn detach(name: &str) -> std::io::Result<()> {
-    let dev = open_any(name)?;
+/// Detaches loop device `name` when it is bound to `backing`
+/// (LOOP_CLR_FD), and says whether it did. A loop number is free for
+/// anyone the moment it is detached, so a name looked up earlier (a
+/// journal, a listing, a detach repeated) may now be another process's
+/// image, and detaching it by name alone would pull that image from under
+/// its mount. Two of this crate's tests did exactly that: one detached its
+/// device twice, and the second detach took the EROFS test's image, which
+/// had just been given the number (mount: no superblock, 6 runs in 25).
+/// So the device is opened first and its binding read after: while iolab
+/// holds it open, nobody can unbind it (the kernel defers any other
+/// LOOP_CLR_FD to the last close), so the file sysfs names then is the one
+/// the detach acts on. The binding is compared by path as sysfs prints it
+/// (`backing`, or `backing (deleted)`), as [`crate::device_safety::loops_backed_by`]
+/// finds devices, and never by touching the backing file: a model lab's
+/// image is served by FUSE, whose dead server answers ENOTCONN and whose
+/// stopped one would block. Not bound to `backing` is not an error: false.
+/// The kernel defers the detach while the device is open (a mount on it
+/// closing this moment), which is what a busy device wants.
+pub fn detach_if_backed_by(name: &str, backing: &Path) -> std::io::Result<bool> {
+    // A device being removed this moment backs nothing either.
+    let dev = match open_any(name) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) if e.raw_os_error() == Some(libc::ENXIO) => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    let shown =
+        std::fs::read_to_string(format!("/sys/block/{name}/loop/backing_file")).unwrap_or_default();
+    let shown = shown.trim_end();
+    let ours = shown.strip_suffix(" (deleted)").unwrap_or(shown);
+    if shown.is_empty() || Path::new(ours) != backing {
+        return Ok(false);
+    }
     match detach_file(&dev) {
-        Err(e) if e.raw_os_error() == Some(libc::ENXIO) => Ok(()),
-        r => r,
+        Ok(()) => Ok(true),
+        Err(e) if e.raw_os_error() == Some(libc::ENXIO) => Ok(false),
+        Err(e) => Err(e),
     }
 }
 
@@ -290,17 +319,6 @@ fn make_node(name: &str, path: &Path) -> std::io::Result<()> {
     .map_err(std::io::Error::from)
 }
 
-/// The unit tests of this crate that attach a loop device take this
-/// first. Run at once, `a_file_on_erofs_is_evicted` found no EROFS
-/// superblock on its device (mount: EINVAL) in 6 of 25 runs here, in 0 of
-/// 25 one after the other or alone (it failed a CI run here once). Not
-/// diagnosed: both attach through `attach`, whose EBUSY retry covers two
-/// callers given one number; a reader of the old binding's size or pages
-/// is the suspect (BLKFLSBUF after the configure did not help), and two
-/// iolab processes attaching at once could meet it too.
-#[cfg(test)]
-pub(crate) static TEST_ATTACH: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,7 +332,6 @@ mod tests {
             iolab_testkit::skip(test, "attaching a loop device needs root");
             return;
         }
-        let _one = TEST_ATTACH.lock().unwrap_or_else(|e| e.into_inner());
         let dir = tempfile::tempdir_in("/var/tmp").unwrap();
         let img = dir.path().join("disk.img");
         std::fs::File::create(&img)
@@ -336,7 +353,7 @@ mod tests {
         assert!(line.contains(img.to_str().unwrap()), "{line}");
         assert!(line.trim_end().ends_with('1') && att.direct_io, "{line}");
         assert!(!att.node_made, "devtmpfs made {}", att.node.display());
-        detach(&att.name).unwrap();
+        assert!(detach_if_backed_by(&att.name, &img).unwrap());
         // The device's number may go to another test's image at once (they
         // run in parallel): what must be gone is ours behind it.
         assert!(
@@ -344,8 +361,56 @@ mod tests {
             "{:?}",
             list(&att.name)
         );
-        // Detaching again is not an error.
-        detach(&att.name).unwrap();
+        // Detaching again is not an error, and does nothing: whatever now
+        // has the number stays (the next test).
+        assert!(!detach_if_backed_by(&att.name, &img).unwrap());
+    }
+
+    /// A loop device bound to another image than the one named is left
+    /// bound, as losetup sees it: what a number detached and taken at once
+    /// by another process looks like to whoever detaches it again.
+    #[test]
+    fn a_device_bound_to_another_image_is_not_detached() {
+        let test = "a_device_bound_to_another_image_is_not_detached";
+        if !iolab_testkit::is_root() {
+            iolab_testkit::skip(test, "attaching a loop device needs root");
+            return;
+        }
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        // sysfs names a backing file by its resolved path.
+        let at = dir.path().canonicalize().unwrap();
+        let (ours, theirs) = (at.join("ours.img"), at.join("theirs.img"));
+        for img in [&ours, &theirs] {
+            std::fs::File::create(img)
+                .unwrap()
+                .set_len(8 << 20)
+                .unwrap();
+        }
+        let att = attach(&theirs, false, true).unwrap();
+        let backing = || {
+            std::fs::read_to_string(format!("/sys/block/{}/loop/backing_file", att.name))
+                .map(|s| s.trim_end().to_string())
+                .ok()
+        };
+        let kept = detach_if_backed_by(&att.name, &ours);
+        let after = backing();
+        // Its own image does detach it (and cleans up before asserting).
+        let gone = detach_if_backed_by(&att.name, &theirs);
+        assert!(!kept.unwrap());
+        assert_eq!(after.as_deref(), theirs.to_str());
+        assert!(gone.unwrap());
+        // The kernel defers a detach while anyone has the device open (a
+        // parallel test's losetup reading it): it goes at the last close.
+        let until = Instant::now() + Duration::from_secs(5);
+        while backing().as_deref() == theirs.to_str() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let out = std::process::Command::new("losetup")
+            .args(["--list", "--noheadings", "--output", "NAME,BACK-FILE"])
+            .output()
+            .unwrap();
+        let listed = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(!listed.contains(theirs.to_str().unwrap()), "{listed}");
     }
 
     #[test]

@@ -356,9 +356,6 @@ mod tests {
         if !iolab_testkit::is_root() {
             return iolab_testkit::skip(test, "mounting an EROFS image needs root");
         }
-        let _one = crate::loopdev::TEST_ATTACH
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
         let dir = tempfile::tempdir_in("/var/tmp").unwrap();
         let src = dir.path().join("src");
         std::fs::create_dir(&src).unwrap();
@@ -412,7 +409,7 @@ mod tests {
         for (p, v) in &queue {
             std::fs::write(p, v.trim()).unwrap();
         }
-        crate::loopdev::detach(&att.name).unwrap();
+        assert!(crate::loopdev::detach_if_backed_by(&att.name, &img).unwrap());
         result.unwrap();
     }
 }
