@@ -1313,8 +1313,14 @@ fn initial_and_full_display_are_stored_per_start() {
         let ttid = r["extra"]["ttid_ns"].as_u64().unwrap();
         let ttfd = r["extra"]["ttfd_ns"].as_u64().unwrap();
         assert_eq!(ttid, r["duration_ns"].as_u64().unwrap(), "{r}");
+        // The target writes its lines at least 300 ms apart; iolab times
+        // each when its watcher reads it, one wakeup later, so the gap it
+        // sees may be short by the first wakeup's lateness (a fresh-clone
+        // CI run here beside the background builds: 299.68 ms). 20 ms is
+        // far beyond that and far below the gap, so a full display taken
+        // from the first line still fails.
         assert!(
-            ttfd >= ttid + 300_000_000 && ttfd < ttid + 5_000_000_000,
+            ttfd >= ttid + 280_000_000 && ttfd < ttid + 5_000_000_000,
             "{r}"
         );
     }
