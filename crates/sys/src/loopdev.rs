@@ -319,6 +319,43 @@ fn make_node(name: &str, path: &Path) -> std::io::Result<()> {
     .map_err(std::io::Error::from)
 }
 
+/// For tests: [`attach`], keeping the queue attributes the configure
+/// changes from the backing file (read_ahead_kb, rotational, write_cache,
+/// as the guard journals them), which the detach leaves: a test writes
+/// them back with [`QueueAsFound::put_back`] while the device is still
+/// bound, so it leaves the machine's loop devices as it found them.
+#[cfg(test)]
+pub(crate) fn attach_for_test(
+    backing: &Path,
+    direct_io: bool,
+    read_only: bool,
+) -> (Attached, QueueAsFound) {
+    let mut found = QueueAsFound(Vec::new());
+    let att = attach_announced(backing, direct_io, read_only, &mut |name| {
+        found.0.clear();
+        for a in ["read_ahead_kb", "rotational", "write_cache"] {
+            let p = Path::new("/sys/block").join(name).join("queue").join(a);
+            found.0.push((p.clone(), std::fs::read_to_string(&p)?));
+        }
+        Ok(())
+    })
+    .unwrap();
+    (att, found)
+}
+
+/// A test device's queue attributes as they were before its configure.
+#[cfg(test)]
+pub(crate) struct QueueAsFound(Vec<(PathBuf, String)>);
+
+#[cfg(test)]
+impl QueueAsFound {
+    pub(crate) fn put_back(&self) {
+        for (p, v) in &self.0 {
+            std::fs::write(p, v.trim()).unwrap();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -338,7 +375,7 @@ mod tests {
             .unwrap()
             .set_len(8 << 20)
             .unwrap();
-        let att = attach(&img, true, false).unwrap();
+        let (att, found) = attach_for_test(&img, true, false);
         let list = |name: &str| {
             let out = std::process::Command::new("losetup")
                 .args(["--list", "--noheadings", "--output", "NAME,BACK-FILE,DIO"])
@@ -353,6 +390,7 @@ mod tests {
         assert!(line.contains(img.to_str().unwrap()), "{line}");
         assert!(line.trim_end().ends_with('1') && att.direct_io, "{line}");
         assert!(!att.node_made, "devtmpfs made {}", att.node.display());
+        found.put_back();
         assert!(detach_if_backed_by(&att.name, &img).unwrap());
         // The device's number may go to another test's image at once (they
         // run in parallel): what must be gone is ours behind it.
@@ -386,7 +424,7 @@ mod tests {
                 .set_len(8 << 20)
                 .unwrap();
         }
-        let att = attach(&theirs, false, true).unwrap();
+        let (att, found) = attach_for_test(&theirs, false, true);
         let backing = || {
             std::fs::read_to_string(format!("/sys/block/{}/loop/backing_file", att.name))
                 .map(|s| s.trim_end().to_string())
@@ -394,6 +432,7 @@ mod tests {
         };
         let kept = detach_if_backed_by(&att.name, &ours);
         let after = backing();
+        found.put_back();
         // Its own image does detach it (and cleans up before asserting).
         let gone = detach_if_backed_by(&att.name, &theirs);
         assert!(!kept.unwrap());

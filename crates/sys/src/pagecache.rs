@@ -373,21 +373,9 @@ mod tests {
             return iolab_testkit::skip(test, "mkfs.erofs (erofs-utils) is not installed");
         }
         // Configuring a loop changes its queue, and detaching it does not
-        // change it back: read before, written back while still bound (as
-        // the guard does), so the test leaves the machine as it found it.
-        let mut queue: Vec<(std::path::PathBuf, String)> = Vec::new();
-        let att = crate::loopdev::attach_announced(&img, false, true, &mut |name| {
-            queue.clear();
-            for a in ["read_ahead_kb", "rotational"] {
-                let p = std::path::Path::new("/sys/block")
-                    .join(name)
-                    .join("queue")
-                    .join(a);
-                queue.push((p.clone(), std::fs::read_to_string(&p)?));
-            }
-            Ok(())
-        })
-        .unwrap();
+        // change it back: written back while still bound (as the guard
+        // does), so the test leaves the machine as it found it.
+        let (att, found) = crate::loopdev::attach_for_test(&img, false, true);
         let mnt = dir.path().join("mnt");
         std::fs::create_dir(&mnt).unwrap();
         let mounted = rustix::mount::mount(
@@ -406,9 +394,7 @@ mod tests {
             assert_eq!(fincore_pages(&odex), Some(0));
         });
         let _ = rustix::mount::unmount(&mnt, rustix::mount::UnmountFlags::empty());
-        for (p, v) in &queue {
-            std::fs::write(p, v.trim()).unwrap();
-        }
+        found.put_back();
         assert!(crate::loopdev::detach_if_backed_by(&att.name, &img).unwrap());
         result.unwrap();
     }
