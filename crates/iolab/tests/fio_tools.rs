@@ -265,12 +265,15 @@ fn fiograph(tools: &Path, dir: &Path) -> Summary {
     }
 }
 
-/// Rows of (time, samples) agree in time and within 2 % in samples.
+/// Rows of (time, samples) agree in time (within 12 ms, a twentieth of
+/// the 250 ms window: each tool's timer stamps a few ms late under load,
+/// and a row at another boundary is off by a window) and within 2 % in
+/// samples.
 fn rows_agree(a: &Value, b: &Value) -> bool {
     let (a, b) = (a.as_array().unwrap(), b.as_array().unwrap());
     a.len() == b.len()
         && a.iter().zip(b).all(|(x, y)| {
-            x[0].as_u64().unwrap().abs_diff(y[0].as_u64().unwrap()) <= 3
+            x[0].as_u64().unwrap().abs_diff(y[0].as_u64().unwrap()) <= 12
                 && within(x[1].as_f64().unwrap(), y[1].as_f64().unwrap(), 0.02)
         })
 }
