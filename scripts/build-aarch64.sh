@@ -110,24 +110,22 @@ echo "aarch64 smoke run: ok"
 
 if [ "${IOLAB_AARCH64_TESTS:-1}" = 1 ]; then
     # Unit tests, run by qemu-aarch64-static as the runner
-    # (directly, no binfmt registration). Three tests cannot pass under
+    # (directly, no binfmt registration). Two tests cannot pass under
     # user-mode qemu, for qemu's reasons, not iolab's:
     # - qemu answers /proc/<own pid>/stat itself with most fields 0, so the
     #   process group read from it is 0 (process::tests::state_and_group...);
     # - Debian 12's qemu (7.2) does not know cachestat(2) (Linux 6.5), so
     #   that test would skip, which CI's IOLAB_REQUIRE_ALL_TESTS=1 fails
-    #   (iolab itself falls back to mincore(2) there, as on old kernels);
-    # - the model clock's average sleep error (40 µs) is a timing test:
-    #   under emulation on a shared host it failed one run in two CI runs
-    #   (clock::tests::sleeps_to_the_due_time_on_average);
-    # (pagecache::tests::a_file_on_erofs_is_evicted was skipped here too,
-    # its mount's EINVAL put down to qemu: it was iolab's, a parallel test
-    # detaching a loop number by name after the EROFS test had been given
-    # it; loopdev::detach_if_backed_by. It passes under qemu-user now.)
+    #   (iolab itself falls back to mincore(2) there, as on old kernels).
+    # (Two more were skipped here: the model clock's timing test, whose
+    # crate, iolab-model, is not among these; and
+    # pagecache::tests::a_file_on_erofs_is_evicted, its mount's EINVAL put
+    # down to qemu: it was iolab's, a parallel test detaching a loop number
+    # by name after the EROFS test had been given it, see
+    # loopdev::detach_if_backed_by. It passes under qemu-user now.)
     # Without binfmt, a test that runs its own binary again (as nobody,
     # or under the CI variable) goes through the same runner.
     IOLAB_TEST_RUNNER=qemu-aarch64-static "${unit_tests[@]}" -- \
         --skip process::tests::state_and_group_skip_odd_comm \
-        --skip cachestat::tests::counts_the_pages_of_a_freshly_written_file \
-        --skip clock::tests::sleeps_to_the_due_time_on_average
+        --skip cachestat::tests::counts_the_pages_of_a_freshly_written_file
 fi

@@ -394,7 +394,10 @@ fn a_full_ready_line_is_waited_for_and_timed_after_the_ready_line() {
     let full = o.full_ready_ns.unwrap() as f64 / S;
     assert_eq!(o.duration_ns, o.ready_ns.unwrap());
     assert!((0.1..1.0).contains(&ready), "{o:?}");
-    assert!(full - ready >= 0.3 && full < wall, "{o:?} in {wall} s");
+    // 300 ms apart as the target writes them, each timed when the watcher
+    // reads it: the gap may be short by the first read's lateness (the
+    // same bound as tests/startup.rs, which saw 299.68 ms under load).
+    assert!(full - ready >= 0.28 && full < wall, "{o:?} in {wall} s");
     // Not waited for the 30 s sleep after it.
     assert!(wall < 5.0, "{wall}");
 

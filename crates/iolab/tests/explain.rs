@@ -494,8 +494,11 @@ fn bpf_sums_the_causes_in_the_kernel() {
         .find(|c| c["cause"] == "idle: sleep")
         .unwrap_or_else(|| panic!("no sleep: {v}"));
     let ns = sleep["blocked_ns"].as_u64().unwrap();
+    // Off-CPU runs from the switch-out, which follows the timer's arming
+    // by a few us: a 0.3 s sleep may show that much less (a unit error or
+    // a lost sleep is off by far more).
     assert!(
-        (300_000_000..wall).contains(&ns),
+        (299_000_000..wall).contains(&ns),
         "a 0.3 s sleep blocked {ns} ns (wall {wall} ns): {v}"
     );
     assert_eq!(v["counters"]["no_room"], 0, "{v}");

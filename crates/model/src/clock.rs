@@ -67,9 +67,17 @@ mod tests {
             sleep_until(due, &late);
             errors.push(now_ns() as i64 - due as i64);
         }
-        // After warming up, the mean error is far below a timer's lateness.
-        let tail = &errors[100..];
+        // After warming up, the typical error is far below a timer's
+        // lateness (50-100 us here without the lead): the median, because
+        // one wakeup a few ms late on a loaded machine (another process on
+        // the core, the host taking the vCPU) moves a mean of 100 by tens
+        // of us on its own. The mean is still held to a bound a missing or
+        // runaway lead exceeds.
+        let mut tail = errors[100..].to_vec();
         let mean = tail.iter().sum::<i64>() / tail.len() as i64;
-        assert!(mean.abs() < 40_000, "mean error {mean} ns");
+        tail.sort_unstable();
+        let median = tail[tail.len() / 2];
+        assert!(median.abs() < 40_000, "median error {median} ns: {tail:?}");
+        assert!(mean.abs() < 200_000, "mean error {mean} ns: {tail:?}");
     }
 }
