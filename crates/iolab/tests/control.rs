@@ -653,6 +653,24 @@ fn the_groups_are_gone_after_ctrl_c_and_after_sigkill_and_the_next_run() {
     // the next run restores its journal.
     let (mut child, group) = spawn_until_groups(&b);
     std::thread::sleep(Duration::from_millis(500));
+    // A cell's groups are made at its start and removed at its end, so a
+    // kill between two cells finds none (a fresh-clone CI run here). The
+    // run is stopped where its groups exist, then killed: stopped, it can
+    // remove nothing.
+    let pid = rustix::process::Pid::from_child(&child);
+    let t0 = Instant::now();
+    loop {
+        rustix::process::kill_process(pid, rustix::process::Signal::STOP).unwrap();
+        if group.join("load").exists() {
+            break;
+        }
+        rustix::process::kill_process(pid, rustix::process::Signal::CONT).unwrap();
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no groups of the run in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(
