@@ -26,7 +26,6 @@ use crate::UsageError;
 
 /// Loop devices whose backing file is `backing` (`/sys/block/loop*/loop/backing_file`).
 pub fn loops_backed_by(backing: &Path) -> Vec<String> {
-    let want = backing.to_string_lossy();
     let mut out = Vec::new();
     if let Ok(entries) = std::fs::read_dir("/sys/block") {
         for e in entries.flatten() {
@@ -34,13 +33,12 @@ pub fn loops_backed_by(backing: &Path) -> Vec<String> {
             if !name.starts_with("loop") {
                 continue;
             }
-            // An unbound loop device has no backing_file: it backs nothing.
-            let Ok(bf) = std::fs::read_to_string(e.path().join("loop/backing_file")) else {
-                continue;
-            };
-            let bf = bf.trim_end();
-            let bf = bf.strip_suffix(" (deleted)").unwrap_or(bf);
-            if bf == want {
+            // An unbound loop device backs nothing.
+            if crate::loopdev::backing_file(&name)
+                .ok()
+                .flatten()
+                .is_some_and(|bf| bf == backing)
+            {
                 out.push(name);
             }
         }

@@ -216,23 +216,17 @@ fn configure_old(dev: &File, file: &File, cfg: &ld::loop_config) -> std::io::Res
 }
 
 /// Detaches loop device `name` when it is bound to `backing`
-/// (LOOP_CLR_FD), and says whether it did. A loop number is free for
-/// anyone the moment it is detached, so a name looked up earlier (a
-/// journal, a listing, a detach repeated) may now be another process's
-/// image, and detaching it by name alone would pull that image from under
-/// its mount. Two of this crate's tests did exactly that: one detached its
-/// device twice, and the second detach took the EROFS test's image, which
-/// had just been given the number (mount: no superblock, 6 runs in 25).
-/// So the device is opened first and its binding read after: while iolab
-/// holds it open, nobody can unbind it (the kernel defers any other
-/// LOOP_CLR_FD to the last close), so the file sysfs names then is the one
-/// the detach acts on. The binding is compared by path as sysfs prints it
-/// (`backing`, or `backing (deleted)`), as [`crate::device_safety::loops_backed_by`]
-/// finds devices, and never by touching the backing file: a model lab's
-/// image is served by FUSE, whose dead server answers ENOTCONN and whose
-/// stopped one would block. Not bound to `backing` is not an error: false.
-/// The kernel defers the detach while the device is open (a mount on it
-/// closing this moment), which is what a busy device wants.
+/// (LOOP_CLR_FD), and says whether it did. A loop number is anyone's the
+/// moment it is detached, so a name looked up earlier (a journal, a
+/// listing, a detach repeated) may now be another process's image: a test
+/// that detached twice by name took the EROFS test's image from under its
+/// mount. The device is opened first and its binding read after: while
+/// iolab holds it open nobody can unbind it (the kernel defers any other
+/// LOOP_CLR_FD to the last close), so the file compared is the one
+/// detached. Compared by path as sysfs prints it ([`backing_file`]), never
+/// by touching the file: a model lab's image is served by FUSE, whose dead
+/// server answers ENOTCONN and whose stopped one would block. The kernel
+/// defers the detach while the device is open, as a busy device wants.
 pub fn detach_if_backed_by(name: &str, backing: &Path) -> std::io::Result<bool> {
     // A device being removed this moment backs nothing either.
     let dev = match open_any(name) {
@@ -241,16 +235,27 @@ pub fn detach_if_backed_by(name: &str, backing: &Path) -> std::io::Result<bool> 
         Err(e) if e.raw_os_error() == Some(libc::ENXIO) => return Ok(false),
         Err(e) => return Err(e),
     };
-    let shown =
-        std::fs::read_to_string(format!("/sys/block/{name}/loop/backing_file")).unwrap_or_default();
-    let shown = shown.trim_end();
-    let ours = shown.strip_suffix(" (deleted)").unwrap_or(shown);
-    if shown.is_empty() || Path::new(ours) != backing {
+    if backing_file(name)?.as_deref() != Some(backing) {
         return Ok(false);
     }
     match detach_file(&dev) {
         Ok(()) => Ok(true),
         Err(e) if e.raw_os_error() == Some(libc::ENXIO) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The file loop device `name` is bound to, as sysfs names it (a deleted
+/// one without its " (deleted)"); None when it is bound to nothing (an
+/// unbound device has no `loop/backing_file`).
+pub fn backing_file(name: &str) -> std::io::Result<Option<PathBuf>> {
+    match std::fs::read_to_string(format!("/sys/block/{name}/loop/backing_file")) {
+        Ok(s) => {
+            let s = s.trim_end();
+            let s = s.strip_suffix(" (deleted)").unwrap_or(s);
+            Ok((!s.is_empty()).then(|| PathBuf::from(s)))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
     }
 }
