@@ -10,6 +10,12 @@
 //! taking `latency + bytes / rate`. A flush waits for every slot, then
 //! holds the device for its cost.
 //!
+//! A duplex model (the `rate` model of `--bw`, standing in for
+//! blk-throttle) keeps reads and writes apart entirely: each direction has
+//! its own `queue_depth` slots and its own channel, as blk-throttle holds
+//! reads and writes in separate queues with separate budgets. A write
+//! waiting for its channel then never holds a slot a read needs.
+//!
 //! A request that continues the previous one (same direction, starting
 //! where it ended) and arrives while that one is still transferring is
 //! its continuation: FUSE splits a loop device's 1 MiB request into
@@ -74,11 +80,16 @@ pub struct Slot {
 pub struct DeviceClock {
     params: ModelParams,
     free_at: Vec<u64>,
+    /// The write slots of a duplex model (`free_at` is then reads').
+    write_free_at: Vec<u64>,
     channel_free: u64,
     /// The write channel of a duplex model (`channel_free` is then reads').
     write_channel_free: u64,
     last_end: Option<u64>,
     last_write: bool,
+    /// Where the last write ended, in a duplex model (whose reads and
+    /// writes are separate streams).
+    last_write_end: Option<u64>,
     busy_until: u64,
     /// Time at least one request was in service, ns.
     pub busy_ns: u64,
@@ -88,13 +99,16 @@ impl DeviceClock {
     /// An idle device.
     pub fn new(params: ModelParams) -> DeviceClock {
         let depth = params.queue_depth.max(1) as usize;
+        let write_slots = if params.duplex { depth } else { 0 };
         DeviceClock {
             params,
             free_at: vec![0; depth],
+            write_free_at: vec![0; write_slots],
             channel_free: 0,
             write_channel_free: 0,
             last_end: None,
             last_write: false,
+            last_write_end: None,
             busy_until: 0,
             busy_ns: 0,
         }
@@ -120,9 +134,17 @@ impl DeviceClock {
         let p = &self.params;
         let slot = match op {
             Op::Flush => {
-                let start = self.free_at.iter().copied().max().unwrap_or(0).max(now_ns);
+                let start = self
+                    .free_at
+                    .iter()
+                    .chain(&self.write_free_at)
+                    .copied()
+                    .max()
+                    .unwrap_or(0)
+                    .max(now_ns);
                 let done = start + p.flush_ns;
                 self.free_at.iter_mut().for_each(|f| *f = done);
+                self.write_free_at.iter_mut().for_each(|f| *f = done);
                 self.channel_free = self.channel_free.max(done);
                 self.write_channel_free = self.write_channel_free.max(done);
                 Slot {
@@ -131,12 +153,13 @@ impl DeviceClock {
                 }
             }
             Op::Discard { .. } => {
-                let (i, free) = self.first_free();
+                let (i, free) = self.first_free(true);
                 let start = free.max(now_ns);
                 let done = start.saturating_add(p.write_latency_ns);
-                self.free_at[i] = done;
+                *self.slot_mut(true, i) = done;
                 // The next transfer is not a continuation of a discard.
                 self.last_end = None;
+                self.last_write_end = None;
                 Slot {
                     start_ns: start,
                     done_ns: done,
@@ -144,7 +167,7 @@ impl DeviceClock {
             }
             Op::Read { offset, bytes } | Op::Write { offset, bytes } => {
                 let write = matches!(op, Op::Write { .. });
-                let (i, free) = self.first_free();
+                let (i, free) = self.first_free(write);
                 let start = free.max(now_ns);
                 let duplex_write = p.duplex && write;
                 let channel = if duplex_write {
@@ -152,7 +175,11 @@ impl DeviceClock {
                 } else {
                     self.channel_free
                 };
-                let continues = self.last_end == Some(offset) && self.last_write == write;
+                let continues = if duplex_write {
+                    self.last_write_end == Some(offset)
+                } else {
+                    self.last_end == Some(offset) && self.last_write == write
+                };
                 let continuation = continues && now_ns.saturating_add(early_ns) < channel;
                 let seek = if p.seek_ns > 0 && !continues {
                     p.seek_ns
@@ -172,9 +199,13 @@ impl DeviceClock {
                 } else {
                     self.channel_free = done;
                 }
-                self.free_at[i] = done;
-                self.last_end = Some(offset.saturating_add(bytes));
-                self.last_write = write;
+                *self.slot_mut(write, i) = done;
+                if duplex_write {
+                    self.last_write_end = Some(offset.saturating_add(bytes));
+                } else {
+                    self.last_end = Some(offset.saturating_add(bytes));
+                    self.last_write = write;
+                }
                 Slot {
                     start_ns: start,
                     done_ns: done,
@@ -191,9 +222,27 @@ impl DeviceClock {
         slot
     }
 
-    /// The command slot that frees first, and when.
-    fn first_free(&self) -> (usize, u64) {
-        self.free_at
+    /// The slots a request of this direction takes: a duplex model's
+    /// writes have their own.
+    fn slots(&self, write: bool) -> &[u64] {
+        if write && self.params.duplex {
+            &self.write_free_at
+        } else {
+            &self.free_at
+        }
+    }
+
+    fn slot_mut(&mut self, write: bool, i: usize) -> &mut u64 {
+        if write && self.params.duplex {
+            &mut self.write_free_at[i]
+        } else {
+            &mut self.free_at[i]
+        }
+    }
+
+    /// The command slot of this direction that frees first, and when.
+    fn first_free(&self, write: bool) -> (usize, u64) {
+        self.slots(write)
             .iter()
             .copied()
             .enumerate()
@@ -369,6 +418,46 @@ mod tests {
             },
         );
         assert_eq!(w.done_ns, 30_000_000);
+    }
+
+    /// blk-throttle holds reads and writes in separate queues: a backlog
+    /// of writes waiting for their budget never delays a read. So in a
+    /// duplex model a write waiting for its channel holds no slot a read
+    /// needs, where a shared model's read waits for a slot to free.
+    #[test]
+    fn a_duplex_models_write_backlog_holds_no_slot_a_read_needs() {
+        let admit_after_writes = |duplex: bool| {
+            let mut p = params(4);
+            p.duplex = duplex;
+            let mut d = DeviceClock::new(p);
+            for i in 0..4 {
+                // 1 MB at 50 MB/s: 20 ms each, one after another.
+                d.admit(
+                    0,
+                    Op::Write {
+                        offset: i * 1_000_000,
+                        bytes: 1_000_000,
+                    },
+                );
+            }
+            d.admit(
+                1_000,
+                Op::Read {
+                    offset: 1 << 30,
+                    bytes: 100_000,
+                },
+            )
+        };
+        // 100 µs latency + 1 ms transfer, at once.
+        assert_eq!(
+            admit_after_writes(true),
+            Slot {
+                start_ns: 1_000,
+                done_ns: 1_101_000
+            }
+        );
+        // Shared: the slot the first write frees (its 200 µs + 20 ms).
+        assert_eq!(admit_after_writes(false).start_ns, 20_200_000);
     }
 
     #[test]

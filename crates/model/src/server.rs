@@ -204,7 +204,12 @@ const CONTROL: INodeNo = INodeNo(4);
 pub struct ModelFs {
     size: u64,
     device: Mutex<DeviceClock>,
-    jobs: Mutex<mpsc::Sender<Job>>,
+    /// Where completions wait for their time: one pool of workers, or in a
+    /// duplex model one for reads and one for the rest. Workers take jobs
+    /// in arrival order and sleep until each is due, which is the order
+    /// they fall due only within one channel: a duplex model's writes may
+    /// be due long after a read that arrived behind them.
+    jobs: Vec<Mutex<mpsc::Sender<Job>>>,
     stats: Arc<Stats>,
     in_model: Arc<AtomicU64>,
     started_ns: u64,
@@ -237,27 +242,32 @@ impl ModelFs {
         };
         let size = buffered.metadata()?.len();
         let files = Arc::new(Files { buffered, direct });
-        let (tx, rx) = mpsc::channel::<Job>();
-        let rx = Arc::new(Mutex::new(rx));
         let in_model = Arc::new(AtomicU64::new(0));
         let workers = device.params().queue_depth as usize + 4;
         let oversleep = Arc::new(Oversleep::default());
-        for i in 0..workers {
-            let (rx, files, stats, in_model, oversleep) = (
-                rx.clone(),
-                files.clone(),
-                stats.clone(),
-                in_model.clone(),
-                oversleep.clone(),
-            );
-            std::thread::Builder::new()
-                .name(format!("model-{i}"))
-                .spawn(move || worker(&rx, &files, &stats, &in_model, &oversleep))?;
+        let pools = if device.params().duplex { 2 } else { 1 };
+        let mut jobs = Vec::with_capacity(pools);
+        for pool in 0..pools {
+            let (tx, rx) = mpsc::channel::<Job>();
+            let rx = Arc::new(Mutex::new(rx));
+            for i in 0..workers {
+                let (rx, files, stats, in_model, oversleep) = (
+                    rx.clone(),
+                    files.clone(),
+                    stats.clone(),
+                    in_model.clone(),
+                    oversleep.clone(),
+                );
+                std::thread::Builder::new()
+                    .name(format!("model-{pool}-{i}"))
+                    .spawn(move || worker(&rx, &files, &stats, &in_model, &oversleep))?;
+            }
+            jobs.push(Mutex::new(tx));
         }
         Ok(ModelFs {
             size,
             device: Mutex::new(device),
-            jobs: Mutex::new(tx),
+            jobs,
             stats,
             in_model,
             started_ns: now_ns(),
@@ -335,8 +345,11 @@ impl ModelFs {
             due_ns: slot.done_ns.saturating_sub(early).max(now),
             arrived_ns: now,
         };
-        if let Err(mpsc::SendError(job)) = self
-            .jobs
+        let pool = match op {
+            Op::Read { .. } => 0,
+            _ => self.jobs.len() - 1,
+        };
+        if let Err(mpsc::SendError(job)) = self.jobs[pool]
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .send(job)
@@ -527,12 +540,21 @@ impl Filesystem for ModelFs {
         // slots (the loop device's depth bounds them anyway).
         let _ = config.set_max_write(MAX_REQUEST);
         let _ = config.add_capabilities(fuser::InitFlags::FUSE_ASYNC_DIO);
-        let depth = self
+        // A duplex model has twice the slots and workers: with the
+        // kernel's limit at one direction's, its FIFO of background
+        // requests would queue reads behind writes before the model sees
+        // them.
+        let (depth, pools) = self
             .device
             .lock()
-            .map(|d| d.params().queue_depth)
-            .unwrap_or(1);
-        let bg = u16::try_from(depth + 4).unwrap_or(u16::MAX);
+            .map(|d| {
+                (
+                    d.params().queue_depth,
+                    if d.params().duplex { 2 } else { 1 },
+                )
+            })
+            .unwrap_or((1, 1));
+        let bg = u16::try_from((depth + 4) * pools).unwrap_or(u16::MAX);
         let _ = config.set_max_background(bg);
         let _ = config.set_congestion_threshold(bg);
         Ok(())
