@@ -473,10 +473,22 @@ pub use iolab_sys::device_safety::loops_backed_by;
 
 /// The queue attributes of a loop device that LOOP_CONFIGURE sets from
 /// its backing file (checked on 6.18: read_ahead_kb 128 → 2560, rotational
-/// 0 → 1, write_cache "write through" → "write back") and LOOP_CLR_FD
-/// leaves as they are. The discard and write-zeroes limits change too, but
-/// are read-only and set again by the next configure.
-pub const LOOP_QUEUE_ATTRS: [&str; 3] = ["read_ahead_kb", "rotational", "write_cache"];
+/// 0 → 1) and LOOP_CLR_FD leaves as they are. The discard and write-zeroes
+/// limits change too, but are read-only and set again by the next
+/// configure.
+///
+/// Not `write_cache`, though its reading changes too ("write through" →
+/// "write back"): the reading of a device never bound is the driver's
+/// feature being absent, and the only way to show it again is writing
+/// "write through", which sets a flag the kernel keeps through every later
+/// bind of that number (checked on 6.18: a new loop device binds "write
+/// back"; one written "write through" once binds "write through" ever
+/// after, so flushes never reach its backing file). Writing it back
+/// poisoned every later lab on the number. What persists is that flag,
+/// and a lab that sets `write_cache` journals and restores the value it
+/// found after the bind, which is the flag as found; a detached device
+/// reads what `losetup -d` leaves.
+pub const LOOP_QUEUE_ATTRS: [&str; 2] = ["read_ahead_kb", "rotational"];
 
 fn undo_loop(
     backing: &Path,

@@ -122,6 +122,25 @@ fn a_model_lab_serves_io_reports_and_goes_away() {
     assert!(obs["busy_s"].as_f64().unwrap() > 0.0, "{obs}");
     let pid = obs["pid"].as_u64().unwrap();
     assert!(alive(pid));
+    // The device presents flash, not whatever the bind inherited: and
+    // fsync's flushes reach the model (the server's own count of FUSE
+    // FSYNCs), which a loop device showing "write through" never sends.
+    assert_eq!(st["read_ahead_kb"], 128, "{st}");
+    assert_eq!(st["rotational"], false, "{st}");
+    assert_eq!(st["write_cache"], "write back", "{st}");
+    let flushes = obs["flushes"].as_u64().unwrap();
+    for i in 0..10 {
+        let f = std::fs::File::create(mnt.join(format!("sync{i}"))).unwrap();
+        use std::io::Write;
+        (&f).write_all(&[1u8; 4096]).unwrap();
+        f.sync_all().unwrap();
+    }
+    let after = status(&env)["model_stats"]["flushes"].as_u64().unwrap();
+    assert!(
+        after >= flushes + 10,
+        "10 fsyncs, the model saw {} flushes",
+        after - flushes
+    );
     let fuse = fuse_mnt(&env);
     assert!(is_mounted(&fuse));
     env.down();

@@ -112,6 +112,12 @@ fn device_rows(s: &LabStatus, rows: &mut Vec<(&'static str, String)>) {
     if let Some(r) = s.read_ahead_kb {
         queue.push(format!("read_ahead_kb {r}"));
     }
+    if let Some(r) = s.rotational {
+        queue.push(format!("rotational {}", u8::from(r)));
+    }
+    if let Some(w) = &s.write_cache {
+        queue.push(format!("write cache: {w}"));
+    }
     if let Some(d) = s.dirty_limit_bytes {
         queue.push(format!("dirty limit {}", format_bytes(d)));
     }

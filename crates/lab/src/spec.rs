@@ -109,6 +109,11 @@ pub struct LabSpec {
     /// Driver queue depth of the device under test (`None`: the loop
     /// driver's 128, or [`DEFAULT_THROTTLED_DEPTH`] when throttled).
     pub queue_depth: Option<u32>,
+    /// `read_ahead_kb` of the device under test (`None`:
+    /// [`crate::DEFAULT_READ_AHEAD_KB`], not what the bind inherits from
+    /// the host's disk; see `presented.rs`).
+    #[serde(default)]
+    pub read_ahead_kb: Option<u32>,
     /// Dirty page-cache limit of the lab's filesystem in bytes (bdi
     /// `max_bytes` + `strict_limit`); `None`: see
     /// [`LabSpec::effective_dirty_limit`].
@@ -160,6 +165,7 @@ impl Default for LabSpec {
             bw_bytes: None,
             iops: None,
             queue_depth: None,
+            read_ahead_kb: None,
             dirty_limit_bytes: None,
             dirty_limit_preferred: false,
             throttle_unsuitable: None,
@@ -338,6 +344,8 @@ pub struct SpecText<'a> {
     pub queue_depth: Option<&'a str>,
     /// `--dirty-limit`, e.g. `64MiB`.
     pub dirty_limit: Option<&'a str>,
+    /// `--read-ahead-kb`.
+    pub read_ahead_kb: Option<u32>,
     /// `--dir`.
     pub dir: &'a str,
     /// `--zram`.
@@ -471,6 +479,7 @@ impl LabSpec {
                 .map_err(|e| flag("--bw", e))?,
             iops: t.iops.map(|i| count("--iops", i)).transpose()?,
             queue_depth,
+            read_ahead_kb: t.read_ahead_kb,
             dirty_limit_bytes: t
                 .dirty_limit
                 .map(iolab_sys::units::parse_size)

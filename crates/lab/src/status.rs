@@ -61,6 +61,10 @@ pub struct LabStatus {
     pub queue_depth_kernel_unknown: Option<String>,
     /// `queue/read_ahead_kb`.
     pub read_ahead_kb: Option<u64>,
+    /// `queue/rotational`.
+    pub rotational: Option<bool>,
+    /// `queue/write_cache`: "write back" when flushes reach the device.
+    pub write_cache: Option<String>,
     /// Dirty page-cache limit of the lab's filesystem in bytes (bdi
     /// `max_bytes`, with `strict_limit` on); `None` when the global limits
     /// apply.
@@ -229,6 +233,8 @@ fn read_live(lab: &Lab, st: &mut LabStatus) {
     st.iosched = top.iosched_tunables().into_iter().collect();
     st.nr_requests = num(top, "nr_requests");
     st.read_ahead_kb = num(top, "read_ahead_kb");
+    st.rotational = num(top, "rotational").map(|r| r == 1);
+    st.write_cache = top.queue_attr("write_cache").ok();
     st.dirty_limit_bytes = top.devno().ok().and_then(|d| {
         let bdi = Path::new("/sys/class/bdi").join(d);
         let read = |f: &str| std::fs::read_to_string(bdi.join(f)).ok();

@@ -99,6 +99,8 @@ fn make(guard: &Guard, spec: &LabSpec) -> Result<Lab, LabError> {
     }
     checkpoint("mkfs")?;
     if !spec.zram {
+        m.warnings
+            .extend(crate::presented::set(guard, spec, &top, lower.as_ref())?);
         m.queue_depth = throttle::configure(guard, spec, &top, lower.as_ref())?;
     }
     if let Some(limit) = spec.effective_dirty_limit() {

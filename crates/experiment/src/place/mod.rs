@@ -305,10 +305,11 @@ fn new_lab(
     let dev = lab.device().clone();
     let what = match use_ {
         PlaceUse::Files => format!(
-            "temporary lab {} on {}{}",
+            "temporary lab {} on {}{}; {}",
             lab.name,
             dev.name,
-            backend_words(&lab.spec)
+            backend_words(&lab.spec),
+            presented_words(&dev)
         ),
         _ => format!(
             "temporary lab {name} on {} ({}, {})",
@@ -337,6 +338,22 @@ fn new_lab(
         made: true,
         warnings: lab.warnings.clone(),
     })
+}
+
+/// What the lab's device presents above it, read back from sysfs (the
+/// lab sets it rather than inheriting the host disk's: see
+/// iolab-lab's `presented.rs`); an unreadable value is named so.
+fn presented_words(dev: &BlockDev) -> String {
+    let attr = |a: &str| {
+        dev.queue_attr(a)
+            .unwrap_or_else(|e| format!("unreadable ({e})"))
+    };
+    format!(
+        "read_ahead_kb {}, rotational {}, write cache: {}",
+        attr("read_ahead_kb"),
+        attr("rotational"),
+        attr("write_cache")
+    )
 }
 
 /// A loop device over a file in a tmpfs of its own (a max sweep: the

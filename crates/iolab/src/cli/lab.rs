@@ -56,6 +56,11 @@ pub struct UpArgs {
     /// else the kernel's global limits].
     #[arg(long, value_name = "SIZE")]
     pub dirty_limit: Option<String>,
+    /// read_ahead_kb of the device under test [default: 128, the kernel's
+    /// and Android's after boot, not what the loop device inherits from
+    /// the disk under its image].
+    #[arg(long, value_name = "KB")]
+    pub read_ahead_kb: Option<u32>,
     /// Directory for the image file [default: /var/tmp/iolab; on Android
     /// /data/local/tmp/iolab/images].
     #[arg(long)]
@@ -160,6 +165,7 @@ fn up(a: UpArgs) -> anyhow::Result<()> {
         iops: a.iops.as_deref(),
         queue_depth: a.queue_depth.as_deref(),
         dirty_limit: a.dirty_limit.as_deref(),
+        read_ahead_kb: a.read_ahead_kb,
         dir: &a
             .dir
             .clone()
