@@ -360,11 +360,14 @@ static __always_inline int slot_take(struct slot *s, struct key *k, struct pendi
 }
 #endif
 
-/* The pending request at `k` in `start`, removed. */
+/* The pending request at `k` in `start`, removed: an issued one, or an
+ * empty pre-flush write (no sectors, not itself a flush), which is never
+ * issued: it completes when the flush it waited for does, and diskstats
+ * counts it as a write (iolab's tracefs tracker takes it the same way). */
 static __always_inline int take_from_start(struct key *k, struct pending *out)
 {
 	struct pending *p = bpf_map_lookup_elem(&start, k);
-	if (!p || !p->issue_ns)
+	if (!p || (!p->issue_ns && (p->all_sectors || k->flush)))
 		return 0;
 	*out = *p;
 	bpf_map_delete_elem(&start, k);
@@ -445,8 +448,10 @@ static __always_inline void completed(int di, __u32 dev, __u64 sector, __u32 flu
 		return;
 	}
 	__u64 now = bpf_ktime_get_ns();
-	__u64 lat = now - rest.issue_ns;
-	__u64 que = rest.insert_ns ? rest.issue_ns - rest.insert_ns : 0;
+	/* Device time from the issue, or from the insert of a request never
+	 * issued itself (as BioRequest::lat_ns). */
+	__u64 lat = now - (rest.issue_ns ? rest.issue_ns : rest.insert_ns);
+	__u64 que = rest.insert_ns && rest.issue_ns ? rest.issue_ns - rest.insert_ns : 0;
 	if (!flush && nr < rest.nr_sector) {
 		/* A partial completion: the rest goes on from the next sector. */
 		struct key k2 = { .dev = dev, .flush = 0, .sector = sector + nr };
@@ -456,6 +461,11 @@ static __always_inline void completed(int di, __u32 dev, __u64 sector, __u32 flu
 		return;
 	}
 	if (records) {
+		/* Only a pre-flush write completes unissued (take_from_start):
+		 * the flush machinery has cleared its PREFLUSH by now, which
+		 * its rwbs at its start showed, as the tracefs tracker keeps. */
+		if (!rest.issue_ns)
+			flags |= 1;
 		emit(&rest, dev, op, flags, status, now);
 		return;
 	}
@@ -498,6 +508,24 @@ int rq_insert(void *ctx)
 		return 0;
 	op_of(ctx, rq_rwbs, &flush);
 	queued(dev, field64(ctx, rq_sector), flush, field32(ctx, rq_nr_sector), 0, O_INSERT);
+	return 0;
+}
+
+/* Classic mode follows no merges, so it takes no queue times from
+ * block_io_start (a request merged away would leave its start behind);
+ * but an empty pre-flush write is neither inserted nor issued (the flush
+ * machinery holds it until its flush completes) and diskstats counts it
+ * as a write: its start is its only event before its completion. Same
+ * event class as block_rq_insert, so the same field offsets. */
+SEC("tracepoint/block/block_io_start")
+int rq_io_start_empty(void *ctx)
+{
+	__u32 dev = field32(ctx, rq_dev), flush;
+	if (field32(ctx, rq_nr_sector) || dev_index(dev) < 0)
+		return 0;
+	op_of(ctx, rq_rwbs, &flush);
+	if (!flush)
+		queued(dev, field64(ctx, rq_sector), 0, 0, 0, O_IO_START);
 	return 0;
 }
 

@@ -152,6 +152,10 @@ const MERGE_PROGRAMS: [Attachment; 2] = [
     ("raw_rq_merge", "block", "block_rq_merge"),
     ("raw_bio_fmerge", "block", "block_bio_frontmerge"),
 ];
+/// Classic mode, where the kernel has block_io_start: only the start of an
+/// empty pre-flush write, which is never inserted nor issued (see the
+/// program).
+const CLASSIC_EMPTY_FLUSH_WRITE: Attachment = ("rq_io_start_empty", "block", "block_io_start");
 /// Where the kernel has it (≥ 6.5), in every raw mode: the request's
 /// making, in its submitter, where its queue time starts (as tracefs's
 /// does) and biosnoop takes the owner from.
@@ -317,6 +321,10 @@ impl Loaded {
                     &mut ebpf,
                     &PROGRAMS
                         .into_iter()
+                        .chain(
+                            iolab_trace::has_event("block", "block_io_start")
+                                .then_some(CLASSIC_EMPTY_FLUSH_WRITE),
+                        )
                         .filter(|a| table.needs(a.2))
                         .collect::<Vec<_>>(),
                     false,

@@ -120,7 +120,9 @@ impl Rec {
         let tid = i32::try_from(self.tid).unwrap_or(i32::MAX);
         BioRequest {
             dev: disk,
-            sector: self.sector,
+            // A flush has no position: the kernel's (sector_t)-1, which
+            // the tracefs tracker keeps as 0.
+            sector: if op == Op::Flush { 0 } else { self.sector },
             nr_sector: self.nr_sector,
             rwbs: Rwbs {
                 op,
@@ -130,7 +132,9 @@ impl Rec {
             tid,
             pid: i32::try_from(self.pid).unwrap_or(tid),
             queue_ns: (origin != Origin::Issue).then_some(self.queue_ns),
-            issue_ns: Some(self.issue_ns),
+            // 0: completed without being issued itself (an empty
+            // pre-flush write), as the tracefs tracker's None.
+            issue_ns: (self.issue_ns != 0).then_some(self.issue_ns),
             complete_ns: self.complete_ns,
             requeues: self.requeues,
             error: if errno_status {
