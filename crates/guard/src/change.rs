@@ -543,7 +543,12 @@ fn restore_loop_queue(
         _ => {}
     }
     let mut set = Vec::new();
-    for (attr, old) in queue {
+    // A journal of an older iolab may hold write_cache too: writing its
+    // "write through" back would set the flag LOOP_QUEUE_ATTRS explains.
+    for (attr, old) in queue
+        .iter()
+        .filter(|(a, _)| LOOP_QUEUE_ATTRS.contains(&a.as_str()))
+    {
         let path = sys.join("queue").join(attr);
         let now = std::fs::read_to_string(&path).map_err(|e| GuardError::io(&path, e))?;
         if now.trim() != old {

@@ -708,13 +708,6 @@ fn start_up_under_load_is_slower_than_idle_on_a_throttled_lab() {
         loaded > 1.5 * idle,
         "under 1r1w {loaded:.2} s is not clearly slower than idle {idle:.2} s"
     );
-    // And the load was live during every loaded start (its own counters).
-    for r in report["runs"].as_array().unwrap() {
-        if r["workload"] == "1r1w" {
-            let moved = num(&r["background"], "read_bytes") + num(&r["background"], "write_bytes");
-            assert!(moved > 0.0, "the load moved nothing during {r}");
-        }
-    }
 }
 
 /// The same on a host without cgroup v1 (`IOLAB_NO_CGROUP_V1=1`): the

@@ -9,11 +9,11 @@
 //! image gives 128 and 0; and a loop number once written "write through"
 //! binds "write through" ever after (see the guard's `LOOP_QUEUE_ATTRS`),
 //! so fsync's flushes reached a model lab's flush cost on a fresh machine
-//! and never on a used one. Measured (`startup --bw 20MiB/s`, a cold 8 MiB
-//! `cat` under a 1 MiB writer): 1.6–2.3 s on the throttle lab against
-//! 5.7–6.5 s on the model lab; with read-ahead 128 on both, 4.9–6.3 s
-//! against 5.7–6.5 s. A result should depend on the device asked for, not
-//! on the host's disk or on which lab ran before.
+//! and never on a used one. Measured on `--bw 20MiB/s` labs, a cold 8 MiB
+//! start under `startup`'s 1r1w took 0.8–1.9 s on the throttle lab and
+//! 6.4–8.0 s on the model lab; with read-ahead 128 on both, 5.9–7.3 s on
+//! each. A result should depend on the device asked for, not on the
+//! host's disk or on which lab ran before.
 //!
 //! Flash, which the lab stands in for, is non-rotational and has a
 //! volatile write cache (eMMC's cache, UFS's WCE), so a flush is the

@@ -321,6 +321,9 @@ impl LabSpec {
         if self.queue_depth.is_some() {
             return Err(no("--queue-depth"));
         }
+        if self.read_ahead_kb.is_some() {
+            return Err(no("--read-ahead-kb"));
+        }
         Ok(())
     }
 }

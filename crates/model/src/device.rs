@@ -133,6 +133,14 @@ impl DeviceClock {
     pub fn admit_early(&mut self, now_ns: u64, op: Op, early_ns: u64) -> Slot {
         let p = &self.params;
         let slot = match op {
+            // blk-throttle, which a duplex model stands in for, holds no
+            // flush back: the lab's flush ends at its write-through lower
+            // device at once, never waiting for the throttled writes (a
+            // flush covers writes already completed, not those queued).
+            Op::Flush if p.duplex => Slot {
+                start_ns: now_ns,
+                done_ns: now_ns + p.flush_ns,
+            },
             Op::Flush => {
                 let start = self
                     .free_at
@@ -157,9 +165,13 @@ impl DeviceClock {
                 let start = free.max(now_ns);
                 let done = start.saturating_add(p.write_latency_ns);
                 *self.slot_mut(true, i) = done;
-                // The next transfer is not a continuation of a discard.
-                self.last_end = None;
-                self.last_write_end = None;
+                // The next transfer is not a continuation of a discard (in
+                // a duplex model only the write stream is broken).
+                if self.params.duplex {
+                    self.last_write_end = None;
+                } else {
+                    self.last_end = None;
+                }
                 Slot {
                     start_ns: start,
                     done_ns: done,
@@ -458,6 +470,32 @@ mod tests {
         );
         // Shared: the slot the first write frees (its 200 µs + 20 ms).
         assert_eq!(admit_after_writes(false).start_ns, 20_200_000);
+    }
+
+    /// On the throttle a flush ends at the lower device at once: a duplex
+    /// model's flush neither waits for queued writes nor holds reads back.
+    #[test]
+    fn a_duplex_models_flush_waits_for_nothing_and_holds_nothing() {
+        let mut p = params(4);
+        p.duplex = true;
+        let mut d = DeviceClock::new(p);
+        d.admit(
+            0,
+            Op::Write {
+                offset: 0,
+                bytes: 1_000_000,
+            },
+        );
+        let f = d.admit(10, Op::Flush);
+        assert_eq!((f.start_ns, f.done_ns), (10, 1_000_010));
+        let r = d.admit(
+            20,
+            Op::Read {
+                offset: 1 << 30,
+                bytes: 100_000,
+            },
+        );
+        assert_eq!(r.start_ns, 20);
     }
 
     #[test]
