@@ -15,6 +15,9 @@ modes alike:
 - iolab-bpf: `iolab trace bio -d DEV --hist --json --tracer bpf`
   (histograms counted in the kernel by iolab's BPF programs: nothing
   crosses to user space per request);
+- iolab-bpf-raw, iolab-bpf-snoop-raw: the same two with
+  IOLAB_BPF_ATTACH=raw: iolab's programs on raw tracepoints (fields read
+  with helper calls) instead of tp_btf (plain loads), the rung below;
 - iolab: `iolab trace bio -d DEV --hist --json --tracer tracefs` (every
   request's events read, kept in memory, histograms at the end);
 - iolab-bpf-snoop: `iolab trace bio -d DEV --tracer bpf`, one biosnoop
@@ -67,8 +70,8 @@ from benchlib import Labs, log, run
 
 REPO = Path(__file__).resolve().parent.parent
 MiB = 1 << 20
-MODES = ["off", "iolab-bpf", "iolab", "iolab-bpf-snoop", "iolab-snoop", "bpftrace-hist",
-         "bpftrace", "perf"]
+MODES = ["off", "iolab-bpf", "iolab-bpf-raw", "iolab", "iolab-bpf-snoop",
+         "iolab-bpf-snoop-raw", "iolab-snoop", "bpftrace-hist", "bpftrace", "perf"]
 
 # name -> (lab flags, load flags, tracepoints). zram has no request queue:
 # only bio events describe its I/O.
@@ -179,6 +182,10 @@ def start_tracer(mode, iolab, dev, devno, events, out_dir, tag):
     err = out_dir / f"{tag}.err"
     if mode == "off":
         return None, out, err
+    env = dict(os.environ, BPFTRACE_PERF_RB_PAGES="8192")  # 32 MiB, like iolab's
+    if mode.endswith("-raw"):
+        env["IOLAB_BPF_ATTACH"] = "raw"
+        mode = mode[: -len("-raw")]
     if mode == "iolab-bpf":
         cmd = [iolab, "trace", "bio", "-d", dev, "--hist", "--json", "--tracer", "bpf"]
     elif mode == "iolab":
@@ -201,7 +208,6 @@ def start_tracer(mode, iolab, dev, devno, events, out_dir, tag):
             cmd += ["-e", f"block:{e}", "--filter", f"dev == {devno}"]
     else:
         raise ValueError(mode)
-    env = dict(os.environ, BPFTRACE_PERF_RB_PAGES="8192")  # 32 MiB, like iolab's
     with open(out, "w") as o, open(err, "w") as e:
         p = subprocess.Popen(cmd, stdout=o, stderr=e, env=env, start_new_session=True)
     LIVE.append(p)
@@ -217,8 +223,13 @@ def tracer_result(mode, out, err, out_dir, tag):
     if mode == "off":
         return 0, 0
     text = err.read_text()
+    want = "raw_tracepoint" if mode.endswith("-raw") else "tp_btf"
+    mode = mode.removesuffix("-raw")
     if mode in ("iolab", "iolab-bpf"):
         doc = json.loads(out.read_text())
+        # The rung measured is the rung asked for, not a fallback.
+        if mode == "iolab-bpf" and not doc.get("attach", "").startswith(want):
+            raise RuntimeError(f"{tag}: attached as {doc.get('attach')!r}, not {want}")
         return doc["lost_events"], doc["requests"]
     if mode == "bpftrace-hist":
         lost = sum(int(n) for n in re.findall(r"Lost (\d+) events", text))

@@ -139,9 +139,11 @@ pub struct BioHistograms {
     /// iolab) or `bpf` (counted in the kernel).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tracer: String,
-    /// How BPF programs were attached: `raw_tracepoint` (the arguments
-    /// read from the kernel's structures, CO-RE) or `tracepoint` (the
-    /// trace record built first: more per event).
+    /// How BPF programs were attached: `tp_btf` (the arguments typed by
+    /// the kernel's BTF, their fields read with plain loads),
+    /// `raw_tracepoint` (read with helper calls, CO-RE) or `tracepoint`
+    /// (the trace record built first: more per event); a lower rung says
+    /// why the higher was not used.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub attach: String,
     /// BPF on a bio-based device: how its bios went through the CPUs'

@@ -3,15 +3,15 @@
 //! requests the BPF programs counted per operation must be /proc/diskstats'
 //! reads and writes, and the tracefs trace's, and their percentiles within
 //! the bins' resolution of the tracefs trace's (from every sample). On a
-//! request-based loop device and on a bio-based zram device, with the
-//! raw-tracepoint programs (this kernel's) and the classic ones (an older
-//! kernel's).
+//! request-based loop device and on a bio-based zram device, with each
+//! rung of programs: tp_btf and raw tracepoints (this kernel's) and the
+//! classic ones (an older kernel's).
 #![allow(clippy::unwrap_used)]
 
 use std::path::Path;
 use std::time::Duration;
 
-use iolab_bio::bpf::BioBpf;
+use iolab_bio::bpf::{BioBpf, Tracepoints};
 use iolab_bio::{BioHistograms, BioTracer, Disks};
 use iolab_guard::Guard;
 use iolab_sys::block::BlockDev;
@@ -26,11 +26,11 @@ use common::{
 fn both(
     guard: &Guard,
     dev: &BlockDev,
-    raw: bool,
+    from: Tracepoints,
 ) -> (BioHistograms, iolab_bio::BioTrace, (u64, u64), u64) {
     settle(dev);
     let disk = Disks::default().resolve(&dev.name).unwrap();
-    let bpf = BioBpf::start_with(guard, std::slice::from_ref(&disk), raw).unwrap();
+    let bpf = BioBpf::start_with(guard, std::slice::from_ref(&disk), from).unwrap();
     let tracefs = BioTracer::start(guard, vec![disk]).unwrap();
     let edge0 = inflight(dev);
     let before = stat(dev);
@@ -176,10 +176,27 @@ fn bpf_histograms_match_diskstats_and_tracefs_on_loop() {
     f.set_len(32 << 20).unwrap();
     drop(f);
     let dev = guard.attach_loop(&img, true).unwrap();
-    for (raw, attach) in [(true, "raw_tracepoint"), (false, "tracepoint")] {
-        let (b, t, rw, edge) = both(&guard, &dev, raw);
-        assert!(b.attach.starts_with(attach), "{}", b.attach);
-        check(&dev, &b, &t, rw, edge);
+    every_rung(&guard, &dev);
+}
+
+/// The same workload traced from each rung of the ladder, each held to
+/// diskstats and tracefs.
+fn every_rung(guard: &Guard, dev: &BlockDev) {
+    for (from, attach) in [
+        (Tracepoints::Btf, "tp_btf"),
+        (Tracepoints::Raw, "raw_tracepoint"),
+        (Tracepoints::Classic, "tracepoint"),
+    ] {
+        let (b, t, rw, edge) = both(guard, dev, from);
+        // Each rung is the one asked for: a fallback to a lower one would
+        // name it and say why (classic says it was asked for).
+        assert_eq!(b.attach.split(';').next(), Some(attach), "{}", b.attach);
+        assert!(
+            from == Tracepoints::Classic || !b.attach.contains(';'),
+            "{}",
+            b.attach
+        );
+        check(dev, &b, &t, rw, edge);
     }
 }
 
@@ -199,9 +216,5 @@ fn bpf_histograms_match_diskstats_and_tracefs_on_zram() {
     let run = tempfile::tempdir().unwrap();
     let guard = Guard::in_dir(run.path().to_path_buf());
     let dev = guard.add_zram(64 << 20, None).unwrap();
-    for (raw, attach) in [(true, "raw_tracepoint"), (false, "tracepoint")] {
-        let (b, t, rw, edge) = both(&guard, &dev, raw);
-        assert!(b.attach.starts_with(attach), "{}", b.attach);
-        check(&dev, &b, &t, rw, edge);
-    }
+    every_rung(&guard, &dev);
 }

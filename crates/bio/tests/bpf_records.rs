@@ -45,7 +45,7 @@ fn both(guard: &Guard, dev: &BlockDev) -> (BioTrace, BioTrace, (u64, u64), u64) 
         ..RecordOptions::default()
     };
     let mut bpf = BioBpfRecords::start(guard, std::slice::from_ref(&disk), opts).unwrap();
-    assert_eq!(bpf.attach(), "raw_tracepoint");
+    assert_eq!(bpf.attach(), "tp_btf");
     let tracefs = BioTracer::start(guard, vec![disk]).unwrap();
     let edge0 = inflight(dev);
     let before = stat(dev);
@@ -88,7 +88,7 @@ fn check(dev: &BlockDev, b: &BioTrace, t: &BioTrace, rw: (u64, u64), edge: u64) 
         "{what}: program runs the kernel skipped {:?}",
         b.skipped_program_runs
     );
-    let skipped = common::skipped("raw_tracepoint", b.skipped_program_runs);
+    let skipped = common::skipped("tp_btf", b.skipped_program_runs);
     let missed = common::missed_as_said(
         what,
         b.diskstats_check.as_ref(),

@@ -394,7 +394,7 @@ fn hist_is_counted_in_the_kernel_and_a_kill_leaves_nothing_attached() {
     assert!(text.status.success(), "{}", stderr(&text));
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(
-        text.contains("counted by BPF in the kernel (raw_tracepoint), 0 lost"),
+        text.contains("counted by BPF in the kernel (tp_btf), 0 lost"),
         "{text}"
     );
     assert!(text.contains("percentiles counted in the kernel"), "{text}");

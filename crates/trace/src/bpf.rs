@@ -1,14 +1,14 @@
 //! What every BPF collector of iolab shares (bio's block latency, sched's
 //! wakeup delay): whether BPF may run here, loading an embedded object
-//! with its read-only globals set, attaching its programs (raw or
-//! classic tracepoints) all or none, and detaching them.
+//! with its read-only globals set, attaching its programs (BTF-typed, raw
+//! or classic tracepoints) all or none, and detaching them.
 //!
 //! Each attachment is a perf event or raw-tracepoint file of this process,
 //! so a SIGKILL leaves nothing attached (the kernel drops the programs
 //! with the last file) and no guard change is needed.
 
-use aya::programs::{RawTracePoint, TracePoint};
-use aya::Ebpf;
+use aya::programs::{BtfTracePoint, RawTracePoint, TracePoint};
+use aya::{Btf, Ebpf};
 
 /// Why BPF could not be used here: the reason `--tracer bpf` exits 2 with,
 /// and what a run that fell back to tracefs stores.
@@ -55,6 +55,8 @@ pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
 /// An attached program, detached by [`detach_all`] (or by the kernel when
 /// the process ends).
 pub enum Link {
+    /// A BTF-typed tracepoint program (tp_btf).
+    Btf(&'static str, aya::programs::tp_btf::BtfTracePointLinkId),
     /// A raw-tracepoint program.
     Raw(
         &'static str,
@@ -71,6 +73,13 @@ impl Link {
             BpfUnavailable(format!("detaching {prog}: {e}"))
         };
         match self {
+            Link::Btf(prog, id) => {
+                let p: Option<&mut BtfTracePoint> =
+                    ebpf.program_mut(prog).and_then(|p| p.try_into().ok());
+                if let Some(p) = p {
+                    p.detach(id).map_err(|e| gone(prog, &e))?;
+                }
+            }
             Link::Raw(prog, id) => {
                 let p: Option<&mut RawTracePoint> =
                     ebpf.program_mut(prog).and_then(|p| p.try_into().ok());
@@ -98,7 +107,7 @@ pub fn detach_all(ebpf: &mut Ebpf, links: Vec<Link>) -> Result<Option<u64>, BpfU
     let progs: Vec<(&'static str, bool)> = links
         .iter()
         .map(|l| match l {
-            Link::Raw(p, _) => (*p, false),
+            Link::Btf(p, _) | Link::Raw(p, _) => (*p, false),
             Link::Classic(p, _) => (*p, true),
         })
         .collect();
@@ -121,7 +130,7 @@ pub fn detach_all(ebpf: &mut Ebpf, links: Vec<Link>) -> Result<Option<u64>, BpfU
 /// attached: an event each program never saw. The kernel runs one classic
 /// tracepoint (or kprobe) program per CPU at a time, so an event that
 /// fires in an interrupt while any of them runs on that CPU (a completion
-/// during an issue's program) is skipped; a raw tracepoint's program is
+/// during an issue's program) is skipped; a raw or tp_btf tracepoint's program is
 /// skipped only when it interrupts itself (since 6.1; before, it nested
 /// and ran). The kernel counts both as the program's `recursion_misses`
 /// (its fdinfo, what `bpftool prog` shows): the line is there since
@@ -185,17 +194,29 @@ fn parse_misses(fdinfo: &str) -> Result<Option<u64>, String> {
 /// A program and the tracepoint it sits on: (program, category, event).
 pub type Attachment = (&'static str, &'static str, &'static str);
 
-/// Loads and attaches `programs` as raw tracepoints (`raw`) or classic
-/// ones; on any failure, what was attached is detached again and the
-/// error returned.
+/// How a collector's programs sit on their tracepoints.
+#[derive(Clone, Copy)]
+pub enum TracepointKind<'a> {
+    /// BTF-typed (tp_btf): the arguments are typed by the kernel's BTF
+    /// (given here), so a program reads their fields with plain loads.
+    Btf(&'a Btf),
+    /// Raw tracepoints: the arguments as they are, read with helper calls.
+    Raw,
+    /// Classic tracepoints: the event's record, built before the program
+    /// runs.
+    Classic,
+}
+
+/// Loads and attaches `programs` as `kind` says; on any failure, what was
+/// attached is detached again and the error returned.
 pub fn attach_all(
     ebpf: &mut Ebpf,
     programs: &[Attachment],
-    raw: bool,
+    kind: TracepointKind<'_>,
 ) -> Result<Vec<Link>, BpfUnavailable> {
     let mut links = Vec::new();
     for &(prog, category, event) in programs {
-        match attach_one(ebpf, prog, category, event, raw) {
+        match attach_one(ebpf, prog, category, event, kind) {
             Ok(l) => links.push(l),
             Err(e) => {
                 for l in links {
@@ -213,32 +234,40 @@ fn attach_one(
     prog: &'static str,
     category: &str,
     event: &str,
-    raw: bool,
+    kind: TracepointKind<'_>,
 ) -> Result<Link, BpfUnavailable> {
     let p = ebpf
         .program_mut(prog)
         .ok_or_else(|| BpfUnavailable(format!("no program {prog}")))?;
-    let kind = |e: &dyn std::fmt::Display| BpfUnavailable(format!("{prog}: {e}"));
+    let kind_err = |e: &dyn std::fmt::Display| BpfUnavailable(format!("{prog}: {e}"));
     let refused = |e: &aya::programs::ProgramError| {
         BpfUnavailable(format!("the verifier refused {prog}: {}", first_line(e)))
     };
     let unattached = |e: &dyn std::fmt::Display| {
         BpfUnavailable(format!("attaching {prog} to {category}/{event}: {e}"))
     };
-    if raw {
-        let p: &mut RawTracePoint = p.try_into().map_err(|e| kind(&e))?;
-        p.load().map_err(|e| refused(&e))?;
-        Ok(Link::Raw(
-            prog,
-            p.attach(event).map_err(|e| unattached(&e))?,
-        ))
-    } else {
-        let p: &mut TracePoint = p.try_into().map_err(|e| kind(&e))?;
-        p.load().map_err(|e| refused(&e))?;
-        Ok(Link::Classic(
-            prog,
-            p.attach(category, event).map_err(|e| unattached(&e))?,
-        ))
+    match kind {
+        TracepointKind::Btf(btf) => {
+            let p: &mut BtfTracePoint = p.try_into().map_err(|e| kind_err(&e))?;
+            p.load(event, btf).map_err(|e| refused(&e))?;
+            Ok(Link::Btf(prog, p.attach().map_err(|e| unattached(&e))?))
+        }
+        TracepointKind::Raw => {
+            let p: &mut RawTracePoint = p.try_into().map_err(|e| kind_err(&e))?;
+            p.load().map_err(|e| refused(&e))?;
+            Ok(Link::Raw(
+                prog,
+                p.attach(event).map_err(|e| unattached(&e))?,
+            ))
+        }
+        TracepointKind::Classic => {
+            let p: &mut TracePoint = p.try_into().map_err(|e| kind_err(&e))?;
+            p.load().map_err(|e| refused(&e))?;
+            Ok(Link::Classic(
+                prog,
+                p.attach(category, event).map_err(|e| unattached(&e))?,
+            ))
+        }
     }
 }
 

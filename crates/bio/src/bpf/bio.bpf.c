@@ -792,59 +792,114 @@ static __always_inline int bio_read(struct bio *bio, struct bio_fields *f)
 	return 0;
 }
 
+/* A bio's fields read directly, in a BTF-typed tracepoint program
+ * (tp_btf): the verifier knows the argument is a `struct bio *`, so each
+ * read is one load (a fault reads 0) instead of a helper call, which on
+ * this machine is ~90 ns of a raw program's ~160. Offsets relocated by
+ * CO-RE as bio_read's are. */
+static __always_inline void bio_read_btf(struct bio *bio, struct bio_fields *f)
+{
+	f->dev = bio->bi_bdev->bd_dev;
+	f->opf = bio->bi_opf;
+	f->sector = bio->bi_iter.bi_sector;
+	f->size = bio->bi_iter.bi_size;
+	f->status = bio->bi_status;
+}
+
+/* A request's fields read directly (tp_btf): its disk too, three loads
+ * that cost less than the `queues` lookup the raw programs make. A disk
+ * not traced is 0, as queue_dev gives it. */
+static __always_inline void rq_read_btf(struct request *rq, struct rq_fields *f)
+{
+	struct gendisk *disk = rq->q->disk;
+	f->opf = rq->cmd_flags;
+	f->len = rq->__data_len;
+	f->sector = rq->__sector;
+	f->dev = 0;
+	if (disk) {
+		__u32 dev = ((__u32)disk->major << 20) | ((__u32)disk->first_minor & 0xfffff);
+		f->dev = dev_index(dev) < 0 ? 0 : dev;
+	}
+}
+
+/* What each program does once its fields are read: shared by the raw
+ * programs (helper reads) and the tp_btf ones (direct reads). */
+static __always_inline int on_bio_queue(struct bio_fields *f)
+{
+	__u32 flush;
+	int di = dev_index(f->dev);
+	if (di < 0 || !is_bio_based(di))
+		return 0;
+	op_of_flags(f->opf, &flush);
+	bio_queued(f->dev, f->sector, flush, f->size >> 9);
+	return 0;
+}
+
+static __always_inline int on_bio_complete(struct bio_fields *f)
+{
+	__u32 flush;
+	int di = dev_index(f->dev);
+	if (di < 0 || !is_bio_based(di))
+		return 0;
+	__u8 op = op_of_flags(f->opf, &flush);
+	completed(di, f->dev, f->sector, flush, op, f->size >> 9, rwbs_flags(f->opf), f->status);
+	return 0;
+}
+
 SEC("raw_tracepoint/block_bio_queue")
 int raw_bio_queue(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct bio_fields f;
-	__u32 flush;
 	if (bio_read((struct bio *)ctx->args[0], &f))
 		return 0;
-	int di = dev_index(f.dev);
-	if (di < 0 || !is_bio_based(di))
-		return 0;
-	op_of_flags(f.opf, &flush);
-	bio_queued(f.dev, f.sector, flush, f.size >> 9);
-	return 0;
+	return on_bio_queue(&f);
 }
 
 SEC("raw_tracepoint/block_bio_complete")
 int raw_bio_complete(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct bio_fields f;
-	__u32 flush;
 	if (bio_read((struct bio *)ctx->args[1], &f))
 		return 0;
-	int di = dev_index(f.dev);
-	if (di < 0 || !is_bio_based(di))
-		return 0;
-	__u8 op = op_of_flags(f.opf, &flush);
-	completed(di, f.dev, f.sector, flush, op, f.size >> 9, rwbs_flags(f.opf), f.status);
-	return 0;
+	return on_bio_complete(&f);
 }
 
 /* A traced request's key in `start`; non-zero when its disk is not traced. */
-static __always_inline int rq_key(struct request *rq, struct key *k)
+static __always_inline int rq_key(struct rq_fields *f, struct key *k)
 {
-	struct rq_fields f;
 	__u32 flush;
-	if (rq_read(rq, &f) || !f.dev)
+	if (!f->dev)
 		return -1;
-	op_of_flags(f.opf, &flush);
-	k->dev = f.dev;
+	op_of_flags(f->opf, &flush);
+	k->dev = f->dev;
 	k->flush = flush;
-	k->sector = flush ? 0 : f.sector;
+	k->sector = flush ? 0 : f->sector;
+	return 0;
+}
+
+static __always_inline int on_rq(struct rq_fields *f, int issue, __u8 origin)
+{
+	__u32 flush;
+	if (!f->dev)
+		return 0;
+	op_of_flags(f->opf, &flush);
+	queued(f->dev, f->sector, flush, f->len >> 9, issue, origin);
 	return 0;
 }
 
 static __always_inline int raw_rq(struct request *rq, int issue, __u8 origin)
 {
 	struct rq_fields f;
-	__u32 flush;
-	if (rq_read(rq, &f) || !f.dev)
+	if (rq_read(rq, &f))
 		return 0;
-	op_of_flags(f.opf, &flush);
-	queued(f.dev, f.sector, flush, f.len >> 9, issue, origin);
-	return 0;
+	return on_rq(&f, issue, origin);
+}
+
+static __always_inline int btf_rq(struct request *rq, int issue, __u8 origin)
+{
+	struct rq_fields f;
+	rq_read_btf(rq, &f);
+	return on_rq(&f, issue, origin);
 }
 
 /* block_io_start(rq): a request made from a bio, in its submitter's
@@ -862,6 +917,16 @@ struct task_struct {
 	int tgid;
 } __attribute__((preserve_access_index));
 
+static __always_inline int on_app_fork(__u32 ptgid, __u32 ctgid)
+{
+	if (!bpf_map_lookup_elem(&app, &ptgid))
+		return 0;
+	__u8 one = 1;
+	if (bpf_map_update_elem(&app, &ctgid, &one, BPF_ANY))
+		count(C_APP_FULL);
+	return 0;
+}
+
 /* sched_process_fork(parent, child): a process the app forks is the
  * app's (threads share their process's tgid). Attached with `by_owner`. */
 SEC("raw_tracepoint/sched_process_fork")
@@ -869,23 +934,15 @@ int raw_app_fork(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct task_struct *parent = (struct task_struct *)ctx->args[0];
 	struct task_struct *child = (struct task_struct *)ctx->args[1];
-	__u32 ptgid = BPF_CORE_READ(parent, tgid);
-	if (!bpf_map_lookup_elem(&app, &ptgid))
-		return 0;
-	__u32 ctgid = BPF_CORE_READ(child, tgid);
-	__u8 one = 1;
-	if (bpf_map_update_elem(&app, &ctgid, &one, BPF_ANY))
-		count(C_APP_FULL);
-	return 0;
+	return on_app_fork(BPF_CORE_READ(parent, tgid), BPF_CORE_READ(child, tgid));
 }
 
 /* block_rq_merge(rq): `rq`, not yet issued, was merged into another
  * request and is gone. */
-SEC("raw_tracepoint/block_rq_merge")
-int raw_rq_merge(struct bpf_raw_tracepoint_args *ctx)
+static __always_inline int on_rq_merge(struct rq_fields *f)
 {
 	struct key k;
-	if (rq_key((struct request *)ctx->args[0], &k))
+	if (rq_key(f, &k))
 		return 0;
 	struct pending *p = bpf_map_lookup_elem(&start, &k);
 	if (p && p->issue_ns == 0) {
@@ -895,30 +952,44 @@ int raw_rq_merge(struct bpf_raw_tracepoint_args *ctx)
 	return 0;
 }
 
+SEC("raw_tracepoint/block_rq_merge")
+int raw_rq_merge(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct rq_fields f;
+	if (rq_read((struct request *)ctx->args[0], &f))
+		return 0;
+	return on_rq_merge(&f);
+}
+
 /* block_bio_frontmerge(bio): `bio` joined the front of a queued request,
  * which now starts at the bio's sector: its entry moves there. */
+static __always_inline int on_bio_fmerge(struct bio_fields *f)
+{
+	int di = dev_index(f->dev);
+	if (di < 0)
+		return 0;
+	/* Requests are keyed by their disk; the bio names its partition. */
+	__u32 disk = slot_dev[dev_slot[di & (MAX_DEVS - 1)] & (MAX_SLOTS - 1)];
+	struct key from = { .dev = disk, .flush = 0, .sector = f->sector + (f->size >> 9) };
+	struct pending *p = bpf_map_lookup_elem(&start, &from);
+	if (!p || p->issue_ns)
+		return 0;
+	struct pending moved = *p;
+	moved.sector = f->sector;
+	bpf_map_delete_elem(&start, &from);
+	struct key to = { .dev = disk, .flush = 0, .sector = f->sector };
+	if (bpf_map_update_elem(&start, &to, &moved, BPF_ANY))
+		count(C_START_FULL);
+	return 0;
+}
+
 SEC("raw_tracepoint/block_bio_frontmerge")
 int raw_bio_fmerge(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct bio_fields f;
 	if (bio_read((struct bio *)ctx->args[0], &f))
 		return 0;
-	int di = dev_index(f.dev);
-	if (di < 0)
-		return 0;
-	/* Requests are keyed by their disk; the bio names its partition. */
-	__u32 disk = slot_dev[dev_slot[di & (MAX_DEVS - 1)] & (MAX_SLOTS - 1)];
-	struct key from = { .dev = disk, .flush = 0, .sector = f.sector + (f.size >> 9) };
-	struct pending *p = bpf_map_lookup_elem(&start, &from);
-	if (!p || p->issue_ns)
-		return 0;
-	struct pending moved = *p;
-	moved.sector = f.sector;
-	bpf_map_delete_elem(&start, &from);
-	struct key to = { .dev = disk, .flush = 0, .sector = f.sector };
-	if (bpf_map_update_elem(&start, &to, &moved, BPF_ANY))
-		count(C_START_FULL);
-	return 0;
+	return on_bio_fmerge(&f);
 }
 
 SEC("raw_tracepoint/block_rq_insert")
@@ -933,11 +1004,10 @@ int raw_rq_issue(struct bpf_raw_tracepoint_args *ctx)
 	return raw_rq((struct request *)ctx->args[0], 1, O_ISSUE);
 }
 
-SEC("raw_tracepoint/block_rq_requeue")
-int raw_rq_requeue(struct bpf_raw_tracepoint_args *ctx)
+static __always_inline int on_rq_requeue(struct rq_fields *f)
 {
 	struct key k;
-	if (rq_key((struct request *)ctx->args[0], &k))
+	if (rq_key(f, &k))
 		return 0;
 	struct pending *p = bpf_map_lookup_elem(&start, &k);
 	if (p) {
@@ -948,19 +1018,115 @@ int raw_rq_requeue(struct bpf_raw_tracepoint_args *ctx)
 	return 0;
 }
 
+SEC("raw_tracepoint/block_rq_requeue")
+int raw_rq_requeue(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct rq_fields f;
+	if (rq_read((struct request *)ctx->args[0], &f))
+		return 0;
+	return on_rq_requeue(&f);
+}
+
 /* block_rq_complete(rq, error, nr_bytes): the bytes completed now. */
+static __always_inline int on_rq_complete(struct rq_fields *f, __u8 error, __u64 nr_bytes)
+{
+	__u32 flush;
+	if (!f->dev)
+		return 0;
+	int di = dev_index(f->dev);
+	if (di < 0)
+		return 0;
+	__u8 op = op_of_flags(f->opf, &flush);
+	completed(di, f->dev, f->sector, flush, op, (__u32)(nr_bytes >> 9), rwbs_flags(f->opf), error);
+	return 0;
+}
+
 SEC("raw_tracepoint/block_rq_complete")
 int raw_rq_complete(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct rq_fields f;
-	__u32 flush;
-	if (rq_read((struct request *)ctx->args[0], &f) || !f.dev)
+	if (rq_read((struct request *)ctx->args[0], &f))
 		return 0;
-	int di = dev_index(f.dev);
-	if (di < 0)
-		return 0;
-	__u8 op = op_of_flags(f.opf, &flush);
-	completed(di, f.dev, f.sector, flush, op, (__u32)(ctx->args[2] >> 9), rwbs_flags(f.opf),
-		  (__u8)ctx->args[1]);
-	return 0;
+	return on_rq_complete(&f, (__u8)ctx->args[1], ctx->args[2]);
+}
+
+/*
+ * The same on BTF-typed tracepoints (tp_btf, kernels ≥ 5.5 with BTF):
+ * the arguments are typed, so fields are read with plain loads. The
+ * context is the tracepoint's arguments as u64s, as a raw program's is.
+ * Where the kernel refuses these (no BTF, a verifier that does not know
+ * a field), the raw programs above are used.
+ */
+SEC("tp_btf/block_bio_queue")
+int btf_bio_queue(__u64 *ctx)
+{
+	struct bio_fields f;
+	bio_read_btf((struct bio *)ctx[0], &f);
+	return on_bio_queue(&f);
+}
+
+SEC("tp_btf/block_bio_complete")
+int btf_bio_complete(__u64 *ctx)
+{
+	struct bio_fields f;
+	bio_read_btf((struct bio *)ctx[1], &f);
+	return on_bio_complete(&f);
+}
+
+SEC("tp_btf/block_io_start")
+int btf_rq_io_start(__u64 *ctx)
+{
+	return btf_rq((struct request *)ctx[0], 0, O_IO_START);
+}
+
+SEC("tp_btf/sched_process_fork")
+int btf_app_fork(__u64 *ctx)
+{
+	struct task_struct *parent = (struct task_struct *)ctx[0];
+	struct task_struct *child = (struct task_struct *)ctx[1];
+	return on_app_fork(parent->tgid, child->tgid);
+}
+
+SEC("tp_btf/block_rq_merge")
+int btf_rq_merge(__u64 *ctx)
+{
+	struct rq_fields f;
+	rq_read_btf((struct request *)ctx[0], &f);
+	return on_rq_merge(&f);
+}
+
+SEC("tp_btf/block_bio_frontmerge")
+int btf_bio_fmerge(__u64 *ctx)
+{
+	struct bio_fields f;
+	bio_read_btf((struct bio *)ctx[0], &f);
+	return on_bio_fmerge(&f);
+}
+
+SEC("tp_btf/block_rq_insert")
+int btf_rq_insert(__u64 *ctx)
+{
+	return btf_rq((struct request *)ctx[0], 0, O_INSERT);
+}
+
+SEC("tp_btf/block_rq_issue")
+int btf_rq_issue(__u64 *ctx)
+{
+	return btf_rq((struct request *)ctx[0], 1, O_ISSUE);
+}
+
+SEC("tp_btf/block_rq_requeue")
+int btf_rq_requeue(__u64 *ctx)
+{
+	struct rq_fields f;
+	rq_read_btf((struct request *)ctx[0], &f);
+	return on_rq_requeue(&f);
+}
+
+SEC("tp_btf/block_rq_complete")
+int btf_rq_complete(__u64 *ctx)
+{
+	struct rq_fields f;
+	rq_read_btf((struct request *)ctx[0], &f);
+	return on_rq_complete(&f, (__u8)ctx[1], ctx[2]);
 }

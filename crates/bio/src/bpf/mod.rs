@@ -19,7 +19,7 @@ use std::path::Path;
 use aya::maps::{HashMap as BpfHash, PerCpuArray};
 use aya::{Ebpf, EbpfLoader};
 use iolab_guard::Guard;
-use iolab_trace::bpf::{attach_all, first_line, prepare, Attachment, Link};
+use iolab_trace::bpf::{attach_all, first_line, prepare, Attachment, Link, TracepointKind};
 pub use iolab_trace::bpf::{check, BpfUnavailable};
 
 use crate::disks::{Disk, Disks};
@@ -123,16 +123,66 @@ struct Slot {
 // SAFETY: as the structs it holds.
 unsafe impl aya::Pod for Slot {}
 
-/// The raw-tracepoint programs and their tracepoints: used where they load
-/// (CO-RE relocates their reads of `struct bio` and `struct request`).
-const RAW_PROGRAMS: [Attachment; 6] = [
-    ("raw_rq_insert", "block", "block_rq_insert"),
-    ("raw_rq_issue", "block", "block_rq_issue"),
-    ("raw_rq_requeue", "block", "block_rq_requeue"),
-    ("raw_rq_complete", "block", "block_rq_complete"),
-    ("raw_bio_queue", "block", "block_bio_queue"),
-    ("raw_bio_complete", "block", "block_bio_complete"),
+/// A program on typed arguments, in its two forms: (raw-tracepoint
+/// program, tp_btf program, category, event). Both read the kernel's
+/// structures at offsets CO-RE relocates; the tp_btf one with plain loads.
+type Typed = (&'static str, &'static str, &'static str, &'static str);
+
+/// The typed programs every trace has (those its disks need of them).
+const TYPED_PROGRAMS: [Typed; 6] = [
+    ("raw_rq_insert", "btf_rq_insert", "block", "block_rq_insert"),
+    ("raw_rq_issue", "btf_rq_issue", "block", "block_rq_issue"),
+    (
+        "raw_rq_requeue",
+        "btf_rq_requeue",
+        "block",
+        "block_rq_requeue",
+    ),
+    (
+        "raw_rq_complete",
+        "btf_rq_complete",
+        "block",
+        "block_rq_complete",
+    ),
+    ("raw_bio_queue", "btf_bio_queue", "block", "block_bio_queue"),
+    (
+        "raw_bio_complete",
+        "btf_bio_complete",
+        "block",
+        "block_bio_complete",
+    ),
 ];
+
+/// How far up the ladder of attachments to start: tp_btf, then raw
+/// tracepoints, then classic ones, each where the one above does not
+/// load; the tests force each rung.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tracepoints {
+    /// tp_btf where it loads, else raw, else classic.
+    Btf,
+    /// Raw where they load, else classic.
+    Raw,
+    /// Classic only (an older kernel's path).
+    Classic,
+}
+
+impl Tracepoints {
+    /// The rung every collector starts from: tp_btf, or the one
+    /// `IOLAB_BPF_ATTACH` names (`raw`, `classic`): a way round a kernel
+    /// whose typed programs misbehave, and how bench/trace_overhead.py
+    /// measures each rung with the same binary. Anything else there is
+    /// an error, not a silent default.
+    pub fn from_env() -> Result<Tracepoints, BpfUnavailable> {
+        match std::env::var("IOLAB_BPF_ATTACH").as_deref() {
+            Err(_) | Ok("") | Ok("tp_btf") => Ok(Tracepoints::Btf),
+            Ok("raw") | Ok("raw_tracepoint") => Ok(Tracepoints::Raw),
+            Ok("classic") | Ok("tracepoint") => Ok(Tracepoints::Classic),
+            Ok(other) => Err(BpfUnavailable(format!(
+                "IOLAB_BPF_ATTACH={other:?}: expected tp_btf, raw or classic"
+            ))),
+        }
+    }
+}
 
 /// The classic-tracepoint programs (fields at their format's offsets),
 /// where the raw ones do not load.
@@ -145,21 +195,31 @@ const PROGRAMS: [Attachment; 6] = [
     ("bio_complete", "block", "block_bio_complete"),
 ];
 
-/// With `IO_START` (raw tracepoints only): requests merged away before
+/// With `IO_START` (typed programs only): requests merged away before
 /// issue, and a request whose front a bio joined, followed so none is
 /// left behind or keyed at a sector it no longer starts at.
-const MERGE_PROGRAMS: [Attachment; 2] = [
-    ("raw_rq_merge", "block", "block_rq_merge"),
-    ("raw_bio_fmerge", "block", "block_bio_frontmerge"),
+const MERGE_PROGRAMS: [Typed; 2] = [
+    ("raw_rq_merge", "btf_rq_merge", "block", "block_rq_merge"),
+    (
+        "raw_bio_fmerge",
+        "btf_bio_fmerge",
+        "block",
+        "block_bio_frontmerge",
+    ),
 ];
 /// Classic mode, where the kernel has block_io_start: only the start of an
 /// empty pre-flush write, which is never inserted nor issued (see the
 /// program).
 const CLASSIC_EMPTY_FLUSH_WRITE: Attachment = ("rq_io_start_empty", "block", "block_io_start");
-/// Where the kernel has it (≥ 6.5), in every raw mode: the request's
+/// Where the kernel has it (≥ 6.5), with typed programs: the request's
 /// making, in its submitter, where its queue time starts (as tracefs's
 /// does) and biosnoop takes the owner from.
-const IO_START: Attachment = ("raw_rq_io_start", "block", "block_io_start");
+const IO_START: Typed = (
+    "raw_rq_io_start",
+    "btf_rq_io_start",
+    "block",
+    "block_io_start",
+);
 
 /// The in-kernel block-latency collector, attached.
 pub struct BioBpf {
@@ -171,8 +231,8 @@ pub struct BioBpf {
 struct Loaded {
     ebpf: Ebpf,
     links: Vec<Link>,
-    /// `raw_tracepoint`, or `tracepoint` and why not raw: how the
-    /// programs are attached.
+    /// `tp_btf`, `raw_tracepoint` and why not tp_btf, or `tracepoint`
+    /// and why not raw: how the programs are attached.
     attach: String,
     table: DevTable,
     /// CPUs whose bio slots the programs search (0: none used).
@@ -199,7 +259,12 @@ enum ByOwner {
 }
 
 /// Where the app's processes are followed from.
-const APP_FORK: Attachment = ("raw_app_fork", "sched", "sched_process_fork");
+const APP_FORK: Typed = (
+    "raw_app_fork",
+    "btf_app_fork",
+    "sched",
+    "sched_process_fork",
+);
 
 /// The app's first process into the programs' `app` set.
 fn seed_app(ebpf: &mut Ebpf, app: Option<i32>) -> Result<(), BpfUnavailable> {
@@ -217,13 +282,14 @@ fn seed_app(ebpf: &mut Ebpf, app: Option<i32>) -> Result<(), BpfUnavailable> {
 
 impl Loaded {
     /// Loads the programs for `disks` (every disk when empty) and attaches
-    /// them: raw tracepoints where they load and `raw`, else classic ones;
-    /// `records` (the ring buffer's size in bytes) needs the raw ones, as
-    /// does `app` (the app's first process: histograms split by owner).
+    /// them: from the rung `from` of [`Tracepoints`] down, the first that
+    /// loads; `records` (the ring buffer's size in bytes) needs typed
+    /// programs (tp_btf or raw), as does `app` (the app's first process:
+    /// histograms split by owner).
     fn start(
         guard: &Guard,
         disks: &[Disk],
-        raw: bool,
+        from: Tracepoints,
         records: Option<u32>,
         app: Option<i32>,
     ) -> Result<Loaded, BpfUnavailable> {
@@ -266,7 +332,11 @@ impl Loaded {
         loader.map_max_entries("cells", nslots * ops * (1 + by_owner));
         // Classic tracepoints asked for: an older kernel's path, without
         // the per-CPU lookup either.
-        let fast_cpus = if raw { fast_cpus() } else { 0 };
+        let fast_cpus = if from == Tracepoints::Classic {
+            0
+        } else {
+            fast_cpus()
+        };
         loader.override_global("fast_cpus", &fast_cpus, true);
         if let Some(bytes) = records {
             loader.map_max_entries("records_rb", bytes);
@@ -276,24 +346,23 @@ impl Loaded {
         } else {
             OBJECT_NO_SLOTS
         };
+        // Without the kernel's BTF nothing relocates the typed programs'
+        // reads: they would load and read the wrong fields.
+        let btf_path = Path::new(iolab_trace::bpf::VMLINUX_BTF);
+        let kernel_btf = if btf_path.exists() {
+            aya::Btf::from_sys_fs().map_err(|e| format!("reading {}: {e}", btf_path.display()))
+        } else {
+            Err(format!("no kernel BTF ({})", btf_path.display()))
+        };
+        loader.btf(kernel_btf.as_ref().ok());
         let mut ebpf = loader.load(object).map_err(|e| {
             BpfUnavailable(format!(
                 "loading iolab's block programs: {}",
                 first_line(&e)
             ))
         })?;
-        // Without the kernel's BTF nothing relocates the raw programs'
-        // reads: they would load and read the wrong fields.
-        let btf = Path::new(iolab_trace::bpf::VMLINUX_BTF);
-        let raw = if !raw {
-            Err(BpfUnavailable("classic tracepoints asked for".into()))
-        } else if !btf.exists() {
-            Err(BpfUnavailable(format!(
-                "no kernel BTF ({}) to relocate them",
-                btf.display()
-            )))
-        } else {
-            let mut programs = RAW_PROGRAMS.to_vec();
+        let typed = {
+            let mut programs = TYPED_PROGRAMS.to_vec();
             if by_owner == 1 {
                 seed_app(&mut ebpf, app)?;
                 programs.push(APP_FORK);
@@ -305,16 +374,51 @@ impl Loaded {
                 programs.push(IO_START);
                 programs.extend(MERGE_PROGRAMS);
             }
-            programs.retain(|a| table.needs(a.2));
-            attach_all(&mut ebpf, &programs, true)
+            programs.retain(|a| table.needs(a.3));
+            programs
+        };
+        let pick = |btf: bool| -> Vec<Attachment> {
+            typed
+                .iter()
+                .map(|&(raw, tp_btf, cat, ev)| (if btf { tp_btf } else { raw }, cat, ev))
+                .collect()
+        };
+        // Down the ladder: each rung's failure is kept, to say why the
+        // one used was not a higher one.
+        let btf_try = match (from, &kernel_btf) {
+            (Tracepoints::Btf, Ok(btf)) => {
+                attach_all(&mut ebpf, &pick(true), TracepointKind::Btf(btf))
+            }
+            (Tracepoints::Btf, Err(why)) => Err(BpfUnavailable(format!("{why} to type them"))),
+            _ => Err(BpfUnavailable(format!("{from:?} asked for"))),
+        };
+        let raw = match btf_try {
+            Ok(links) => Ok((links, "tp_btf".to_string())),
+            Err(not_btf) => {
+                let raw = if from == Tracepoints::Classic {
+                    Err(BpfUnavailable("classic tracepoints asked for".into()))
+                } else if let Err(why) = &kernel_btf {
+                    Err(BpfUnavailable(format!("{why} to relocate them")))
+                } else {
+                    attach_all(&mut ebpf, &pick(false), TracepointKind::Raw)
+                };
+                raw.map(|links| {
+                    let attach = if from == Tracepoints::Btf {
+                        format!("raw_tracepoint; tp_btf not used: {not_btf}")
+                    } else {
+                        "raw_tracepoint".to_string()
+                    };
+                    (links, attach)
+                })
+            }
         };
         let raw_err = raw.as_ref().err().map(|e| e.0.clone());
         let (links, attach) = match raw {
-            Ok(links) => (links, "raw_tracepoint".to_string()),
+            Ok(typed) => typed,
             Err(why) if records.is_some() => {
                 return Err(BpfUnavailable(format!(
-                    "per-request records need raw tracepoints, which did not attach: {why}"
-                )))
+                "per-request records need raw or tp_btf tracepoints, which did not attach: {why}"
+            )))
             }
             Err(why) => (
                 attach_all(
@@ -327,7 +431,7 @@ impl Loaded {
                         )
                         .filter(|a| table.needs(a.2))
                         .collect::<Vec<_>>(),
-                    false,
+                    TracepointKind::Classic,
                 )?,
                 format!("tracepoint; raw tracepoints not used: {why}"),
             ),
@@ -335,7 +439,7 @@ impl Loaded {
         let by_owner = match (&raw_err, app) {
             (None, Some(_)) => ByOwner::Split,
             (Some(why), Some(_)) => ByOwner::Unavailable(format!(
-                "the app's requests apart from the rest need raw tracepoints: {why}"
+                "the app's requests apart from the rest need raw or tp_btf tracepoints: {why}"
             )),
             (_, None) => ByOwner::NotAsked,
         };
@@ -431,15 +535,19 @@ impl BioBpf {
     /// format, so no kernel headers or BTF are needed (tracefs is mounted
     /// through `guard` where it is not).
     pub fn start(guard: &Guard, disks: &[Disk]) -> Result<BioBpf, BpfUnavailable> {
-        BioBpf::start_with(guard, disks, true)
+        BioBpf::start_with(guard, disks, Tracepoints::from_env()?)
     }
 
-    /// As [`BioBpf::start`]; `raw` false attaches the classic-tracepoint
-    /// programs even where the raw ones would load (the path an older
-    /// kernel takes, tested here).
-    pub fn start_with(guard: &Guard, disks: &[Disk], raw: bool) -> Result<BioBpf, BpfUnavailable> {
+    /// As [`BioBpf::start`], from rung `from` of the ladder down:
+    /// `Raw` or `Classic` attach those even where a higher rung would
+    /// load (the paths older kernels take, tested here).
+    pub fn start_with(
+        guard: &Guard,
+        disks: &[Disk],
+        from: Tracepoints,
+    ) -> Result<BioBpf, BpfUnavailable> {
         Ok(BioBpf {
-            loaded: Loaded::start(guard, disks, raw, None, None)?,
+            loaded: Loaded::start(guard, disks, from, None, None)?,
             start_ns: iolab_trace::monotonic_ns(),
         })
     }
@@ -454,7 +562,7 @@ impl BioBpf {
         app: i32,
     ) -> Result<BioBpf, BpfUnavailable> {
         Ok(BioBpf {
-            loaded: Loaded::start(guard, disks, true, None, Some(app))?,
+            loaded: Loaded::start(guard, disks, Tracepoints::from_env()?, None, Some(app))?,
             start_ns: iolab_trace::monotonic_ns(),
         })
     }

@@ -16,7 +16,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use aya::maps::{MapData, RingBuf};
 
-use super::{BpfUnavailable, Loaded, C_LOST, C_MERGED, C_PARTIAL, C_REQUEUE, C_START_FULL};
+use super::{
+    BpfUnavailable, Loaded, Tracepoints, C_LOST, C_MERGED, C_PARTIAL, C_REQUEUE, C_START_FULL,
+};
 use super::{C_NO_SLOT, C_UNMATCHED};
 use crate::disks::Disk;
 use crate::event::{Comm, Dev, Op, Rwbs};
@@ -201,7 +203,13 @@ impl BioBpfRecords {
         disks: &[Disk],
         opts: RecordOptions,
     ) -> Result<BioBpfRecords, BpfUnavailable> {
-        let mut loaded = Loaded::start(guard, disks, true, Some(opts.ring_bytes), None)?;
+        let mut loaded = Loaded::start(
+            guard,
+            disks,
+            Tracepoints::from_env()?,
+            Some(opts.ring_bytes),
+            None,
+        )?;
         let map = loaded
             .ebpf
             .take_map("records_rb")
@@ -242,7 +250,8 @@ impl BioBpfRecords {
         self.start_ns
     }
 
-    /// How the programs are attached (always `raw_tracepoint` here).
+    /// How the programs are attached (`tp_btf`, or `raw_tracepoint` and
+    /// why not tp_btf).
     pub fn attach(&self) -> &str {
         &self.loaded.attach
     }

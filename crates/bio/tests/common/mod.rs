@@ -104,7 +104,8 @@ pub fn skipped(attach: &str, skipped: Option<u64>) -> u64 {
 }
 
 /// Whether this kernel counts the runs it skips of programs attached as
-/// `attach` says (raw tracepoints since 5.12, classic ones since 6.7).
+/// `attach` says (raw and tp_btf tracepoints since 5.12, classic ones
+/// since 6.7).
 fn skipped_counted(attach: &str) -> bool {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
     let mut v = release
@@ -112,7 +113,7 @@ fn skipped_counted(attach: &str) -> bool {
         .split(|c: char| !c.is_ascii_digit())
         .map(|x| x.parse::<u32>().unwrap_or(0));
     let version = (v.next().unwrap_or(0), v.next().unwrap_or(0));
-    if attach.starts_with("raw_tracepoint") {
+    if attach.starts_with("raw_tracepoint") || attach.starts_with("tp_btf") {
         version >= (5, 12)
     } else {
         version >= (6, 7)

@@ -16,7 +16,9 @@ use std::collections::BTreeMap;
 use aya::maps::{HashMap as BpfHash, StackTraceMap};
 use aya::{Ebpf, EbpfLoader};
 use iolab_guard::Guard;
-use iolab_trace::bpf::{attach_all, first_line, prepare, Attachment, BpfUnavailable, Link};
+use iolab_trace::bpf::{
+    attach_all, first_line, prepare, Attachment, BpfUnavailable, Link, TracepointKind,
+};
 use iolab_trace::Kallsyms;
 use serde::{Deserialize, Serialize};
 
@@ -183,7 +185,7 @@ impl OffCpuBpf {
                     .map_err(|e| BpfUnavailable(format!("following task {t}: {e}")))?;
             }
         }
-        let links = attach_all(&mut ebpf, &PROGRAMS, false)?;
+        let links = attach_all(&mut ebpf, &PROGRAMS, TracepointKind::Classic)?;
         Ok(OffCpuBpf {
             ebpf,
             links,

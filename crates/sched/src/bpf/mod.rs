@@ -25,7 +25,9 @@ use std::collections::BTreeMap;
 
 use aya::maps::HashMap as BpfHash;
 use aya::{Ebpf, EbpfLoader};
-use iolab_trace::bpf::{attach_all, first_line, prepare, Attachment, BpfUnavailable, Link};
+use iolab_trace::bpf::{
+    attach_all, first_line, prepare, Attachment, BpfUnavailable, Link, TracepointKind,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::group::normalize_comm;
@@ -440,7 +442,7 @@ impl SchedBpf {
                 first_line(&e)
             ))
         })?;
-        let links = attach_all(&mut ebpf, &PROGRAMS, false)?;
+        let links = attach_all(&mut ebpf, &PROGRAMS, TracepointKind::Classic)?;
         Ok(SchedBpf {
             ebpf,
             links,
