@@ -237,6 +237,9 @@ def tracer_result(mode, out, err, out_dir, tag):
                                                   out.read_text(), re.M))
         return lost, counted
     if mode in ("iolab-snoop", "iolab-bpf-snoop"):
+        # The rung measured is the rung asked for, not a fallback.
+        if mode == "iolab-bpf-snoop" and f"(tracer bpf, {want})" not in text:
+            raise RuntimeError(f"{tag}: not attached as {want}: {text.strip()[-200:]}")
         m = re.search(r"(\d+) requests in .* from \d+ events, (\d+) lost", text)
         out.unlink()  # a line per request: hundreds of MB; the counts are kept
         return int(m.group(2)), int(m.group(1))

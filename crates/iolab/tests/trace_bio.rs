@@ -97,6 +97,21 @@ fn a_bad_device_is_a_one_line_usage_error() {
     assert!(stderr(&out).contains("-p notapid"), "{}", stderr(&out));
     let out = env.iolab(&["trace", "bio", "--duration", "5"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    // A rung of BPF programs that does not exist: refused before anything
+    // runs, not a silent fall back to tracefs under --tracer auto.
+    let out = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .env("IOLAB_RUN_DIR", env.run.path())
+        .env("IOLAB_BPF_ATTACH", "fentry")
+        .args(["trace", "bio", "--hist", "--tracer", "auto", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("IOLAB_BPF_ATTACH=\"fentry\"") && err.contains("tp_btf, raw or classic"),
+        "{err}"
+    );
 }
 
 #[test]

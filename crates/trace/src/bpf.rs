@@ -207,13 +207,24 @@ pub enum TracepointKind<'a> {
     Classic,
 }
 
-/// Loads and attaches `programs` as `kind` says; on any failure, what was
-/// attached is detached again and the error returned.
+/// Loads every program of `programs` as `kind` says, then attaches them:
+/// a verifier's refusal of any one leaves none attached, so no program of
+/// a rung that does not load runs (and writes the maps) before the caller
+/// falls back to another. On any failure what was attached is detached,
+/// what was loaded unloaded, and the error returned.
 pub fn attach_all(
     ebpf: &mut Ebpf,
     programs: &[Attachment],
     kind: TracepointKind<'_>,
 ) -> Result<Vec<Link>, BpfUnavailable> {
+    let mut loaded = Vec::new();
+    for &(prog, _, event) in programs {
+        if let Err(e) = load_one(ebpf, prog, event, kind) {
+            unload(ebpf, &loaded, kind);
+            return Err(e);
+        }
+        loaded.push(prog);
+    }
     let mut links = Vec::new();
     for &(prog, category, event) in programs {
         match attach_one(ebpf, prog, category, event, kind) {
@@ -222,11 +233,55 @@ pub fn attach_all(
                 for l in links {
                     let _ = l.detach(ebpf);
                 }
+                unload(ebpf, &loaded, kind);
                 return Err(e);
             }
         }
     }
     Ok(links)
+}
+
+/// Unloads `progs` (best effort: each is also unloaded with the `Ebpf`).
+fn unload(ebpf: &mut Ebpf, progs: &[&str], kind: TracepointKind<'_>) {
+    for prog in progs {
+        let Some(p) = ebpf.program_mut(prog) else {
+            continue;
+        };
+        let _ = match kind {
+            TracepointKind::Btf(_) => <&mut BtfTracePoint>::try_from(p).map(|p| p.unload().is_ok()),
+            TracepointKind::Raw => <&mut RawTracePoint>::try_from(p).map(|p| p.unload().is_ok()),
+            TracepointKind::Classic => <&mut TracePoint>::try_from(p).map(|p| p.unload().is_ok()),
+        };
+    }
+}
+
+fn load_one(
+    ebpf: &mut Ebpf,
+    prog: &'static str,
+    event: &str,
+    kind: TracepointKind<'_>,
+) -> Result<(), BpfUnavailable> {
+    let p = ebpf
+        .program_mut(prog)
+        .ok_or_else(|| BpfUnavailable(format!("no program {prog}")))?;
+    let kind_err = |e: &dyn std::fmt::Display| BpfUnavailable(format!("{prog}: {e}"));
+    let refused = |e: &aya::programs::ProgramError| {
+        BpfUnavailable(format!("the verifier refused {prog}: {}", first_line(e)))
+    };
+    match kind {
+        TracepointKind::Btf(btf) => {
+            let p: &mut BtfTracePoint = p.try_into().map_err(|e| kind_err(&e))?;
+            p.load(event, btf).map_err(|e| refused(&e))
+        }
+        TracepointKind::Raw => {
+            let p: &mut RawTracePoint = p.try_into().map_err(|e| kind_err(&e))?;
+            p.load().map_err(|e| refused(&e))
+        }
+        TracepointKind::Classic => {
+            let p: &mut TracePoint = p.try_into().map_err(|e| kind_err(&e))?;
+            p.load().map_err(|e| refused(&e))
+        }
+    }
 }
 
 fn attach_one(
@@ -240,21 +295,16 @@ fn attach_one(
         .program_mut(prog)
         .ok_or_else(|| BpfUnavailable(format!("no program {prog}")))?;
     let kind_err = |e: &dyn std::fmt::Display| BpfUnavailable(format!("{prog}: {e}"));
-    let refused = |e: &aya::programs::ProgramError| {
-        BpfUnavailable(format!("the verifier refused {prog}: {}", first_line(e)))
-    };
     let unattached = |e: &dyn std::fmt::Display| {
         BpfUnavailable(format!("attaching {prog} to {category}/{event}: {e}"))
     };
     match kind {
-        TracepointKind::Btf(btf) => {
+        TracepointKind::Btf(_) => {
             let p: &mut BtfTracePoint = p.try_into().map_err(|e| kind_err(&e))?;
-            p.load(event, btf).map_err(|e| refused(&e))?;
             Ok(Link::Btf(prog, p.attach().map_err(|e| unattached(&e))?))
         }
         TracepointKind::Raw => {
             let p: &mut RawTracePoint = p.try_into().map_err(|e| kind_err(&e))?;
-            p.load().map_err(|e| refused(&e))?;
             Ok(Link::Raw(
                 prog,
                 p.attach(event).map_err(|e| unattached(&e))?,
@@ -262,7 +312,6 @@ fn attach_one(
         }
         TracepointKind::Classic => {
             let p: &mut TracePoint = p.try_into().map_err(|e| kind_err(&e))?;
-            p.load().map_err(|e| refused(&e))?;
             Ok(Link::Classic(
                 prog,
                 p.attach(category, event).map_err(|e| unattached(&e))?,

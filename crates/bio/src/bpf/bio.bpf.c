@@ -264,7 +264,11 @@ static __always_inline __u32 op_index(__u8 op)
 static __always_inline void owned(struct pending *n, __u8 origin, __u64 now)
 {
 	n->origin = origin;
-	if (by_owner) {
+	/* A request first seen at its issue was made before the programs
+	 * were attached, and its issuer is whoever ran the queue (the app's
+	 * read dispatching the load's queued write): not its owner, so it
+	 * is counted as the rest's. */
+	if (by_owner && origin != O_ISSUE) {
 		__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 		n->app = bpf_map_lookup_elem(&app, &tgid) != 0;
 	}

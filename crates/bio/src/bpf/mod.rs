@@ -347,7 +347,10 @@ impl Loaded {
             OBJECT_NO_SLOTS
         };
         // Without the kernel's BTF nothing relocates the typed programs'
-        // reads: they would load and read the wrong fields.
+        // reads: they would load and read the wrong fields. Parsed here
+        // (EbpfLoader::new parsed it once already, and keeps no error) so
+        // a BTF that is present but unreadable is a reason, not a load of
+        // unrelocated programs.
         let btf_path = Path::new(iolab_trace::bpf::VMLINUX_BTF);
         let kernel_btf = if btf_path.exists() {
             aya::Btf::from_sys_fs().map_err(|e| format!("reading {}: {e}", btf_path.display()))
@@ -361,10 +364,17 @@ impl Loaded {
                 first_line(&e)
             ))
         })?;
+        // The app's first process, for the typed programs that split by
+        // owner: where it cannot be seeded, those rungs are not used, and
+        // the reason is kept as any other.
+        let seeded = if by_owner == 1 {
+            seed_app(&mut ebpf, app)
+        } else {
+            Ok(())
+        };
         let typed = {
             let mut programs = TYPED_PROGRAMS.to_vec();
             if by_owner == 1 {
-                seed_app(&mut ebpf, app)?;
                 programs.push(APP_FORK);
             }
             // A request's queue time and owner from its making, in its
@@ -383,44 +393,56 @@ impl Loaded {
                 .map(|&(raw, tp_btf, cat, ev)| (if btf { tp_btf } else { raw }, cat, ev))
                 .collect()
         };
-        // Down the ladder: each rung's failure is kept, to say why the
-        // one used was not a higher one.
-        let btf_try = match (from, &kernel_btf) {
-            (Tracepoints::Btf, Ok(btf)) => {
-                attach_all(&mut ebpf, &pick(true), TracepointKind::Btf(btf))
+        // Down the ladder: each rung's failure is kept, so `attach` says
+        // why the rung used is not a higher one.
+        let mut not_used: Vec<String> = Vec::new();
+        let mut typed_links: Option<(Vec<Link>, &str)> = None;
+        for (rung, name, what) in [
+            (Tracepoints::Btf, "tp_btf", "to type them"),
+            (Tracepoints::Raw, "raw tracepoints", "to relocate them"),
+        ] {
+            if typed_links.is_some() || (rung == Tracepoints::Btf && from != Tracepoints::Btf) {
+                continue;
             }
-            (Tracepoints::Btf, Err(why)) => Err(BpfUnavailable(format!("{why} to type them"))),
-            _ => Err(BpfUnavailable(format!("{from:?} asked for"))),
-        };
-        let raw = match btf_try {
-            Ok(links) => Ok((links, "tp_btf".to_string())),
-            Err(not_btf) => {
-                let raw = if from == Tracepoints::Classic {
-                    Err(BpfUnavailable("classic tracepoints asked for".into()))
-                } else if let Err(why) = &kernel_btf {
-                    Err(BpfUnavailable(format!("{why} to relocate them")))
-                } else {
-                    attach_all(&mut ebpf, &pick(false), TracepointKind::Raw)
-                };
-                raw.map(|links| {
-                    let attach = if from == Tracepoints::Btf {
-                        format!("raw_tracepoint; tp_btf not used: {not_btf}")
+            if from == Tracepoints::Classic {
+                not_used.push(format!("{name} not used: classic tracepoints asked for"));
+                break;
+            }
+            let tried = match (&kernel_btf, &seeded) {
+                (Err(why), _) => Err(format!("{why} {what}")),
+                (_, Err(why)) => Err(why.0.clone()),
+                (Ok(btf), Ok(())) => {
+                    let kind = if rung == Tracepoints::Btf {
+                        TracepointKind::Btf(btf)
                     } else {
-                        "raw_tracepoint".to_string()
+                        TracepointKind::Raw
                     };
-                    (links, attach)
-                })
+                    attach_all(&mut ebpf, &pick(rung == Tracepoints::Btf), kind).map_err(|e| e.0)
+                }
+            };
+            match tried {
+                Ok(links) => {
+                    let rung = if rung == Tracepoints::Btf {
+                        "tp_btf"
+                    } else {
+                        "raw_tracepoint"
+                    };
+                    typed_links = Some((links, rung));
+                }
+                Err(why) => not_used.push(format!("{name} not used: {why}")),
             }
-        };
-        let raw_err = raw.as_ref().err().map(|e| e.0.clone());
-        let (links, attach) = match raw {
-            Ok(typed) => typed,
-            Err(why) if records.is_some() => {
+        }
+        let why = not_used.join("; ");
+        let typed_ok = typed_links.is_some();
+        let (links, attach) = match typed_links {
+            Some((links, rung)) if why.is_empty() => (links, rung.to_string()),
+            Some((links, rung)) => (links, format!("{rung}; {why}")),
+            None if records.is_some() => {
                 return Err(BpfUnavailable(format!(
-                "per-request records need raw or tp_btf tracepoints, which did not attach: {why}"
-            )))
+                    "per-request records need raw or tp_btf tracepoints: {why}"
+                )))
             }
-            Err(why) => (
+            None => (
                 attach_all(
                     &mut ebpf,
                     &PROGRAMS
@@ -433,12 +455,12 @@ impl Loaded {
                         .collect::<Vec<_>>(),
                     TracepointKind::Classic,
                 )?,
-                format!("tracepoint; raw tracepoints not used: {why}"),
+                format!("tracepoint; {why}"),
             ),
         };
-        let by_owner = match (&raw_err, app) {
-            (None, Some(_)) => ByOwner::Split,
-            (Some(why), Some(_)) => ByOwner::Unavailable(format!(
+        let by_owner = match (typed_ok, app) {
+            (true, Some(_)) => ByOwner::Split,
+            (false, Some(_)) => ByOwner::Unavailable(format!(
                 "the app's requests apart from the rest need raw or tp_btf tracepoints: {why}"
             )),
             (_, None) => ByOwner::NotAsked,
@@ -531,9 +553,11 @@ pub fn cheaper_for(disks: &[Disk]) -> bool {
 
 impl BioBpf {
     /// Loads and attaches the programs for `disks` (every disk when
-    /// empty): each field's offset is read from the tracepoint's tracefs
-    /// format, so no kernel headers or BTF are needed (tracefs is mounted
-    /// through `guard` where it is not).
+    /// empty), from the rung [`Tracepoints::from_env`] names down: the
+    /// typed rungs read the kernel's structures at offsets its BTF
+    /// relocates; the classic one reads each field at the offset the
+    /// tracepoint's tracefs format gives, so it needs no kernel headers or
+    /// BTF (tracefs is mounted through `guard` where it is not).
     pub fn start(guard: &Guard, disks: &[Disk]) -> Result<BioBpf, BpfUnavailable> {
         BioBpf::start_with(guard, disks, Tracepoints::from_env()?)
     }
@@ -554,8 +578,8 @@ impl BioBpf {
 
     /// As [`BioBpf::start`], with each request's histograms its owner's:
     /// the app's (process `app` and every process it forks, followed in
-    /// the kernel) or the rest's. Where that cannot be split (no raw
-    /// tracepoints), the histograms are whole and say why.
+    /// the kernel) or the rest's. Where that cannot be split (no raw or
+    /// tp_btf tracepoints), the histograms are whole and say why.
     pub fn start_for_app(
         guard: &Guard,
         disks: &[Disk],

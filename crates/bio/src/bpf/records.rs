@@ -203,13 +203,18 @@ impl BioBpfRecords {
         disks: &[Disk],
         opts: RecordOptions,
     ) -> Result<BioBpfRecords, BpfUnavailable> {
-        let mut loaded = Loaded::start(
-            guard,
-            disks,
-            Tracepoints::from_env()?,
-            Some(opts.ring_bytes),
-            None,
-        )?;
+        BioBpfRecords::start_with(guard, disks, opts, Tracepoints::from_env()?)
+    }
+
+    /// As [`BioBpfRecords::start`], from rung `from` of the ladder down
+    /// (records need one of the typed rungs: `Classic` is refused).
+    pub fn start_with(
+        guard: &iolab_guard::Guard,
+        disks: &[Disk],
+        opts: RecordOptions,
+        from: Tracepoints,
+    ) -> Result<BioBpfRecords, BpfUnavailable> {
+        let mut loaded = Loaded::start(guard, disks, from, Some(opts.ring_bytes), None)?;
         let map = loaded
             .ebpf
             .take_map("records_rb")
@@ -250,8 +255,8 @@ impl BioBpfRecords {
         self.start_ns
     }
 
-    /// How the programs are attached (`tp_btf`, or `raw_tracepoint` and
-    /// why not tp_btf).
+    /// How the programs are attached: `tp_btf`, or `raw_tracepoint`
+    /// (followed by why not tp_btf when that was tried).
     pub fn attach(&self) -> &str {
         &self.loaded.attach
     }

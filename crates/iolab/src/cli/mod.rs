@@ -153,6 +153,11 @@ pub fn run() -> anyhow::Result<()> {
         }
         Err(e) => return Err(iolab_sys::UsageError::new(clap_one_line(&e)).into()),
     };
+    // A rung of BPF programs named wrongly is the user's mistake, here
+    // rather than a silent fall back to tracefs wherever BPF is optional.
+    if let Err(e) = iolab_bio::bpf::Tracepoints::from_env() {
+        return Err(iolab_sys::UsageError::new(e.0).into());
+    }
     if let Command::ModelServer(a) = cli.command {
         // A lab's server: no recovery of other runs, no signal handlers of
         // a foreground command; it ends when its FUSE mount goes away.
