@@ -137,8 +137,11 @@ fn memory_pressure_evicts_a_measured_share_that_iolab_cache_confirms() {
     assert_eq!(runs.len(), 1, "{report}");
     let mp = &runs[0]["extra"]["memory_pressure"];
     eprintln!("memory pressure: {mp}");
-    // Before the fill the whole file was cached (the test read it).
-    assert_eq!(mp["cached_before_bytes"], 32u64 << 20, "{mp}");
+    // Before the fill the file was cached (the test read it): all of it
+    // but what the cgroup's own reclaim took meanwhile (iolab's start-up
+    // is charged to the same limited cgroup; CI once saw 64 pages go).
+    let before = mp["cached_before_bytes"].as_u64().unwrap();
+    assert!((31u64 << 20..=32u64 << 20).contains(&before), "{mp}");
     // What the run stored as left is what iolab cache finds now (the
     // target, `true`, never touched the file).
     assert_eq!(mp["cached_after_bytes"].as_u64().unwrap(), after, "{mp}");

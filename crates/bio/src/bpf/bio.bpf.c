@@ -51,6 +51,9 @@ volatile const __u32 records = 0;
 volatile const __u32 by_owner = 0;
 /* Disks traced (histogram slots in use). */
 volatile const __u32 nslots = 32;
+/* 1 where the kernel has block_io_start (≥ 6.5), whose program the typed
+ * rungs attach: every request made while they are attached is seen there. */
+volatile const __u32 has_io_start = 0;
 
 struct key {
 	__u32 dev;
@@ -264,11 +267,13 @@ static __always_inline __u32 op_index(__u8 op)
 static __always_inline void owned(struct pending *n, __u8 origin, __u64 now)
 {
 	n->origin = origin;
-	/* A request first seen at its issue was made before the programs
-	 * were attached, and its issuer is whoever ran the queue (the app's
-	 * read dispatching the load's queued write): not its owner, so it
-	 * is counted as the rest's. */
-	if (by_owner && origin != O_ISSUE) {
+	/* Where block_io_start is attached, a request first seen at its
+	 * issue was made before the programs were, and its issuer is
+	 * whoever ran the queue (the app's read dispatching the load's
+	 * queued write): not its owner, so it is counted as the rest's.
+	 * Without block_io_start (< 6.5) a request not inserted is first
+	 * seen at its issue, in its submitter as a rule: the issuer's. */
+	if (by_owner && !(origin == O_ISSUE && has_io_start)) {
 		__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 		n->app = bpf_map_lookup_elem(&app, &tgid) != 0;
 	}

@@ -326,6 +326,8 @@ impl Loaded {
         loader.override_global("by_owner", &by_owner, true);
         let nslots = u32::try_from(table.disks.len().max(1)).unwrap_or(1);
         loader.override_global("nslots", &nslots, true);
+        let has_io_start: u32 = iolab_trace::has_event("block", "block_io_start").into();
+        loader.override_global("has_io_start", &has_io_start, true);
         // One cell per disk × operation (× owner): a cell is 30 KiB per
         // CPU, so only the disks traced get one.
         let ops = u32::try_from(OPS.len()).unwrap_or(5);
