@@ -167,9 +167,10 @@ pub struct OwnerSplit {
     /// Requests queued by the app's processes.
     pub app: Vec<LatencyHist>,
     /// Requests queued by anything else, and, where the kernel has
-    /// block_io_start (≥ 6.5), those first seen at their issue (made
-    /// before the programs were attached: their issuer is whoever ran the
-    /// queue, not their owner).
+    /// block_io_start (≥ 6.5), those first seen at their issue: made
+    /// before the programs were attached, or flushes the kernel built
+    /// (an fsync's device flush); their issuer is whoever ran the queue,
+    /// not their owner.
     pub rest: Vec<LatencyHist>,
     /// App processes forked when the programs' set was full (their
     /// requests counted as the rest's): 0 unless the app forked > 4096.

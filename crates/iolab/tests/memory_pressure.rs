@@ -138,8 +138,9 @@ fn memory_pressure_evicts_a_measured_share_that_iolab_cache_confirms() {
     let mp = &runs[0]["extra"]["memory_pressure"];
     eprintln!("memory pressure: {mp}");
     // Before the fill the file was cached (the test read it): all of it
-    // but what the cgroup's own reclaim took meanwhile (iolab's start-up
-    // is charged to the same limited cgroup; CI once saw 64 pages go).
+    // but a few pages the kernel may reclaim meanwhile (CI once saw 64
+    // go, in a limited cgroup on a machine building in the background;
+    // the cause was not traced).
     let before = mp["cached_before_bytes"].as_u64().unwrap();
     assert!((31u64 << 20..=32u64 << 20).contains(&before), "{mp}");
     // What the run stored as left is what iolab cache finds now (the

@@ -112,6 +112,14 @@ fn a_bad_device_is_a_one_line_usage_error() {
         err.contains("IOLAB_BPF_ATTACH=\"fentry\"") && err.contains("tp_btf, raw or classic"),
         "{err}"
     );
+    // Never in the way of undoing a killed run's changes.
+    let out = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .env("IOLAB_RUN_DIR", env.run.path())
+        .env("IOLAB_BPF_ATTACH", "fentry")
+        .arg("restore")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
 }
 
 #[test]

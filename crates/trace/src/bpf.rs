@@ -210,7 +210,9 @@ pub enum TracepointKind<'a> {
 /// Loads every program of `programs` as `kind` says, then attaches them:
 /// a verifier's refusal of any one leaves none attached, so no program of
 /// a rung that does not load runs (and writes the maps) before the caller
-/// falls back to another. On any failure what was attached is detached,
+/// falls back to another. (An attach that fails after others succeeded
+/// has let those run until they are detached: not expected once every
+/// program loaded, and not undone in the maps.) On any failure what was attached is detached,
 /// what was loaded unloaded, and the error returned.
 pub fn attach_all(
     ebpf: &mut Ebpf,

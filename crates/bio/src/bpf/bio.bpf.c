@@ -268,11 +268,15 @@ static __always_inline void owned(struct pending *n, __u8 origin, __u64 now)
 {
 	n->origin = origin;
 	/* Where block_io_start is attached, a request first seen at its
-	 * issue was made before the programs were, and its issuer is
-	 * whoever ran the queue (the app's read dispatching the load's
-	 * queued write): not its owner, so it is counted as the rest's.
-	 * Without block_io_start (< 6.5) a request not inserted is first
-	 * seen at its issue, in its submitter as a rule: the issuer's. */
+	 * issue was made before the programs were, or is a flush the
+	 * kernel built (blk_kick_flush: no block_io_start, no insert); its
+	 * issuer is whoever ran the queue (the app's read dispatching the
+	 * load's queued write), not its owner, so it is counted as the
+	 * rest's, flushes included. Without block_io_start (< 6.5) a
+	 * request not inserted is first seen at its issue, in its submitter
+	 * as a rule: the issuer's (a request queued in a scheduler before
+	 * the programs came and dispatched by the app is then the app's:
+	 * not handled there). */
 	if (by_owner && !(origin == O_ISSUE && has_io_start)) {
 		__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 		n->app = bpf_map_lookup_elem(&app, &tgid) != 0;

@@ -174,7 +174,10 @@ impl Tracepoints {
     /// an error, not a silent default.
     pub fn from_env() -> Result<Tracepoints, BpfUnavailable> {
         match std::env::var("IOLAB_BPF_ATTACH").as_deref() {
-            Err(_) | Ok("") | Ok("tp_btf") => Ok(Tracepoints::Btf),
+            Err(std::env::VarError::NotPresent) | Ok("") | Ok("tp_btf") => Ok(Tracepoints::Btf),
+            Err(std::env::VarError::NotUnicode(v)) => Err(BpfUnavailable(format!(
+                "IOLAB_BPF_ATTACH={v:?}: expected tp_btf, raw or classic"
+            ))),
             Ok("raw") | Ok("raw_tracepoint") => Ok(Tracepoints::Raw),
             Ok("classic") | Ok("tracepoint") => Ok(Tracepoints::Classic),
             Ok(other) => Err(BpfUnavailable(format!(
@@ -456,7 +459,8 @@ impl Loaded {
                         .filter(|a| table.needs(a.2))
                         .collect::<Vec<_>>(),
                     TracepointKind::Classic,
-                )?,
+                )
+                .map_err(|e| BpfUnavailable(format!("{}; {why}", e.0)))?,
                 format!("tracepoint; {why}"),
             ),
         };

@@ -153,11 +153,6 @@ pub fn run() -> anyhow::Result<()> {
         }
         Err(e) => return Err(iolab_sys::UsageError::new(clap_one_line(&e)).into()),
     };
-    // A rung of BPF programs named wrongly is the user's mistake, here
-    // rather than a silent fall back to tracefs wherever BPF is optional.
-    if let Err(e) = iolab_bio::bpf::Tracepoints::from_env() {
-        return Err(iolab_sys::UsageError::new(e.0).into());
-    }
     if let Command::ModelServer(a) = cli.command {
         // A lab's server: no recovery of other runs, no signal handlers of
         // a foreground command; it ends when its FUSE mount goes away.
@@ -167,6 +162,15 @@ pub fn run() -> anyhow::Result<()> {
     if !explicit_restore && iolab_sys::is_root() {
         for line in iolab_guard::recover_stale()? {
             iolab_sys::say!("iolab: {line}");
+        }
+    }
+    // A rung of BPF programs named wrongly is the user's mistake: said
+    // here, rather than a silent fall back to tracefs wherever BPF is
+    // optional; after the recovery of a killed run, and never for
+    // `restore`, so a stale variable cannot stop either undoing changes.
+    if !explicit_restore {
+        if let Err(e) = iolab_bio::bpf::Tracepoints::from_env() {
+            return Err(iolab_sys::UsageError::new(e.0).into());
         }
     }
     iolab_guard::install_signal_handlers()?;
