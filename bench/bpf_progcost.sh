@@ -2,14 +2,22 @@
 # What each BPF program of `iolab trace bio --hist --tracer bpf` costs by the
 # kernel's own accounting (kernel.bpf_stats_enabled): run_time_ns per I/O of
 # a 3 s randread 4 KiB load on a fresh lab; `raw` forces the raw-tracepoint
-# rung (IOLAB_BPF_ATTACH=raw), for the same numbers one rung down.
+# rung (IOLAB_BPF_ATTACH=raw), for the same numbers one rung down;
+# `floor-empty` and `floor-clock` measure bench/bpf_floor's programs instead
+# of iolab's (two tp_btf programs doing nothing, or only reading the clock:
+# the least any BPF latency collector costs here; needs clang-14).
 #
-#   bash bench/bpf_progcost.sh IOLAB zram [raw]   # zram, psync QD1
-#   bash bench/bpf_progcost.sh IOLAB loop [raw]   # loop, io_uring QD32
+#   bash bench/bpf_progcost.sh IOLAB zram [raw|floor-empty|floor-clock]   # zram, psync QD1
+#   bash bench/bpf_progcost.sh IOLAB loop [raw|floor-empty|floor-clock]   # loop, io_uring QD32
 set -e
 I=$1
-kind=${2:?usage: bpf_progcost.sh IOLAB zram|loop [raw]}
-[ "${3:-}" = raw ] && export IOLAB_BPF_ATTACH=raw
+kind=${2:?usage: bpf_progcost.sh IOLAB zram|loop [raw|floor-empty|floor-clock]}
+what=${3:-}
+case $what in
+'' | raw | floor-empty | floor-clock) ;;
+*) echo "bpf_progcost.sh: $what: expected raw, floor-empty or floor-clock" >&2; exit 2 ;;
+esac
+[ "$what" = raw ] && export IOLAB_BPF_ATTACH=raw
 case $kind in
 zram) lab=(--zram) engine=(--ioengine psync --iodepth 1) ;;
 loop) lab=() engine=(--ioengine io_uring --iodepth 32) ;;
@@ -23,7 +31,18 @@ $I lab up --name $name "${lab[@]}" --size 1GiB --fs none --json > $T.json
 dev=$(python3 -c 'import json,os;j=json.load(open(os.environ["T"]+".json"));print(j.get("device") or j["lab"]["device"])')
 dd if=/dev/urandom of=$dev bs=1M count=256 oflag=direct status=none
 sysctl -qw kernel.bpf_stats_enabled=1
-$I trace bio -d $dev --hist --tracer bpf --json > $T.out 2>$T.err &
+if [[ $what == floor-* ]]; then
+    flags=(-DCLOCK)
+    [ "$what" = floor-empty ] && flags=()
+    [ "$kind" = loop ] && flags+=(-DRQ)
+    here=$(dirname "$0")/bpf_floor
+    clang-14 -O2 -g -target bpf -I/usr/include/"$(uname -m)"-linux-gnu "${flags[@]}" \
+        -c "$here/floor.bpf.c" -o $T.floor.o
+    echo '{"attach": "tp_btf (bench/bpf_floor, '"$what"')"}' > $T.out
+    python3 "$here/load.py" $T.floor.o 2>$T.err &
+else
+    $I trace bio -d $dev --hist --tracer bpf --json > $T.out 2>$T.err &
+fi
 tp=$!
 sleep 3
 $I load --filename $dev --rw randread --bs 4k --direct --size $((256<<20)) --runtime 3 --time-based --json "${engine[@]}" > $T.load.json
@@ -37,7 +56,7 @@ ios=json.load(open(T+".load.json"))["jobs"][0]["read"]["total_ios"]
 print("attach:", json.load(open(T+".out")).get("attach"))
 tot=0
 for p in ps:
-    if p.get("run_cnt") and p.get("name","").startswith(("raw_","rq_","bio_","btf_")):
+    if p.get("run_cnt") and p.get("name","").startswith(("raw_","rq_","bio_","btf_")) or p.get("name") in ("start","done"):
         ns=p["run_time_ns"]/p["run_cnt"]; per=p["run_time_ns"]/ios; tot+=per
         print(f'{p["name"]:20} runs {p["run_cnt"]:9} {ns:7.0f} ns/run {per:7.0f} ns/IO')
 print("ios",ios,"total ns/IO",round(tot))

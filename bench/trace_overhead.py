@@ -33,7 +33,15 @@ modes alike:
   tracepoints, `hist()` aggregated in the kernel (bcc's biolatency itself
   cannot run on a kernel without its headers, as here);
 - perf: `perf record -a` of the same tracepoints with the same dev filter,
-  to a file, 32 MiB buffer per CPU (iolab's size).
+  to a file, 32 MiB buffer per CPU (iolab's size);
+- floor-empty, floor-clock: not a tool but the floor of any BPF latency
+  collector here (bench/bpf_floor/floor.bpf.c, compiled with clang-14 at
+  the start, loaded by bench/bpf_floor/load.py with libbpf): a tp_btf
+  program on each of the two tracepoints a latency needs (bio queue and
+  completion on zram, request issue and completion on loop) that does
+  nothing, or only reads the clock and stores it per CPU. What iolab-bpf
+  costs beyond floor-clock is iolab's own work; what floor-empty costs is
+  the kernel's, which no collector on tracepoints avoids.
 
 The tracer starts 2 s before the load and gets SIGINT after it. Reported
 per mode: IOPS (median over rounds) and the ratio to `off` (median over
@@ -71,7 +79,9 @@ from benchlib import Labs, log, run
 REPO = Path(__file__).resolve().parent.parent
 MiB = 1 << 20
 MODES = ["off", "iolab-bpf", "iolab-bpf-raw", "iolab", "iolab-bpf-snoop",
-         "iolab-bpf-snoop-raw", "iolab-snoop", "bpftrace-hist", "bpftrace", "perf"]
+         "iolab-bpf-snoop-raw", "iolab-snoop", "bpftrace-hist", "bpftrace", "perf",
+         "floor-empty", "floor-clock"]
+FLOOR = REPO / "bench" / "bpf_floor"
 
 # name -> (lab flags, load flags, tracepoints). zram has no request queue:
 # only bio events describe its I/O.
@@ -202,6 +212,10 @@ def start_tracer(mode, iolab, dev, devno, events, out_dir, tag):
         script = out_dir / ("bio.bt" if events[0] == "block_bio_queue" else "rq.bt")
         script.write_text(BPF_BIO if events[0] == "block_bio_queue" else BPF_RQ)
         cmd = ["bpftrace", str(script), str(devno)]
+    elif mode.startswith("floor-"):
+        kind = "bio" if events[0] == "block_bio_queue" else "rq"
+        cmd = [sys.executable, str(FLOOR / "load.py"),
+               str(out_dir / f"floor-{kind}-{mode.removeprefix('floor-')}.o")]
     elif mode == "perf":
         cmd = ["perf", "record", "-a", "-m", "8192", "-o", str(out_dir / f"{tag}.data")]
         for e in events:
@@ -223,6 +237,10 @@ def tracer_result(mode, out, err, out_dir, tag):
     if mode == "off":
         return 0, 0
     text = err.read_text()
+    if mode.startswith("floor-"):
+        if "attached 2 programs" not in text:
+            raise RuntimeError(f"{tag}: the floor programs did not attach: {text.strip()}")
+        return 0, 0  # they count nothing
     want = "raw_tracepoint" if mode.endswith("-raw") else "tp_btf"
     mode = mode.removesuffix("-raw")
     if mode in ("iolab", "iolab-bpf"):
@@ -327,14 +345,15 @@ def table(results, rounds, numjobs=1):
             lost = [r["lost"] for r in runs]
             cap = [r["captured_ratio"] for r in runs]
             traced = mode != "off"
+            counts = traced and not mode.startswith("floor-")  # the floor counts nothing
             lines.append(
                 f"| {dev_kind} | {load} | {mode} | {iops:,.0f} "
                 f"| {statistics.median(ratios):.3f} ({min(ratios):.2f}–{max(ratios):.2f}) "
                 f"| {statistics.median(r['load_cpu_us_per_io'] for r in runs):.2f} "
                 f"| {statistics.median(cpu_ratios):.3f} "
                 f"| {statistics.median(r['tracer_cpu_us_per_io'] for r in runs) if traced else 0:.2f} "
-                f"| {f'{sum(lost):,} (max {max(lost):,})' if traced else '–'} "
-                f"| {f'{min(cap):.3f}–{max(cap):.3f}' if traced else '–'} |")
+                f"| {f'{sum(lost):,} (max {max(lost):,})' if counts else '–'} "
+                f"| {f'{min(cap):.3f}–{max(cap):.3f}' if counts else '–'} |")
     lines.append("")
     lines.append(
         f"IOPS: median of {rounds} rounds; IOPS ratio: median (min–max) over rounds of the "
@@ -379,12 +398,23 @@ def main():
         if not shutil.which(tool):
             sys.exit(f"error: {tool} not found: apt-get install -y bpftrace linux-perf")
 
+    if any(m.startswith("floor-") for m in modes):
+        if not shutil.which("clang-14"):
+            sys.exit("error: clang-14 not found (the floor-* modes compile "
+                     "bench/bpf_floor/floor.bpf.c): apt-get install -y clang-14 libbpf-dev")
     if not a.no_build:
         log("building: cargo build --release -p iolab")
         run(["cargo", "build", "--release", "-p", "iolab"], cwd=REPO)
     iolab = str(REPO / "target" / "release" / "iolab")
     out_dir = a.results / time.strftime("trace-%Y%m%d-%H%M%S")
     out_dir.mkdir(parents=True, exist_ok=True)
+    if any(m.startswith("floor-") for m in modes):
+        asm = f"/usr/include/{os.uname().machine}-linux-gnu"
+        for kind, kflags in (("bio", []), ("rq", ["-DRQ"])):
+            for body, bflags in (("empty", []), ("clock", ["-DCLOCK"])):
+                run(["clang-14", "-O2", "-g", "-target", "bpf", f"-I{asm}", *kflags, *bflags,
+                     "-c", str(FLOOR / "floor.bpf.c"),
+                     "-o", str(out_dir / f"floor-{kind}-{body}.o")])
 
     def on_signal(signum, _frame):
         raise KeyboardInterrupt(signal.Signals(signum).name)
@@ -396,6 +426,12 @@ def main():
     results = {}
     rows = []
     load_avg = os.getloadavg()
+    # bpftrace and perf find tracepoints only in a mounted tracefs (iolab
+    # mounts its own where none is): mount one for the run, unmount it after.
+    mounted = False
+    if not Path("/sys/kernel/tracing/events").is_dir():
+        run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"])
+        mounted = True
     try:
         for dev_kind in devices:
             lab = labs.up(f"bench-trace-{dev_kind}", DEVICES[dev_kind][0])
@@ -424,6 +460,8 @@ def main():
     finally:
         stop_all()
         labs.close()
+        if mounted:
+            run(["umount", "/sys/kernel/tracing"])
         (out_dir / "runs.json").write_text(json.dumps(rows, indent=1))
 
     cmd = "bench/trace_overhead.py " + " ".join(sys.argv[1:])

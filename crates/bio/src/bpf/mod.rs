@@ -343,8 +343,11 @@ impl Loaded {
             fast_cpus()
         };
         loader.override_global("fast_cpus", &fast_cpus, true);
-        if let Some(bytes) = records {
-            loader.map_max_entries("records_rb", bytes);
+        for (i, bytes) in ring_sizes(records, aya::util::nr_cpus().unwrap_or(NR_RINGS))
+            .into_iter()
+            .enumerate()
+        {
+            loader.map_max_entries(RINGS[i], bytes);
         }
         let object = if fast_cpus > 0 {
             OBJECT
@@ -525,6 +528,35 @@ impl Loaded {
 /// The CPUs whose slots a completion may search (bio.bpf.c's `slots`), or
 /// 0 where the kernel has no bpf_map_lookup_percpu_elem (before 5.19):
 /// every bio then goes through the hash table.
+/// The records' ring buffers in bio.bpf.c: one per CPU, CPUs past the
+/// eighth sharing them.
+pub(crate) const NR_RINGS: usize = 8;
+/// Their names.
+pub(crate) const RINGS: [&str; NR_RINGS] = [
+    "records_rb0",
+    "records_rb1",
+    "records_rb2",
+    "records_rb3",
+    "records_rb4",
+    "records_rb5",
+    "records_rb6",
+    "records_rb7",
+];
+
+/// Each ring buffer's size: `records` (bytes, or `None` when only
+/// histograms are kept) shared among the rings that `cpus` CPUs use, each a
+/// power of two of pages (the kernel's rule); a page for a ring no CPU uses.
+fn ring_sizes(records: Option<u32>, cpus: usize) -> [u32; NR_RINGS] {
+    let page = u32::try_from(iolab_sys::pagecache::page_size()).unwrap_or(4096);
+    let used = cpus.clamp(1, NR_RINGS);
+    let each = records.map_or(page, |b| {
+        let share = b / u32::try_from(used).unwrap_or(1);
+        // The largest power of two not above the share, at least a page.
+        (1u32 << (31 - share.max(1).leading_zeros())).max(page)
+    });
+    std::array::from_fn(|i| if i < used { each } else { page })
+}
+
 fn fast_cpus() -> u32 {
     use aya::util::KernelVersion;
     // x86-64's JIT has had BPF compare-and-swap since 5.12 and the lookup
@@ -833,4 +865,24 @@ fn histogram<'a>(
         que: bins::percentiles(&que_bins, que, count, None),
         percentiles_from: Some(bins::SOURCE.into()),
     })
+}
+
+#[cfg(test)]
+mod ring_tests {
+    use super::*;
+
+    #[test]
+    fn rings_share_the_records_bytes_among_the_cpus_in_powers_of_two() {
+        let page = u32::try_from(iolab_sys::pagecache::page_size()).unwrap_or(4096);
+        // 16 MiB on 2 CPUs: 8 MiB each for rings 0 and 1, a page for the rest.
+        let s = ring_sizes(Some(16 << 20), 2);
+        assert_eq!(&s[..3], &[8 << 20, 8 << 20, page]);
+        // 16 MiB on 3 CPUs: 5.3 MiB each, down to 4 MiB.
+        assert_eq!(ring_sizes(Some(16 << 20), 3)[2], 4 << 20);
+        // Past 8 CPUs, all 8 rings: 2 MiB each.
+        assert_eq!(ring_sizes(Some(16 << 20), 64), [2 << 20; NR_RINGS]);
+        // Histograms only: a page each; a tiny ask is still a page.
+        assert_eq!(ring_sizes(None, 4), [page; NR_RINGS]);
+        assert_eq!(ring_sizes(Some(100), 4)[0], page);
+    }
 }

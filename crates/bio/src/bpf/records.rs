@@ -177,7 +177,10 @@ fn errno_of_status(s: u8) -> i32 {
 /// The records collector, attached.
 pub struct BioBpfRecords {
     loaded: Loaded,
-    ring: RingBuf<MapData>,
+    /// One ring buffer per CPU (bio.bpf.c's `records_rb0` …).
+    rings: Vec<RingBuf<MapData>>,
+    /// What one poll drained from the rings, put in completion order.
+    batch: Vec<Rec>,
     opts: RecordOptions,
     start_ns: u64,
     /// A traced device (disk or partition) → its disk's number and name,
@@ -215,12 +218,14 @@ impl BioBpfRecords {
         from: Tracepoints,
     ) -> Result<BioBpfRecords, BpfUnavailable> {
         let mut loaded = Loaded::start(guard, disks, from, Some(opts.ring_bytes), None)?;
-        let map = loaded
-            .ebpf
-            .take_map("records_rb")
-            .ok_or_else(|| BpfUnavailable("no records_rb map".into()))?;
-        let ring =
-            RingBuf::try_from(map).map_err(|e| BpfUnavailable(format!("records_rb: {e}")))?;
+        let mut rings = Vec::with_capacity(super::NR_RINGS);
+        for name in super::RINGS {
+            let map = loaded
+                .ebpf
+                .take_map(name)
+                .ok_or_else(|| BpfUnavailable(format!("no {name} map")))?;
+            rings.push(RingBuf::try_from(map).map_err(|e| BpfUnavailable(format!("{name}: {e}")))?);
+        }
         let t = &loaded.table;
         // Before 5.17 block_rq_complete passed a negative errno where it
         // now passes a blk_status_t (bio completions give the bio's status).
@@ -237,7 +242,8 @@ impl BioBpfRecords {
         }
         Ok(BioBpfRecords {
             loaded,
-            ring,
+            rings,
+            batch: Vec::new(),
             opts,
             start_ns: iolab_trace::monotonic_ns(),
             disk_of,
@@ -261,16 +267,24 @@ impl BioBpfRecords {
         &self.loaded.attach
     }
 
-    /// Drains the ring buffer; `on_request` sees each completed request
-    /// (with its disk's name) in the order they completed on each CPU.
+    /// Drains the ring buffers; `on_request` sees each completed request
+    /// (with its disk's name) in completion order within what this poll
+    /// found (a CPU's records can still arrive a poll after a later one of
+    /// another CPU's, as with one ring buffer; `finish` sorts them all).
     pub fn poll(&mut self, on_request: &mut dyn FnMut(&BioRequest, &str)) {
-        while let Some(item) = self.ring.next() {
-            self.read += 1;
-            let Some(rec) = Rec::parse(&item) else {
-                self.malformed += 1;
-                continue;
-            };
-            drop(item);
+        let mut batch = std::mem::take(&mut self.batch);
+        batch.clear();
+        for ring in &mut self.rings {
+            while let Some(item) = ring.next() {
+                self.read += 1;
+                match Rec::parse(&item) {
+                    Some(rec) => batch.push(rec),
+                    None => self.malformed += 1,
+                }
+            }
+        }
+        batch.sort_unstable_by_key(|r| r.complete_ns);
+        for rec in &batch {
             let Some((disk, name, errno_status, seen)) = self.disk_of.get_mut(&rec.dev) else {
                 self.malformed += 1;
                 continue;
@@ -292,6 +306,7 @@ impl BioBpfRecords {
                 self.requests.push(r);
             }
         }
+        self.batch = batch;
     }
 
     /// Detaches, drains what is left and returns the trace.

@@ -360,6 +360,7 @@ fn run_bio_records(
         json: a.json,
         t0,
         error: None,
+        line: Vec::with_capacity(128),
     };
     if stream && !a.json {
         writeln!(out, "{}", snoop::header())?;
@@ -424,6 +425,8 @@ struct Printer {
     json: bool,
     t0: u64,
     error: Option<std::io::Error>,
+    /// The line being printed, reused: nothing is allocated per request.
+    line: Vec<u8>,
 }
 
 impl Printer {
@@ -436,7 +439,9 @@ impl Printer {
                 .map_err(std::io::Error::from)
                 .and_then(|_| w.write_all(b"\n"))
         } else {
-            writeln!(w, "{}", snoop::line(r, disk, self.t0))
+            self.line.clear();
+            snoop::write_line(&mut self.line, r, disk, self.t0);
+            w.write_all(&self.line)
         };
         if let Err(e) = res {
             self.error = Some(e);
