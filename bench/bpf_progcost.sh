@@ -25,8 +25,8 @@ loop) lab=() engine=(--ioengine io_uring --iodepth 32) ;;
 esac
 export T=${TMPDIR:-/tmp}/iolab-progcost
 name=progcost
-# Statistics off and the lab down whatever happens.
-trap 'sysctl -qw kernel.bpf_stats_enabled=0; $I lab down $name >/dev/null 2>&1 || true' EXIT
+# Statistics off, the tracer stopped and the lab down whatever happens.
+trap '[ -n "${tp:-}" ] && kill -TERM $tp 2>/dev/null; sysctl -qw kernel.bpf_stats_enabled=0; $I lab down $name >/dev/null 2>&1 || true' EXIT
 $I lab up --name $name "${lab[@]}" --size 1GiB --fs none --json > $T.json
 dev=$(python3 -c 'import json,os;j=json.load(open(os.environ["T"]+".json"));print(j.get("device") or j["lab"]["device"])')
 dd if=/dev/urandom of=$dev bs=1M count=256 oflag=direct status=none
@@ -45,18 +45,26 @@ else
 fi
 tp=$!
 sleep 3
+if [[ $what == floor-* ]] && ! grep -q "attached 2 programs" $T.err; then
+    echo "bpf_progcost.sh: the floor programs did not attach: $(cat $T.err)" >&2
+    exit 1
+fi
 $I load --filename $dev --rw randread --bs 4k --direct --size $((256<<20)) --runtime 3 --time-based --json "${engine[@]}" > $T.load.json
 bpftool prog show -j > $T.progs.json
 kill -INT $tp; wait $tp || true
-python3 - <<'P'
+tp=  # reaped: its pid is no longer ours to signal
+FLOOR=$([[ $what == floor-* ]] && echo 1 || echo 0) python3 - <<'P'
 import json,os
 T=os.environ["T"]
+floor=os.environ["FLOOR"]=="1"
 ps=json.load(open(T+".progs.json"))
 ios=json.load(open(T+".load.json"))["jobs"][0]["read"]["total_ios"]
 print("attach:", json.load(open(T+".out")).get("attach"))
 tot=0
 for p in ps:
-    if p.get("run_cnt") and p.get("name","").startswith(("raw_","rq_","bio_","btf_")) or p.get("name") in ("start","done"):
+    name=p.get("name","")
+    mine=name in ("start","done") if floor else name.startswith(("raw_","rq_","bio_","btf_"))
+    if mine and p.get("run_cnt"):
         ns=p["run_time_ns"]/p["run_cnt"]; per=p["run_time_ns"]/ios; tot+=per
         print(f'{p["name"]:20} runs {p["run_cnt"]:9} {ns:7.0f} ns/run {per:7.0f} ns/IO')
 print("ios",ios,"total ns/IO",round(tot))

@@ -1,10 +1,11 @@
 /* The least a BPF latency collector can cost per I/O on this kernel: a
  * tp_btf program on each of the two tracepoints every latency needs (a
  * bio's queue and completion on zram; a request's issue and completion on
- * a request-based disk), doing nothing (EMPTY) or only the two clock reads
- * and one per-CPU store a latency needs (CLOCK). bench/trace_overhead.py's
- * floor-* modes load them beside its other modes, so what iolab's programs
- * add beyond the floor is shown in the same run. */
+ * a request-based disk), doing nothing (EMPTY) or only what a latency
+ * needs: each reads the clock and stores it in a per-CPU array (CLOCK).
+ * bench/trace_overhead.py's floor-* modes load them beside its other
+ * modes, so what iolab's programs add beyond the floor is shown in the
+ * same run. */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 

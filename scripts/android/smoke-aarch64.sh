@@ -18,7 +18,8 @@
 #      invalid with Android's top-app boost named;
 #   2. on the device: a lab with toybox only (its status saying what
 #      debugfs would have shown is unknown), trace bio by a /dev/block path
-#      (tracefs: BPF does not run under qemu-user), evicting starts of the
+#      (tracefs: BPF does not run under qemu-user, and `--tracer bpf` says
+#      why and exits 2), evicting starts of the
 #      EROFS app.
 #
 #   bash scripts/android/smoke-aarch64.sh [AARCH64-BINARY [HOST-BINARY]]
@@ -133,6 +134,13 @@ grep -q 'device      /dev/block/loop' "$dir/status.txt" || fail "lab A is not on
 grep -q 'unknown: debugfs unavailable' "$dir/status.txt" || fail "lab status does not say debugfs was unavailable"
 run "trace bio -d /dev/block/by-name/system_ext --summary -- sh -c 'echo 3 > /proc/sys/vm/drop_caches; cat $app/RigApp.apk > /dev/null'" | tee "$dir/bio.txt"
 grep -q ' R ' "$dir/bio.txt" || fail "trace bio saw no reads of the app"
+# qemu-user does not carry bpf(): `--tracer bpf` must refuse with the
+# reason (a usage error, exit 2), not start or fall back in silence.
+rc=0
+run "trace bio -d /dev/block/by-name/system_ext --hist --tracer bpf --duration 1s" > "$dir/bpf.txt" 2>&1 || rc=$?
+cat "$dir/bpf.txt"
+[ "$rc" = 2 ] || fail "trace bio --tracer bpf under qemu-user exited $rc, not 2: $(cat "$dir/bpf.txt")"
+grep -q -- '--tracer bpf: ' "$dir/bpf.txt" || fail "trace bio --tracer bpf did not say why: $(cat "$dir/bpf.txt")"
 run "startup --lab A --cold evict --evict $app --workloads idle --reps 2 --schedulers none --timeout 60 -- sh -c 'cat $app/RigApp.apk $app/oat/arm64/RigApp.odex > /dev/null'" | tee "$dir/startup.txt"
 grep -q 'max 0.0 %' "$dir/startup.txt" || fail "a start was not cold"
 run "lab down A"

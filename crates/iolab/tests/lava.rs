@@ -88,9 +88,44 @@ fn lavas_dispatcher_runs_the_definition_and_records_every_case() {
     assert_eq!(v["job"], "pass", "{v}");
     assert_eq!(v["problems"], serde_json::json!([]), "{v}");
     // demo: 4 schedulers x 4 workloads, each with mean/min/median/max, a
-    // ratio to idle for the loaded ones and a prefetch mean for idle.
-    assert_eq!(v["result_cases"], 80, "{v}");
-    assert_eq!(v["compared_with_results_show"], 80, "{v}");
+    // ratio to idle for the loaded ones and a prefetch mean for idle. A
+    // loaded cell whose start hit the demo's 5 s timeout is censored: its
+    // statistics fail and it has no ratio (a writer can starve a start
+    // that long under mq-deadline or kyber, on this machine and on a
+    // stranger's), so the ratios are counted, not fixed at 12.
+    let cases = v["cases"].as_array().expect("cases");
+    let named = |suffix: &str| {
+        cases
+            .iter()
+            .filter(|c| c["case"].as_str().is_some_and(|n| n.ends_with(suffix)))
+            .collect::<Vec<_>>()
+    };
+    for stat in [".mean", ".min", ".median", ".max"] {
+        let plain = named(stat)
+            .into_iter()
+            .filter(|c| !c["case"].as_str().unwrap_or("").contains(".prefetch_"))
+            .count();
+        assert_eq!(plain, 16, "{stat}: {v}");
+    }
+    assert_eq!(named(".prefetch_before.mean").len(), 4, "{v}");
+    // Every idle cell passes: nothing there can starve a start.
+    let idle = named(".mean")
+        .into_iter()
+        .filter(|c| c["set"] == "idle")
+        .collect::<Vec<_>>();
+    assert!(idle.iter().all(|c| c["result"] == "pass"), "{v}");
+    // A ratio for each loaded cell whose starts all ended, and only those.
+    let loaded_done = named(".mean")
+        .into_iter()
+        .filter(|c| c["set"] != "idle" && c["result"] == "pass")
+        .count();
+    let ratios = named(".ratio_to_idle").len();
+    assert!(
+        loaded_done <= ratios && ratios <= 12,
+        "{loaded_done} {ratios}: {v}"
+    );
+    assert_eq!(v["result_cases"], 68 + ratios, "{v}");
+    assert_eq!(v["compared_with_results_show"], 68 + ratios, "{v}");
     assert_eq!(v["left_behind"], serde_json::json!({}), "{v}");
     let f = dispatch(&["BW=1B/s"], &["--expect-fail"]);
     assert_eq!(f["job"], "pass", "{f}");

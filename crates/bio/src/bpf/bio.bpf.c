@@ -41,7 +41,7 @@ volatile const __u64 bio_based_mask = 0;
 /* Each histogram slot's disk (its whole-disk device number): a bio names
  * its partition, a request its disk. */
 volatile const __u32 slot_dev[MAX_SLOTS] = {};
-/* 1: a record per completed request through `records_rb` (biosnoop's
+/* 1: a record per completed request through `records_rb*` (biosnoop's
  * lines, --summary, --perfetto), with the task that queued it; 0: only
  * the histograms below (--hist), nothing per request. */
 volatile const __u32 records = 0;

@@ -1,7 +1,7 @@
 //! Per-request records from the kernel: bio.bpf.c with `records` set puts
 //! each completed request (its times, size, flags, status and the task
-//! that queued it) into a BPF ring buffer, which this side drains on its
-//! own clock (the programs never wake it). The records become the same
+//! that queued it) into BPF ring buffers (one per CPU), which this side
+//! drains on its own clock (the programs never wake it). The records become the same
 //! [`BioRequest`]s the tracefs tracker makes, so biosnoop's lines,
 //! `--summary`, `--perfetto` and `--hist` from records do not care which
 //! tracer made them.
@@ -34,9 +34,11 @@ pub struct RecordOptions {
     /// Keep every request in the returned trace (for --summary,
     /// --perfetto, --hist); a stream of lines keeps none.
     pub keep_requests: bool,
-    /// The ring buffer's size in bytes (a power of two of pages): 16 MiB
-    /// holds ~200k records, 0.4 s at 500k IOPS, where iolab drains it
-    /// every 50 ms.
+    /// The ring buffers' size in bytes, shared among the rings the CPUs
+    /// use (one per CPU up to 8), each at least 4 MiB (~52k records, 110 ms
+    /// at 464k IOPS on one CPU) unless this is smaller: 16 MiB is 8 MiB per
+    /// ring on 2 CPUs, 4 MiB per ring (32 MiB) on 8 or more. iolab drains
+    /// them every 50 ms.
     pub ring_bytes: u32,
 }
 
@@ -338,9 +340,9 @@ impl BioBpfRecords {
         let explained =
             at(C_UNMATCHED) + at(C_LOST) + at(C_START_FULL) + at(C_NO_SLOT) + skipped.unwrap_or(0);
         let kernel = self.loaded.kernel.check(at_end, &seen, explained);
-        // The CPUs' records interleave in the ring buffer by reservation,
-        // not completion: put them in completion order, as the tracefs
-        // merge delivers them.
+        // Each poll is in completion order, but a CPU's record can arrive
+        // a poll after a later one of another CPU's: put them all in
+        // completion order, as the tracefs merge delivers them.
         self.requests.sort_by_key(|r| r.complete_ns);
         Ok(BioTrace {
             requests: self.requests,
