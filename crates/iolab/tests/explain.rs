@@ -515,6 +515,14 @@ fn bpf_sums_the_causes_in_the_kernel() {
     if let Err(why) = iolab_testkit::kill_leaves_no_bpf_program(&mut child, 3) {
         panic!("{why}");
     }
+    // The next command undoes what the killed run changed (its tracefs
+    // mount, where there was none).
+    if let Err(why) = iolab_testkit::restore_after_kill(
+        std::path::Path::new(env!("CARGO_BIN_EXE_iolab")),
+        env.run.path(),
+    ) {
+        panic!("{why}");
+    }
 
     let refused = env
         .cmd()

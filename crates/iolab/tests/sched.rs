@@ -391,6 +391,14 @@ fn a_killed_bpf_recording_leaves_no_program() {
     if let Err(why) = iolab_testkit::kill_leaves_no_bpf_program(&mut child, 3) {
         panic!("{why}");
     }
+    // The next command undoes what the killed run changed (its tracefs
+    // mount, where there was none).
+    if let Err(why) = iolab_testkit::restore_after_kill(
+        std::path::Path::new(env!("CARGO_BIN_EXE_iolab")),
+        run.path(),
+    ) {
+        panic!("{why}");
+    }
     assert!(
         !file.exists(),
         "a killed recording wrote {}",

@@ -479,4 +479,12 @@ fn hist_is_counted_in_the_kernel_and_a_kill_leaves_nothing_attached() {
     if let Err(why) = iolab_testkit::kill_leaves_no_bpf_program(&mut child, 4) {
         panic!("{why}");
     }
+    // The next command undoes what the killed run changed (its tracefs
+    // mount, where there was none).
+    if let Err(why) = iolab_testkit::restore_after_kill(
+        std::path::Path::new(env!("CARGO_BIN_EXE_iolab")),
+        env.run.path(),
+    ) {
+        panic!("{why}");
+    }
 }

@@ -289,6 +289,31 @@ pub fn kill_leaves_no_bpf_program(
     }
 }
 
+/// What a user's next command does after a SIGKILL: `iolab restore` with
+/// the killed run's `IOLAB_RUN_DIR` (`bin`: the iolab binary), which
+/// undoes what its journal holds, e.g. the tracefs mount its guard made
+/// where tracefs was absent (without it that mount outlives the test).
+/// Its output, or why it failed or could not undo something.
+pub fn restore_after_kill(
+    bin: &std::path::Path,
+    run_dir: &std::path::Path,
+) -> Result<String, String> {
+    let out = std::process::Command::new(bin)
+        .env("IOLAB_RUN_DIR", run_dir)
+        .arg("restore")
+        .output()
+        .map_err(|e| format!("running {} restore: {e}", bin.display()))?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if !out.status.success() || text.contains("FAILED") {
+        return Err(format!("iolab restore after the kill: {text}"));
+    }
+    Ok(text)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
