@@ -1,10 +1,10 @@
 //! Per-request records from the kernel: bio.bpf.c with `records` set puts
 //! each completed request (its times, size, flags, status and the task
 //! that queued it) into BPF ring buffers (one per CPU), which this side
-//! drains on its own clock (the programs never wake it). The records become the same
-//! [`BioRequest`]s the tracefs tracker makes, so biosnoop's lines,
-//! `--summary`, `--perfetto` and `--hist` from records do not care which
-//! tracer made them.
+//! drains on its own clock (the programs never wake it). The records
+//! become the same [`BioRequest`]s the tracefs tracker makes, so
+//! biosnoop's lines, `--summary`, `--perfetto` and `--hist` from records
+//! do not care which tracer made them.
 //!
 //! What the kernel side does not do that iolab's tracefs tracker does:
 //! it keeps one request per device and start sector (the tracker keeps
